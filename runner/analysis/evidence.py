@@ -1,0 +1,253 @@
+"""Evidence: the analysis results under stable ids (R* roofline, S* stalls, C* counters).
+
+`diagnose` runs the pure analyses over a profile and gathers their findings; `render_markdown`
+writes the few kilobytes a prompt embeds. Ids are assigned in a fixed order (hot kernels by time,
+then findings by weight) so the same profile always yields the same ids.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from runner.analysis.counters import CounterSelection, select_counters
+from runner.analysis.hot import KernelTime, select_hot_kernels
+from runner.analysis.roofline import Roofline, aggregate_launches, roofline
+from runner.analysis.stalls import StallLine, salient_stalls
+from runner.config import AnalysisConfig
+from runner.errors import AnalysisError
+from runner.profile import STALL_MEANING, Profile, short_kernel_name
+
+
+class Evidence(BaseModel):
+    """One citable finding."""
+
+    id: str
+    kind: Literal["roofline", "stall", "counter"]
+    kernel: str | None
+    text: str
+    roofline: Roofline | None = None
+    stall: StallLine | None = None
+    counter: dict | None = None
+
+
+class GpuInfo(BaseModel):
+    name: str | None = None
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    sm_clock_hz: float | None = None
+    dram_peak_bytes_per_s: float | None = None
+    fp32_peak_flops: float | None = None
+    fp64_peak_flops: float | None = None
+
+
+class Diagnostics(BaseModel):
+    """Everything the Analysis Agent found; written as diagnostics.json."""
+
+    schema_version: int = 1
+    gpu: GpuInfo
+    alpha: float
+    kernels: list[KernelTime]
+    evidence: list[Evidence] = Field(default_factory=list)
+    counter_selection: CounterSelection | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def hot_kernels(self) -> list[KernelTime]:
+        return [k for k in self.kernels if k.hot]
+
+
+def _gpu_info(profile: Profile, rooflines: list[Roofline], metrics: pd.DataFrame) -> GpuInfo:
+    def first(name: str) -> float | None:
+        if name in metrics.columns and metrics[name].notna().any():
+            return float(metrics[name].dropna().iloc[0])
+        return None
+
+    info = GpuInfo(name=profile.device_name, sm_clock_hz=first("sm__cycles_elapsed.avg.per_second"))
+    ccs = [c for c in profile.launches.get("cc", pd.Series(dtype=str)) if c]
+    info.compute_capability = ccs[0] if ccs else None
+    sm = first("launch__sm_count") or first("device__attribute_multiprocessor_count")
+    info.sm_count = int(sm) if sm else None
+    for r in rooflines:
+        for res in r.resources:
+            if res.peak is None:
+                continue
+            if res.name == "dram" and info.dram_peak_bytes_per_s is None:
+                info.dram_peak_bytes_per_s = res.peak
+            elif res.name == "fp32" and info.fp32_peak_flops is None:
+                info.fp32_peak_flops = res.peak
+            elif res.name == "fp64" and info.fp64_peak_flops is None:
+                info.fp64_peak_flops = res.peak
+    return info
+
+
+def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None = None,
+             descriptions: dict[str, str] | None = None) -> Diagnostics:
+    """Hot kernels, then roofline, stalls and counters for them, as numbered evidence."""
+    kernels = select_hot_kernels(profile.launches, cfg.alpha)
+    hot = [k.kernel for k in kernels if k.hot]
+    notes: list[str] = []
+    rooflines: list[Roofline] = []
+    evidence: list[Evidence] = []
+
+    for k in hot:
+        m = aggregate_launches(profile.kernel_metrics(k), profile.kernel_durations(k))
+        r = roofline(k, m, cfg.saturation)
+        if not r.resources and r.sol_compute_pct is None:
+            notes.append(f"{short_kernel_name(k)}: no throughput metrics in the profile; roofline skipped "
+                         "(collect --section SpeedOfLight --section SpeedOfLight_RooflineChart)")
+            continue
+        rooflines.append(r)
+        evidence.append(Evidence(id=f"R{len(rooflines)}", kind="roofline", kernel=k, roofline=r,
+                                 text=_roofline_text(r)))
+
+    if profile.lines.empty:
+        notes.append("no source-level PC sampling in the inputs; stall evidence skipped (give a .ncu-rep "
+                     "collected with --set full, or a --page source --print-source cuda,sass export)")
+    else:
+        n = 0
+        for k in hot:
+            found = salient_stalls(profile.lines, k, cfg.stall_share, cfg.min_line_share, cfg.max_stall_lines,
+                                   cfg.library_paths)
+            if not found and (profile.lines["kernel"] == k).any():
+                notes.append(f"{short_kernel_name(k)}: no line reaches the stall thresholds "
+                             f"(dominant reason >= {cfg.stall_share:.0%}, line >= {cfg.min_line_share:.0%} of samples)")
+            elif not found:
+                notes.append(f"{short_kernel_name(k)}: no PC samples in the source data for this kernel")
+            for s in found:
+                n += 1
+                evidence.append(Evidence(id=f"S{n}", kind="stall", kernel=k, stall=s, text=_stall_text(s)))
+
+    selection = None
+    if counter_runs is not None and not counter_runs.launches.empty:
+        selection = _select_for_hot(counter_runs, hot, cfg, descriptions, notes)
+        if selection:
+            for i, c in enumerate(selection.counters, start=1):
+                evidence.append(Evidence(id=f"C{i}", kind="counter", kernel=selection.kernel,
+                                         counter=c.model_dump(), text=_counter_text(c)))
+    else:
+        notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
+
+    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics), alpha=cfg.alpha, kernels=kernels,
+                       evidence=evidence, counter_selection=selection, notes=notes)
+
+
+def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descriptions, notes) -> CounterSelection | None:
+    """eOMP on the hottest kernel that the counter runs cover (else the kernel they profiled most)."""
+    counts = runs.launches["kernel"].value_counts()
+    target = next((k for k in hot if counts.get(k, 0) >= cfg.counters.min_runs), None)
+    if target is None:
+        target = str(counts.index[0])
+        if hot:
+            notes.append(f"counter runs do not cover a hot kernel; counters selected for "
+                         f"{short_kernel_name(target)}")
+    mask = (runs.launches["kernel"] == target).to_numpy()
+    try:
+        return select_counters(runs.metrics.loc[mask], runs.launches.loc[mask, "duration_ns"],
+                               kappa=cfg.counters.kappa, tau=cfg.counters.tau, ensemble=cfg.counters.ensemble,
+                               seed=cfg.counters.seed, exclude=cfg.counters.exclude, descriptions=descriptions,
+                               kernel=target, min_runs=cfg.counters.min_runs)
+    except AnalysisError as e:
+        notes.append(f"counter selection skipped: {e}")
+        return None
+
+
+def _si(x: float | None, unit: str) -> str:
+    if x is None:
+        return "n/a"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def _roofline_text(r: Roofline) -> str:
+    parts = []
+    for res in r.resources:
+        if res.rho < 0.005 and res.kind == "compute":
+            continue
+        detail = f"{res.name.upper()} {res.rho:.0%}"
+        if res.achieved is not None and res.peak:
+            u = "B/s" if res.unit == "byte/s" else "FLOP/s"
+            detail += f" ({_si(res.achieved, u)} of {_si(res.peak, u)})"
+        parts.append(detail)
+    text = f"{r.summary}. " + ", ".join(parts)
+    if r.arithmetic_intensity is not None:
+        text += f"; arithmetic intensity {r.arithmetic_intensity:.3g} FLOP/B"
+        if r.ridge_point:
+            text += f" (FP32 ridge {r.ridge_point:.3g})"
+    if r.sol_compute_pct is not None and r.sol_memory_pct is not None:
+        text += f"; ncu SOL compute {r.sol_compute_pct:.1f}%, memory {r.sol_memory_pct:.1f}%"
+    return text
+
+
+def _stall_text(s: StallLine) -> str:
+    where = f"{posixpath.basename(s.file)}:{s.line}"
+    text = (f"{where} `{s.source[:100]}`: {s.reason} {s.reason_share:.0%} of the line's stalled samples; "
+            f"the line holds {s.line_share:.0%} of the kernel's samples ({s.samples}). "
+            f"{_sentence(STALL_MEANING[s.reason.removeprefix('stall_')])}")
+    if s.runner_up:
+        text += f"; next: {s.runner_up} {s.runner_up_share:.0%}"
+    if s.via:
+        text += f"; includes inlined {', '.join(posixpath.basename(v) for v in s.via.split(', '))}"
+    if s.library:
+        text += " [library code, no user caller found]"
+    return text
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _counter_text(c) -> str:
+    desc = c.description or "no vendor description"
+    return (f"{c.metric}: weight {c.weight:+.3f}, correlation with runtime {c.correlation:+.2f}, "
+            f"chosen in {c.frequency:.0%} of the ensemble. {desc}")
+
+
+def render_markdown(d: Diagnostics) -> str:
+    """The evidence as compact Markdown for a prompt (a few KB)."""
+    out: list[str] = []
+    gpu = d.gpu
+    title = gpu.name or "unknown GPU"
+    if gpu.compute_capability:
+        title += f", compute capability {gpu.compute_capability}"
+    out.append(f"# Diagnostics ({title})")
+    peaks = [f"DRAM {_si(gpu.dram_peak_bytes_per_s, 'B/s')}" if gpu.dram_peak_bytes_per_s else None,
+             f"FP32 {_si(gpu.fp32_peak_flops, 'FLOP/s')}" if gpu.fp32_peak_flops else None,
+             f"FP64 {_si(gpu.fp64_peak_flops, 'FLOP/s')}" if gpu.fp64_peak_flops else None,
+             f"SM clock {_si(gpu.sm_clock_hz, 'Hz')}" if gpu.sm_clock_hz else None,
+             f"{gpu.sm_count} SMs" if gpu.sm_count else None]
+    peaks = [p for p in peaks if p]
+    if peaks:
+        out.append("Peaks measured by the profiler: " + ", ".join(peaks) + ".")
+    hot = d.hot_kernels
+    covered = sum(k.share for k in hot)
+    out.append("")
+    out.append(f"## Hot kernels ({len(hot)} of {len(d.kernels)} kernels, {covered:.1%} of kernel time; "
+               f"alpha {d.alpha:g})")
+    for k in hot:
+        out.append(f"- {short_kernel_name(k.kernel)}: {k.total_ns / 1000:.1f} us over {k.launches} "
+                   f"launch{'es' if k.launches != 1 else ''} ({k.share:.1%})")
+    sections = (("roofline", "Roofline (R)"), ("stall", "Salient stalls from PC sampling (S)"),
+                ("counter", "Counters that explain runtime, eOMP (C)"))
+    for kind, heading in sections:
+        items = [e for e in d.evidence if e.kind == kind]
+        if not items:
+            continue
+        out.append("")
+        extra = ""
+        if kind == "counter" and d.counter_selection:
+            cs = d.counter_selection
+            extra = f" over {cs.runs} runs of {short_kernel_name(cs.kernel or '')}"
+        out.append(f"## {heading}{extra}")
+        for e in items:
+            out.append(f"- {e.id} [{short_kernel_name(e.kernel or '')}] {e.text}")
+    if d.notes:
+        out.append("")
+        out.append("## Notes")
+        out.extend(f"- {n}" for n in d.notes)
+    return "\n".join(out) + "\n"

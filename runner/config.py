@@ -1,0 +1,190 @@
+"""Configuration: one YAML file for every knob, validated against a schema.
+
+Relative paths in the file are resolved against the file's own folder, so a config works from any
+working directory. Validation errors name the file, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runner.errors import ConfigError
+
+Fraction = Annotated[float, Field(gt=0.0, le=1.0)]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AppConfig(_Strict):
+    """The application under optimization."""
+
+    name: str = "app"
+    sources: list[str] = Field(default_factory=list, description="CUDA source files, relative to the config")
+    # Profiles name sources by the path they had where they were captured; map those to local files.
+    source_map: dict[str, str] = Field(default_factory=dict)
+    build: str | None = Field(default=None, description="build command (used by the profiling and evaluation stages)")
+    run: str | None = Field(default=None, description="run command (used by the profiling and evaluation stages)")
+
+
+class ProfilesConfig(_Strict):
+    """Recorded Nsight Compute exports. When any is given, collection is skipped."""
+
+    reports: list[str] = Field(default_factory=list, description=".ncu-rep files")
+    raw: list[str] = Field(default_factory=list, description="ncu --csv --page raw exports")
+    details: list[str] = Field(default_factory=list, description="ncu --csv --page details exports")
+    source: list[str] = Field(default_factory=list, description="ncu --csv --page source --print-source cuda,sass")
+    counters: list[str] = Field(
+        default_factory=list, description="raw exports (or .ncu-rep) of N profiling runs for counter selection"
+    )
+
+    def all_paths(self) -> list[str]:
+        return [*self.reports, *self.raw, *self.details, *self.source, *self.counters]
+
+
+class CountersConfig(_Strict):
+    """eOMP sparse counter selection."""
+
+    kappa: Annotated[int, Field(ge=1, le=64)] = 5
+    tau: Annotated[int, Field(ge=1, le=1000)] = 3
+    ensemble: Annotated[int, Field(ge=1, le=100_000)] = 200
+    seed: int = 0
+    min_runs: Annotated[int, Field(ge=3)] = 4
+    exclude: list[str] = Field(
+        default_factory=lambda: [
+            r"^gpu__time_duration",  # the target itself
+            r"cycles_elapsed",  # elapsed cycles are runtime in another unit
+            r"(^|\.)(sm|smsp|tpc|gpc|l1tex|lts|dram|dramc|fbpa)__cycles_active",  # so are busy cycles
+            r"^smsp__pcsamp_sample_count",  # samples are taken at a fixed interval: time again
+            r"^config_",  # columns a sweep adds to name its configuration
+            r"^launch__",
+            r"^device__",
+            r"^profiler__",
+            r"\.peak_sustained",
+            r"^smsp__pcsamp_(interval|buffer|dropped|aggregated)",
+        ],
+        description="regular expressions of metric names never selected",
+    )
+    metric_dictionary: str | None = Field(
+        default=None, description="`ncu --query-metrics --csv` output; default: the bundled H200 dictionary"
+    )
+
+
+class AnalysisConfig(_Strict):
+    """Thresholds of the Analysis Agent."""
+
+    alpha: Fraction = 0.8
+    saturation: Fraction = 0.70
+    stall_share: Fraction = 0.30
+    min_line_share: Share = 0.02
+    max_stall_lines: Annotated[int, Field(ge=1, le=100)] = 4
+    library_paths: list[str] = Field(
+        default_factory=lambda: [r"/cuda[^/]*/(targets/[^/]+/)?include/", r"/cub/", r"/thrust/", r"/cuda/std/"],
+        description="regular expressions of source paths that belong to libraries, not the user",
+    )
+    counters: CountersConfig = Field(default_factory=CountersConfig)
+
+
+class LLMConfig(_Strict):
+    """Model settings, read by the prompt and proposal stages. API keys come from the environment only."""
+
+    backend: Literal["offline", "replay", "openai", "gemini", "ollama"] = "offline"
+    model: str | None = None
+    base_url: str | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.15
+    max_tokens: Annotated[int, Field(ge=1)] = 8192
+    timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    retries: Annotated[int, Field(ge=0, le=20)] = 3
+
+
+class EvaluationConfig(_Strict):
+    """Settings of the evaluation stage (build, validate, time)."""
+
+    compile_retries: Annotated[int, Field(ge=0, le=20)] = 3
+    timed_runs: Annotated[int, Field(ge=1, le=1000)] = 5
+    diagnostics: Literal["PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"] = (
+        "PC+IA+Roofline"
+    )
+
+
+class Config(_Strict):
+    """The whole configuration (config.yml)."""
+
+    app: AppConfig = Field(default_factory=AppConfig)
+    profiles: ProfilesConfig = Field(default_factory=ProfilesConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    runs_dir: str = "runs"
+
+
+class LoadedConfig(BaseModel):
+    """A validated config together with where it came from."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    path: Path
+    config: Config
+    sha256: str
+
+    def resolve(self, p: str) -> Path:
+        """Resolve a path written in the config against the config file's folder."""
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else (self.path.parent / q)
+
+
+def _describe(err: dict) -> str:
+    loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"{loc}: unknown key (check the spelling; see config.yml for every key)"
+    got = err.get("input")
+    shown = repr(got) if not isinstance(got, dict) else "a mapping"
+    ctx = err.get("ctx") or {}
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        bounds = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
+                  "less_than_equal": "<= {le}"}[kind].format(**ctx)
+        return f"{loc}: expected a value {bounds}, got {shown}"
+    return f"{loc}: {err['msg'].lower()}, got {shown}"
+
+
+def parse_config(text: str, path: Path | str) -> Config:
+    """Parse and validate YAML text; `path` only names the source in errors."""
+    try:
+        data = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(path, [f"not valid YAML{where}: {getattr(e, 'problem', e)}"]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(path, [_describe(x) for x in e.errors()]) from None
+
+
+def load_config(path: Path | str) -> LoadedConfig:
+    """Read, validate and hash a config file."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(p, ["file not found; pass --config with the path of a config.yml"]) from None
+    except OSError as e:
+        raise ConfigError(p, [f"cannot read: {e.strerror}"]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(p, ["not UTF-8 text; expected a YAML file"]) from None
+    cfg = parse_config(text, p)
+    return LoadedConfig(path=p.resolve(), config=cfg, sha256=hashlib.sha256(raw).hexdigest())

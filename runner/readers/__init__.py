@@ -1,0 +1,53 @@
+"""One reader per Nsight Compute export format, all producing `runner.profile.Profile`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.profile import Profile, merge
+from runner.readers.details import NcuDetailsCsvReader
+from runner.readers.raw import NcuRawCsvReader
+from runner.readers.report import NcuReportReader
+from runner.readers.source import NcuSourceCsvReader
+
+__all__ = ["NcuDetailsCsvReader", "NcuRawCsvReader", "NcuReportReader", "NcuSourceCsvReader", "read_any", "read_profiles"]
+
+
+def read_profiles(reports: list[Path] = (), raw: list[Path] = (), details: list[Path] = (),
+                  source: list[Path] = (), library_paths: list[str] | None = None) -> Profile:
+    """Read every given export with its format's reader and merge them into one profile."""
+    src_reader = NcuSourceCsvReader(library_paths) if library_paths is not None else NcuSourceCsvReader()
+    parts: list[Profile] = []
+    parts += [NcuReportReader().read(p) for p in reports]
+    parts += [NcuRawCsvReader().read(p) for p in raw]
+    parts += [NcuDetailsCsvReader().read(p) for p in details]
+    parts += [src_reader.read(p) for p in source]
+    return merge(parts)
+
+
+def read_any(path: Path | str, library_paths: list[str] | None = None) -> Profile:
+    """Read one export of any supported format, told apart by content (not by file name)."""
+    import csv
+
+    from runner.readers.ncu_csv import detect_page, open_text, skip_preamble, wrong_page_error
+    from runner.readers.report import _MAGIC
+
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(len(_MAGIC))
+    except FileNotFoundError:
+        from runner.errors import ProfileFormatError
+        raise ProfileFormatError(p, "file not found", "an Nsight Compute report or CSV export") from None
+    if head == _MAGIC:
+        return NcuReportReader().read(p)
+    with open_text(p) as f:
+        first = next(skip_preamble(f), "")
+    page = detect_page(next(csv.reader([first]))) if first else None
+    if page == "raw":
+        return NcuRawCsvReader().read(p)
+    if page == "details":
+        return NcuDetailsCsvReader().read(p)
+    if page == "source":
+        return (NcuSourceCsvReader(library_paths) if library_paths is not None else NcuSourceCsvReader()).read(p)
+    raise wrong_page_error(p, page, "raw")
