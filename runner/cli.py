@@ -69,7 +69,7 @@ def _profile_inputs(args: argparse.Namespace, lc: LoadedConfig) -> dict[str, lis
 
 
 def cmd_analyze(args: argparse.Namespace, stop_after_analysis_note: bool = False) -> int:
-    from runner.pipeline import analyze_into_run
+    from runner.pipeline import analyze, write_analysis
     from runner.runstore import create_run
 
     lc = load_config(args.config)
@@ -78,10 +78,11 @@ def cmd_analyze(args: argparse.Namespace, stop_after_analysis_note: bool = False
         raise OptimasError(
             f"{args.config}: no profiles to analyse; set profiles.reports or profiles.raw in the config, or pass "
             "--report/--raw (collecting profiles on a GPU is the profiling stage, not part of this version)")
+    diag = analyze(lc, inputs, _progress)
     runs_dir = args.runs_dir or lc.resolve(lc.config.runs_dir)
     run = create_run(runs_dir)
-    _progress(f"run {run.id} in {run.path}")
-    diag, md_path, json_path = analyze_into_run(run, lc, inputs, _progress)
+    json_path, md_path = write_analysis(run, lc, inputs, diag)
+    _progress(f"run {run.id} written to {run.path}")
     if getattr(args, "json", False):
         print(json_path.read_text(), end="")
     else:

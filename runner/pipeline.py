@@ -1,4 +1,8 @@
-"""Stages wired together over a run directory (the CLI, the RQ job and the Action all call these)."""
+"""Stages wired together over a run directory (the CLI, the RQ job and the Action all call these).
+
+Each stage first computes everything in memory and only then writes into the run directory, so
+bad input stops a run before anything is written.
+"""
 
 from __future__ import annotations
 
@@ -13,42 +17,12 @@ from runner.readers import read_any, read_profiles
 from runner.runstore import Run, atomic_write_text
 
 Progress = Callable[[str], None]
+PROFILE_ROLES = ("report", "raw", "details", "source", "counters")
 
 
 def _size(p: Path) -> str:
     n = p.stat().st_size
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
-
-
-def analyze_into_run(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]],
-                     progress: Progress = lambda _m: None) -> tuple[Diagnostics, Path, Path]:
-    """Read the profiles, run the Analysis Agent, write analysis/diagnostics.{json,md}."""
-    cfg = lc.config.analysis
-    atomic_write_text(run.path / "config.yml", lc.path.read_text(encoding="utf-8"))
-    run.manifest["config"] = {"path": str(lc.path), "sha256": lc.sha256}
-    for role, paths in inputs.items():
-        if paths:
-            run.add_inputs(paths, role)
-    for role in ("report", "raw", "details", "source"):
-        for p in inputs[role]:
-            progress(f"reading {role} {p} ({_size(p)})")
-    profile = read_profiles(reports=inputs["report"], raw=inputs["raw"], details=inputs["details"],
-                            source=inputs["source"], library_paths=cfg.library_paths)
-    apply_source_map(profile, lc.config.app.source_map)
-    counter_runs = None
-    if inputs["counters"]:
-        progress(f"reading {len(inputs['counters'])} counter-run export(s)")
-        counter_runs = merge([read_any(p, cfg.library_paths) for p in inputs["counters"]])
-    dictionary = load_metric_dictionary(lc.resolve(cfg.counters.metric_dictionary)
-                                        if cfg.counters.metric_dictionary else None)
-    progress(f"analysing {len(profile.launches)} launches of {len(profile.kernels())} kernels")
-    diag = diagnose(profile, cfg, counter_runs, dictionary)
-    run.manifest["device"] = {"name": diag.gpu.name, "compute_capability": diag.gpu.compute_capability}
-    json_path = run.write_text("analysis", "diagnostics.json", diag.model_dump_json(indent=2) + "\n")
-    md_path = run.write_text("analysis", "diagnostics.md", render_markdown(diag))
-    run.stage_done("analysis", [json_path, md_path], evidence=len(diag.evidence),
-                   hot_kernels=[k.kernel for k in diag.hot_kernels])
-    return diag, md_path, json_path
 
 
 def apply_source_map(profile: Profile, source_map: dict[str, str]) -> None:
@@ -57,3 +31,38 @@ def apply_source_map(profile: Profile, source_map: dict[str, str]) -> None:
         return
     for col in ("file", "caller_file"):
         profile.lines[col] = profile.lines[col].map(lambda f: source_map.get(f, f) if isinstance(f, str) else f)
+
+
+def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress = lambda _m: None) -> Diagnostics:
+    """Read the profiles and run the Analysis Agent (writes nothing)."""
+    cfg = lc.config.analysis
+    for role in ("report", "raw", "details", "source"):
+        for p in inputs.get(role, []):
+            progress(f"reading {role} {p} ({_size(p) if p.exists() else 'missing'})")
+    profile = read_profiles(reports=inputs.get("report", []), raw=inputs.get("raw", []),
+                            details=inputs.get("details", []), source=inputs.get("source", []),
+                            library_paths=cfg.library_paths)
+    apply_source_map(profile, lc.config.app.source_map)
+    counter_runs = None
+    if inputs.get("counters"):
+        progress(f"reading {len(inputs['counters'])} counter-run export(s)")
+        counter_runs = merge([read_any(p, cfg.library_paths) for p in inputs["counters"]])
+    dictionary = load_metric_dictionary(lc.resolve(cfg.counters.metric_dictionary)
+                                        if cfg.counters.metric_dictionary else None)
+    progress(f"analysing {len(profile.launches)} launches of {len(profile.kernels())} kernels")
+    return diagnose(profile, cfg, counter_runs, dictionary)
+
+
+def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> tuple[Path, Path]:
+    """Record the inputs and write analysis/diagnostics.{json,md} into the run."""
+    atomic_write_text(run.path / "config.yml", lc.path.read_text(encoding="utf-8"))
+    run.manifest["config"] = {"path": str(lc.path), "sha256": lc.sha256}
+    run.manifest["device"] = {"name": diag.gpu.name, "compute_capability": diag.gpu.compute_capability}
+    for role in PROFILE_ROLES:
+        if inputs.get(role):
+            run.add_inputs(inputs[role], role)
+    json_path = run.write_text("analysis", "diagnostics.json", diag.model_dump_json(indent=2) + "\n")
+    md_path = run.write_text("analysis", "diagnostics.md", render_markdown(diag))
+    run.stage_done("analysis", [json_path, md_path], evidence=len(diag.evidence),
+                   hot_kernels=[k.kernel for k in diag.hot_kernels])
+    return json_path, md_path

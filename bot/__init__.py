@@ -1,0 +1,1 @@
+"""Optimas GitHub App (webhooks, queue, publishing). Knows nothing of Nsight Compute."""
