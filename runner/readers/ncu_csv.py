@@ -76,6 +76,9 @@ def wrong_page_error(path: Path, found: str | None, expected: str) -> ProfileFor
 def read_header(path: Path, lines: Iterator[str]) -> list[str]:
     for line in lines:
         return next(csv.reader([line]))
+    if path.stat().st_size > 0:
+        raise ProfileFormatError(path, "not an Nsight Compute CSV export (no row holds ncu's header)",
+                                 "an export made with ncu --csv")
     raise ProfileFormatError(path, "empty file (no CSV rows)", "an Nsight Compute CSV export")
 
 

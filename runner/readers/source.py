@@ -120,7 +120,8 @@ class NcuSourceCsvReader:
             raise ProfileFormatError(path, "the last row is cut off (the file looks truncated)",
                                      "a complete source-page export", HOW["source"])
         if not saw_block:
-            raise ProfileFormatError(path, "no 'File Path' block found", "a source-page export", HOW["source"])
+            raise ProfileFormatError(path, "not an Nsight Compute CSV export (no 'File Path' block found)",
+                                     "a source-page export", HOW["source"])
         if not sums:
             raise ProfileFormatError(
                 path, "no CUDA source lines in the export (only SASS): the application was built without -lineinfo",
