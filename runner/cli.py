@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from runner.config import LoadedConfig, load_config
-from runner.errors import OptimasError
+from runner.errors import ConfigError, OptimasError
 
 
 def _progress(msg: str) -> None:
@@ -75,9 +75,9 @@ def cmd_analyze(args: argparse.Namespace, stop_after_analysis_note: bool = False
     lc = load_config(args.config)
     inputs = _profile_inputs(args, lc)
     if not any(inputs[k] for k in ("report", "raw", "details")):
-        raise OptimasError(
-            f"{args.config}: no profiles to analyse; set profiles.reports or profiles.raw in the config, or pass "
-            "--report/--raw (collecting profiles on a GPU is the profiling stage, not part of this version)")
+        raise ConfigError(args.config, [
+            "profiles: no profiles to analyse; set profiles.reports or profiles.raw, or pass --report/--raw "
+            "(collecting profiles on a GPU is the profiling stage, not part of this version)"])
     diag = analyze(lc, inputs, _progress)
     runs_dir = args.runs_dir or lc.resolve(lc.config.runs_dir)
     run = create_run(runs_dir)

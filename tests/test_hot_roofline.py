@@ -1,0 +1,149 @@
+"""Hot-kernel selection edge cases and roofline classification against ncu's own percentages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from runner.analysis.hot import select_hot_kernels
+from runner.analysis.roofline import aggregate_launches, roofline
+from runner.errors import AnalysisError
+from runner.readers import NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader
+
+from test_readers import ACCURACY, MATMUL, TRIAD
+
+
+def launches(*pairs: tuple[str, float]) -> pd.DataFrame:
+    return pd.DataFrame({"kernel": [k for k, _ in pairs], "duration_ns": [t for _, t in pairs]})
+
+
+def hot_names(df: pd.DataFrame, alpha: float) -> list[str]:
+    return [k.kernel for k in select_hot_kernels(df, alpha) if k.hot]
+
+
+def test_one_kernel_is_hot_alone():
+    ks = select_hot_kernels(launches(("a", 5.0), ("a", 7.0)), 0.8)
+    assert [(k.kernel, k.total_ns, k.launches, k.hot) for k in ks] == [("a", 12.0, 2, True)]
+
+
+def test_time_is_summed_over_launches():
+    # b has the longest single launch, a the most time in total
+    assert hot_names(launches(("a", 30), ("a", 30), ("b", 50), ("c", 10)), 0.5) == ["a"]
+
+
+def test_smallest_set_covering_alpha():
+    df = launches(("a", 50), ("b", 30), ("c", 15), ("d", 5))
+    assert hot_names(df, 0.5) == ["a"]
+    assert hot_names(df, 0.8) == ["a", "b"]
+    assert hot_names(df, 0.81) == ["a", "b", "c"]
+    assert hot_names(df, 1.0) == ["a", "b", "c", "d"]
+
+
+def test_ties_are_broken_by_name_deterministically():
+    df = launches(("zeta", 40), ("alpha", 40), ("mid", 20))
+    assert hot_names(df, 0.4) == ["alpha"]
+    assert hot_names(df.iloc[::-1], 0.4) == ["alpha"]
+    assert hot_names(df, 0.8) == ["alpha", "zeta"]
+
+
+def test_zero_time_kernels_are_never_hot():
+    assert hot_names(launches(("a", 10), ("b", 0)), 1.0) == ["a"]
+
+
+def test_all_zero_time_is_an_error():
+    with pytest.raises(AnalysisError, match="zero duration"):
+        select_hot_kernels(launches(("a", 0), ("b", 0)), 0.8)
+
+
+def test_no_durations_is_an_error():
+    with pytest.raises(AnalysisError, match="no kernel durations"):
+        select_hot_kernels(launches(("a", float("nan"))), 0.8)
+
+
+def test_hot_kernels_on_h200_capture(h200: Path):
+    p = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
+    ks = select_hot_kernels(p.launches, 0.8)
+    assert [k.kernel for k in ks] == [MATMUL, TRIAD, ACCURACY]
+    assert [k.hot for k in ks] == [True, False, False]
+    assert ks[1].launches == 3 and ks[1].total_ns == 15040 + 15200 + 15776
+    assert ks[0].share == pytest.approx(418624 / (418624 + 46016 + 13888))
+
+
+# ---------------------------------------------------------------- roofline
+
+def kernel_roofline(p, kernel):
+    return roofline(kernel, aggregate_launches(p.kernel_metrics(kernel), p.kernel_durations(kernel)))
+
+
+def test_computed_dram_utilization_matches_ncu_speed_of_light(h200: Path):
+    """rho from dram__bytes.sum.per_second / (peak bytes per cycle x DRAM clock) equals ncu's DRAM %."""
+    p = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
+    for i in range(len(p.launches)):
+        r = roofline("k", p.metrics.iloc[i])
+        dram = next(x for x in r.resources if x.name == "dram")
+        assert dram.method == "counters"
+        ncu_pct = p.metrics["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"].iloc[i]
+        assert 100 * dram.rho == pytest.approx(ncu_pct, abs=0.05)
+
+
+def test_peaks_come_from_the_report(h200: Path):
+    p = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
+    r = roofline("k", p.metrics.iloc[0])
+    m = p.metrics.iloc[0]
+    dram = next(x for x in r.resources if x.name == "dram")
+    fp32 = next(x for x in r.resources if x.name == "fp32")
+    assert dram.peak == pytest.approx(m["dram__bytes.sum.peak_sustained"] * m["dram__cycles_elapsed.avg.per_second"])
+    assert fp32.peak == pytest.approx(2 * m["sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"]
+                                      * m["sm__cycles_elapsed.avg.per_second"])
+    # Unlike a hard-coded H100 figure, the H200's measured DRAM peak is about 4.8 TB/s.
+    assert 4.5e12 < dram.peak < 5.0e12
+
+
+def test_classification_on_h200_kernels(h200: Path):
+    p = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
+    mm = kernel_roofline(p, MATMUL)
+    assert mm.bound == "memory"
+    l1 = next(x for x in mm.resources if x.name == "l1")
+    assert l1.saturated and 100 * l1.rho == pytest.approx(96.69, abs=0.01)  # ncu's L1/TEX SOL %
+    assert mm.compute_rho == pytest.approx(0.6169, abs=1e-4)  # ncu's Compute (SM) SOL %
+    assert mm.summary.startswith("Compute underutilized (62%), memory bandwidth saturated (97%, L1)")
+    assert mm.arithmetic_intensity > mm.ridge_point  # lots of FLOPs per DRAM byte: the bottleneck is L1
+    triad = kernel_roofline(p, TRIAD)
+    assert triad.bound == "memory" and triad.memory_rho >= 0.70
+    acc = kernel_roofline(p, ACCURACY)
+    assert acc.bound == "latency" and "latency-bound" in acc.summary
+
+
+def test_details_page_and_raw_page_agree(h200: Path):
+    """Same capture, two exports: the details page has only SOL percentages, the raw page counters."""
+    d = NcuDetailsCsvReader().read(h200 / "probe_full_details.csv")
+    raw = NcuRawCsvReader().read(h200 / "probe_full_raw_autounits.csv")
+    for k in (TRIAD, ACCURACY, MATMUL):
+        a, b = kernel_roofline(d, k), kernel_roofline(raw, k)
+        assert a.bound == b.bound
+        assert a.compute_rho == pytest.approx(b.compute_rho, abs=0.01)
+        assert a.memory_rho == pytest.approx(b.memory_rho, abs=0.01)
+
+
+def test_report_and_csv_give_the_same_roofline(h200: Path):
+    r = NcuReportReader().read(h200 / "probe_full.ncu-rep")
+    raw = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
+    a, b = kernel_roofline(r, MATMUL), kernel_roofline(raw, MATMUL)
+    assert a.summary == b.summary
+
+
+def test_saturation_threshold_is_inclusive():
+    m = pd.Series({"lts__throughput.avg.pct_of_peak_sustained_elapsed": 70.0,
+                   "sm__throughput.avg.pct_of_peak_sustained_elapsed": 69.99})
+    r = roofline("k", m, saturation=0.70)
+    assert next(x for x in r.resources if x.name == "l2").saturated
+    assert r.bound == "memory"
+    assert "memory bandwidth saturated (70%, L2)" in r.summary
+
+
+def test_launches_are_weighted_by_duration():
+    metrics = pd.DataFrame({"sm__throughput.avg.pct_of_peak_sustained_elapsed": [90.0, 10.0]})
+    agg = aggregate_launches(metrics, pd.Series([3.0, 1.0]))
+    assert agg.iloc[0] == pytest.approx(70.0)

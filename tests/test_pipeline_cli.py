@@ -1,0 +1,136 @@
+"""Evidence ids and rendering, the run store, and the command line end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.analysis.counters import load_metric_dictionary
+from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
+from runner.config import AnalysisConfig
+from runner.readers import NcuRawCsvReader, read_profiles
+from runner.runstore import create_run, sha256_file
+
+from conftest import REPO
+
+
+def _diag(h200: Path, **cfg) -> Diagnostics:
+    p = read_profiles(raw=[h200 / "probe_full_raw_base.csv"], source=[h200 / "probe_full_source_cuda_sass.csv"])
+    runs = NcuRawCsvReader().read(h200 / "probe_sweep_accuracy_raw_base.csv")
+    return diagnose(p, AnalysisConfig(**cfg), runs, load_metric_dictionary())
+
+
+def test_evidence_ids_are_stable_and_typed(h200: Path):
+    d = _diag(h200, alpha=1.0)
+    prefixes = [e.id[0] for e in d.evidence]
+    assert prefixes == sorted(prefixes, key="RSC".index)  # R*, then S*, then C*
+    for prefix, kind in (("R", "roofline"), ("S", "stall"), ("C", "counter")):
+        items = [e for e in d.evidence if e.id[0] == prefix]
+        assert [int(e.id[1:]) for e in items] == list(range(1, len(items) + 1))
+        assert {e.kind for e in items} == {kind}
+    assert prefixes.count("R") == 3 and prefixes.count("C") == 5 and prefixes.count("S") >= 3
+    assert [e.kernel for e in d.evidence if e.kind == "roofline"] == [k.kernel for k in d.hot_kernels]
+    assert _diag(h200, alpha=1.0) == d  # same profile, same evidence
+
+
+def test_diagnostics_markdown_is_small_and_cites_real_lines(h200: Path):
+    d = _diag(h200)
+    md = render_markdown(d)
+    assert len(md.encode()) < 6 * 1024
+    assert "- S1 [matmul] k.cu:33 `if (r<n && c<n)" in md
+    assert "stall_long_sb 38%" in md
+    assert "R1 [matmul] Compute underutilized (62%), memory bandwidth saturated (97%, L1)" in md
+    assert md.count("\n- C") == 5
+    assert "NVIDIA H200" in md and "DRAM 4.81 TB/s" in md
+
+
+def test_diagnostics_json_round_trips(h200: Path):
+    d = _diag(h200)
+    again = Diagnostics.model_validate_json(d.model_dump_json())
+    assert again == d
+
+
+def test_missing_source_data_is_a_note_not_a_failure(h200: Path):
+    p = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
+    d = diagnose(p, AnalysisConfig())
+    assert [e.kind for e in d.evidence] == ["roofline"]
+    assert any("no source-level PC sampling" in n for n in d.notes)
+    assert any("no counter runs" in n for n in d.notes)
+
+
+# ---------------------------------------------------------------- run store
+
+def test_runs_are_unique_and_manifest_hashes_inputs(tmp_path: Path, h200: Path):
+    a = create_run(tmp_path, ["x"])
+    b = create_run(tmp_path, ["x"])
+    assert a.path != b.path and a.path.parent == tmp_path
+    assert a.id.endswith(a.path.name[-36:])
+    a.add_inputs([h200 / "probe_kernels.cu"], "source")
+    m = json.loads((a.path / "manifest.json").read_text())
+    assert m["inputs"][0]["sha256"] == sha256_file(h200 / "probe_kernels.cu")
+    assert m["tools"]["optimas"] and m["tools"]["python"]
+    a.write_json("analysis", "x.json", {"k": 1})
+    assert [p.name for p in (a.path / "analysis").iterdir()] == ["x.json"]  # no temporary files left
+    with pytest.raises(ValueError, match="unknown stage"):
+        a.stage_dir("nowhere")
+
+
+# ---------------------------------------------------------------- command line
+
+def _cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_analyze_on_bundled_config(tmp_path: Path):
+    r = _cli("analyze", "--config", "config.yml", "--runs-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "probe_kernels.cu:33" in r.stdout and "stall_long_sb" in r.stdout
+    (run,) = tmp_path.iterdir()
+    m = json.loads((run / "manifest.json").read_text())
+    assert {i["role"] for i in m["inputs"]} == {"raw", "source", "counters"}
+    assert m["stages"]["analysis"]["outputs"] == ["analysis/diagnostics.json", "analysis/diagnostics.md"]
+    assert m["device"]["name"] == "NVIDIA H200"
+    d = Diagnostics.model_validate_json((run / "analysis" / "diagnostics.json").read_text())
+    assert d.hot_kernels[0].kernel.startswith("matmul")
+    assert (run / "config.yml").read_text() == (REPO / "config.yml").read_text()
+    assert "reading raw" in r.stderr  # progress goes to stderr
+
+
+def test_run_py_equals_optimas_run(tmp_path: Path):
+    a = subprocess.run([sys.executable, "run.py", "--config", "config.yml", "--runs-dir", str(tmp_path / "a")],
+                       capture_output=True, text=True, cwd=REPO)
+    b = _cli("run", "--config", "config.yml", "--runs-dir", str(tmp_path / "b"))
+    assert a.returncode == b.returncode == 0
+    strip = lambda s: "\n".join(ln for ln in s.splitlines() if not ln.startswith(("Evidence:", "Prompt text:")))
+    assert strip(a.stdout) == strip(b.stdout)
+    assert "stopped after analysis" in a.stderr
+
+
+def test_report_input_on_the_command_line(tmp_path: Path, h200: Path):
+    r = _cli("analyze", "--config", "config.yml", "--runs-dir", str(tmp_path), "--report",
+             str(h200 / "probe_full.ncu-rep"), "--json")
+    assert r.returncode == 0, r.stderr
+    d = Diagnostics.model_validate_json(r.stdout)
+    assert d.gpu.name == "NVIDIA H200"
+    assert any(e.kind == "stall" and e.stall.line == 33 for e in d.evidence)
+
+
+def test_bad_profile_exits_2_and_writes_no_run(tmp_path: Path, h200: Path):
+    runs = tmp_path / "runs"
+    r = _cli("analyze", "--config", "config.yml", "--runs-dir", str(runs), "--raw",
+             str(h200 / "probe_full_source_cuda_sass.csv"))
+    assert r.returncode == 2
+    assert "probe_full_source_cuda_sass.csv: this is an `ncu --csv --page source" in r.stderr
+    assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_config_without_profiles_is_explained(tmp_path: Path):
+    cfg = tmp_path / "c.yml"
+    cfg.write_text("app: {name: x}\n")
+    r = _cli("analyze", "--config", str(cfg))
+    assert r.returncode == 2
+    assert "no profiles to analyse" in r.stderr
