@@ -134,14 +134,14 @@ def aggregate_lines(df: pd.DataFrame) -> pd.DataFrame:
     return out[LINE_COLUMNS]
 
 
-def merge(profiles: list[Profile]) -> Profile:
+def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
     """Combine the profiles of one application.
 
-    Launch tables are concatenated, except that a launch already present (same process, launch id
-    and kernel: the same launch seen through two exports) keeps its first metrics and gains the
-    other's missing columns. Line tables are summed only across distinct exports of distinct
-    launches: when two exports carry source data of the same launches (a .ncu-rep and its source
-    page), the first one wins.
+    Launch tables are concatenated. With `same_capture`, the inputs are exports of one capture
+    (a .ncu-rep and its raw or details page): a launch seen through two of them (same launch id,
+    kernel, launch shape and duration; the report format carries no process id) is kept once,
+    its metrics completed from the later export. Line tables are never summed across exports:
+    the first export with source data for a kernel wins.
     """
     if not profiles:
         return Profile()
@@ -157,9 +157,9 @@ def merge(profiles: list[Profile]) -> Profile:
         device = device or p.device_name
         inputs.extend(p.inputs)
         for i, row in enumerate(p.launches.itertuples(index=False)):
-            key = (str(row.process_id), str(row.launch_id), row.kernel)
+            key = (str(row.launch_id), row.kernel, row.grid, row.block, row.duration_ns)
             mrow = p.metrics.iloc[i].to_dict() if len(p.metrics.columns) else {}
-            if key in seen:
+            if same_capture and key in seen:
                 target = merged_rows[seen[key]]
                 for k, v in mrow.items():
                     if k not in target or pd.isna(target[k]):

@@ -146,9 +146,11 @@ def test_report_agrees_with_its_csv_exports(h200: Path):
     assert r.lines.set_index(["kernel", "line"]).loc[(MATMUL, 33), "source"].startswith("if (r<n && c<n)")
 
 
-def test_merge_of_report_and_source_page_keeps_one_copy_of_lines(h200: Path):
-    p = read_profiles(reports=[h200 / "probe_full.ncu-rep"], source=[h200 / "probe_full_source_cuda_sass.csv"])
+def test_exports_of_one_capture_merge_without_double_counting(h200: Path):
+    p = read_profiles(reports=[h200 / "probe_full.ncu-rep"], raw=[h200 / "probe_full_raw_base.csv"],
+                      source=[h200 / "probe_full_source_cuda_sass.csv"])
     assert len(p.launches) == 5
+    assert p.launches["duration_ns"].sum() == 15040 + 15200 + 15776 + 13888 + 418624
     m = p.lines[(p.lines["kernel"] == MATMUL) & (p.lines["line"] == 33)]
     assert m["samples"].tolist() == [50838]
 
@@ -250,3 +252,11 @@ def test_merge_fills_durations_from_a_later_export(h200: Path):
     raw = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
     p = merge([src, raw])
     assert len(p.launches) == 5 and not p.lines.empty
+
+
+def test_real_capture_without_lineinfo(h200: Path):
+    """Captured on the H200 from the probe built without -lineinfo (see CAPTURE.md)."""
+    with pytest.raises(ProfileFormatError, match="built without -lineinfo"):
+        NcuSourceCsvReader().read(h200 / "probe_nolineinfo_source.csv")
+    with pytest.raises(ProfileFormatError, match="built without -lineinfo"):
+        NcuReportReader().read(h200 / "probe_nolineinfo.ncu-rep")

@@ -170,3 +170,22 @@ def test_metric_dictionary_file_must_be_query_metrics_output(tmp_path: Path):
     with pytest.raises(ProfileFormatError, match="ncu --query-metrics --csv"):
         load_metric_dictionary(f)
     assert len(load_metric_dictionary()) > 1000
+
+
+def test_counter_runs_from_reports_match_their_csv(tmp_path: Path, h200: Path):
+    """The sweep's 12 .ncu-rep files, read one by one, give the N x C matrix the raw CSV gives."""
+    import tarfile
+
+    from runner.profile import merge
+    from runner.readers import read_any
+
+    with tarfile.open(h200 / "probe_sweep_accuracy_reports.tgz") as t:
+        t.extractall(tmp_path, filter="data")
+    reports = sorted(tmp_path.rglob("*.ncu-rep"), key=lambda p: int("".join(c for c in p.stem if c.isdigit())))
+    assert len(reports) == 12
+    runs = merge([read_any(p) for p in reports])
+    csv_runs = NcuRawCsvReader().read(h200 / "probe_sweep_accuracy_raw_base.csv")
+    assert sorted(runs.launches["duration_ns"]) == sorted(csv_runs.launches["duration_ns"])
+    sel = select_counters(runs.metrics, runs.launches["duration_ns"], exclude=CountersConfig().exclude,
+                          kernel=ACCURACY)
+    assert len(sel.counters) == 5

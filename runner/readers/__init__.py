@@ -15,14 +15,14 @@ __all__ = ["NcuDetailsCsvReader", "NcuRawCsvReader", "NcuReportReader", "NcuSour
 
 def read_profiles(reports: list[Path] = (), raw: list[Path] = (), details: list[Path] = (),
                   source: list[Path] = (), library_paths: list[str] | None = None) -> Profile:
-    """Read every given export with its format's reader and merge them into one profile."""
+    """Read exports of one capture, each with its format's reader, and merge them into one profile."""
     src_reader = NcuSourceCsvReader(library_paths) if library_paths is not None else NcuSourceCsvReader()
     parts: list[Profile] = []
     parts += [NcuReportReader().read(p) for p in reports]
     parts += [NcuRawCsvReader().read(p) for p in raw]
     parts += [NcuDetailsCsvReader().read(p) for p in details]
     parts += [src_reader.read(p) for p in source]
-    return merge(parts)
+    return merge(parts, same_capture=True)
 
 
 def read_any(path: Path | str, library_paths: list[str] | None = None) -> Profile:

@@ -65,6 +65,7 @@ class NcuReportReader:
         line_records: list[dict] = []
         device = None
         n = 0
+        unmapped_total = 0
         for r in range(ctx.num_ranges()):
             rng = ctx.range_by_idx(r)
             for a in range(rng.num_actions()):
@@ -92,11 +93,19 @@ class NcuReportReader:
                     "duration_ns": values.get(DURATION_METRIC, math.nan), "origin": str(path),
                 })
                 metric_rows.append(values)
-                line_records.extend(_pc_sampling_lines(path, action, kernel))
+                records, unmapped = _pc_sampling_lines(action, kernel)
+                line_records.extend(records)
+                unmapped_total += unmapped
                 n += 1
         if not launch_rows:
             raise ProfileFormatError(path, "the report holds no kernel launches", "a report with profiled kernels",
                                      _HOW)
+        if unmapped_total and not line_records:
+            # Samples exist but no PC maps to a source line: the binary lacks line information.
+            raise ProfileFormatError(
+                path, f"{unmapped_total} sampled instructions and none with a source line: the application was "
+                      "built without -lineinfo", "source-line information",
+                "Rebuild with nvcc -lineinfo and profile again with --import-source yes")
         lines = empty_lines()
         if line_records:
             df = pd.DataFrame.from_records(line_records, columns=LINE_COLUMNS)
@@ -120,11 +129,12 @@ def _cc(values: dict[str, float]) -> str:
     return f"{int(major)}.{int(minor)}" if major is not None and minor is not None else ""
 
 
-def _pc_sampling_lines(path: Path, action, kernel: str) -> list[dict]:
+def _pc_sampling_lines(action, kernel: str) -> tuple[list[dict], int]:
     """Per-line stall samples from the instanced `smsp__pcsamp_*` metrics (instances are PCs).
 
     `source_info(pc)` already maps inlined library code to the calling user line, so no caller
-    attribution is needed here.
+    attribution is needed here. Also returns how many sampled PCs had no source line (code built
+    without -lineinfo, such as a precompiled library's kernels).
     """
     per_pc: dict[int, dict[str, float]] = {}
     for suffix, reason in [("sample_count", "samples"),
@@ -136,7 +146,7 @@ def _pc_sampling_lines(path: Path, action, kernel: str) -> list[dict]:
         for i in range(m.num_instances()):
             per_pc.setdefault(pcs.as_uint64(i), {})[reason] = float(m.as_uint64(i))
     if not per_pc:
-        return []
+        return [], 0
     files = action.source_files()
     texts = {name: files[name].splitlines() for name in files.keys()}
     out: dict[tuple[str, int], dict] = {}
@@ -156,10 +166,5 @@ def _pc_sampling_lines(path: Path, action, kernel: str) -> list[dict]:
                               **{f"stall_{r}": 0.0 for r in STALL_REASONS}}
         for k, v in counts.items():
             rec[k] += v
-    if not out and unmapped:
-        # Samples exist but no PC maps to a source line: the binary lacks line information.
-        raise ProfileFormatError(
-            path, f"kernel {kernel}: {unmapped} sampled instructions have no source line",
-            "source-line information", "Rebuild the application with nvcc -lineinfo and profile again")
-    return list(out.values())
+    return list(out.values()), unmapped
 

@@ -63,6 +63,7 @@ class NcuSourceCsvReader:
         in_library = False
         cur_line: tuple[str, str, int] | None = None
         saw_block = False
+        no_lineinfo = False
         last = ""
         with open_text(path) as f:
             for lineno, line in enumerate(f, start=1):
@@ -93,6 +94,8 @@ class NcuSourceCsvReader:
                     n_fields = len(header)
                     stall_idx, samples_idx = self._columns(path, header)
                     continue
+                if not saw_block and "No lineinfo available" in line:
+                    no_lineinfo = True  # ncu's warning for each kernel it cannot show as CUDA source
                 if not line.strip() or (not saw_block and not line.startswith('"')):
                     continue  # blank lines, and ncu's ==PROF== log lines before the table
                 if not saw_block:
@@ -119,15 +122,13 @@ class NcuSourceCsvReader:
         if last and not last.endswith("\n"):
             raise ProfileFormatError(path, "the last row is cut off (the file looks truncated)",
                                      "a complete source-page export", HOW["source"])
+        if not saw_block and no_lineinfo:
+            raise _no_lineinfo_error(path)
         if not saw_block:
             raise ProfileFormatError(path, "not an Nsight Compute CSV export (no 'File Path' block found)",
                                      "a source-page export", HOW["source"])
         if not sums:
-            raise ProfileFormatError(
-                path, "no CUDA source lines in the export (only SASS): the application was built without -lineinfo",
-                "per-line metrics of CUDA source",
-                "Rebuild with nvcc -lineinfo, profile again with --import-source yes, then " + HOW["source"][0].lower()
-                + HOW["source"][1:])
+            raise _no_lineinfo_error(path)
         return Profile(lines=self._table(sums, user_addr, lib_addrs), inputs=[str(path)])
 
     def _columns(self, path: Path, header: list[str]) -> tuple[list[int | None], int]:
@@ -170,3 +171,11 @@ def _num(text: str) -> float:
         return float(text.replace(",", ""))
     except ValueError:
         return 0.0
+
+
+def _no_lineinfo_error(path: Path) -> ProfileFormatError:
+    return ProfileFormatError(
+        path, "no CUDA source lines in the export: the application was built without -lineinfo",
+        "per-line metrics of CUDA source",
+        "Rebuild with nvcc -lineinfo, profile again with --import-source yes, then " + HOW["source"][0].lower()
+        + HOW["source"][1:])

@@ -1,0 +1,67 @@
+"""On a GPU: capture fresh Nsight Compute data of the probe kernels and analyse it.
+
+Skipped where there is no GPU (CI); run on the device with `pytest -m gpu`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.analysis.evidence import Diagnostics
+from runner.errors import ProfileFormatError
+from runner.readers import NcuReportReader, NcuSourceCsvReader
+
+from conftest import H200, REPO
+
+pytestmark = pytest.mark.gpu
+
+SECTIONS = ["--section", "SpeedOfLight", "--section", "SpeedOfLight_RooflineChart", "--section", "SourceCounters"]
+
+
+def _sh(cmd: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    return r
+
+
+def _capture(tmp: Path, lineinfo: bool) -> tuple[Path, Path]:
+    src = tmp / "k.cu"
+    src.write_text((H200 / "probe_kernels.cu").read_text())
+    _sh(["nvcc", "-O3", "-arch=sm_90", *(["-lineinfo"] if lineinfo else []), "-o", "k", "k.cu"], tmp)
+    _sh(["ncu", "--clock-control", "none", *SECTIONS, "--import-source", "yes", "-c", "3", "-f", "-o", "rep",
+         "./k", "1048576", "1024", "256"], tmp)
+    source = tmp / "source.csv"
+    out = _sh(["ncu", "-i", "rep.ncu-rep", "--csv", "--page", "source", "--print-source", "cuda,sass"], tmp)
+    source.write_text(out.stdout)
+    return tmp / "rep.ncu-rep", source
+
+
+def test_fresh_capture_reads_and_analyses(tmp_path: Path):
+    rep, source = _capture(tmp_path, lineinfo=True)
+    r = NcuReportReader().read(rep)
+    s = NcuSourceCsvReader().read(source)
+    assert (r.device_name or "").startswith("NVIDIA")
+    user = s.lines[s.lines["file"].str.endswith("k.cu")]
+    a = r.lines.set_index(["kernel", "line"])["samples"].sort_index()
+    b = user.set_index(["kernel", "line"])["samples"].sort_index()
+    assert a.to_dict() == b.to_dict()
+    runs = tmp_path / "runs"
+    res = subprocess.run([sys.executable, "-m", "runner.cli", "analyze", "--config", "config.yml", "--runs-dir",
+                          str(runs), "--report", str(rep), "--json"], cwd=REPO, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    d = Diagnostics.model_validate_json(res.stdout)
+    assert any(e.kind == "roofline" for e in d.evidence)
+    assert any(e.kind == "stall" and e.stall.file.endswith("k.cu") for e in d.evidence)
+
+
+def test_capture_without_lineinfo_is_explained(tmp_path: Path):
+    rep, source = _capture(tmp_path, lineinfo=False)
+    with pytest.raises(ProfileFormatError, match="built without -lineinfo"):
+        NcuSourceCsvReader().read(source)
+    with pytest.raises(ProfileFormatError, match="built without -lineinfo"):
+        NcuReportReader().read(rep)
