@@ -104,6 +104,17 @@ def test_details_page_maps_speed_of_light_to_metric_names(h200: Path):
         assert d.metrics[name].to_numpy() == pytest.approx(raw.metrics[name].to_numpy(), abs=0.01)
 
 
+def test_details_page_with_interleaved_text_and_tables(tmp_path: Path, h200: Path):
+    """`--print-details all` puts free text and ncu's own small tables between the metric rows."""
+    rows = (h200 / "probe_full_details.csv").read_text().splitlines(keepends=True)
+    noise = ['    The system does not have any NVLink connections.\n', '\n',
+             '"GPU ID","GPU Name","NUMA ID by CPU Affinity"\n', '"0","NVIDIA H200","0"\n']
+    f = tmp_path / "details_all.csv"
+    f.write_text("".join(rows[:40] + noise + rows[40:]))
+    d = NcuDetailsCsvReader().read(f)
+    assert len(d.launches) == 5
+
+
 # ---------------------------------------------------------------- source page
 
 def test_source_page_lines_and_stalls(h200: Path):

@@ -50,15 +50,14 @@ class NcuDetailsCsvReader:
             ident: dict[tuple[str, str], list[str]] = {}
             values: dict[tuple[str, str], dict[str, float]] = {}
             units: dict[str, str] = {}
-            n = len(header)
-            for lineno, row in enumerate(csv.reader(lines), start=2):
+            for row in csv.reader(lines):
                 if not row:
                     continue
-                # Rows without a rule omit the trailing rule columns; all carry the metric value.
+                # Rows without a rule omit the trailing rule columns. With --print-details all, ncu
+                # also interleaves free text ("The system does not have any NVLink connections.") and
+                # small tables of its own (GPU ID, GPU Name, ...): rows too short to hold a metric.
                 if len(row) <= idx["Metric Value"]:
-                    raise ProfileFormatError(path, f"row {lineno} has {len(row)} fields where the header has {n} "
-                                                   "(the file looks truncated)", "a complete details-page export",
-                                             HOW["details"])
+                    continue
                 key = (row[idx["Process ID"]], row[idx["ID"]])
                 if key not in ident:
                     order.append(key)
