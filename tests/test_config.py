@@ -5,11 +5,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from runner.config import Config, load_config, parse_config
 from runner.errors import ConfigError
-
-from conftest import REPO
 
 
 def test_defaults_match_the_method():

@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import H200, REPO
 
 from runner.analysis.evidence import Diagnostics
 from runner.errors import ProfileFormatError
 from runner.readers import NcuReportReader, NcuSourceCsvReader
-
-from conftest import H200, REPO
 
 pytestmark = pytest.mark.gpu
 

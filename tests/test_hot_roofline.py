@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_readers import ACCURACY, MATMUL, TRIAD
 
 from runner.analysis.hot import select_hot_kernels
 from runner.analysis.roofline import aggregate_launches, roofline
 from runner.errors import AnalysisError
 from runner.readers import NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader
-
-from test_readers import ACCURACY, MATMUL, TRIAD
 
 
 def launches(*pairs: tuple[str, float]) -> pd.DataFrame:

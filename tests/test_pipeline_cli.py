@@ -8,14 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from runner.analysis.counters import load_metric_dictionary
 from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
 from runner.config import AnalysisConfig
 from runner.readers import NcuRawCsvReader, read_profiles
 from runner.runstore import create_run, sha256_file
-
-from conftest import REPO
 
 
 def _diag(h200: Path, **cfg) -> Diagnostics:
@@ -105,8 +104,10 @@ def test_run_py_equals_optimas_run(tmp_path: Path):
                        capture_output=True, text=True, cwd=REPO)
     b = _cli("run", "--config", "config.yml", "--runs-dir", str(tmp_path / "b"))
     assert a.returncode == b.returncode == 0
-    strip = lambda s: "\n".join(ln for ln in s.splitlines() if not ln.startswith(("Evidence:", "Prompt text:")))
-    assert strip(a.stdout) == strip(b.stdout)
+    def summary(out: str) -> list[str]:
+        return [ln for ln in out.splitlines() if not ln.startswith(("Evidence:", "Prompt text:"))]
+
+    assert summary(a.stdout) == summary(b.stdout)
     assert "stopped after analysis" in a.stderr
 
 

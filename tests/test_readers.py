@@ -12,7 +12,12 @@ import pytest
 from runner.errors import ProfileFormatError
 from runner.profile import merge, short_kernel_name
 from runner.readers import (
-    NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader, NcuSourceCsvReader, read_any, read_profiles,
+    NcuDetailsCsvReader,
+    NcuRawCsvReader,
+    NcuReportReader,
+    NcuSourceCsvReader,
+    read_any,
+    read_profiles,
 )
 
 TRIAD = "triad(float *, const float *, const float *, float, int)"

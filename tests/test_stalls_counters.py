@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_readers import ACCURACY, ATOMIC_HEADER, MATMUL, TRIAD
 
 from runner.analysis.counters import describe, load_metric_dictionary, prepare_matrix, select_counters
 from runner.analysis.stalls import salient_stalls
@@ -14,8 +15,6 @@ from runner.config import CountersConfig
 from runner.errors import AnalysisError, ProfileFormatError
 from runner.profile import LINE_COLUMNS, STALL_REASONS
 from runner.readers import NcuRawCsvReader, NcuSourceCsvReader
-
-from test_readers import ACCURACY, ATOMIC_HEADER, MATMUL, TRIAD
 
 LIB = [r"/cuda[^/]*/(targets/[^/]+/)?include/"]
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
+from runner.errors import ProfileFormatError
 from runner.profile import Profile, merge
 from runner.readers.details import NcuDetailsCsvReader
+from runner.readers.ncu_csv import detect_page, open_text, skip_preamble, wrong_page_error
 from runner.readers.raw import NcuRawCsvReader
-from runner.readers.report import NcuReportReader
+from runner.readers.report import REPORT_MAGIC, NcuReportReader
 from runner.readers.source import NcuSourceCsvReader
 
-__all__ = ["NcuDetailsCsvReader", "NcuRawCsvReader", "NcuReportReader", "NcuSourceCsvReader", "read_any", "read_profiles"]
+__all__ = ["NcuDetailsCsvReader", "NcuRawCsvReader", "NcuReportReader", "NcuSourceCsvReader", "read_any",
+           "read_profiles"]
 
 
 def read_profiles(reports: list[Path] = (), raw: list[Path] = (), details: list[Path] = (),
@@ -27,19 +31,13 @@ def read_profiles(reports: list[Path] = (), raw: list[Path] = (), details: list[
 
 def read_any(path: Path | str, library_paths: list[str] | None = None) -> Profile:
     """Read one export of any supported format, told apart by content (not by file name)."""
-    import csv
-
-    from runner.readers.ncu_csv import detect_page, open_text, skip_preamble, wrong_page_error
-    from runner.readers.report import _MAGIC
-
     p = Path(path)
     try:
         with open(p, "rb") as f:
-            head = f.read(len(_MAGIC))
+            head = f.read(len(REPORT_MAGIC))
     except FileNotFoundError:
-        from runner.errors import ProfileFormatError
         raise ProfileFormatError(p, "file not found", "an Nsight Compute report or CSV export") from None
-    if head == _MAGIC:
+    if head == REPORT_MAGIC:
         return NcuReportReader().read(p)
     with open_text(p) as f:
         first = next(skip_preamble(f), "")

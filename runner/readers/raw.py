@@ -11,7 +11,15 @@ import pandas as pd
 from runner.errors import ProfileFormatError
 from runner.profile import DURATION_METRIC, Profile, empty_lines
 from runner.readers.ncu_csv import (
-    HOW, detect_page, ends_with_newline, open_text, parse_number, read_header, skip_preamble, unit_scale, wrong_page_error,
+    HOW,
+    detect_page,
+    ends_with_newline,
+    open_text,
+    parse_number,
+    read_header,
+    skip_preamble,
+    unit_scale,
+    wrong_page_error,
 )
 
 DEVICE_NAME = "device__attribute_display_name"

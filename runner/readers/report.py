@@ -10,10 +10,16 @@ import pandas as pd
 
 from runner.errors import ProfileFormatError
 from runner.profile import (
-    DURATION_METRIC, LINE_COLUMNS, PCSAMP_METRIC_TO_REASON, STALL_REASONS, Profile, aggregate_lines, empty_lines,
+    DURATION_METRIC,
+    LINE_COLUMNS,
+    PCSAMP_METRIC_TO_REASON,
+    STALL_REASONS,
+    Profile,
+    aggregate_lines,
+    empty_lines,
 )
 
-_MAGIC = b"NVR\x00"
+REPORT_MAGIC = b"NVR\x00"
 _HOW = ("Collect it with: ncu --set full --import-source yes -o <name> <app> (from an app built with "
         "nvcc -lineinfo)")
 
@@ -31,10 +37,10 @@ def check_report_file(path: Path) -> None:
         raise ProfileFormatError(path, "file not found", "a path to an existing .ncu-rep report") from None
     except IsADirectoryError:
         raise ProfileFormatError(path, "is a directory", "a .ncu-rep file") from None
-    if not data.startswith(_MAGIC):
+    if not data.startswith(REPORT_MAGIC):
         raise ProfileFormatError(path, "not an Nsight Compute report (no NVR header)", "a .ncu-rep file "
                                  "written by ncu -o", _HOW)
-    pos = len(_MAGIC)
+    pos = len(REPORT_MAGIC)
     while pos < len(data):
         if pos + 4 > len(data):
             break
