@@ -23,21 +23,46 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class OutputSpec(_Strict):
+    """One output file of the application and how candidates' outputs are compared to it."""
+
+    path: str = Field(description="file the run command writes; may use {out}")
+    compare: Literal["bitwise", "tolerance"] = "bitwise"
+    rtol: Annotated[float, Field(ge=0)] = 0.0
+    atol: Annotated[float, Field(ge=0)] = 0.0
+
+
 class AppConfig(_Strict):
-    """The application under optimization."""
+    """The application under optimization.
+
+    Command templates are split like a shell would split them (no shell runs them) and these
+    placeholders are filled per run: {exe} the binary being built or run, {arch} the GPU's
+    architecture (sm_90), {lineinfo} '-lineinfo' in profiling builds and nothing otherwise,
+    {config} a configuration name, {seed}, {scale} the problem-size factor, {out} an output path.
+    """
 
     name: str = "app"
-    sources: list[str] = Field(default_factory=list, description="CUDA source files, relative to the config")
+    workdir: str = Field(default=".", description="folder the commands run in, relative to the config")
+    sources: list[str] = Field(default_factory=list, description="CUDA source files, relative to workdir")
     # Profiles name sources by the path they had where they were captured; map those to local files.
     source_map: dict[str, str] = Field(default_factory=dict)
-    build: str | None = Field(default=None, description="build command (used by the profiling and evaluation stages)")
-    run: str | None = Field(default=None, description="run command (used by the profiling and evaluation stages)")
+    build: str | None = Field(default=None, description="build command template")
+    run: str | None = Field(default=None, description="run command template (validation runs)")
+    profile_run: str | None = Field(default=None, description="run command under the profiler (default: run)")
+    configurations: list[str] = Field(default_factory=list, description="named problem configurations")
+    profile_configuration: str | None = Field(default=None, description="the one profiled (default: first)")
+    seeds: list[int] = Field(default_factory=lambda: [1])
+    outputs: list[OutputSpec] = Field(default_factory=list)
+    kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
+    timeout_s: Annotated[float, Field(gt=0)] = 600.0
 
 
 class ProfilesConfig(_Strict):
     """Recorded Nsight Compute exports. When any is given, collection is skipped."""
 
     reports: list[str] = Field(default_factory=list, description=".ncu-rep files")
+    timing: list[str] = Field(default_factory=list, description="raw exports of a timing pass over every launch "
+                              "(hot kernels are chosen from these when given)")
     raw: list[str] = Field(default_factory=list, description="ncu --csv --page raw exports")
     details: list[str] = Field(default_factory=list, description="ncu --csv --page details exports")
     source: list[str] = Field(default_factory=list, description="ncu --csv --page source --print-source cuda,sass")
@@ -46,7 +71,7 @@ class ProfilesConfig(_Strict):
     )
 
     def all_paths(self) -> list[str]:
-        return [*self.reports, *self.raw, *self.details, *self.source, *self.counters]
+        return [*self.reports, *self.timing, *self.raw, *self.details, *self.source, *self.counters]
 
 
 class CountersConfig(_Strict):
@@ -92,6 +117,27 @@ class AnalysisConfig(_Strict):
     counters: CountersConfig = Field(default_factory=CountersConfig)
 
 
+class ProfilingConfig(_Strict):
+    """The Profiling Agent: what to collect, with which tools."""
+
+    ncu: str = "ncu"
+    nvcc: str = "nvcc"
+    nvidia_smi: str = "nvidia-smi"
+    targeted_sections: list[str] = Field(default_factory=lambda: [
+        "SpeedOfLight", "SpeedOfLight_RooflineChart", "SourceCounters", "WarpStateStats", "LaunchStats", "Occupancy",
+    ])
+    counter_sections: list[str] = Field(default_factory=lambda: [
+        "SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "SchedulerStats", "WarpStateStats",
+        "Occupancy", "LaunchStats", "InstructionStats",
+    ])
+    launch_skip: Annotated[int, Field(ge=0)] = 0
+    launch_count: Annotated[int, Field(ge=1)] = 1
+    counter_scales: list[Annotated[float, Field(gt=0)]] = Field(
+        default_factory=lambda: [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5],
+        description="problem-size factors of the N counter runs (eOMP needs N > kappa)")
+    timeout_s: Annotated[float, Field(gt=0)] = 900.0
+
+
 class LLMConfig(_Strict):
     """Model settings, read by the prompt and proposal stages. API keys come from the environment only."""
 
@@ -120,6 +166,7 @@ class Config(_Strict):
     app: AppConfig = Field(default_factory=AppConfig)
     profiles: ProfilesConfig = Field(default_factory=ProfilesConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    profiling: ProfilingConfig = Field(default_factory=ProfilingConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     runs_dir: str = "runs"

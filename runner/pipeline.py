@@ -17,7 +17,7 @@ from runner.readers import read_any, read_profiles
 from runner.runstore import Run, atomic_write_text
 
 Progress = Callable[[str], None]
-PROFILE_ROLES = ("report", "raw", "details", "source", "counters")
+PROFILE_ROLES = ("report", "timing", "raw", "details", "source", "counters")
 
 
 def _size(p: Path) -> str:
@@ -49,8 +49,12 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress 
         counter_runs = merge([read_any(p, cfg.library_paths) for p in inputs["counters"]])
     dictionary = load_metric_dictionary(lc.resolve(cfg.counters.metric_dictionary)
                                         if cfg.counters.metric_dictionary else None)
+    timing = None
+    if inputs.get("timing"):
+        progress(f"reading {len(inputs['timing'])} timing export(s)")
+        timing = read_profiles(raw=inputs["timing"]).launches
     progress(f"analysing {len(profile.launches)} launches of {len(profile.kernels())} kernels")
-    return diagnose(profile, cfg, counter_runs, dictionary)
+    return diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels)
 
 
 def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> tuple[Path, Path]:

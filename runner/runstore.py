@@ -124,6 +124,11 @@ class Run:
         }
         self.save()
 
+    def stage_failed(self, stage: str, error: str) -> None:
+        """Record that a stage stopped with an error; its partial files stay for inspection."""
+        self.manifest["stages"][stage] = {"failed": _now().isoformat(), "error": error}
+        self.save()
+
     def save(self) -> None:
         atomic_write_text(self.path / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
 
@@ -149,3 +154,15 @@ def create_run(runs_dir: Path, command: list[str] | None = None) -> Run:
     })
     run.save()
     return run
+
+
+def open_run(path: Path) -> Run:
+    """An existing run directory, to add stages to."""
+    manifest = path / "manifest.json"
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        from runner.errors import OptimasError
+
+        raise OptimasError(f"{path}: not a run directory (no manifest.json)") from None
+    return Run(path, data)

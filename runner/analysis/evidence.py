@@ -85,10 +85,24 @@ def _gpu_info(profile: Profile, rooflines: list[Roofline], metrics: pd.DataFrame
 
 
 def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None = None,
-             descriptions: dict[str, str] | None = None) -> Diagnostics:
-    """Hot kernels, then roofline, stalls and counters for them, as numbered evidence."""
-    kernels = select_hot_kernels(profile.launches, cfg.alpha)
+             descriptions: dict[str, str] | None = None, timing: pd.DataFrame | None = None,
+             only: list[str] = ()) -> Diagnostics:
+    """Hot kernels, then roofline, stalls and counters for them, as numbered evidence.
+
+    Hot kernels come from `timing` (launches of a timing pass over every launch) when given, else
+    from the profile's own launches. `only` restricts them to the named kernels (function names or
+    full signatures).
+    """
+    kernels = select_hot_kernels(timing if timing is not None else profile.launches, cfg.alpha)
+    if only:
+        wanted = set(only)
+        for k in kernels:
+            k.hot = k.kernel in wanted or short_kernel_name(k.kernel) in wanted
     hot = [k.kernel for k in kernels if k.hot]
+    missing = [k for k in hot if not (profile.launches["kernel"] == k).any()]
+    if missing:
+        raise AnalysisError("the profiles hold no launch of hot kernel(s) " + ", ".join(missing)
+                            + "; collect them (ncu -k) or lower analysis.alpha")
     notes: list[str] = []
     rooflines: list[Roofline] = []
     evidence: list[Evidence] = []
