@@ -22,6 +22,10 @@ from runner.config import LoadedConfig, load_config
 from runner.errors import ConfigError, OptimasError
 
 
+RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
+CONFIGURATION_HELP = "configuration to profile (default: app.profile_configuration)"
+
+
 def _progress(msg: str) -> None:
     print(f"[optimas {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -42,7 +46,7 @@ def _add_profile_args(p: argparse.ArgumentParser) -> None:
                    help="--page source --print-source cuda,sass export")
     g.add_argument("--counters", action="append", type=Path, default=None, metavar="FILE",
                    help="raw export or .ncu-rep of N profiling runs, for counter selection")
-    p.add_argument("--runs-dir", type=Path, default=None, help="where run directories go (default: config runs_dir)")
+    p.add_argument("--runs-dir", type=Path, default=None, help=RUNS_DIR_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,11 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p_run)
     _add_profile_args(p_run)
     p_run.add_argument("--json", action="store_true", help="print diagnostics.json instead of the summary")
-    p_run.add_argument("--configuration", default=None, help="configuration to profile (default: app.profile_configuration)")
+    p_run.add_argument("--configuration", default=None, help=CONFIGURATION_HELP)
     p_pr = sub.add_parser("profile", help="build the app and collect profiles on this machine's GPU")
     _add_common(p_pr)
-    p_pr.add_argument("--runs-dir", type=Path, default=None, help="where run directories go (default: config runs_dir)")
-    p_pr.add_argument("--configuration", default=None, help="configuration to profile (default: app.profile_configuration)")
+    p_pr.add_argument("--runs-dir", type=Path, default=None, help=RUNS_DIR_HELP)
+    p_pr.add_argument("--configuration", default=None, help=CONFIGURATION_HELP)
     p_an = sub.add_parser("analyze", help="distil profiles into cited evidence (diagnostics.json/.md)")
     _add_common(p_an)
     _add_profile_args(p_an)
