@@ -21,7 +21,6 @@ from typing import Sequence
 from runner.config import LoadedConfig, load_config
 from runner.errors import ConfigError, OptimasError
 
-
 RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
 CONFIGURATION_HELP = "configuration to profile (default: app.profile_configuration)"
 
