@@ -288,7 +288,8 @@ class ProfilingAgent:
         cdir = self.dir / "counters"
         cdir.mkdir(exist_ok=True)
         for scale in prof.counter_scales:
-            out = cdir / f"scale_{scale:g}"
+            # ncu appends .ncu-rep to -o; a dot in the name ("scale_0.25") would read as a suffix.
+            out = cdir / f"scale_{scale:g}".replace(".", "_")
             argv = [ncu, "--clock-control", "none", "--kernel-name-base", "demangled", "-k", kernel_regex(hot[0]),
                     "--launch-skip", str(prof.launch_skip), "--launch-count", "1", *sections, "-f", "-o", str(out),
                     *self._app_argv(exe_prof, scale)]
