@@ -94,6 +94,7 @@ class CountersConfig(_Strict):
             r"^profiler__",
             r"\.peak_sustained",
             r"^smsp__pcsamp_(interval|buffer|dropped|aggregated)",
+            r"^sass__",  # per-opcode instance tables; their scalar is only a rollup
         ],
         description="regular expressions of metric names never selected",
     )
@@ -110,6 +111,7 @@ class AnalysisConfig(_Strict):
     stall_share: Fraction = 0.30
     min_line_share: Share = 0.02
     max_stall_lines: Annotated[int, Field(ge=1, le=100)] = 4
+    max_prompt_bytes: Annotated[int, Field(ge=1000)] = 6000
     library_paths: list[str] = Field(
         default_factory=lambda: [r"/cuda[^/]*/(targets/[^/]+/)?include/", r"/cub/", r"/thrust/", r"/cuda/std/"],
         description="regular expressions of source paths that belong to libraries, not the user",
@@ -133,7 +135,7 @@ class ProfilingConfig(_Strict):
     launch_skip: Annotated[int, Field(ge=0)] = 0
     launch_count: Annotated[int, Field(ge=1)] = 1
     counter_scales: list[Annotated[float, Field(gt=0)]] = Field(
-        default_factory=lambda: [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5],
+        default_factory=lambda: [0.25, 0.5, 0.75, 1.0, 1.5, 2.0],
         description="problem-size factors of the N counter runs (eOMP needs N > kappa)")
     timeout_s: Annotated[float, Field(gt=0)] = 900.0
 

@@ -66,7 +66,8 @@ def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], di
         if inputs.get(role):
             run.add_inputs(inputs[role], role)
     json_path = run.write_text("analysis", "diagnostics.json", diag.model_dump_json(indent=2) + "\n")
-    md_path = run.write_text("analysis", "diagnostics.md", render_markdown(diag))
+    md_path = run.write_text("analysis", "diagnostics.md",
+                             render_markdown(diag, lc.config.analysis.max_prompt_bytes))
     run.stage_done("analysis", [json_path, md_path], evidence=len(diag.evidence),
                    hot_kernels=[k.kernel for k in diag.hot_kernels])
     return json_path, md_path

@@ -6,8 +6,8 @@ Steps, each recorded in the run directory (`profile/`) with its exact command in
 1. build twice: with -lineinfo for profiling, without it for timing (`-arch` from the GPU found);
 2. timing pass: `ncu --metrics gpu__time_duration.sum` over every launch (one replay pass each);
 3. hot kernels from that (alpha of total time);
-4. targeted collection per hot kernel (`-k regex:^name$`, launch skip/count, roofline and source
-   sections, imported source), exported as raw and source CSV pages;
+4. targeted collection of the hot kernels (`-k regex:^(a|b)$`, launch skip/count, roofline and
+   source sections, imported source) in one profiler run, exported as raw and source CSV pages;
 5. counter runs of the hottest kernel over N problem sizes for eOMP.
 """
 
@@ -171,9 +171,9 @@ def check_ncu_output(result: CommandResult, log: Path, what: str) -> None:
                              f"under the profiler (log: {log}). Last lines:\n{tail}")
 
 
-def kernel_regex(demangled: str) -> str:
-    """An ncu `-k regex:` that matches exactly this demangled kernel name."""
-    return "regex:^" + re.escape(demangled) + "$"
+def kernel_regex(*demangled: str) -> str:
+    """An ncu `-k regex:` that matches exactly these demangled kernel names."""
+    return "regex:^(" + "|".join(re.escape(k) for k in demangled) + ")$"
 
 
 class ProfilingAgent:
@@ -268,19 +268,28 @@ class ProfilingAgent:
             hot = [name for name in launched if any(_same_kernel(k, name) for k in app.kernels)]
         self.progress(f"hot kernels: {', '.join(hot)}")
 
-        # 2. targeted collection per hot kernel
+        # 2. targeted collection: one ncu run for all hot kernels, then one per kernel it missed
         sections = [a for s in prof.targeted_sections for a in ("--section", s)]
         reports, sources = [], []
-        for i, kernel in enumerate(hot):
+        pending = list(hot)
+        while pending:
+            i = len(reports)
             out = self.dir / f"hot{i}"
-            argv = [ncu, "--clock-control", "none", "--kernel-name-base", "demangled", "-k", kernel_regex(kernel),
-                    "--launch-skip", str(prof.launch_skip), "--launch-count", str(prof.launch_count), *sections,
-                    "--import-source", "yes", "-f", "-o", str(out), *self._app_argv(exe_prof)]
-            self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {kernel}", ncu=True)
+            pattern = kernel_regex(*pending)
+            argv = [ncu, "--clock-control", "none", "--kernel-name-base", "demangled", "-k", pattern,
+                    "--launch-skip", str(prof.launch_skip), "--launch-count", str(prof.launch_count * len(pending)),
+                    *sections, "--import-source", "yes", "-f", "-o", str(out), *self._app_argv(exe_prof)]
+            names = pending[0] if len(pending) == 1 else f"{len(pending)} hot kernels"
+            self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}", ncu=True)
             rep = out.with_suffix(".ncu-rep")
             reports.append(rep)
-            self._export(ncu, rep, "raw")
+            raw = self._export(ncu, rep, "raw")
             sources.append(self._export(ncu, rep, "source"))
+            got = set(NcuRawCsvReader().read(raw).launches["kernel"])
+            if not got & set(pending):
+                raise ProfilingError(f"targeted collection captured none of {pending}; see {self.dir / 'logs'}")
+            # A kernel launched many times before another one appears can use up the launch count.
+            pending = [k for k in pending if k not in got]
 
         # 3. counter runs of the hottest kernel over N problem sizes
         counters = []

@@ -135,3 +135,22 @@ def test_config_without_profiles_is_explained(tmp_path: Path):
     r = _cli("analyze", "--config", str(cfg))
     assert r.returncode == 2
     assert "no profiles to analyse" in r.stderr
+
+
+def test_markdown_budget_drops_least_salient_items_first(h200: Path):
+    d = _diag(h200, alpha=1.0)
+    full = render_markdown(d)
+    budget = len(full.encode()) - 400
+    cut = render_markdown(d, max_bytes=budget)
+    assert len(cut.encode()) <= budget
+    assert "omitted here for length (kept in diagnostics.json):" in cut
+    # every kernel keeps its roofline and its most salient stall line
+    for e in d.evidence:
+        if e.kind == "roofline":
+            assert f"- {e.id} " in cut
+    firsts = {}
+    for e in d.evidence:
+        if e.kind == "stall":
+            firsts.setdefault(e.kernel, e.id)
+    assert all(f"- {i} " in cut for i in firsts.values())
+    assert render_markdown(d, max_bytes=len(full.encode())) == full

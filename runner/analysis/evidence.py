@@ -222,8 +222,34 @@ def _counter_text(c) -> str:
             f"chosen in {c.frequency:.0%} of the ensemble. {desc}")
 
 
-def render_markdown(d: Diagnostics) -> str:
-    """The evidence as compact Markdown for a prompt (a few KB)."""
+def render_markdown(d: Diagnostics, max_bytes: int | None = None) -> str:
+    """The evidence as compact Markdown for a prompt.
+
+    With `max_bytes`, the least salient items give way until the text fits: first stall lines
+    beyond each kernel's top one (from the least hot kernel up), then counters, then the remaining
+    stall lines. Omitted ids are named in a note; diagnostics.json keeps them all.
+    """
+    shown = list(d.evidence)
+    text = _render(d, shown, [])
+    if max_bytes is None or len(text.encode()) <= max_bytes:
+        return text
+    firsts = {e.kernel: e.id for e in reversed(shown) if e.kind == "stall"}
+    order = ([e for e in reversed(shown) if e.kind == "stall" and firsts[e.kernel] != e.id]
+             + [e for e in reversed(shown) if e.kind == "counter"]
+             + [e for e in reversed(shown) if e.kind == "stall"])
+    omitted: list[str] = []
+    for e in order:
+        if e.id in omitted:
+            continue
+        shown.remove(e)
+        omitted.append(e.id)
+        text = _render(d, shown, omitted)
+        if len(text.encode()) <= max_bytes:
+            break
+    return text
+
+
+def _render(d: Diagnostics, shown: list[Evidence], omitted: list[str]) -> str:
     out: list[str] = []
     gpu = d.gpu
     title = gpu.name or "unknown GPU"
@@ -249,7 +275,7 @@ def render_markdown(d: Diagnostics) -> str:
     sections = (("roofline", "Roofline (R)"), ("stall", "Salient stalls from PC sampling (S)"),
                 ("counter", "Counters that explain runtime, eOMP (C)"))
     for kind, heading in sections:
-        items = [e for e in d.evidence if e.kind == kind]
+        items = [e for e in shown if e.kind == kind]
         if not items:
             continue
         out.append("")
@@ -260,8 +286,12 @@ def render_markdown(d: Diagnostics) -> str:
         out.append(f"## {heading}{extra}")
         for e in items:
             out.append(f"- {e.id} [{short_kernel_name(e.kernel or '')}] {e.text}")
-    if d.notes:
+    notes = list(d.notes)
+    if omitted:
+        ids = sorted(omitted, key=lambda i: ("RSC".index(i[0]), int(i[1:])))
+        notes.append(f"omitted here for length (kept in diagnostics.json): {', '.join(ids)}")
+    if notes:
         out.append("")
         out.append("## Notes")
-        out.extend(f"- {n}" for n in d.notes)
+        out.extend(f"- {n}" for n in notes)
     return "\n".join(out) + "\n"

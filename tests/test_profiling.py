@@ -1,0 +1,153 @@
+"""The Profiling Agent's parts that run without a GPU: templates, tool and GPU checks, process
+control, ncu's failure messages; and analysis of what the agent captured on the H200."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, REPO
+
+from runner.config import load_config
+from runner.profiling import (
+    CommandResult,
+    ProfilingAgent,
+    ProfilingError,
+    check_ncu_output,
+    detect_gpu,
+    kernel_regex,
+    render,
+    require_tool,
+    run_command,
+)
+from runner.runstore import create_run
+
+SEISMIC = FIXTURES / "seismic-h200"
+
+
+def test_render_fills_placeholders_per_word_and_drops_empty_ones():
+    argv = render("nvcc -O3 -arch={arch} {lineinfo} -o '{exe}' main.cu", arch="sm_90", lineinfo="",
+                  exe="/tmp/my app")
+    assert argv == ["nvcc", "-O3", "-arch=sm_90", "-o", "/tmp/my app", "main.cu"]
+    # a value with shell syntax stays one literal word: no shell ever sees it
+    assert render("{exe} --config {config}", exe="x", config="a; rm -rf /") == ["x", "--config", "a; rm -rf /"]
+    with pytest.raises(ProfilingError, match=r"unknown placeholder \{nope\}"):
+        render("{exe} {nope}", exe="x")
+
+
+def test_kernel_regex_matches_exact_demangled_names():
+    import re
+
+    rx = kernel_regex("stencil_rhs(const float *, Grid, float *)", "free_surface(Grid, float *)")
+    assert rx.startswith("regex:")
+    pat = re.compile(rx[len("regex:"):])
+    assert pat.match("stencil_rhs(const float *, Grid, float *)")
+    assert pat.match("free_surface(Grid, float *)")
+    assert not pat.match("stencil_rhs(const float *, Grid, float *)x")
+
+
+def test_missing_tools_are_named_with_a_fix():
+    with pytest.raises(ProfilingError, match=r"ncu not found \('no-such-ncu' is not on PATH\).*Nsight Compute"):
+        require_tool("ncu", "no-such-ncu")
+    with pytest.raises(ProfilingError, match="nvidia-smi not found"):
+        detect_gpu("no-such-nvidia-smi")
+
+
+def test_no_gpu_is_reported(tmp_path: Path):
+    """A driver tool that finds no device (as nvidia-smi does on a machine without a GPU)."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'No devices were found'\nexit 6\n")
+    smi.chmod(0o755)
+    with pytest.raises(ProfilingError, match="no NVIDIA GPU found: nvidia-smi says No devices were found"):
+        detect_gpu(str(smi))
+
+
+def test_run_command_kills_the_whole_process_group_at_the_timeout(tmp_path: Path):
+    log = tmp_path / "log.txt"
+    marker = tmp_path / "child-survived"
+    script = f"(sleep 3; touch {marker}) & echo started; sleep 30"
+    t0 = time.monotonic()
+    with pytest.raises(ProfilingError, match="timed out after 1 s and was killed"):
+        run_command(["sh", "-c", script], tmp_path, 1.0, log, what="app")
+    assert time.monotonic() - t0 < 10
+    time.sleep(3.5)
+    assert not marker.exists()  # the grandchild died with its group
+    assert "started" in log.read_text() and "killed after 1 s" in log.read_text()
+
+
+def test_run_command_reports_progress_lines(tmp_path: Path):
+    seen: list[str] = []
+    script = 'echo "==PROF== Profiling \\"k\\" - 0 (1/2): 0%....100% - 1 pass"; echo done'
+    r = run_command(["sh", "-c", script], tmp_path, 10, tmp_path / "l.txt", seen.append, "timing pass")
+    assert r.returncode == 0 and "done" in r.output
+    assert seen == ['timing pass: Profiling "k" - 0 (1/2): 0%....100% - 1 pass']
+
+
+@pytest.mark.parametrize("output, rc, says", [
+    ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters "
+     "on the target device 0.", 1, "NVreg_RestrictProfilingToAdminUsers=0"),
+    ("==WARNING== No kernels were profiled.\n", 0, "no kernel matched the filter"),
+    ("==PROF== Connected\nsegfault\n==ERROR== The application returned an error code (139).\n", 139,
+     "failed with exit code 139; the application or ncu failed under the profiler"),
+])
+def test_ncu_failures_say_what_to_do(tmp_path: Path, output, rc, says):
+    with pytest.raises(ProfilingError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        check_ncu_output(CommandResult(["ncu"], rc, 1.0, output), tmp_path / "log", "timing pass")
+
+
+def test_agent_validates_the_app_config(tmp_path: Path):
+    cfg = tmp_path / "c.yml"
+    cfg.write_text("app: {name: x, configurations: [a]}\n")
+    run = create_run(tmp_path / "runs")
+    with pytest.raises(ProfilingError, match="app.build and app.run are needed"):
+        ProfilingAgent(load_config(cfg), run)
+    cfg.write_text("app: {name: x, build: b, run: r, configurations: [a], profile_configuration: z}\n")
+    with pytest.raises(ProfilingError, match="configuration 'z' is not one of"):
+        ProfilingAgent(load_config(cfg), run)
+
+
+def test_profile_without_ncu_exits_4_and_records_the_failure(tmp_path: Path):
+    cfg = tmp_path / "app.yml"
+    text = (REPO / "benchmarks" / "stream" / "optimas.yml").read_text().replace("workdir: .", f"workdir: "
+                                                                                 f"{REPO / 'benchmarks' / 'stream'}")
+    cfg.write_text(text + "profiling: {ncu: no-such-ncu}\n")
+    r = subprocess.run([sys.executable, "-m", "runner.cli", "profile", "--config", str(cfg), "--runs-dir",
+                        str(tmp_path / "runs")], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 4
+    assert "ncu not found" in r.stderr
+    (run,) = (tmp_path / "runs").iterdir()
+    assert "ncu not found" in (run / "manifest.json").read_text()
+
+
+# ---------------------------------------------------------------- what the agent captured
+
+def test_analysis_of_the_seismic_capture(tmp_path: Path):
+    """Hot kernels come from the timing pass over all 320 launches, evidence from targeted reports."""
+    counters = sorted((SEISMIC / "counters").glob("*.ncu-rep"))
+    args = ["analyze", "--config", str(REPO / "benchmarks" / "seismic" / "optimas.yml"), "--runs-dir",
+            str(tmp_path), "--timing", str(SEISMIC / "timing_raw.csv"), "--json"]
+    for rep in sorted(SEISMIC.glob("hot*.ncu-rep")):
+        args += ["--report", str(rep)]
+    for rep in counters:
+        args += ["--counters", str(rep)]
+    r = subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    from runner.analysis.evidence import Diagnostics
+
+    d = Diagnostics.model_validate_json(r.stdout)
+    assert sum(k.launches for k in d.kernels) == 320 and len(d.kernels) == 8
+    import json
+
+    manifest = json.loads((SEISMIC / "manifest.json").read_text())
+    assert [k.kernel for k in d.hot_kernels] == manifest["stages"]["profile"]["hot_kernels"]
+    stencil = [e.stall for e in d.evidence if e.kind == "stall" and e.kernel.startswith("stencil_rhs")]
+    source = (SEISMIC / "main.cu").read_text().splitlines()
+    assert stencil and all(source[s.line - 1].strip() == s.source for s in stencil)
+    assert {s.line for s in stencil} >= {26, 27}  # the two lines of the 4th-order Laplacian
+    assert len([e for e in d.evidence if e.kind == "counter"]) == 5
+    assert not any(e.counter["metric"].startswith("sass__") for e in d.evidence if e.kind == "counter")
+    (run,) = tmp_path.iterdir()
+    assert len((run / "analysis" / "diagnostics.md").read_bytes()) <= 6000
