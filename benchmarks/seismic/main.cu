@@ -109,7 +109,7 @@ struct Config {
   const char* name;
   int n, steps;
 };
-const Config kConfigs[] = {{"small", 64, 40}, {"medium", 128, 40}, {"large", 192, 40}};
+const Config kConfigs[] = {{"small", 96, 40}, {"medium", 192, 40}, {"large", 256, 40}};
 
 struct Model {
   Grid g;
