@@ -3,6 +3,7 @@ control, ncu's failure messages; and analysis of what the agent captured on the 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -124,30 +125,43 @@ def test_profile_without_ncu_exits_4_and_records_the_failure(tmp_path: Path):
 
 # ---------------------------------------------------------------- what the agent captured
 
-def test_analysis_of_the_seismic_capture(tmp_path: Path):
-    """Hot kernels come from the timing pass over all 320 launches, evidence from targeted reports."""
-    counters = sorted((SEISMIC / "counters").glob("*.ncu-rep"))
-    args = ["analyze", "--config", str(REPO / "benchmarks" / "seismic" / "optimas.yml"), "--runs-dir",
-            str(tmp_path), "--timing", str(SEISMIC / "timing_raw.csv"), "--json"]
-    for rep in sorted(SEISMIC.glob("hot*.ncu-rep")):
-        args += ["--report", str(rep)]
-    for rep in counters:
+def _analyze_capture(tmp_path: Path, app: str):
+    from runner.analysis.evidence import Diagnostics
+
+    cap = FIXTURES / f"{app}-h200"
+    args = ["analyze", "--config", str(REPO / "benchmarks" / app / "optimas.yml"), "--runs-dir", str(tmp_path),
+            "--timing", str(cap / "timing_raw.csv"), "--report", str(cap / "hot0.ncu-rep"), "--json"]
+    for rep in sorted((cap / "counters").glob("*.ncu-rep")):
         args += ["--counters", str(rep)]
     r = subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stderr
-    from runner.analysis.evidence import Diagnostics
+    manifest = json.loads((cap / "manifest.json").read_text())
+    return Diagnostics.model_validate_json(r.stdout), manifest, (cap / "main.cu").read_text().splitlines()
 
-    d = Diagnostics.model_validate_json(r.stdout)
+
+def test_analysis_of_the_seismic_capture(tmp_path: Path):
+    """Hot kernels come from the timing pass over all 320 launches, evidence from one targeted report."""
+    d, manifest, source = _analyze_capture(tmp_path, "seismic")
     assert sum(k.launches for k in d.kernels) == 320 and len(d.kernels) == 8
-    import json
-
-    manifest = json.loads((SEISMIC / "manifest.json").read_text())
     assert [k.kernel for k in d.hot_kernels] == manifest["stages"]["profile"]["hot_kernels"]
-    stencil = [e.stall for e in d.evidence if e.kind == "stall" and e.kernel.startswith("stencil_rhs")]
-    source = (SEISMIC / "main.cu").read_text().splitlines()
-    assert stencil and all(source[s.line - 1].strip() == s.source for s in stencil)
-    assert {s.line for s in stencil} >= {26, 27}  # the two lines of the 4th-order Laplacian
-    assert len([e for e in d.evidence if e.kind == "counter"]) == 5
-    assert not any(e.counter["metric"].startswith("sass__") for e in d.evidence if e.kind == "counter")
+    assert len(d.hot_kernels) == 4  # of 8 kernels: selection matters
+    stalls = [e.stall for e in d.evidence if e.kind == "stall"]
+    assert all(source[s.line - 1].strip() == s.source for s in stalls)  # real lines of main.cu
+    stencil = {s.line for s in stalls if s.kernel.startswith("stencil_rhs")}
+    assert {26, 27} <= stencil  # the two lines of the 4th-order Laplacian
+    damp = next(e.roofline for e in d.evidence if e.kind == "roofline" and e.kernel.startswith("damp_boundary"))
+    assert damp.bound == "compute"  # its index arithmetic (div/mod per point) dominates
+    counters = [e.counter["metric"] for e in d.evidence if e.kind == "counter"]
+    assert len(counters) == 5 and not any(c.startswith("sass__") for c in counters)
+    families = {c.split(".")[0] for c in counters}
+    assert len(families) == 5  # one rollup per counter, not .sum/.avg/.min of the same one
     (run,) = tmp_path.iterdir()
     assert len((run / "analysis" / "diagnostics.md").read_bytes()) <= 6000
+
+
+def test_analysis_of_the_accuracy_capture(tmp_path: Path):
+    d, manifest, source = _analyze_capture(tmp_path, "accuracy")
+    assert [k.kernel for k in d.hot_kernels] == manifest["stages"]["profile"]["hot_kernels"]
+    s1 = next(e.stall for e in d.evidence if e.kind == "stall")
+    assert s1.reason == "stall_long_sb" and "++ahead" in s1.source
+    assert source[s1.line - 1].strip() == s1.source

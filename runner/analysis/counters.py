@@ -44,14 +44,50 @@ class CounterSelection(BaseModel):
     counters: list[SelectedCounter]
 
 
+_ROLLUP_PREFERENCE = {"sum": 0, "avg": 1, "max": 2, "min": 3}
+
+
+def _rollup_key(name: str) -> tuple[str, int]:
+    """('dram__bytes.{}.per_second', rank of 'sum') for 'dram__bytes.sum.per_second'."""
+    parts = name.split(".")
+    for i, p in enumerate(parts[1:], start=1):
+        if p in _ROLLUP_PREFERENCE:
+            return ".".join(parts[:i] + ["{}"] + parts[i + 1:]), _ROLLUP_PREFERENCE[p]
+    return name, 0
+
+
 def prepare_matrix(metrics: pd.DataFrame, exclude: list[str] = ()) -> pd.DataFrame:
-    """Drop excluded, missing and constant columns; what remains is the candidate matrix."""
+    """The candidate matrix: excluded, missing and constant columns dropped, and redundant copies
+    collapsed.
+
+    ncu reports most counters under several rollups (.sum, .avg, .min, .max) and some under two
+    names; across runs these columns are exact multiples of each other and would crowd the
+    selection with one fact. One column is kept per rollup family (sum, else avg, max, min), and
+    of columns that are equal after z-scoring (or equal up to sign) the first name in order.
+    """
     pattern = re.compile("|".join(f"(?:{p})" for p in exclude)) if exclude else None
     keep = [c for c in metrics.columns if not (pattern and pattern.search(c))]
     x = metrics[keep].astype("float64")
     x = x.loc[:, x.notna().all(axis=0).to_numpy()]
     std = x.std(axis=0, ddof=0).to_numpy()
-    return x.loc[:, std > 1e-12 * np.maximum(1.0, np.abs(x.mean(axis=0).to_numpy()))]
+    x = x.loc[:, std > 1e-12 * np.maximum(1.0, np.abs(x.mean(axis=0).to_numpy()))]
+    best: dict[str, tuple[int, str]] = {}
+    for c in x.columns:
+        family, rank = _rollup_key(c)
+        if family not in best or rank < best[family][0]:
+            best[family] = (rank, c)
+    x = x[[c for c in x.columns if best[_rollup_key(c)[0]][1] == c]]
+    z = (x - x.mean(axis=0)) / x.std(axis=0, ddof=0)
+    seen: set[bytes] = set()
+    unique = []
+    for c in x.columns:
+        v = np.round(z[c].to_numpy(), 9) + 0.0  # + 0.0 turns -0.0 into 0.0
+        key, neg = v.tobytes(), (-v + 0.0).tobytes()
+        if key in seen or neg in seen:
+            continue
+        seen.add(key)
+        unique.append(c)
+    return x[unique]
 
 
 def eomp(x: np.ndarray, y: np.ndarray, kappa: int, tau: int, ensemble: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -120,6 +156,12 @@ def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, kapp
 
 
 _ROLLUPS = ("sum", "avg", "min", "max")
+# Source-level counters ncu collects per instruction; their scalar is the sum over instructions and
+# `--query-metrics` does not list them.
+_SOURCE_COUNTERS = {
+    "inst_executed": "# of warp instructions executed (source counter, summed over instructions)",
+    "thread_inst_executed": "# of thread instructions executed (source counter, summed over instructions)",
+}
 
 
 def describe(metric: str, dictionary: dict[str, str]) -> str | None:
@@ -129,6 +171,8 @@ def describe(metric: str, dictionary: dict[str, str]) -> str | None:
     """
     if metric in dictionary:
         return dictionary[metric] or None
+    if metric in _SOURCE_COUNTERS:
+        return _SOURCE_COUNTERS[metric]
     if metric.startswith("smsp__pcsamp_warps_issue_stalled_"):
         suffix = metric[len("smsp__pcsamp_warps_issue_stalled_"):]
         not_issued = suffix.endswith("_not_issued")
