@@ -1,7 +1,7 @@
 // Seismic wave propagation in the style of SW4-like codes, simplified to the acoustic wave equation
 // with variable velocity: 4th-order stencil in space, 2nd order in time, a damping layer near the
 // sides and bottom, a free surface on top, point sources and receivers, and an energy monitor.
-// Seven kernels per time step, of very different weights, so hot-kernel selection matters:
+// Eight kernels per time step, of very different weights, so hot-kernel selection matters:
 //   stencil_rhs (heavy), update_field, damp_boundary_layer, energy_partial + energy_final,
 //   free_surface, add_sources, record_receivers (tiny).
 #include "../common/bench.h"
