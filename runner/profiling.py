@@ -260,12 +260,7 @@ class ProfilingAgent:
         kernels = select_hot_kernels(launches, self.cfg.analysis.alpha)
         hot = [k.kernel for k in kernels if k.hot]
         if app.kernels:
-            launched = [k.kernel for k in kernels]
-            missing = [k for k in app.kernels if not any(_same_kernel(k, name) for name in launched)]
-            if missing:
-                raise ProfilingError(f"configured kernel(s) {missing} (app.kernels) not found; the application "
-                                     "launched: " + ", ".join(launched))
-            hot = [name for name in launched if any(_same_kernel(k, name) for k in app.kernels)]
+            hot = restrict_to_configured([k.kernel for k in kernels], app.kernels)
         self.progress(f"hot kernels: {', '.join(hot)}")
 
         # 2. targeted collection: one ncu run for all hot kernels, then one per kernel it missed
@@ -310,6 +305,15 @@ class ProfilingAgent:
                             inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
                                     for role, paths in inputs.items()})
         return inputs
+
+
+def restrict_to_configured(launched: list[str], configured: list[str]) -> list[str]:
+    """The launched kernels (in the given order) that the config names; every name must match one."""
+    missing = [k for k in configured if not any(_same_kernel(k, name) for name in launched)]
+    if missing:
+        raise ProfilingError(f"configured kernel(s) {missing} (app.kernels) not found; the application launched: "
+                             + ", ".join(launched))
+    return [name for name in launched if any(_same_kernel(k, name) for k in configured)]
 
 
 def _same_kernel(configured: str, demangled: str) -> bool:

@@ -7,11 +7,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from runner.config import load_config
 from runner.profiling import render
-
-from conftest import REPO
 
 APPS = sorted(p.parent.name for p in (REPO / "benchmarks").glob("*/optimas.yml"))
 

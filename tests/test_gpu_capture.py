@@ -64,3 +64,17 @@ def test_capture_without_lineinfo_is_explained(tmp_path: Path):
         NcuSourceCsvReader().read(source)
     with pytest.raises(ProfileFormatError, match="built without -lineinfo"):
         NcuReportReader().read(rep)
+
+
+def test_profiling_agent_on_a_benchmark_app(tmp_path: Path):
+    """`optimas run` without recorded profiles: profile stream (small) on the GPU, then analyse."""
+    runs = tmp_path / "runs"
+    res = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", "benchmarks/stream/optimas.yml",
+                          "--configuration", "small", "--runs-dir", str(runs), "--json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    d = Diagnostics.model_validate_json(res.stdout)
+    source = (REPO / "benchmarks" / "stream" / "main.cu").read_text().splitlines()
+    stalls = [e.stall for e in d.evidence if e.kind == "stall"]
+    assert stalls and all(source[s.line - 1].strip() == s.source for s in stalls)
+    assert len([e for e in d.evidence if e.kind == "counter"]) == 5

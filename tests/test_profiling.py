@@ -22,6 +22,7 @@ from runner.profiling import (
     kernel_regex,
     render,
     require_tool,
+    restrict_to_configured,
     run_command,
 )
 from runner.runstore import create_run
@@ -48,6 +49,14 @@ def test_kernel_regex_matches_exact_demangled_names():
     assert pat.match("stencil_rhs(const float *, Grid, float *)")
     assert pat.match("free_surface(Grid, float *)")
     assert not pat.match("stencil_rhs(const float *, Grid, float *)x")
+
+
+def test_configured_kernels_restrict_and_must_exist():
+    launched = ["stencil_rhs(const float *, Grid, float *)", "free_surface(Grid, float *)", "k<int>(int *)"]
+    assert restrict_to_configured(launched, ["free_surface", "k<int>(int *)"]) == launched[1:]
+    with pytest.raises(ProfilingError, match=r"configured kernel\(s\) \['stencil'\] \(app.kernels\) not found; "
+                                             r"the application launched: stencil_rhs"):
+        restrict_to_configured(launched, ["stencil"])
 
 
 def test_missing_tools_are_named_with_a_fix():
