@@ -4,15 +4,19 @@
     optimas profile --config app.yml        build and profile the app on this machine's GPU
     optimas analyze --config config.yml     profiles -> diagnostics.json + diagnostics.md
     optimas analyze --config app.yml --run runs/<id>   analyse what `optimas profile` collected
+    optimas prompt --config config.yml      the prompt the model would get
+    optimas propose --config config.yml     ask the model, parse, guard and compile a candidate
     optimas check-config --config config.yml
 
 Exit codes: 0 success, 1 other failures, 2 bad input (config or profile files), 3 the inputs hold
-too little to analyse, 4 profiling could not run (tools, GPU, permissions, the app failed).
+too little to analyse, 4 profiling could not run (tools, GPU, permissions, the app failed),
+5 no usable candidate came back, 6 the model could not be asked.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,6 +27,12 @@ from runner.errors import ConfigError, OptimasError
 
 RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
 CONFIGURATION_HELP = "configuration to profile (default: app.profile_configuration)"
+ROLES = ("report", "timing", "raw", "details", "source", "counters")
+DIAGNOSTICS = ["none", "PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"]
+
+
+class NoCandidate(OptimasError):
+    exit_code = 5
 
 
 def _progress(msg: str) -> None:
@@ -31,9 +41,10 @@ def _progress(msg: str) -> None:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
+    p.add_argument("--runs-dir", type=Path, default=None, help=RUNS_DIR_HELP)
 
 
-def _add_profile_args(p: argparse.ArgumentParser) -> None:
+def _add_inputs(p: argparse.ArgumentParser, run_help: str) -> None:
     g = p.add_argument_group("profiles (override the config's `profiles` section)")
     g.add_argument("--report", action="append", type=Path, default=None, metavar="FILE.ncu-rep")
     g.add_argument("--timing", action="append", type=Path, default=None, metavar="CSV",
@@ -45,7 +56,13 @@ def _add_profile_args(p: argparse.ArgumentParser) -> None:
                    help="--page source --print-source cuda,sass export")
     g.add_argument("--counters", action="append", type=Path, default=None, metavar="FILE",
                    help="raw export or .ncu-rep of N profiling runs, for counter selection")
-    p.add_argument("--runs-dir", type=Path, default=None, help=RUNS_DIR_HELP)
+    p.add_argument("--run", type=Path, default=None, metavar="RUN_DIR", help=run_help)
+    p.add_argument("--configuration", default=None, help=CONFIGURATION_HELP)
+
+
+def _add_diagnostics(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--diagnostics", choices=DIAGNOSTICS, default=None,
+                   help="evidence shown to the model (default: evaluation.diagnostics)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,27 +70,28 @@ def build_parser() -> argparse.ArgumentParser:
     from runner import __version__
     parser.add_argument("--version", action="version", version=f"optimas {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_run = sub.add_parser("run", help="run the pipeline on an application's config")
-    _add_common(p_run)
-    _add_profile_args(p_run)
-    p_run.add_argument("--json", action="store_true", help="print diagnostics.json instead of the summary")
-    p_run.add_argument("--configuration", default=None, help=CONFIGURATION_HELP)
-    p_pr = sub.add_parser("profile", help="build the app and collect profiles on this machine's GPU")
-    _add_common(p_pr)
-    p_pr.add_argument("--runs-dir", type=Path, default=None, help=RUNS_DIR_HELP)
-    p_pr.add_argument("--configuration", default=None, help=CONFIGURATION_HELP)
-    p_an = sub.add_parser("analyze", help="distil profiles into cited evidence (diagnostics.json/.md)")
-    _add_common(p_an)
-    _add_profile_args(p_an)
-    p_an.add_argument("--run", type=Path, default=None, metavar="RUN_DIR",
-                      help="analyse the profiles an `optimas profile` run collected, into that run")
-    p_an.add_argument("--json", action="store_true", help="print diagnostics.json instead of the summary")
-    p_cc = sub.add_parser("check-config", help="validate a config file and exit")
-    _add_common(p_cc)
+    p = sub.add_parser("run", help="run the pipeline on an application's config")
+    _add_common(p)
+    _add_inputs(p, "continue a run made by `optimas profile` or `optimas analyze`")
+    _add_diagnostics(p)
+    p = sub.add_parser("profile", help="build the app and collect profiles on this machine's GPU")
+    _add_common(p)
+    p.add_argument("--configuration", default=None, help=CONFIGURATION_HELP)
+    p = sub.add_parser("analyze", help="distil profiles into cited evidence (diagnostics.json/.md)")
+    _add_common(p)
+    _add_inputs(p, "analyse the profiles an `optimas profile` run collected, into that run")
+    p.add_argument("--json", action="store_true", help="print diagnostics.json instead of the summary")
+    p = sub.add_parser("prompt", help="build the prompt for the hot kernels and print it")
+    _add_common(p)
+    _add_inputs(p, "use the evidence of this run (analysing it first if needed)")
+    _add_diagnostics(p)
+    p = sub.add_parser("propose", help="ask the model; parse, guard and compile its candidate")
+    _add_common(p)
+    _add_inputs(p, "use the evidence of this run (analysing it first if needed)")
+    _add_diagnostics(p)
+    p = sub.add_parser("check-config", help="validate a config file and exit")
+    p.add_argument("--config", required=True, type=Path, help="path to config.yml")
     return parser
-
-
-ROLES = ("report", "timing", "raw", "details", "source", "counters")
 
 
 def _profile_inputs(args: argparse.Namespace, lc: LoadedConfig) -> dict[str, list[Path]]:
@@ -91,14 +109,6 @@ def _has_profiles(inputs: dict[str, list[Path]]) -> bool:
     return any(inputs.get(k) for k in ("report", "raw", "details"))
 
 
-def _print_analysis(args: argparse.Namespace, json_path: Path, md_path: Path) -> None:
-    if getattr(args, "json", False):
-        print(json_path.read_text(), end="")
-    else:
-        print(md_path.read_text(), end="")
-        print(f"\nEvidence: {json_path}\nPrompt text: {md_path} ({md_path.stat().st_size} bytes)")
-
-
 def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[str, list[Path]]:
     from runner.profiling import ProfilingAgent
 
@@ -109,13 +119,51 @@ def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[st
         raise
 
 
-def _analyze_into(run, lc: LoadedConfig, inputs: dict[str, list[Path]], args: argparse.Namespace) -> None:
+def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool):
+    """(run, diagnostics): from --run (analysing its profiles if not done yet), from recorded
+    profiles (a new run), or, with `allow_profiling`, by profiling the app here (a new run)."""
+    from runner.analysis.evidence import Diagnostics
     from runner.pipeline import analyze, write_analysis
+    from runner.runstore import create_run, open_run
 
+    runs_dir = args.runs_dir or lc.resolve(lc.config.runs_dir)
+    if getattr(args, "run", None):
+        run = open_run(args.run)
+        done = run.path / "analysis" / "diagnostics.json"
+        if done.is_file():
+            return run, Diagnostics.model_validate_json(done.read_text())
+        stage = run.manifest.get("stages", {}).get("profile", {})
+        if "inputs" not in stage:
+            raise OptimasError(f"{args.run}: this run has neither evidence nor a completed profile stage")
+        inputs = {role: [run.path / p for p in paths] for role, paths in stage["inputs"].items()}
+        diag = analyze(lc, inputs, _progress)
+        write_analysis(run, lc, inputs, diag)
+        return run, diag
+    inputs = _profile_inputs(args, lc)
+    if _has_profiles(inputs):
+        diag = analyze(lc, inputs, _progress)  # before the run exists: bad input writes nothing
+        run = create_run(runs_dir)
+        write_analysis(run, lc, inputs, diag)
+        return run, diag
+    if not allow_profiling:
+        raise ConfigError(args.config, [
+            "profiles: no profiles to analyse; set profiles.reports or profiles.raw, pass --report/--raw, or "
+            "analyse a profiling run with --run DIR"])
+    run = create_run(runs_dir)
+    _progress(f"run {run.id} in {run.path}")
+    inputs = _collect(lc, run, getattr(args, "configuration", None))
     diag = analyze(lc, inputs, _progress)
-    json_path, md_path = write_analysis(run, lc, inputs, diag)
-    _progress(f"run {run.id}: analysis written to {run.path / 'analysis'}")
-    _print_analysis(args, json_path, md_path)
+    write_analysis(run, lc, inputs, diag)
+    return run, diag
+
+
+def _print_analysis(run, as_json: bool = False) -> None:
+    json_path, md_path = run.path / "analysis" / "diagnostics.json", run.path / "analysis" / "diagnostics.md"
+    if as_json:
+        print(json_path.read_text(), end="")
+    else:
+        print(md_path.read_text(), end="")
+        print(f"\nEvidence: {json_path}\nPrompt text: {md_path} ({md_path.stat().st_size} bytes)")
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -130,49 +178,71 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from runner.runstore import create_run, open_run
-
     lc = load_config(args.config)
-    if args.run:
-        run = open_run(args.run)
-        stage = run.manifest.get("stages", {}).get("profile", {})
-        if "inputs" not in stage:
-            raise OptimasError(f"{args.run}: this run has no completed profile stage to analyse")
-        if "analysis" in run.manifest["stages"]:
-            raise OptimasError(f"{args.run}: already analysed; a run's results are never overwritten")
-        inputs = {role: [run.path / p for p in paths] for role, paths in stage["inputs"].items()}
-        _analyze_into(run, lc, inputs, args)
-        return 0
-    inputs = _profile_inputs(args, lc)
-    if not _has_profiles(inputs):
-        raise ConfigError(args.config, [
-            "profiles: no profiles to analyse; set profiles.reports or profiles.raw, pass --report/--raw, or "
-            "analyse a profiling run with --run DIR"])
-    from runner.pipeline import analyze, write_analysis
-
-    diag = analyze(lc, inputs, _progress)  # before the run exists: bad input writes nothing
-    run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
-    json_path, md_path = write_analysis(run, lc, inputs, diag)
-    _progress(f"run {run.id} written to {run.path}")
-    _print_analysis(args, json_path, md_path)
+    if args.run and (args.run / "analysis").exists():
+        raise OptimasError(f"{args.run}: already analysed; a run's results are never overwritten")
+    run, _ = _evidence(args, lc, allow_profiling=False)
+    _progress(f"run {run.id}: analysis written to {run.path / 'analysis'}")
+    _print_analysis(run, args.json)
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """Recorded profiles: analyse them. None: profile the app on this machine's GPU, then analyse."""
-    from runner.runstore import create_run
+def cmd_prompt(args: argparse.Namespace) -> int:
+    from runner.compiler import build
+    from runner.prompting import build_prompt, read_sources
+    from runner.propose import target_arch, workspace_dirs
 
     lc = load_config(args.config)
-    inputs = _profile_inputs(args, lc)
-    if _has_profiles(inputs):
-        args.run = None
-        code = cmd_analyze(args)
-    else:
-        run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
-        _progress(f"run {run.id} in {run.path}")
-        _analyze_into(run, lc, _collect(lc, run, args.configuration), args)
-        code = 0
-    _progress("stopped after analysis: the prompt, LLM and evaluation stages are not in this version yet")
+    run, diag = _evidence(args, lc, allow_profiling=False)
+    _, workdir = workspace_dirs(lc)
+    files = read_sources(workdir, lc.config.app.sources)
+    resources = []
+    if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
+        resources = build(lc, workdir, target_arch(lc)).resources
+    prompt = build_prompt(lc.config.app.name, diag, files, args.diagnostics or lc.config.evaluation.diagnostics,
+                          resources, max_evidence_bytes=lc.config.analysis.max_prompt_bytes)
+    run.write_text("prompt", "system.md", prompt.system)
+    run.write_text("prompt", "user.md", prompt.user)
+    print("=== system ===\n" + prompt.system + "\n=== user ===\n" + prompt.user, end="")
+    _progress(f"prompt ({prompt.approx_tokens} tokens, approx.) written to {run.path / 'prompt'}")
+    return 0
+
+
+def _propose(args: argparse.Namespace, lc: LoadedConfig, run, diag) -> int:
+    from runner.propose import propose
+
+    result = propose(lc, diag, run, args.diagnostics, progress=_progress)
+    for a in result.attempts:
+        _progress(f"attempt {a.number} ({a.backend}, {a.model}): {a.outcome}"
+                  + (f": {a.detail.splitlines()[0]}" if a.detail else ""))
+    if result.status != "accepted":
+        raise NoCandidate(f"no usable candidate: {result.reason}")
+    p = result.proposal
+    print(f"\n# Candidate ({run.path / result.candidate_dir})")
+    print(f"compiled: {'yes' if result.compiled else 'not checked (no nvcc here)'}")
+    for e in p.edits:
+        print(f"- {e.file}:{e.start_line}-{e.end_line} cites {', '.join(e.cites) or 'nothing'}: {e.rationale}")
+    if p.withheld:
+        print("Not applied:")
+        for w in p.withheld:
+            print(f"- {w.suggestion}: {w.reason}")
+    print("\n" + result.diff, end="")
+    return 0
+
+
+def cmd_propose(args: argparse.Namespace) -> int:
+    lc = load_config(args.config)
+    run, diag = _evidence(args, lc, allow_profiling=False)
+    return _propose(args, lc, run, diag)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Evidence (recorded profiles, a run, or profiling here), then a proposal."""
+    lc = load_config(args.config)
+    run, diag = _evidence(args, lc, allow_profiling=True)
+    _print_analysis(run)
+    code = _propose(args, lc, run, diag)
+    _progress("stopped after the proposal: validating and timing candidates is not in this version yet")
     return code
 
 
@@ -186,24 +256,20 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMANDS = {"run": cmd_run, "profile": cmd_profile, "analyze": cmd_analyze, "prompt": cmd_prompt,
+            "propose": cmd_propose, "check-config": cmd_check_config}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "analyze":
-            return cmd_analyze(args)
-        if args.command == "run":
-            return cmd_run(args)
-        if args.command == "profile":
-            return cmd_profile(args)
-        if args.command == "check-config":
-            return cmd_check_config(args)
+        return COMMANDS[args.command](args)
     except OptimasError as e:
         print(f"optimas: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("optimas: interrupted", file=sys.stderr)
         return 130
-    return 1
 
 
 if __name__ == "__main__":

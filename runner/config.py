@@ -43,6 +43,8 @@ class AppConfig(_Strict):
 
     name: str = "app"
     workdir: str = Field(default=".", description="folder the commands run in, relative to the config")
+    workspace: str | None = Field(default=None, description="folder copied to build a candidate (it must hold "
+                                  "everything the build reads, e.g. shared headers); default: workdir")
     sources: list[str] = Field(default_factory=list, description="CUDA source files, relative to workdir")
     # Profiles name sources by the path they had where they were captured; map those to local files.
     source_map: dict[str, str] = Field(default_factory=dict)
@@ -150,6 +152,14 @@ class LLMConfig(_Strict):
     max_tokens: Annotated[int, Field(ge=1)] = 8192
     timeout_s: Annotated[float, Field(gt=0)] = 300.0
     retries: Annotated[int, Field(ge=0, le=20)] = 3
+    backoff_s: Annotated[float, Field(ge=0)] = 2.0
+    api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
+                                    "(default OPENAI_API_KEY / GEMINI_API_KEY); the key itself never goes in config")
+    price_input_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    price_output_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    replay_dir: str | None = Field(default=None, description="answers keyed by prompt hash, for the replay backend")
+    max_prompt_tokens: Annotated[int, Field(ge=1000)] = 32000
+    parse_retries: Annotated[int, Field(ge=0, le=10)] = 2
 
 
 class EvaluationConfig(_Strict):

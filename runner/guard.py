@@ -63,7 +63,7 @@ def apply_proposal(proposal: Proposal, files: dict[str, str],
     """Apply the edits if every rule holds; otherwise report each violation."""
     v: list[Violation] = []
     edits = sorted(proposal.edits, key=lambda e: (e.file, e.start_line))
-    for x, y in zip(edits, edits[1:]):
+    for x, y in zip(edits, edits[1:], strict=False):
         if _overlaps(x, y):
             v.append(Violation(rule="overlapping-edits", file=y.file, start_line=y.start_line, end_line=y.end_line,
                                message=f"overlaps the edit of lines {x.start_line}-{x.end_line}"))

@@ -132,7 +132,8 @@ def _parse_structured(text: str, files: dict[str, str]) -> list[Edit]:
         a, b = int(m.group("a")), int(m.group("b"))
         if b < a:
             raise ResponseParseError(f"EDIT at line {idx + 1}: lines={a}-{b} is an empty range")
-        why = " ".join(ln.strip()[4:].strip() for ln in lines[idx + 1:block[0]] if ln.strip().upper().startswith("WHY:"))
+        why = " ".join(ln.strip()[4:].strip() for ln in lines[idx + 1:block[0]]
+                       if ln.strip().upper().startswith("WHY:"))
         cites = [c for c in re.split(r"[,\s]+", m.group("cites") or "") if c]
         edits.append(Edit(file=_resolve_file(m.group("file"), files), start_line=a, end_line=b, new_text=block[3],
                           cites=[c.upper() for c in cites], rationale=why))

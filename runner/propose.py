@@ -1,0 +1,194 @@
+"""The proposal stage: prompt -> model -> parse -> guard -> compile, with bounded retries that feed
+the parse error, the guard's reasons or the compiler's errors back to the model.
+
+Every attempt is kept in the run directory: prompt/ (system.md, user.md per attempt), llm/
+(raw answers, calls.jsonl with token usage and cost) and candidates/<n>/ (proposal.json,
+diff.patch, the edited files, the build log).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Literal
+
+from pydantic import BaseModel, Field
+
+from runner.analysis.evidence import Diagnostics
+from runner.compiler import CompileResult, KernelResources, build
+from runner.config import LoadedConfig
+from runner.guard import GuardResult, apply_proposal
+from runner.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
+from runner.profiling import ProfilingError, detect_gpu
+from runner.prompting import Prompt, build_prompt, read_sources
+from runner.proposal import Proposal, ResponseParseError, parse_response
+from runner.runstore import Run, atomic_write_text
+
+Progress = Callable[[str], None]
+
+
+class Attempt(BaseModel):
+    number: int
+    outcome: Literal["unparsable", "rejected", "compile-error", "accepted"]
+    detail: str = ""
+    backend: str
+    model: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    seconds: float = 0.0
+
+
+class ProposeResult(BaseModel):
+    status: Literal["accepted", "failed"]
+    reason: str = ""
+    diagnostics: str
+    attempts: list[Attempt] = Field(default_factory=list)
+    proposal: Proposal | None = None
+    diff: str = ""
+    compiled: bool | None = None  # None: nvcc not available here, the candidate was not compiled
+    candidate_dir: str | None = None
+
+
+def target_arch(lc: LoadedConfig) -> str:
+    """The local GPU's architecture, else sm_90 (the target this project measures on)."""
+    try:
+        return detect_gpu(lc.config.profiling.nvidia_smi).arch
+    except ProfilingError:  # no driver here: compile for the default target
+        return "sm_90"
+
+
+def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:
+    """(workspace copied for candidate builds, workdir the commands run in), both absolute."""
+    app = lc.config.app
+    workdir = lc.resolve(app.workdir).resolve()
+    space = lc.resolve(app.workspace).resolve() if app.workspace else workdir
+    if workdir != space and space not in workdir.parents:
+        raise ValueError(f"app.workdir {workdir} is not inside app.workspace {space}")
+    return space, workdir
+
+
+def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None) -> CompileResult:
+    """Build the app with `files` (names relative to workdir) in a copy of its workspace."""
+    space, workdir = workspace_dirs(lc)
+    with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
+        copy = Path(tmp) / "ws"
+        shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
+        cwd = copy / workdir.relative_to(space)
+        for name, text in files.items():
+            (cwd / name).write_text(text)
+        result = build(lc, cwd, arch, verbose=True)
+    if log:
+        log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
+    return result
+
+
+def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | None = None,
+            backend: Backend | None = None, progress: Progress = lambda _m: None) -> ProposeResult:
+    """Ask the backend for an optimization of the hot kernels and keep the first usable candidate."""
+    cfg = lc.config
+    diagnostics = diagnostics or cfg.evaluation.diagnostics
+    _, workdir = workspace_dirs(lc)
+    files = read_sources(workdir, cfg.app.sources)
+    have_nvcc = shutil.which(cfg.profiling.nvcc) is not None
+    arch = target_arch(lc) if have_nvcc else "sm_90"
+    resources: list[KernelResources] = []
+    if have_nvcc:
+        progress("compiling the original with ptxas -v for compiler feedback (K*)")
+        base = compile_candidate(lc, files, arch, run.stage_dir("prompt") / "original-build.log")
+        if not base.ok:
+            return ProposeResult(status="failed", diagnostics=diagnostics,
+                                 reason="the original sources do not build: " + base.output[-1500:])
+        resources = base.resources
+    else:
+        progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
+    backend = backend or make_backend(cfg.llm, lc.path.parent)
+    result = ProposeResult(status="failed", diagnostics=diagnostics)
+    parse_error: str | None = None
+    compile_errors: str | None = None
+    parse_left, compile_left = cfg.llm.parse_retries, cfg.evaluation.compile_retries
+    n = 0
+    while True:
+        n += 1
+        prompt = build_prompt(cfg.app.name, diag, files, diagnostics, resources, compile_errors=compile_errors,
+                              parse_error=parse_error, max_evidence_bytes=cfg.analysis.max_prompt_bytes)
+        run.write_text("prompt", f"system-{n}.md", prompt.system)
+        run.write_text("prompt", f"user-{n}.md", prompt.user)
+        progress(f"attempt {n}: asking {backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
+        resp = backend.complete(_request(cfg, prompt, diag, files))
+        run.write_text("llm", f"answer-{n}.txt", resp.text)
+        _log_call(run, n, prompt, resp)
+        att = Attempt(number=n, outcome="unparsable", backend=resp.backend, model=resp.model,
+                      prompt_tokens=resp.usage.prompt_tokens, completion_tokens=resp.usage.completion_tokens,
+                      cost_usd=resp.cost_usd, seconds=resp.seconds)
+        result.attempts.append(att)
+        try:
+            proposal = parse_response(resp.text, files)
+        except ResponseParseError as e:
+            att.detail = str(e)
+            if parse_left <= 0:
+                result.reason = f"the answer could not be used: {e}"
+                break
+            parse_left -= 1
+            parse_error, compile_errors = str(e), None
+            continue
+        guard = apply_proposal(proposal, files, prompt.editable)
+        if not guard.ok:
+            att.outcome, att.detail = "rejected", guard.reasons()
+            if parse_left <= 0:
+                result.reason, result.proposal = "the edits break the rules:\n" + guard.reasons(), proposal
+                break
+            parse_left -= 1
+            parse_error = "Your edits were rejected:\n" + guard.reasons()
+            compile_errors = None
+            continue
+        cand = run.stage_dir("candidates") / str(n)
+        cand.mkdir(exist_ok=True)
+        built = compile_candidate(lc, guard.files, arch, cand / "build.log") if have_nvcc else None
+        if built is not None and not built.ok:
+            att.outcome, att.detail = "compile-error", built.output[-3000:]
+            _save_candidate(cand, proposal, guard, built)
+            if compile_left <= 0:
+                result.reason, result.proposal = "the candidate does not compile:\n" + built.output[-1500:], proposal
+                break
+            compile_left -= 1
+            compile_errors, parse_error = built.output[-6000:], None
+            continue
+        att.outcome = "accepted"
+        _save_candidate(cand, proposal, guard, built)
+        result.status, result.proposal, result.diff = "accepted", proposal, guard.diff
+        result.compiled = None if built is None else True
+        result.candidate_dir = str(cand.relative_to(run.path))
+        break
+    run.write_json("candidates", "result.json", json.loads(result.model_dump_json()))
+    return result
+
+
+def _request(cfg, prompt: Prompt, diag: Diagnostics, files: dict[str, str]) -> LLMRequest:
+    return LLMRequest(
+        messages=[Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)],
+        model=cfg.llm.model or cfg.llm.backend, temperature=cfg.llm.temperature, max_tokens=cfg.llm.max_tokens,
+        context=OfflineContext(diagnostics=diag, files=files, editable=prompt.editable,
+                               evidence_ids=prompt.evidence_ids, hot_kernels=prompt.hot_kernels))
+
+
+def _log_call(run: Run, n: int, prompt: Prompt, resp: LLMResponse) -> None:
+    path = run.stage_dir("llm") / "calls.jsonl"
+    entry = {"attempt": n, "backend": resp.backend, "model": resp.model, "label": resp.label,
+             "prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens,
+             "cost_usd": resp.cost_usd, "seconds": round(resp.seconds, 3), "attempts": resp.attempts,
+             "diagnostics": prompt.diagnostics, "evidence_ids": prompt.evidence_ids}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def _save_candidate(cand: Path, proposal: Proposal, guard: GuardResult, built: CompileResult | None) -> None:
+    atomic_write_text(cand / "proposal.json", proposal.model_dump_json(indent=2) + "\n")
+    atomic_write_text(cand / "diff.patch", guard.diff)
+    for name, text in guard.files.items():
+        atomic_write_text(cand / "src" / name, text)
+    if built is not None:
+        resources = [r.model_dump() for r in built.resources]
+        atomic_write_text(cand / "resources.json", json.dumps(resources, indent=2) + "\n")
