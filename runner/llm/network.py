@@ -20,6 +20,19 @@ def _api_key(cfg: LLMConfig, default_env: str, required: bool) -> str | None:
     return key
 
 
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Timeout and connection errors of the HTTP stacks the client libraries use (httpx, and the
+    httpx2 fork that google-genai ships with)."""
+    errors: list[type[BaseException]] = [ConnectionError]
+    for module in ("httpx", "httpx2"):
+        try:
+            mod = __import__(module)
+        except ImportError:
+            continue
+        errors += [mod.TimeoutException, mod.TransportError]
+    return tuple(errors)
+
+
 def _retry_after(headers) -> float | None:
     try:
         value = headers.get("retry-after") if headers is not None else None
@@ -93,7 +106,6 @@ class GeminiBackend:
         self.client = genai.Client(api_key=key, http_options=opts)
 
     def _call(self, req: LLMRequest):
-        import httpx
         from google.genai import errors
 
         system = "\n\n".join(m.content for m in req.messages if m.role == "system") or None
@@ -109,7 +121,7 @@ class GeminiBackend:
             if code == 429 or code >= 500:
                 raise TransientLLMError(f"HTTP {code} from the server") from None
             raise LLMError(f"the server refused the request: HTTP {code}: {e}") from None
-        except (httpx.TimeoutException, httpx.TransportError) as e:
+        except _transport_errors() as e:
             raise TransientLLMError(f"{type(e).__name__}: {e}") from None
         except ValueError as e:  # a body the library cannot read
             raise LLMError(f"malformed response from the server: {e}") from None
@@ -143,8 +155,6 @@ class OllamaBackend:
         self.client = ollama.Client(host=cfg.base_url or "http://127.0.0.1:11434", timeout=cfg.timeout_s)
 
     def _call(self, req: LLMRequest):
-        import httpx
-
         try:
             return self.client.chat(model=req.model, messages=[m.model_dump() for m in req.messages],
                                     options={"temperature": req.temperature, "num_predict": req.max_tokens})
@@ -152,7 +162,7 @@ class OllamaBackend:
             if e.status_code == 429 or e.status_code >= 500:
                 raise TransientLLMError(f"HTTP {e.status_code} from the server") from None
             raise LLMError(f"the server refused the request: HTTP {e.status_code}: {e.error}") from None
-        except (httpx.TimeoutException, httpx.TransportError, ConnectionError) as e:
+        except _transport_errors() as e:
             raise TransientLLMError(f"{type(e).__name__}: {e}") from None
         except ValueError as e:  # pydantic validation of a malformed body
             raise LLMError(f"malformed response from the server: {e}") from None
