@@ -1,0 +1,178 @@
+"""Parsing answers of every accepted shape into one Proposal, rejecting broken ones, and the guard's
+rules, each on its own violation; a correct edit passes and compiles with nvcc."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from runner.guard import apply_proposal
+from runner.proposal import Edit, Proposal, ResponseParseError, parse_response
+
+R = FIXTURES / "responses"
+SRC = (R / "stream_main.cu").read_text()
+FILES = {"main.cu": SRC}
+# the stream kernels: copy 7-10, add 12-15, triad 17-20
+EDITABLE = {"main.cu": [(7, 10), (12, 15), (17, 20)]}
+
+
+def answer(name: str) -> str:
+    return (R / name).read_text()
+
+
+def test_structured_answer():
+    p = parse_response(answer("structured.md"), FILES)
+    assert p.shape == "structured"
+    (e,) = p.edits
+    assert (e.file, e.start_line, e.end_line, e.cites) == ("main.cu", 17, 19, ["S1", "R1"])
+    assert e.rationale.startswith("The triad line stalls")
+    assert e.new_text.startswith("__global__ void triad_kernel(float* __restrict__ a")
+    assert p.applied == ["lines 17-19: __restrict__ and read-only loads on triad_kernel (S1, R1)"]
+    assert p.withheld[0].suggestion == "vectorized float4 loads" and "multiple of 4" in p.withheld[0].reason
+    assert p.raw == answer("structured.md")
+
+
+def test_fenced_unified_diff():
+    p = parse_response(answer("diff_fenced.md"), FILES)
+    assert p.shape == "diff"
+    (e,) = p.edits
+    assert (e.start_line, e.end_line) == (12, 15)
+    assert e.new_text.splitlines()[0].startswith("__global__ void add_kernel(const float* __restrict__ a")
+    assert e.cites == ["R2", "S2"]  # from the APPLIED item whose lines overlap
+    assert p.withheld[0].suggestion == "grid-stride loop"
+
+
+def test_bare_unified_diff():
+    p = parse_response(answer("diff_bare.txt"), FILES)
+    (e,) = p.edits
+    assert p.shape == "diff" and (e.start_line, e.end_line) == (8, 10)
+    assert e.new_text.splitlines()[1:3] == ["  if (i >= n) return;", "  c[i] = __ldg(&a[i]);"]
+
+
+def test_whole_kernel_in_a_code_block():
+    p = parse_response(answer("whole_kernel.md"), FILES)
+    (e,) = p.edits
+    assert p.shape == "code" and (e.start_line, e.end_line) == (7, 10)
+    assert e.cites == ["S3"]
+    assert p.applied == ["lines 7-10: read-only cached load and __restrict__ (S3)"]
+    assert p.withheld[0].suggestion.startswith("Use cudaMemcpy")
+
+
+def test_whole_file_in_a_code_block():
+    p = parse_response(answer("whole_file.md"), FILES)
+    (e,) = p.edits
+    assert p.shape == "code" and (e.start_line, e.end_line) == (19, 19)
+    assert "__ldg(&c[i])" in e.new_text and e.cites == ["S1"]
+
+
+@pytest.mark.parametrize("name, says", [
+    ("truncated.md", "is never closed (the answer looks truncated)"),
+    ("prose_only.md", "no edits found"),
+    ("other_file.md", "targets file 'kernels/stream_ops.cu', which is not among the sources"),
+    ("two_versions.md", "two versions of kernel triad_kernel"),
+    ("diff_mismatch.md", "the diff does not apply to main.cu"),
+])
+def test_broken_answers_say_why(name, says):
+    with pytest.raises(ResponseParseError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        parse_response(answer(name), FILES)
+
+
+def test_empty_answer():
+    with pytest.raises(ResponseParseError, match="empty"):
+        parse_response("  \n", FILES)
+
+
+# ---------------------------------------------------------------- guard
+
+def proposal(*edits: Edit) -> Proposal:
+    return Proposal(shape="structured", edits=list(edits), raw="")
+
+
+def edit(a: int, b: int, text: str) -> Edit:
+    return Edit(file="main.cu", start_line=a, end_line=b, new_text=text, cites=["S1"])
+
+
+def lines(a: int, b: int) -> str:
+    return "\n".join(SRC.splitlines()[a - 1:b])
+
+
+def rules(result) -> list[str]:
+    return [v.rule for v in result.violations]
+
+
+def test_correct_edit_passes_and_yields_a_unified_diff():
+    g = apply_proposal(parse_response(answer("structured.md"), FILES), FILES, EDITABLE)
+    assert g.ok, g.reasons()
+    assert g.diff.startswith("--- a/main.cu\n+++ b/main.cu\n@@ ")
+    assert "+  if (i < n) a[i] = __ldg(&b[i]) + scalar * __ldg(&c[i]);" in g.diff
+    assert g.files["main.cu"].count("\n") == SRC.count("\n")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_correct_edit_compiles(tmp_path: Path):
+    g = apply_proposal(parse_response(answer("structured.md"), FILES), FILES, EDITABLE)
+    common = tmp_path / "common"
+    common.mkdir()
+    shutil.copy(FIXTURES.parent.parent / "benchmarks" / "common" / "bench.h", common / "bench.h")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.cu").write_text(g.files["main.cu"])
+    r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "-c", "-o", "main.o", "main.cu"], cwd=app,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
+def test_signature_change_is_rejected():
+    new = lines(17, 20).replace("float scalar, size_t n", "double scalar, size_t n")
+    g = apply_proposal(proposal(edit(17, 20, new)), FILES, EDITABLE)
+    assert rules(g) == ["signature-changed"]
+    assert "triad_kernel's parameters changed" in g.reasons() and "main.cu:17-17" in g.reasons()
+
+
+def test_qualifiers_do_not_count_as_a_signature_change():
+    new = lines(17, 17).replace("float* a, const float* b", "float* __restrict__ a, const float* __restrict__ b")
+    g = apply_proposal(proposal(edit(17, 17, new)), FILES, EDITABLE)
+    assert g.ok, g.reasons()
+    bounded = new.replace("__global__ void triad_kernel", "__global__ void __launch_bounds__(256) triad_kernel")
+    g = apply_proposal(proposal(edit(17, 17, bounded)), FILES, EDITABLE)
+    assert g.ok, g.reasons()
+
+
+def test_new_kernel_is_rejected():
+    new = lines(17, 20) + "\n__global__ void triad_fast(float* a) { a[0] = 1.0f; }"
+    g = apply_proposal(proposal(edit(17, 20, new)), FILES, EDITABLE)
+    assert rules(g) == ["new-kernel"] and "triad_fast" in g.reasons()
+
+
+def test_duplicated_kernel_is_rejected():
+    g = apply_proposal(proposal(edit(17, 20, lines(17, 20) + "\n" + lines(17, 20).replace("c[i]", "c[i] * 1.0f"))),
+                       FILES, EDITABLE)
+    assert rules(g) == ["duplicate-kernel"] and "appears 2 times" in g.reasons()
+
+
+def test_edit_outside_the_hot_kernels_is_rejected():
+    g = apply_proposal(proposal(edit(5, 5, "constexpr int kBlock = 512;")), FILES, EDITABLE)
+    assert rules(g) == ["outside-allowed-region"] and "editable lines of main.cu are 7-10, 12-15, 17-20" in g.reasons()
+
+
+def test_host_code_change_is_rejected():
+    main_line = next(i for i, ln in enumerate(SRC.splitlines(), 1) if "const float scalar = 0.4f;" in ln)
+    g = apply_proposal(proposal(edit(main_line, main_line, "  const float scalar = 0.5f;")), FILES, EDITABLE)
+    assert rules(g) == ["host-code"] and "host function main" in g.reasons()
+
+
+def test_formatting_only_change_is_rejected():
+    new = lines(18, 19).replace("  size_t i", "    size_t i") + "  // faster"
+    g = apply_proposal(proposal(edit(18, 19, new)), FILES, EDITABLE)
+    assert rules(g) == ["no-op"]
+
+
+def test_overlapping_edits_are_rejected():
+    a = edit(17, 19, lines(17, 19).replace("c[i];", "__ldg(&c[i]);"))
+    b = edit(19, 20, lines(19, 20).replace("b[i]", "__ldg(&b[i])"))
+    g = apply_proposal(proposal(a, b), FILES, EDITABLE)
+    assert "overlapping-edits" in rules(g)

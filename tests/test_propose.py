@@ -1,0 +1,148 @@
+"""The proposal stage end to end: prompts on the bundled example and on a benchmark, the offline
+backend's edits compiling, and the retry loop feeding parse, guard and compiler errors back to a
+model served by a loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import FIXTURES, REPO
+from llm_servers import ChatServer, Reply
+
+from runner.config import load_config
+from runner.pipeline import analyze
+from runner.propose import propose
+from runner.runstore import create_run
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=600)
+
+
+def example_config(tmp_path: Path, **llm) -> Path:
+    """config.yml with absolute paths, so it can live in tmp_path, and the given llm settings."""
+    data = yaml.safe_load((REPO / "config.yml").read_text())
+    data["app"]["workdir"] = str(REPO / data["app"]["workdir"])
+    for role, paths in data["profiles"].items():
+        data["profiles"][role] = [str(REPO / p) for p in paths]
+    data["app"]["source_map"] = {k: str(REPO / v) for k, v in data["app"]["source_map"].items()}
+    data["runs_dir"] = str(tmp_path / "runs")
+    data["llm"].update(llm)
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_prompt_on_the_bundled_example(tmp_path: Path):
+    r = cli("prompt", "--config", "config.yml", "--runs-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "### Hot kernel matmul (probe_kernels.cu, lines 31-34)" in r.stdout
+    assert "31| __global__ void matmul(const float* A, const float* B, float* C, int n){" in r.stdout
+    assert "- S1 [matmul] probe_kernels.cu:33" in r.stdout and "- R1 [matmul]" in r.stdout
+    assert "Answer in exactly this format" in r.stdout
+    (run,) = tmp_path.iterdir()
+    assert (run / "prompt" / "user.md").read_text() in r.stdout
+
+
+@pytest.mark.parametrize("diagnostics, present, absent", [
+    ("PC", ["- S1 "], ["- R1 ", "- C1 "]),
+    ("Roofline", ["- R1 "], ["- S1 ", "- C1 "]),
+    ("IA+Roofline", ["- R1 ", "- C1 "], ["- S1 "]),
+    ("none", ["(none: optimize from the code alone)"], ["- R1 ", "- S1 ", "- C1 "]),
+])
+def test_diagnostic_configurations_select_evidence(tmp_path: Path, diagnostics, present, absent):
+    r = cli("prompt", "--config", "config.yml", "--runs-dir", str(tmp_path), "--diagnostics", diagnostics)
+    assert r.returncode == 0, r.stderr
+    user = r.stdout.split("=== user ===", 1)[1]
+    assert all(p in user for p in present) and not any(a in user for a in absent)
+
+
+@needs_nvcc
+def test_propose_on_the_bundled_example_with_the_offline_backend(tmp_path: Path):
+    r = cli("propose", "--config", "config.yml", "--runs-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "compiled: yes" in r.stdout
+    assert "+__global__ void matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C" \
+        in r.stdout
+    (run,) = tmp_path.iterdir()
+    calls = [json.loads(ln) for ln in (run / "llm" / "calls.jsonl").read_text().splitlines()]
+    assert calls[0]["backend"] == "offline" and calls[0]["label"] == "rule-based (no model)"
+    assert (run / "candidates" / "1" / "diff.patch").read_text().startswith("--- a/probe_kernels.cu")
+
+
+@needs_nvcc
+def test_offline_edit_to_a_benchmark_kernel_compiles(tmp_path: Path):
+    cap = FIXTURES / "seismic-h200"
+    lc = load_config(REPO / "benchmarks" / "seismic" / "optimas.yml")
+    before = (REPO / "benchmarks" / "seismic" / "main.cu").read_text()
+    diag = analyze(lc, {"timing": [cap / "timing_raw.csv"], "report": [cap / "hot0.ncu-rep"]})
+    run = create_run(tmp_path)
+    result = propose(lc, diag, run)
+    assert result.status == "accepted", result.reason
+    assert result.compiled is True
+    edited = {e.start_line for e in result.proposal.edits}
+    assert 38 in edited  # update_field's signature: const/__restrict__ for its memory stalls
+    assert all(e.cites for e in result.proposal.edits)
+    assert (REPO / "benchmarks" / "seismic" / "main.cu").read_text() == before  # built in a copy
+
+
+GOOD = """EDIT file=probe_kernels.cu lines=31-31 cites=S1,R1
+WHY: restrict the pointers of the memory-bound matmul (S1, R1).
+```cuda
+__global__ void matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int n){
+```
+APPLIED:
+- lines 31-31: __restrict__ (S1, R1)
+NOT APPLIED:
+- shared-memory tiling: larger change
+"""
+BAD_RULE = GOOD.replace("lines=31-31", "lines=38-38").replace(
+    "__global__ void matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int n){",
+    "int main(int argc, char** argv){")
+NO_COMPILE = GOOD.replace("int n){", "int n){ undeclared_symbol();")
+
+
+@needs_nvcc
+def test_retry_loop_feeds_errors_back(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-marker-123")
+    with ChatServer("openai") as s:
+        s.script = [Reply(text="The kernel is slow; use tiling."), Reply(text=BAD_RULE), Reply(text=NO_COMPILE),
+                    Reply(text=GOOD)]
+        cfg = example_config(tmp_path, backend="openai", model="gpt-test", base_url=f"{s.url}/v1",
+                             parse_retries=2, backoff_s=0.01)
+        r = cli("propose", "--config", str(cfg))
+    assert r.returncode == 0, r.stderr
+    users = [req["json"]["messages"][1]["content"] for req in s.requests]
+    assert len(users) == 4
+    assert "## Your previous answer could not be used\nno edits found" in users[1]
+    assert "Your edits were rejected:\n[host-code]" in users[2]
+    assert "## Your previous answer did not compile" in users[3] and "undeclared_symbol" in users[3]
+    assert all(req["json"]["temperature"] == 0.15 for req in s.requests)
+    (run,) = (tmp_path / "runs").iterdir()
+    outcomes = [a["outcome"] for a in json.loads((run / "candidates" / "result.json").read_text())["attempts"]]
+    assert outcomes == ["unparsable", "rejected", "compile-error", "accepted"]
+    calls = [json.loads(ln) for ln in (run / "llm" / "calls.jsonl").read_text().splitlines()]
+    assert [c["prompt_tokens"] for c in calls] == [123] * 4
+    # the key is never written anywhere in the run
+    for f in run.rglob("*"):
+        if f.is_file():
+            assert b"sk-secret-marker-123" not in f.read_bytes(), f
+
+
+def test_exhausted_retries_fail_with_the_reason(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with ChatServer("openai", default_text="No changes needed.") as s:
+        cfg = example_config(tmp_path, backend="openai", model="gpt-test", base_url=f"{s.url}/v1", parse_retries=1)
+        r = cli("propose", "--config", str(cfg))
+    assert r.returncode == 5
+    assert "no usable candidate: the answer could not be used: no edits found" in r.stderr
+    assert len(s.requests) == 2
