@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
@@ -85,9 +86,28 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
     return result
 
 
+@dataclass
+class _Stage:
+    lc: LoadedConfig
+    diag: Diagnostics
+    run: Run
+    diagnostics: str
+    files: dict[str, str]
+    resources: list[KernelResources]
+    arch: str
+    have_nvcc: bool
+    backend: Backend
+    progress: Progress
+
+
 def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | None = None,
             backend: Backend | None = None, progress: Progress = lambda _m: None) -> ProposeResult:
-    """Ask the backend for an optimization of the hot kernels and keep the first usable candidate."""
+    """Ask the backend for an optimization of the hot kernels and keep the first usable candidate.
+
+    When the prompt for all hot kernels exceeds llm.max_prompt_tokens, each kernel gets a prompt
+    of its own; the accepted edits are then combined (they touch different kernels) and checked
+    again as one candidate.
+    """
     cfg = lc.config
     diagnostics = diagnostics or cfg.evaluation.diagnostics
     _, workdir = workspace_dirs(lc)
@@ -104,66 +124,110 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
         resources = base.resources
     else:
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
-    backend = backend or make_backend(cfg.llm, lc.path.parent)
+    st = _Stage(lc, diag, run, diagnostics, files, resources, arch, have_nvcc,
+                backend or make_backend(cfg.llm, lc.path.parent), progress)
     result = ProposeResult(status="failed", diagnostics=diagnostics)
+    whole = build_prompt(cfg.app.name, diag, files, diagnostics, resources,
+                         max_evidence_bytes=cfg.analysis.max_prompt_bytes)
+    parts: list[list[str] | None] = [None]
+    if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(whole.hot_kernels) > 1:
+        parts = [[k] for k in whole.hot_kernels]
+        progress(f"the prompt (~{whole.approx_tokens} tokens) exceeds llm.max_prompt_tokens: one prompt per kernel")
+    accepted: list[tuple[Proposal, GuardResult, CompileResult | None, Path]] = []
+    reasons = []
+    for kernels in parts:
+        outcome = _attempts(st, kernels, result)
+        if isinstance(outcome, str):
+            reasons.append(outcome)
+        else:
+            accepted.append(outcome)
+    if not accepted:
+        result.reason = "; ".join(reasons)
+    else:
+        proposal, guard, built, cand = accepted[0] if len(accepted) == 1 else _combine(st, accepted)
+        result.status, result.proposal, result.diff = "accepted", proposal, guard.diff
+        result.compiled = None if built is None else built.ok
+        result.candidate_dir = str(cand.relative_to(run.path))
+        if reasons:
+            result.reason = "some kernels got no usable edit: " + "; ".join(reasons)
+    run.write_json("candidates", "result.json", json.loads(result.model_dump_json()))
+    return result
+
+
+def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult):
+    """The retry loop for one prompt: (proposal, guard, build, folder) when accepted, else the reason."""
+    cfg = st.lc.config
     parse_error: str | None = None
     compile_errors: str | None = None
     parse_left, compile_left = cfg.llm.parse_retries, cfg.evaluation.compile_retries
-    n = 0
     while True:
-        n += 1
-        prompt = build_prompt(cfg.app.name, diag, files, diagnostics, resources, compile_errors=compile_errors,
-                              parse_error=parse_error, max_evidence_bytes=cfg.analysis.max_prompt_bytes)
-        run.write_text("prompt", f"system-{n}.md", prompt.system)
-        run.write_text("prompt", f"user-{n}.md", prompt.user)
-        progress(f"attempt {n}: asking {backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
-        resp = backend.complete(_request(cfg, prompt, diag, files))
-        run.write_text("llm", f"answer-{n}.txt", resp.text)
-        _log_call(run, n, prompt, resp)
+        n = len(result.attempts) + 1
+        prompt = build_prompt(cfg.app.name, st.diag, st.files, st.diagnostics, st.resources, kernels=kernels,
+                              compile_errors=compile_errors, parse_error=parse_error,
+                              max_evidence_bytes=cfg.analysis.max_prompt_bytes)
+        st.run.write_text("prompt", f"system-{n}.md", prompt.system)
+        st.run.write_text("prompt", f"user-{n}.md", prompt.user)
+        st.progress(f"attempt {n}: asking {st.backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
+        resp = st.backend.complete(_request(cfg, prompt, st.diag, st.files))
+        st.run.write_text("llm", f"answer-{n}.txt", resp.text)
+        _log_call(st.run, n, prompt, resp)
         att = Attempt(number=n, outcome="unparsable", backend=resp.backend, model=resp.model,
                       prompt_tokens=resp.usage.prompt_tokens, completion_tokens=resp.usage.completion_tokens,
                       cost_usd=resp.cost_usd, seconds=resp.seconds)
         result.attempts.append(att)
         try:
-            proposal = parse_response(resp.text, files)
+            proposal = parse_response(resp.text, st.files)
         except ResponseParseError as e:
             att.detail = str(e)
             if parse_left <= 0:
-                result.reason = f"the answer could not be used: {e}"
-                break
+                return f"the answer could not be used: {e}"
             parse_left -= 1
             parse_error, compile_errors = str(e), None
             continue
-        guard = apply_proposal(proposal, files, prompt.editable)
+        guard = apply_proposal(proposal, st.files, prompt.editable)
         if not guard.ok:
             att.outcome, att.detail = "rejected", guard.reasons()
             if parse_left <= 0:
-                result.reason, result.proposal = "the edits break the rules:\n" + guard.reasons(), proposal
-                break
+                result.proposal = proposal
+                return "the edits break the rules:\n" + guard.reasons()
             parse_left -= 1
-            parse_error = "Your edits were rejected:\n" + guard.reasons()
-            compile_errors = None
+            parse_error, compile_errors = "Your edits were rejected:\n" + guard.reasons(), None
             continue
-        cand = run.stage_dir("candidates") / str(n)
+        cand = st.run.stage_dir("candidates") / str(n)
         cand.mkdir(exist_ok=True)
-        built = compile_candidate(lc, guard.files, arch, cand / "build.log") if have_nvcc else None
+        built = compile_candidate(st.lc, guard.files, st.arch, cand / "build.log") if st.have_nvcc else None
+        _save_candidate(cand, proposal, guard, built)
         if built is not None and not built.ok:
             att.outcome, att.detail = "compile-error", built.output[-3000:]
-            _save_candidate(cand, proposal, guard, built)
             if compile_left <= 0:
-                result.reason, result.proposal = "the candidate does not compile:\n" + built.output[-1500:], proposal
-                break
+                result.proposal = proposal
+                return "the candidate does not compile:\n" + built.output[-1500:]
             compile_left -= 1
             compile_errors, parse_error = built.output[-6000:], None
             continue
         att.outcome = "accepted"
-        _save_candidate(cand, proposal, guard, built)
-        result.status, result.proposal, result.diff = "accepted", proposal, guard.diff
-        result.compiled = None if built is None else True
-        result.candidate_dir = str(cand.relative_to(run.path))
-        break
-    run.write_json("candidates", "result.json", json.loads(result.model_dump_json()))
-    return result
+        return proposal, guard, built, cand
+
+
+def _combine(st: _Stage, accepted):
+    """One candidate from the per-kernel proposals; the first alone if the combination fails."""
+    edits = [e for p, *_ in accepted for e in p.edits]
+    merged = Proposal(shape=accepted[0][0].shape, edits=edits, applied=[a for p, *_ in accepted for a in p.applied],
+                      withheld=[w for p, *_ in accepted for w in p.withheld],
+                      raw="\n\n".join(p.raw for p, *_ in accepted))
+    editable = {f: [(e.start_line, e.end_line) for e in edits if e.file == f] for f in {e.file for e in edits}}
+    guard = apply_proposal(merged, st.files, editable)
+    cand = st.run.stage_dir("candidates") / "combined"
+    cand.mkdir(exist_ok=True)
+    if not guard.ok:
+        st.progress("the per-kernel edits do not combine (" + guard.reasons() + "); keeping the first")
+        return accepted[0]
+    built = compile_candidate(st.lc, guard.files, st.arch, cand / "build.log") if st.have_nvcc else None
+    _save_candidate(cand, merged, guard, built)
+    if built is not None and not built.ok:
+        st.progress("the combined candidate does not compile; keeping the first kernel's")
+        return accepted[0]
+    return merged, guard, built, cand
 
 
 def _request(cfg, prompt: Prompt, diag: Diagnostics, files: dict[str, str]) -> LLMRequest:

@@ -146,3 +146,24 @@ def test_exhausted_retries_fail_with_the_reason(tmp_path: Path, monkeypatch):
     assert r.returncode == 5
     assert "no usable candidate: the answer could not be used: no edits found" in r.stderr
     assert len(s.requests) == 2
+
+
+@needs_nvcc
+def test_large_prompts_are_split_by_kernel_and_recombined(tmp_path: Path):
+    cap = FIXTURES / "seismic-h200"
+    lc = load_config(REPO / "benchmarks" / "seismic" / "optimas.yml")
+    small = lc.config.llm.model_copy(update={"max_prompt_tokens": 1000})
+    lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": small})})
+    diag = analyze(lc, {"timing": [cap / "timing_raw.csv"], "report": [cap / "hot0.ncu-rep"]})
+    run = create_run(tmp_path)
+    result = propose(lc, diag, run)
+    assert result.status == "accepted", result.reason
+    prompts = sorted((run.path / "prompt").glob("user-*.md"))
+    assert len(diag.hot_kernels) == 4 and len(prompts) >= 4
+    assert all(p.read_text().count("### Hot kernel ") == 1 for p in prompts)  # one kernel each
+    shown = {p.read_text().split("### Hot kernel ", 1)[1].split(" ", 1)[0] for p in prompts}
+    assert shown == {"update_field", "damp_boundary_layer", "stencil_rhs", "energy_partial"}
+    if result.candidate_dir == "candidates/combined":
+        files = {e.file for e in result.proposal.edits}
+        assert files == {"main.cu"} and len(result.proposal.edits) >= 2
+    assert result.compiled is True

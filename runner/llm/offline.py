@@ -126,8 +126,8 @@ def answer(ctx: OfflineContext) -> str:
             f = kernel_by_name(functions(text), kernel)
             if f is None or not any(a <= f.start_line and f.end_line <= b for a, b in ctx.editable.get(fname, [])):
                 continue
-            mem_stalls = [s for s in stalls if s.stall and s.stall.reason == "stall_long_sb"
-                          and f.start_line <= s.stall.line <= f.end_line]
+            # Stall lines of this kernel may lie in device functions inlined into it: they count too.
+            mem_stalls = [s for s in stalls if s.stall and s.stall.reason == "stall_long_sb"]
             cites = [s.id for s in mem_stalls] + ([roof.id] if roof and roof.roofline
                                                   and roof.roofline.bound == "memory" else [])
             sig = _signature_edit(text, f) if cites else None
