@@ -200,7 +200,8 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
         resources = build(lc, workdir, target_arch(lc)).resources
     prompt = build_prompt(lc.config.app.name, diag, files, args.diagnostics or lc.config.evaluation.diagnostics,
-                          resources, max_evidence_bytes=lc.config.analysis.max_prompt_bytes)
+                          resources, max_evidence_bytes=lc.config.analysis.max_prompt_bytes,
+                          editable=lc.config.app.editable)
     run.write_text("prompt", "system.md", prompt.system)
     run.write_text("prompt", "user.md", prompt.user)
     print("=== system ===\n" + prompt.system + "\n=== user ===\n" + prompt.user, end="")

@@ -56,6 +56,8 @@ class AppConfig(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [1])
     outputs: list[OutputSpec] = Field(default_factory=list)
     kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
+    editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels) whose "
+                                "definitions the model may edit, e.g. __device__ helpers they call")
     timeout_s: Annotated[float, Field(gt=0)] = 600.0
 
 

@@ -90,7 +90,8 @@ def compiler_evidence(resources: list[KernelResources], kernels: list[str]) -> l
     return out
 
 
-def _source_blocks(files: dict[str, str], hot: list[str]) -> tuple[list[SourceBlock], dict[str, list[tuple[int, int]]]]:
+def _source_blocks(files: dict[str, str], hot: list[str],
+                   extra: list[str] = ()) -> tuple[list[SourceBlock], dict[str, list[tuple[int, int]]]]:
     blocks: list[SourceBlock] = []
     editable: dict[str, list[tuple[int, int]]] = {}
     for name, text in files.items():
@@ -113,8 +114,12 @@ def _source_blocks(files: dict[str, str], hot: list[str]) -> tuple[list[SourceBl
             blocks.append(SourceBlock(title="Declarations", file=name, start=1, end=first - 1,
                                       text=numbered(text, 1, first - 1)))
         for g in sorted(helpers.values(), key=lambda f: f.start_line):
-            blocks.append(SourceBlock(title=f"Device function {g.name} (read-only)", file=name, start=g.start_line,
-                                      end=g.end_line, text=numbered(text, g.start_line, g.end_line)))
+            may_edit = g.name in extra
+            blocks.append(SourceBlock(title=f"Device function {g.name}" + ("" if may_edit else " (read-only)"),
+                                      file=name, start=g.start_line, end=g.end_line,
+                                      text=numbered(text, g.start_line, g.end_line)))
+            if may_edit:
+                editable.setdefault(name, []).append((g.start_line, g.end_line))
         for k in sorted(kernels, key=lambda f: f.start_line):
             blocks.append(SourceBlock(title=f"Hot kernel {k.name}", file=name, start=k.start_line, end=k.end_line,
                                       text=numbered(text, k.start_line, k.end_line)))
@@ -125,7 +130,7 @@ def _source_blocks(files: dict[str, str], hot: list[str]) -> tuple[list[SourceBl
 def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics: str = "PC+IA+Roofline",
                  resources: list[KernelResources] = (), kernels: list[str] | None = None,
                  compile_errors: str | None = None, parse_error: str | None = None,
-                 max_evidence_bytes: int | None = 6000) -> Prompt:
+                 max_evidence_bytes: int | None = 6000, editable: list[str] = ()) -> Prompt:
     """Render the prompt for the hot kernels (or `kernels`) of one diagnostic configuration."""
     if diagnostics not in DIAGNOSTIC_KINDS:
         raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
@@ -135,7 +140,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     shown = [e for e in diag.evidence if e.kind in kinds and (e.kernel in hot or e.kind == "counter")]
     sub = diag.model_copy(update={"evidence": shown, "notes": []})
     evidence_md = _evidence_section(sub, max_evidence_bytes) if shown else ""
-    blocks, editable = _source_blocks(files, hot)
+    blocks, ranges = _source_blocks(files, hot, editable)
     if not blocks:
         raise OptimasError("none of the hot kernels (" + ", ".join(short_kernel_name(k) for k in hot)
                            + f") is defined in the sources given ({', '.join(files) or 'none'}); check app.sources")
@@ -151,7 +156,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         hot_kernels=[short_kernel_name(k) for k in hot])
     ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot, evidence_ids=ids,
-                  editable=editable)
+                  editable=ranges)
 
 
 def split_by_kernel(app: str, diag: Diagnostics, files: dict[str, str], max_tokens: int, **kw) -> list[Prompt]:

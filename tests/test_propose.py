@@ -167,3 +167,23 @@ def test_large_prompts_are_split_by_kernel_and_recombined(tmp_path: Path):
         files = {e.file for e in result.proposal.edits}
         assert files == {"main.cu"} and len(result.proposal.edits) >= 2
     assert result.compiled is True
+
+
+def test_config_can_open_device_helpers_for_editing():
+    from runner.guard import apply_proposal
+    from runner.prompting import build_prompt
+    from runner.proposal import Edit, Proposal
+
+    cap = FIXTURES / "seismic-h200"
+    lc = load_config(REPO / "benchmarks" / "seismic" / "optimas.yml")
+    diag = analyze(lc, {"timing": [cap / "timing_raw.csv"], "report": [cap / "hot0.ncu-rep"]})
+    files = {"main.cu": (cap / "main.cu").read_text()}
+    locked = build_prompt("seismic", diag, files)
+    assert "### Device function laplacian4 (read-only)" in locked.user
+    opened = build_prompt("seismic", diag, files, editable=["laplacian4"])
+    assert "### Device function laplacian4 (main.cu, lines 22-28)" in opened.user
+    line = files["main.cu"].splitlines()[22]  # line 23: the stencil coefficients
+    edit = Edit(file="main.cu", start_line=23, end_line=23, new_text=line.replace("const float", "constexpr float"))
+    p = Proposal(shape="structured", edits=[edit], raw="")
+    assert not apply_proposal(p, files, locked.editable).ok
+    assert apply_proposal(p, files, opened.editable).ok
