@@ -28,8 +28,15 @@ class OutputSpec(_Strict):
 
     path: str = Field(description="file the run command writes; may use {out}")
     compare: Literal["bitwise", "tolerance"] = "bitwise"
+    # Tolerance mode, for outputs declared as floating-point reductions: a value passes when
+    # |candidate - baseline| <= atol + rtol * |baseline|, or when it is within `ulps` units in the
+    # last place. `format` says how to read values: 'optimas' (the benchmarks' sectioned files,
+    # each section typed) or 'raw' (the whole file is an array of `dtype`).
     rtol: Annotated[float, Field(ge=0)] = 0.0
     atol: Annotated[float, Field(ge=0)] = 0.0
+    ulps: Annotated[int, Field(ge=0)] = 0
+    format: Literal["optimas", "raw"] = "raw"
+    dtype: Literal["float32", "float64"] = "float32"
 
 
 class AppConfig(_Strict):
@@ -59,6 +66,8 @@ class AppConfig(_Strict):
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels) whose "
                                 "definitions the model may edit, e.g. __device__ helpers they call")
     timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    kernel_time_regex: str | None = Field(default=None, description="regular expression with one group that "
+                                          "captures the kernel time (ms) the app prints, e.g. 'kernel_ms=([0-9.]+)'")
 
 
 class ProfilesConfig(_Strict):
@@ -168,7 +177,10 @@ class EvaluationConfig(_Strict):
     """Settings of the evaluation stage (build, validate, time)."""
 
     compile_retries: Annotated[int, Field(ge=0, le=20)] = 3
-    timed_runs: Annotated[int, Field(ge=1, le=1000)] = 5
+    timed_runs: Annotated[int, Field(ge=2, le=1000)] = 5
+    warmup_runs: Annotated[int, Field(ge=0, le=100)] = 1
+    confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+    max_iterations: Annotated[int, Field(ge=1, le=100)] = 3
     diagnostics: Literal["PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"] = (
         "PC+IA+Roofline"
     )

@@ -36,7 +36,7 @@ def test_repository_config_is_valid_and_equals_defaults_for_thresholds():
     ("analysis: {stall_share: high}", "analysis.stall_share:"),
     ("analysis: {counters: {kapa: 3}}", "analysis.counters.kapa: unknown key"),
     ("llm: {backend: gpt5}", "llm.backend:"),
-    ("evaluation: {timed_runs: 0}", "evaluation.timed_runs: expected a value >= 1, got 0"),
+    ("evaluation: {timed_runs: 0}", "evaluation.timed_runs: expected a value >= 2, got 0"),
     ("- a\n- b\n", "expected a mapping of sections"),
     ("analysis: [", "not valid YAML at line 1"),
 ])
