@@ -1,0 +1,127 @@
+"""Validation and timing on CPU with small programs built by the system compiler: the loop is the
+same whatever builds the binary."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FIXTURES
+
+from runner.config import OutputSpec, load_config
+from runner.evaluation import compare, time_interleaved, validate
+from runner.stats import improvement
+
+APP = FIXTURES / "evalapp"
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+VARIANTS = ["BASE", "FAST", "WRONG", "TOLERANT", "NONDET", "HANG", "CRASH", "NOOUT", "NOISY"]
+
+
+@pytest.fixture(scope="module")
+def exes(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("bin")
+    built = {}
+    for v in VARIANTS:
+        exe = out / v.lower()
+        subprocess.run(["g++", "-O2", "-std=c++17", f"-DVARIANT={v}", "-o", str(exe), str(APP / "main.cpp")],
+                       check=True, capture_output=True)
+        built[v] = exe
+    return built
+
+
+def config(tmp_path: Path, outputs: str | None = None):
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
+    if outputs:
+        text = text.replace('    - {path: "{out}", compare: bitwise}', outputs)
+    p = tmp_path / "optimas.yml"
+    p.write_text(text)
+    return load_config(p)
+
+
+def statuses(v) -> set[str]:
+    return {c.status for c in v.cases}
+
+
+def test_identical_results_pass_on_every_configuration_and_seed(tmp_path, exes):
+    v = validate(config(tmp_path), exes["BASE"], exes["FAST"], tmp_path / "work")
+    assert v.passed and len(v.cases) == 4  # 2 configurations x 2 seeds
+    assert {(c.configuration, c.seed) for c in v.cases} == {("small", 1), ("small", 2), ("large", 1), ("large", 2)}
+    assert all(c.modes == ["bitwise"] for c in v.cases)
+
+
+def test_a_changed_value_fails_bitwise(tmp_path, exes):
+    v = validate(config(tmp_path), exes["BASE"], exes["WRONG"], tmp_path / "work")
+    assert not v.passed and statuses(v) == {"mismatch"}
+    assert "bytes differ from offset 28" in v.cases[0].detail  # value 7, 4 bytes each
+
+
+def test_tolerance_mode_accepts_small_differences(tmp_path, exes):
+    bitwise = validate(config(tmp_path), exes["BASE"], exes["TOLERANT"], tmp_path / "w1")
+    assert statuses(bitwise) == {"mismatch"}
+    ulp = config(tmp_path, '    - {path: "{out}", compare: tolerance, format: raw, dtype: float32, ulps: 1}')
+    v = validate(ulp, exes["BASE"], exes["TOLERANT"], tmp_path / "w2")
+    assert v.passed and v.cases[0].modes == ["tolerance"]
+    rel = config(tmp_path, '    - {path: "{out}", compare: tolerance, format: raw, rtol: 1.0e-6}')
+    assert validate(rel, exes["BASE"], exes["TOLERANT"], tmp_path / "w3").passed
+    tight = config(tmp_path, '    - {path: "{out}", compare: tolerance, format: raw, rtol: 1.0e-9}')
+    assert not validate(tight, exes["BASE"], exes["TOLERANT"], tmp_path / "w4").passed
+
+
+def test_nondeterministic_candidate_is_rejected(tmp_path, exes):
+    v = validate(config(tmp_path), exes["BASE"], exes["NONDET"], tmp_path / "work")
+    assert statuses(v) <= {"nondeterministic", "mismatch"} and "nondeterministic" in statuses(v)
+
+
+def test_hung_candidate_is_killed(tmp_path, exes):
+    lc = config(tmp_path)
+    text = lc.path.read_text().replace("timeout_s: 5", "timeout_s: 1")
+    lc.path.write_text(text)
+    v = validate(load_config(lc.path), exes["BASE"], exes["HANG"], tmp_path / "work")
+    assert statuses(v) == {"timeout"} and v.cases[0].detail == "killed after 1 s"
+
+
+def test_crash_and_missing_output_fail(tmp_path, exes):
+    crash = validate(config(tmp_path), exes["BASE"], exes["CRASH"], tmp_path / "w1")
+    assert statuses(crash) == {"failed"} and crash.cases[0].detail.startswith("exit 3: FAIL")
+    noout = validate(config(tmp_path), exes["BASE"], exes["NOOUT"], tmp_path / "w2")
+    assert statuses(noout) == {"missing-output"}  # the poisoned file was left as it was
+
+
+def test_a_faster_candidate_is_a_significant_improvement(tmp_path, exes):
+    t = time_interleaved(config(tmp_path), exes["BASE"], exes["FAST"])
+    assert t.metric == "kernel_ms" and len(t.baseline) == len(t.candidate) == 7
+    assert t.result.faster and t.result.improvement > 1.0  # about 4x less work
+    assert t.result.ci_low > 0
+
+
+def test_a_noisy_candidate_is_not_called_an_improvement(tmp_path, exes):
+    t = time_interleaved(config(tmp_path), exes["BASE"], exes["NOISY"])
+    assert not t.result.faster and t.result.candidate_cv > t.result.baseline_cv
+    assert "noise: baseline CV" in t.result.summary()
+    same = improvement([10, 11, 9, 10.5, 9.5, 10.2, 9.8], [10.1, 9.9, 10.4, 9.6, 10.3, 9.7, 10.0])
+    assert not same.significant and not same.faster and same.ci_low < 0 < same.ci_high
+
+
+def test_improvement_statistics_on_known_samples():
+    r = improvement([20.0] * 5 + [21.0] * 5, [10.0] * 5 + [10.5] * 5)
+    assert r.improvement == pytest.approx(20.5 / 10.25 - 1)
+    assert r.faster and r.p_value < 0.01 and r.ci_low > 0.8
+    slower = improvement([10.0, 10.2, 10.1, 9.9, 10.0], [20.0, 20.1, 19.9, 20.2, 20.0])
+    assert slower.significant and not slower.faster and slower.improvement < 0
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        improvement([1.0], [1.0, 2.0])
+
+
+def test_compare_reads_the_benchmarks_sectioned_format():
+    def file(values: np.ndarray) -> bytes:
+        return b"OPTIMAS-OUTPUT 1\n" + f"u f32 {len(values)}\n".encode() + values.astype(np.float32).tobytes()
+
+    a = file(np.array([1.0, 2.0, 3.0]))
+    b = file(np.array([1.0, 2.0, 3.0000002]))
+    spec = OutputSpec(path="x", compare="tolerance", format="optimas", rtol=1e-6)
+    assert compare(b, a, spec) == (True, "")
+    ok, why = compare(b, a, OutputSpec(path="x", compare="tolerance", format="optimas", rtol=1e-9))
+    assert not ok and "section 0, value 2" in why
