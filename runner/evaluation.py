@@ -234,8 +234,8 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
             if pattern:
                 m = pattern.search(r.stdout)
                 if not m:
-                    raise EvaluationError(f"app.kernel_time_regex {app.kernel_time_regex!r} found nothing in the output "
-                                       f"of {shlex.join(r.argv)}")
+                    raise EvaluationError(f"app.kernel_time_regex {app.kernel_time_regex!r} found nothing in "
+                                          f"the output of {shlex.join(r.argv)}")
                 samples[side].append(float(m.group(1)))
     metric = "kernel_ms" if pattern else "wall_ms"
     base = samples["b"] if pattern else samples["bw"]
