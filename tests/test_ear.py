@@ -1,0 +1,116 @@
+"""Each EAR metric on constructed cases whose answers are known."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from conftest import FIXTURES
+
+from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
+from runner.analysis.hot import KernelTime
+from runner.analysis.roofline import Roofline
+from runner.analysis.stalls import StallLine
+from runner.ear import coverage, directional, hallucinations, localization, map_line, scores
+from runner.profile import LINE_COLUMNS
+from runner.proposal import Edit, Proposal, Withheld
+
+SRC = (FIXTURES / "responses" / "stream_main.cu").read_text()
+FILES = {"main.cu": SRC}
+TRIAD = "triad_kernel(float *, const float *, const float *, float, unsigned long)"
+ADD = "add_kernel(const float *, const float *, float *, unsigned long)"
+
+
+def stall(i: int, kernel: str, line: int, reason: str = "stall_long_sb") -> Evidence:
+    s = StallLine(kernel=kernel, file="/gpu/machine/main.cu", line=line, source="", reason=reason, reason_share=0.9,
+                  line_share=0.8, samples=100)
+    return Evidence(id=f"S{i}", kind="stall", kernel=kernel, text="", stall=s)
+
+
+def roof(i: int, kernel: str, bound: str, mem: float, comp: float) -> Evidence:
+    r = Roofline(kernel=kernel, resources=[], compute_rho=comp, memory_rho=mem, sol_compute_pct=None,
+                 sol_memory_pct=None, arithmetic_intensity=None, ridge_point=None, bound=bound, summary="")
+    return Evidence(id=f"R{i}", kind="roofline", kernel=kernel, text="", roofline=r)
+
+
+def diag(*ev: Evidence) -> Diagnostics:
+    return Diagnostics(gpu=GpuInfo(), alpha=0.8, kernels=[KernelTime(kernel=TRIAD, total_ns=1, launches=1, share=1,
+                                                                      cumulative_share=1, hot=True)],
+                       evidence=list(ev))
+
+
+def edit(a: int, b: int, cites: list[str], text: str | None = None) -> Edit:
+    return Edit(file="main.cu", start_line=a, end_line=b, cites=cites,
+                new_text=text if text is not None else "\n".join(SRC.splitlines()[a - 1:b]))
+
+
+def test_coverage_counts_edits_citing_shown_ids():
+    p = Proposal(shape="structured", raw="", edits=[edit(17, 17, ["S1"]), edit(19, 19, ["S9"]), edit(12, 12, [])])
+    assert coverage(p, ["S1", "R1"]) == pytest.approx(1 / 3)
+    assert coverage(Proposal(shape="structured", raw="", edits=[]), ["S1"]) is None
+
+
+def test_localization_measures_edited_lines_near_stall_lines_of_the_same_kernel():
+    d = diag(stall(1, TRIAD, 19), stall(2, ADD, 14))
+    # lines 17-20 of triad: 17..20 are within 3 of 19 -> 4 of 4
+    assert localization(Proposal(shape="structured", raw="", edits=[edit(17, 20, ["S1"])]), d, FILES) == 1.0
+    # line 12 (add's signature) is 2 away from add's stall line 14; line 7 (copy) has no stall in its kernel
+    p = Proposal(shape="structured", raw="", edits=[edit(12, 12, ["S2"]), edit(7, 7, [])])
+    assert localization(p, d, FILES) == 0.5
+    # a triad stall line never counts for add's lines, even when close
+    assert localization(Proposal(shape="structured", raw="", edits=[edit(17, 17, [])]),
+                        diag(stall(1, ADD, 17)), FILES) == 0.0
+    assert localization(p, diag(), FILES) is None
+
+
+def test_map_line_follows_edits():
+    edits = [edit(5, 6, [], "a\nb\nc\nd"), edit(10, 10, [], "")]
+    assert map_line(edits, "main.cu", 3) == 3
+    assert map_line(edits, "main.cu", 6) == 5  # inside the first edit
+    assert map_line(edits, "main.cu", 8) == 10  # +2 lines before it
+    assert map_line(edits, "main.cu", 12) == 13  # +2, then -1
+
+
+def lines_table(rows: list[tuple[str, str, int, float, float]]) -> pd.DataFrame:
+    recs = []
+    for kernel, file, line, samples, long_sb in rows:
+        r = {c: 0.0 for c in LINE_COLUMNS}
+        r.update(kernel=kernel, file=file, line=line, source="", samples=samples, stall_long_sb=long_sb,
+                 caller_file=None, caller_line=None)
+        recs.append(r)
+    return pd.DataFrame(recs, columns=LINE_COLUMNS)
+
+
+def test_directional_consistency_with_before_and_after():
+    s1 = stall(1, TRIAD, 19)
+    r1, r2 = roof(1, TRIAD, "memory", 0.50, 0.2), roof(2, ADD, "compute", 0.1, 0.80)
+    c1 = Evidence(id="C1", kind="counter", kernel=TRIAD, text="",
+                  counter={"metric": "smsp__inst_issued.sum", "weight": 0.4})
+    p = Proposal(shape="structured", raw="", edits=[edit(17, 17, ["S1"], "x\ny")])  # one line longer
+    before = lines_table([(TRIAD, "main.cu", 19, 800, 700), (TRIAD, "main.cu", 18, 200, 10)])
+    # after: the stall line moved to 20 and its long_sb share fell from 0.70 to 0.30
+    after = lines_table([(TRIAD, "main.cu", 20, 500, 300), (TRIAD, "main.cu", 18, 500, 10)])
+    after_diag = diag(roof(1, TRIAD, "memory", 0.62, 0.2), roof(2, ADD, "compute", 0.1, 0.70))
+    checks = directional([s1, r1, r2, c1], p, before, after, after_diag,
+                         {TRIAD: pd.Series({"smsp__inst_issued.sum": 100.0})},
+                         {TRIAD: pd.Series({"smsp__inst_issued.sum": 80.0})})
+    got = {c.id: (c.expected, c.before, c.after, c.consistent) for c in checks}
+    assert got["S1"] == ("fall", pytest.approx(0.7), pytest.approx(0.3), True)
+    assert got["R1"] == ("rise", 0.50, 0.62, True)
+    assert got["R2"] == ("rise", 0.80, 0.70, False)  # compute-bound kernel's utilization fell
+    assert got["C1"] == ("fall", 100.0, 80.0, True)
+    s = scores(p, diag(s1, r1, r2), ["S1", "R1", "R2", "C1"], FILES, correct=True, checks=checks)
+    assert s.directional == 0.75 and s.correct is True
+
+
+def test_hallucinations_find_claims_without_changes_and_changes_without_claims():
+    p = Proposal(shape="structured", raw="", edits=[edit(17, 17, ["S1"]), edit(12, 12, ["S2"])],
+                 applied=["lines 17-17: __restrict__ on triad (S1)", "lines 40-44: vectorized loads in dot (S5)",
+                          "read-only loads (S1)"],
+                 withheld=[Withheld(suggestion="tiling", reason="too big")])
+    h = hallucinations(p)
+    assert h.claims_without_change == ["lines 40-44: vectorized loads in dot (S5)"]
+    assert h.edits_without_claim == ["main.cu:12-12"]
+    s = scores(p, diag(), ["S1", "S2"], FILES)
+    assert s.hallucination_rate == pytest.approx(2 / 5)
+    assert (s.applied, s.withheld) == (3, 1)
+    assert s.coverage == 1.0 and s.localization is None and s.directional is None and s.correct is None
