@@ -6,11 +6,13 @@
     optimas analyze --config app.yml --run runs/<id>   analyse what `optimas profile` collected
     optimas prompt --config config.yml      the prompt the model would get
     optimas propose --config config.yml     ask the model, parse, guard and compile a candidate
+    optimas evaluate --config app.yml --run runs/<id>   validate, time and score that candidate
+    optimas corpus export --config config.yml --format parquet --out corpus.parquet
     optimas check-config --config config.yml
 
 Exit codes: 0 success, 1 other failures, 2 bad input (config or profile files), 3 the inputs hold
 too little to analyse, 4 profiling could not run (tools, GPU, permissions, the app failed),
-5 no usable candidate came back, 6 the model could not be asked.
+5 no usable candidate came back, 6 the model could not be asked, 7 the evaluation could not run.
 """
 
 from __future__ import annotations
@@ -89,6 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     _add_inputs(p, "use the evidence of this run (analysing it first if needed)")
     _add_diagnostics(p)
+    p = sub.add_parser("evaluate", help="build, validate, time and score the accepted candidate of a run")
+    _add_common(p)
+    p.add_argument("--run", type=Path, required=True, metavar="RUN_DIR", help="a run with an accepted candidate")
+    p = sub.add_parser("corpus", help="the corpus of evaluated candidates")
+    csub = p.add_subparsers(dest="corpus_command", required=True)
+    pe = csub.add_parser("export", help="write the corpus as JSONL or Parquet")
+    _add_common(pe)
+    pe.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    pe.add_argument("--out", type=Path, required=True)
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
     return parser
@@ -209,10 +220,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _propose(args: argparse.Namespace, lc: LoadedConfig, run, diag) -> int:
-    from runner.propose import propose
-
-    result = propose(lc, diag, run, args.diagnostics, progress=_progress)
+def _report_proposal(run, result) -> int:
     for a in result.attempts:
         _progress(f"attempt {a.number} ({a.backend}, {a.model}): {a.outcome}"
                   + (f": {a.detail.splitlines()[0]}" if a.detail else ""))
@@ -232,19 +240,89 @@ def _propose(args: argparse.Namespace, lc: LoadedConfig, run, diag) -> int:
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
+    from runner.propose import propose
+
     lc = load_config(args.config)
     run, diag = _evidence(args, lc, allow_profiling=False)
-    return _propose(args, lc, run, diag)
+    return _report_proposal(run, propose(lc, diag, run, args.diagnostics, progress=_progress))
+
+
+def _can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
+    """Whether this machine can run the app: CUDA apps need a GPU."""
+    from runner.profiling import ProfilingError, detect_gpu, render
+
+    if not lc.config.app.build or not lc.config.app.run or not lc.config.app.outputs:
+        return False, "app.build, app.run and app.outputs are needed to validate and time a candidate"
+    compiler = render(lc.config.app.build, exe="x", arch="sm_90", lineinfo="", config="", seed=1, scale=1, out="")[0]
+    if "nvcc" in Path(compiler).name:
+        try:
+            detect_gpu(lc.config.profiling.nvidia_smi)
+        except ProfilingError as e:
+            return False, f"validating and timing a CUDA candidate needs a GPU ({e})"
+    return True, ""
+
+
+def _evaluate(lc: LoadedConfig, run, diag, proposed) -> int:
+    from runner.verdict import evaluate
+
+    result = evaluate(lc, run, diag, proposed, progress=_progress)
+    print(f"\n# Evaluation\n{result.summary()}")
+    if result.ear:
+        e = result.ear
+        print(f"EAR: coverage {e.coverage}, localization {e.localization}, directional {e.directional}, "
+              f"hallucinations {e.hallucinations.count}, correct {e.correct}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from runner.analysis.evidence import Diagnostics
+    from runner.propose import ProposeResult
+    from runner.runstore import open_run
+
+    lc = load_config(args.config)
+    run = open_run(args.run)
+    try:
+        proposed = ProposeResult.model_validate_json((run.path / "candidates" / "result.json").read_text())
+        diag = Diagnostics.model_validate_json((run.path / "analysis" / "diagnostics.json").read_text())
+    except FileNotFoundError as e:
+        raise OptimasError(f"{args.run}: no analysed evidence or no proposal ({e.filename})") from None
+    if proposed.status != "accepted" or not proposed.candidate_dir:
+        raise NoCandidate(f"{args.run}: the run has no accepted candidate ({proposed.reason})")
+    src = run.path / proposed.candidate_dir / "src"
+    proposed.files = {str(p.relative_to(src)): p.read_text() for p in src.rglob("*") if p.is_file()}
+    if "evaluation" in run.manifest.get("stages", {}):
+        raise OptimasError(f"{args.run}: already evaluated; a run's results are never overwritten")
+    ok, why = _can_run_here(lc)
+    if not ok:
+        raise OptimasError(why)
+    return _evaluate(lc, run, diag, proposed)
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    from runner.corpus import export
+
+    lc = load_config(args.config)
+    source = (args.runs_dir or lc.resolve(lc.config.runs_dir)) / "corpus.jsonl"
+    n = export(source, args.out, args.format)
+    print(f"{n} records written to {args.out}")
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Evidence (recorded profiles, a run, or profiling here), then a proposal."""
+    """Evidence (recorded profiles, a run, or profiling here), a proposal, and, where the app can
+    run here, its evaluation."""
+    from runner.propose import propose
+
     lc = load_config(args.config)
     run, diag = _evidence(args, lc, allow_profiling=True)
     _print_analysis(run)
-    code = _propose(args, lc, run, diag)
-    _progress("stopped after the proposal: validating and timing candidates is not in this version yet")
-    return code
+    proposed = propose(lc, diag, run, args.diagnostics, progress=_progress)
+    code = _report_proposal(run, proposed)
+    ok, why = _can_run_here(lc)
+    if not ok:
+        _progress(f"stopped after the proposal: {why}")
+        return code
+    return _evaluate(lc, run, diag, proposed)
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -258,7 +336,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "profile": cmd_profile, "analyze": cmd_analyze, "prompt": cmd_prompt,
-            "propose": cmd_propose, "check-config": cmd_check_config}
+            "propose": cmd_propose, "evaluate": cmd_evaluate, "corpus": cmd_corpus, "check-config": cmd_check_config}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -87,13 +87,13 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
     app = lc.config.app
     if not app.build:
         raise OptimasError(f"{lc.path}: app.build is not set; the compiler stage needs the build command")
-    if not shutil.which(lc.config.profiling.nvcc):
-        raise OptimasError(f"nvcc not found ({lc.config.profiling.nvcc!r}); install the CUDA toolkit or set "
-                           "profiling.nvcc")
     with tempfile.TemporaryDirectory(prefix="optimas-build-") as tmp:
         target = exe or Path(tmp) / "app"
         argv = render(app.build, exe=target, arch=arch, lineinfo="", config="", seed=app.seeds[0], scale=1, out="")
-        if verbose:
+        if not shutil.which(argv[0]):
+            raise OptimasError(f"the build command's compiler {argv[0]!r} (app.build) is not installed or not on PATH")
+        is_nvcc = "nvcc" in Path(argv[0]).name
+        if verbose and is_nvcc:
             argv += ["-Xptxas", "-v"]
         try:
             r = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout_s or app.timeout_s)
@@ -102,4 +102,4 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
     text = r.stdout + r.stderr
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
-                         resources=parse_ptxas(text) if verbose else [])
+                         resources=parse_ptxas(text) if verbose and is_nvcc else [])

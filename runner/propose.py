@@ -22,7 +22,7 @@ from runner.compiler import CompileResult, KernelResources, build
 from runner.config import LoadedConfig
 from runner.guard import GuardResult, apply_proposal
 from runner.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
-from runner.profiling import ProfilingError, detect_gpu
+from runner.profiling import ProfilingError, detect_gpu, render
 from runner.prompting import Prompt, build_prompt, read_sources
 from runner.proposal import Proposal, ResponseParseError, parse_response
 from runner.runstore import Run, atomic_write_text
@@ -51,6 +51,16 @@ class ProposeResult(BaseModel):
     diff: str = ""
     compiled: bool | None = None  # None: nvcc not available here, the candidate was not compiled
     candidate_dir: str | None = None
+    evidence_ids: list[str] = Field(default_factory=list)  # what the accepted answer's prompt showed
+    files: dict[str, str] = Field(default_factory=dict, exclude=True)  # the candidate's sources
+
+
+def _compiler_present(lc: LoadedConfig) -> bool:
+    """Whether the app's build command can run here (its compiler is installed)."""
+    if not lc.config.app.build:
+        return False
+    first = render(lc.config.app.build, exe="x", arch="sm_90", lineinfo="", config="", seed=1, scale=1, out="")[0]
+    return shutil.which(first) is not None
 
 
 def target_arch(lc: LoadedConfig) -> str:
@@ -71,8 +81,10 @@ def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:
     return space, workdir
 
 
-def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None) -> CompileResult:
-    """Build the app with `files` (names relative to workdir) in a copy of its workspace."""
+def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
+                      exe: Path | None = None) -> CompileResult:
+    """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
+    `exe`, the binary is kept there."""
     space, workdir = workspace_dirs(lc)
     with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
         copy = Path(tmp) / "ws"
@@ -80,7 +92,7 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
         cwd = copy / workdir.relative_to(space)
         for name, text in files.items():
             (cwd / name).write_text(text)
-        result = build(lc, cwd, arch, verbose=True)
+        result = build(lc, cwd, arch, exe=exe, verbose=True)
     if log:
         log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
     return result
@@ -112,7 +124,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     diagnostics = diagnostics or cfg.evaluation.diagnostics
     _, workdir = workspace_dirs(lc)
     files = read_sources(workdir, cfg.app.sources)
-    have_nvcc = shutil.which(cfg.profiling.nvcc) is not None
+    have_nvcc = _compiler_present(lc)
     arch = target_arch(lc) if have_nvcc else "sm_90"
     resources: list[KernelResources] = []
     if have_nvcc:
@@ -133,7 +145,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(whole.hot_kernels) > 1:
         parts = [[k] for k in whole.hot_kernels]
         progress(f"the prompt (~{whole.approx_tokens} tokens) exceeds llm.max_prompt_tokens: one prompt per kernel")
-    accepted: list[tuple[Proposal, GuardResult, CompileResult | None, Path]] = []
+    accepted: list[tuple[Proposal, GuardResult, CompileResult | None, Path, list[str]]] = []
     reasons = []
     for kernels in parts:
         outcome = _attempts(st, kernels, result)
@@ -144,8 +156,9 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     if not accepted:
         result.reason = "; ".join(reasons)
     else:
-        proposal, guard, built, cand = accepted[0] if len(accepted) == 1 else _combine(st, accepted)
+        proposal, guard, built, cand, ids = accepted[0] if len(accepted) == 1 else _combine(st, accepted)
         result.status, result.proposal, result.diff = "accepted", proposal, guard.diff
+        result.evidence_ids, result.files = ids, guard.files
         result.compiled = None if built is None else built.ok
         result.candidate_dir = str(cand.relative_to(run.path))
         if reasons:
@@ -206,12 +219,12 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult):
             compile_errors, parse_error = built.output[-6000:], None
             continue
         att.outcome = "accepted"
-        return proposal, guard, built, cand
+        return proposal, guard, built, cand, prompt.evidence_ids
 
 
 def _combine(st: _Stage, accepted):
     """One candidate from the per-kernel proposals; the first alone if the combination fails."""
-    edits = [e for p, *_ in accepted for e in p.edits]
+    edits = [e for p, *_ in accepted for e in p.edits]  # entries: (proposal, guard, build, folder, ids)
     merged = Proposal(shape=accepted[0][0].shape, edits=edits, applied=[a for p, *_ in accepted for a in p.applied],
                       withheld=[w for p, *_ in accepted for w in p.withheld],
                       raw="\n\n".join(p.raw for p, *_ in accepted))
@@ -227,7 +240,8 @@ def _combine(st: _Stage, accepted):
     if built is not None and not built.ok:
         st.progress("the combined candidate does not compile; keeping the first kernel's")
         return accepted[0]
-    return merged, guard, built, cand
+    ids = list(dict.fromkeys(i for *_, part_ids in accepted for i in part_ids))
+    return merged, guard, built, cand, ids
 
 
 def _request(cfg, prompt: Prompt, diag: Diagnostics, files: dict[str, str]) -> LLMRequest:

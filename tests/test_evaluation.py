@@ -125,3 +125,59 @@ def test_compare_reads_the_benchmarks_sectioned_format():
     assert compare(b, a, spec) == (True, "")
     ok, why = compare(b, a, OutputSpec(path="x", compare="tolerance", format="optimas", rtol=1e-9))
     assert not ok and "section 0, value 2" in why
+
+
+def _proposed(variant: str):
+    from runner.propose import Attempt, ProposeResult
+    from runner.proposal import Edit, Proposal
+
+    src = (APP / "main.cpp").read_text()
+    line = next(i for i, ln in enumerate(src.splitlines(), 1) if ln == "#define VARIANT BASE")
+    new = src.replace("#define VARIANT BASE", f"#define VARIANT {variant}")
+    p = Proposal(shape="structured", raw="(hand-written)", edits=[
+        Edit(file="main.cpp", start_line=line, end_line=line, new_text=f"#define VARIANT {variant}", cites=["S1"])],
+        applied=[f"lines {line}-{line}: less redundant work (S1)"])
+    return ProposeResult(status="accepted", diagnostics="PC", proposal=p, diff="(diff)", evidence_ids=["S1"],
+                         files={"main.cpp": new}, candidate_dir="candidates/1",
+                         attempts=[Attempt(number=1, outcome="accepted", backend="replay", model="hand-written")])
+
+
+def _diag():
+    from runner.analysis.evidence import Diagnostics, GpuInfo
+
+    return Diagnostics(gpu=GpuInfo(name="cpu"), alpha=0.8, kernels=[])
+
+
+@pytest.mark.parametrize("variant, verdict", [("FAST", "improvement"), ("WRONG", "invalid"),
+                                              ("NOISY", "slower")])
+def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant, verdict):
+    import json
+
+    from runner.corpus import export
+    from runner.runstore import create_run
+    from runner.verdict import evaluate
+
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
+    (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
+    lc = load_config(tmp_path / "optimas.yml")
+    run = create_run(tmp_path / "runs")
+    result = evaluate(lc, run, _diag(), _proposed(variant))
+    if variant == "NOISY":  # never faster; usually significantly slower
+        assert result.verdict in ("slower", "no-significant-gain")
+    else:
+        assert result.verdict == verdict
+    assert set(result.seconds) >= {"build", "validate"}
+    saved = json.loads((run.path / "evaluation" / "result.json").read_text())
+    assert saved["verdict"] == result.verdict
+    corpus = tmp_path / "runs" / "corpus.jsonl"
+    (rec,) = [json.loads(ln) for ln in corpus.read_text().splitlines()]
+    for key in ("App", "Prompt", "LLM", "HW", "SW", "Compile", "Exec", "Opt_Code", "Applied", "Ignored", "Errors",
+                "Base_RT", "Opt_RT", "diagnostics", "iteration", "improvement", "ci_low", "ci_high", "ear_coverage",
+                "config_sha256", "run_id"):
+        assert key in rec
+    assert rec["App"] == "evalapp" and rec["LLM"] == "replay:hand-written" and rec["run_id"] == run.id
+    assert rec["Exec"] == (variant != "WRONG") and rec["ear_coverage"] == 1.0
+    n = export(corpus, tmp_path / "corpus.parquet", "parquet")
+    import pandas as pd
+
+    assert n == 1 and pd.read_parquet(tmp_path / "corpus.parquet")["App"].tolist() == ["evalapp"]

@@ -1,0 +1,91 @@
+"""The evaluation stage: build baseline and candidate, validate, time, score EAR, give a verdict, and
+append the outcome to the corpus. Results go to the run's evaluation/ folder."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable, Literal
+
+from pydantic import BaseModel, Field
+
+from runner.analysis.evidence import Diagnostics
+from runner.config import LoadedConfig
+from runner.corpus import append_record, make_record
+from runner.ear import EARScores, scores
+from runner.evaluation import EvaluationError, Timing, Validation, time_interleaved, validate
+from runner.prompting import read_sources
+from runner.propose import ProposeResult, compile_candidate, target_arch, workspace_dirs
+from runner.runstore import Run
+
+Progress = Callable[[str], None]
+
+
+class EvaluationResult(BaseModel):
+    verdict: Literal["improvement", "no-significant-gain", "slower", "invalid", "build-failed"]
+    reason: str = ""
+    validation: Validation | None = None
+    timing: Timing | None = None
+    ear: EARScores | None = None
+    seconds: dict[str, float] = Field(default_factory=dict)  # wall time per step
+
+    def summary(self) -> str:
+        parts = [self.verdict]
+        if self.timing:
+            parts.append(f"{self.timing.metric} {self.timing.result.summary()}")
+        if self.validation:
+            parts.append("validation " + self.validation.summary())
+        if self.reason:
+            parts.append(self.reason)
+        return "; ".join(parts)
+
+
+def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, iteration: int = 1,
+             progress: Progress = lambda _m: None) -> EvaluationResult:
+    """Judge an accepted candidate against the original sources (see the module docstring)."""
+    if proposed.status != "accepted" or proposed.proposal is None:
+        raise EvaluationError("there is no accepted candidate to evaluate")
+    work = run.stage_dir("evaluation")
+    _, workdir = workspace_dirs(lc)
+    original = read_sources(workdir, lc.config.app.sources)
+    arch = target_arch(lc)
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+    bins = work / "bin"
+    bins.mkdir(exist_ok=True)
+    base = compile_candidate(lc, original, arch, work / "baseline-build.log", exe=bins / "baseline")
+    cand = compile_candidate(lc, proposed.files, arch, work / "candidate-build.log", exe=bins / "candidate")
+    seconds["build"] = time.monotonic() - t0
+    ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=None)
+    if not base.ok or not cand.ok:
+        which = "baseline" if not base.ok else "candidate"
+        result = EvaluationResult(verdict="build-failed", reason=f"the {which} does not build", ear=ear,
+                                  seconds=seconds)
+        return _finish(lc, run, diag, proposed, result, iteration)
+    progress("validating on every configuration and seed")
+    t0 = time.monotonic()
+    validation = validate(lc, bins / "baseline", bins / "candidate", work / "outputs")
+    seconds["validate"] = time.monotonic() - t0
+    ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=validation.passed)
+    if not validation.passed:
+        result = EvaluationResult(verdict="invalid", validation=validation, ear=ear, seconds=seconds,
+                                  reason=validation.summary())
+        return _finish(lc, run, diag, proposed, result, iteration)
+    progress(f"timing baseline and candidate, interleaved ({lc.config.evaluation.timed_runs} runs each)")
+    t0 = time.monotonic()
+    timing = time_interleaved(lc, bins / "baseline", bins / "candidate")
+    seconds["time"] = time.monotonic() - t0
+    r = timing.result
+    verdict = "improvement" if r.faster else ("slower" if r.significant else "no-significant-gain")
+    result = EvaluationResult(verdict=verdict, validation=validation, timing=timing, ear=ear, seconds=seconds)
+    return _finish(lc, run, diag, proposed, result, iteration)
+
+
+def _finish(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, result: EvaluationResult,
+            iteration: int) -> EvaluationResult:
+    path = run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
+    run.stage_done("evaluation", [path], verdict=result.verdict)
+    record = make_record(lc, run, diag, proposed, result, iteration)
+    append_record(Path(lc.resolve(lc.config.runs_dir)) / "corpus.jsonl", record)
+    return result
