@@ -128,8 +128,8 @@ def test_compare_reads_the_benchmarks_sectioned_format():
 
 
 def _proposed(variant: str):
-    from runner.propose import Attempt, ProposeResult
     from runner.proposal import Edit, Proposal
+    from runner.propose import Attempt, ProposeResult
 
     src = (APP / "main.cpp").read_text()
     line = next(i for i, ln in enumerate(src.splitlines(), 1) if ln == "#define VARIANT BASE")
