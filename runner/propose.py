@@ -163,7 +163,8 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
         result.candidate_dir = str(cand.relative_to(run.path))
         if reasons:
             result.reason = "some kernels got no usable edit: " + "; ".join(reasons)
-    run.write_json("candidates", "result.json", json.loads(result.model_dump_json()))
+    path = run.write_json("candidates", "result.json", json.loads(result.model_dump_json()))
+    run.stage_done("candidates", [path], status=result.status, attempts=len(result.attempts))
     return result
 
 

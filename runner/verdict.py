@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Callable, Literal
 
 from pydantic import BaseModel, Field
@@ -87,5 +86,5 @@ def _finish(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResu
     path = run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
     run.stage_done("evaluation", [path], verdict=result.verdict)
     record = make_record(lc, run, diag, proposed, result, iteration)
-    append_record(Path(lc.resolve(lc.config.runs_dir)) / "corpus.jsonl", record)
+    append_record(run.path.parent / "corpus.jsonl", record)  # beside the runs, wherever --runs-dir put them
     return result

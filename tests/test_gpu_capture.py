@@ -67,11 +67,15 @@ def test_capture_without_lineinfo_is_explained(tmp_path: Path):
 
 
 def test_profiling_agent_on_a_benchmark_app(tmp_path: Path):
-    """`optimas run` without recorded profiles: profile stream (small) on the GPU, then analyse."""
+    """`optimas profile` on stream (small), then `optimas analyze --run`: evidence names real lines."""
     runs = tmp_path / "runs"
-    res = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", "benchmarks/stream/optimas.yml",
-                          "--configuration", "small", "--runs-dir", str(runs), "--json"], cwd=REPO,
-                         capture_output=True, text=True, timeout=600)
+    prof = subprocess.run([sys.executable, "-m", "runner.cli", "profile", "--config", "benchmarks/stream/optimas.yml",
+                           "--configuration", "small", "--runs-dir", str(runs)], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
+    assert prof.returncode == 0, prof.stderr[-3000:]
+    run_dir = prof.stdout.strip().splitlines()[-1]
+    res = subprocess.run([sys.executable, "-m", "runner.cli", "analyze", "--config", "benchmarks/stream/optimas.yml",
+                          "--run", run_dir, "--json"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     d = Diagnostics.model_validate_json(res.stdout)
     source = (REPO / "benchmarks" / "stream" / "main.cu").read_text().splitlines()
