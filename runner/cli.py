@@ -8,6 +8,7 @@
     optimas propose --config config.yml     ask the model, parse, guard and compile a candidate
     optimas evaluate --config app.yml --run runs/<id>   validate, time and score that candidate
     optimas corpus export --config config.yml --format parquet --out corpus.parquet
+    optimas ablate --config config.yml      every diagnostic configuration, as a table and a plot
     optimas check-config --config config.yml
 
 Exit codes: 0 success, 1 other failures, 2 bad input (config or profile files), 3 the inputs hold
@@ -100,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(pe)
     pe.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
     pe.add_argument("--out", type=Path, required=True)
+    p = sub.add_parser("ablate", help="every diagnostic configuration (and code only) for one app and backend")
+    _add_common(p)
+    _add_inputs(p, "use the evidence of this run (analysing it first if needed)")
+    p.add_argument("--only", nargs="+", choices=DIAGNOSTICS, default=None, help="a subset of configurations")
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
     return parser
@@ -298,6 +303,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return _evaluate(lc, run, diag, proposed)
 
 
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from runner.ablate import ORDER, ablate
+
+    lc = load_config(args.config)
+    _, diag = _evidence(args, lc, allow_profiling=False)
+    ok, why = _can_run_here(lc)
+    if not ok:
+        _progress(f"candidates are proposed and compiled but not evaluated: {why}")
+    rows, out = ablate(lc, diag, args.runs_dir or lc.resolve(lc.config.runs_dir), ok, _progress, args.only or ORDER)
+    print((out / "ablation.md").read_text(), end="")
+    print(f"\nTable: {out / 'ablation.md'}, {out / 'ablation.csv'}; plot: {out / 'ablation.svg'}")
+    return 0
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
     from runner.corpus import export
 
@@ -336,7 +355,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "profile": cmd_profile, "analyze": cmd_analyze, "prompt": cmd_prompt,
-            "propose": cmd_propose, "evaluate": cmd_evaluate, "corpus": cmd_corpus, "check-config": cmd_check_config}
+            "propose": cmd_propose, "evaluate": cmd_evaluate, "corpus": cmd_corpus, "ablate": cmd_ablate,
+            "check-config": cmd_check_config}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -187,3 +187,25 @@ def test_config_can_open_device_helpers_for_editing():
     p = Proposal(shape="structured", edits=[edit], raw="")
     assert not apply_proposal(p, files, locked.editable).ok
     assert apply_proposal(p, files, opened.editable).ok
+
+
+@needs_nvcc
+def test_ablation_table_over_diagnostic_configurations(tmp_path: Path):
+    import csv
+    import xml.etree.ElementTree as ET
+
+    r = cli("ablate", "--config", "config.yml", "--runs-dir", str(tmp_path), "--only", "none", "PC", "IA", "Roofline")
+    assert r.returncode == 0, r.stderr
+    (out,) = tmp_path.glob("ablation-*")
+    rows = list(csv.DictReader((out / "ablation.csv").open()))
+    by = {row["diagnostics"]: row for row in rows}
+    assert list(by) == ["none", "PC", "IA", "Roofline"]
+    # the offline rules need stall or roofline evidence: code only and counters only give nothing to act on
+    assert by["none"]["candidate"] == "failed" and by["IA"]["candidate"] == "failed"
+    assert by["PC"]["candidate"] == "accepted" and by["PC"]["localization"] == "1.0"
+    assert by["Roofline"]["candidate"] == "accepted" and by["Roofline"]["localization"] == ""
+    assert "| PC | accepted | True |" in (out / "ablation.md").read_text()
+    svg = ET.parse(out / "ablation.svg").getroot()
+    assert svg.tag.endswith("svg") and len([e for e in svg.iter() if e.tag.endswith("rect")]) == 4
+    # the analysis run that made the evidence, then one run per configuration
+    assert len([p for p in tmp_path.iterdir() if p.name != out.name and p.is_dir()]) == 5
