@@ -328,12 +328,34 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Evidence (recorded profiles, a run, or profiling here), a proposal, and, where the app can
-    run here, its evaluation."""
+    """With recorded profiles (or --run): evidence, a proposal and, where the app can run here, its
+    evaluation. Without them, on a GPU: the closed loop (profile, analyze, propose, evaluate,
+    re-profile while the gain is significant)."""
     from runner.propose import propose
 
     lc = load_config(args.config)
-    run, diag = _evidence(args, lc, allow_profiling=True)
+    recorded = getattr(args, "run", None) or _has_profiles(_profile_inputs(args, lc))
+    if not recorded:
+        from runner.loop import run_loop
+        from runner.runstore import create_run
+
+        run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
+        _progress(f"run {run.id} in {run.path}: closed loop, up to {lc.config.evaluation.max_iterations} iterations")
+        try:
+            loop = run_loop(lc, run, args.diagnostics, args.configuration, _progress)
+        except OptimasError as e:
+            run.stage_failed("loop", str(e))
+            raise
+        print(f"# Closed loop ({run.path})")
+        for it in loop.iterations:
+            gain = "" if it.improvement is None else f" {it.improvement:+.1%} ({it.ci_low:+.1%} to {it.ci_high:+.1%})"
+            direction = "" if it.directional is None else f", directional consistency {it.directional:.2f}"
+            print(f"- iteration {it.iteration}: {it.verdict}{gain}{direction} [{it.run_dir}]")
+        total = "" if loop.cumulative_improvement is None else f", {loop.cumulative_improvement:+.1%} in all"
+        print(f"kept: {'iteration ' + str(loop.best) if loop.best else 'the original'}{total}; "
+              f"stopped: {loop.stopped_because}")
+        return 0
+    run, diag = _evidence(args, lc, allow_profiling=False)
     _print_analysis(run)
     proposed = propose(lc, diag, run, args.diagnostics, progress=_progress)
     code = _report_proposal(run, proposed)
@@ -341,7 +363,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not ok:
         _progress(f"stopped after the proposal: {why}")
         return code
-    return _evaluate(lc, run, diag, proposed)
+    code = _evaluate(lc, run, diag, proposed)
+    _progress("one iteration: recorded profiles cannot be re-profiled; profile on a GPU to close the loop")
+    return code
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Callable, Literal
 
 from pydantic import BaseModel, Field
@@ -41,7 +42,7 @@ class EvaluationResult(BaseModel):
 
 
 def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, iteration: int = 1,
-             progress: Progress = lambda _m: None) -> EvaluationResult:
+             progress: Progress = lambda _m: None, corpus: Path | None = None) -> EvaluationResult:
     """Judge an accepted candidate against the original sources (see the module docstring)."""
     if proposed.status != "accepted" or proposed.proposal is None:
         raise EvaluationError("there is no accepted candidate to evaluate")
@@ -61,7 +62,7 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
         which = "baseline" if not base.ok else "candidate"
         result = EvaluationResult(verdict="build-failed", reason=f"the {which} does not build", ear=ear,
                                   seconds=seconds)
-        return _finish(lc, run, diag, proposed, result, iteration)
+        return _finish(lc, run, diag, proposed, result, iteration, corpus)
     progress("validating on every configuration and seed")
     t0 = time.monotonic()
     validation = validate(lc, bins / "baseline", bins / "candidate", work / "outputs")
@@ -70,7 +71,7 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     if not validation.passed:
         result = EvaluationResult(verdict="invalid", validation=validation, ear=ear, seconds=seconds,
                                   reason=validation.summary())
-        return _finish(lc, run, diag, proposed, result, iteration)
+        return _finish(lc, run, diag, proposed, result, iteration, corpus)
     progress(f"timing baseline and candidate, interleaved ({lc.config.evaluation.timed_runs} runs each)")
     t0 = time.monotonic()
     timing = time_interleaved(lc, bins / "baseline", bins / "candidate")
@@ -78,13 +79,14 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     r = timing.result
     verdict = "improvement" if r.faster else ("slower" if r.significant else "no-significant-gain")
     result = EvaluationResult(verdict=verdict, validation=validation, timing=timing, ear=ear, seconds=seconds)
-    return _finish(lc, run, diag, proposed, result, iteration)
+    return _finish(lc, run, diag, proposed, result, iteration, corpus)
 
 
 def _finish(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, result: EvaluationResult,
-            iteration: int) -> EvaluationResult:
+            iteration: int, corpus: Path | None) -> EvaluationResult:
     path = run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
     run.stage_done("evaluation", [path], verdict=result.verdict)
     record = make_record(lc, run, diag, proposed, result, iteration)
-    append_record(run.path.parent / "corpus.jsonl", record)  # beside the runs, wherever --runs-dir put them
+    # Beside the runs, wherever --runs-dir put them (the loop passes the top-level runs folder).
+    append_record(corpus or run.path.parent / "corpus.jsonl", record)
     return result

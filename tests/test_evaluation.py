@@ -181,3 +181,19 @@ def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant,
     import pandas as pd
 
     assert n == 1 and pd.read_parquet(tmp_path / "corpus.parquet")["App"].tolist() == ["evalapp"]
+
+
+def test_loop_control_stops_and_keeps_the_best():
+    from runner.loop import IterationSummary, cumulative, next_step
+
+    def it(k, verdict, gain=None):
+        return IterationSummary(iteration=k, run_dir=f"r{k}", verdict=verdict, improvement=gain)
+
+    assert next_step([it(1, "improvement", 0.2)], 3) is None
+    assert next_step([it(1, "improvement", 0.2), it(2, "no-significant-gain", 0.01)], 3) == \
+        "iteration 2: no significant gain"
+    assert next_step([it(1, "improvement", 0.2), it(2, "improvement", 0.1)], 2) == \
+        "reached evaluation.max_iterations (2)"
+    best, total = cumulative([it(1, "improvement", 0.2), it(2, "improvement", 0.1), it(3, "slower", -0.05)])
+    assert best == 2 and total == pytest.approx(1.2 * 1.1 - 1)
+    assert cumulative([it(1, "invalid")]) == (None, None)

@@ -82,3 +82,25 @@ def test_profiling_agent_on_a_benchmark_app(tmp_path: Path):
     stalls = [e.stall for e in d.evidence if e.kind == "stall"]
     assert stalls and all(source[s.line - 1].strip() == s.source for s in stalls)
     assert len([e for e in d.evidence if e.kind == "counter"]) == 5
+
+
+def test_closed_loop_on_a_benchmark_app(tmp_path: Path):
+    """`optimas run` without recorded profiles: the loop profiles, proposes, evaluates and re-profiles."""
+    import json
+
+    app = REPO / "benchmarks" / "stream"
+    text = (app / "optimas.yml").read_text().replace("workdir: .", f"workdir: {app}")
+    text = text.replace("workspace: ..", f"workspace: {app.parent}").replace("runs_dir: ../../runs", "")
+    cfg = tmp_path / "optimas.yml"
+    cfg.write_text(text + "evaluation: {max_iterations: 2}\n")
+    runs = tmp_path / "runs"
+    res = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(cfg), "--configuration", "small",
+                          "--runs-dir", str(runs)], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "# Closed loop" in res.stdout and "stopped:" in res.stdout
+    (run,) = [p for p in runs.iterdir() if p.is_dir()]
+    loop = json.loads((run / "evaluation" / "loop.json").read_text())
+    first = loop["iterations"][0]
+    assert first["verdict"] in ("improvement", "no-significant-gain", "slower")
+    assert first["checks"], "the candidate was re-profiled, so its cited evidence was checked"
+    assert (runs / "corpus.jsonl").read_text().count("\n") == len(loop["iterations"])

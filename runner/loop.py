@@ -1,0 +1,151 @@
+"""The closed loop: profile -> analyze -> propose -> evaluate, and while the candidate is a
+significant improvement, re-profile the new code and go again (up to evaluation.max_iterations),
+keeping the best. The re-profile of a candidate also scores its directional consistency (EAR 3).
+
+Iteration 1 lives in the run directory itself; iteration k > 1 is a run of its own under
+`<run>/iterations/`, its app workspace a copy holding the previous candidate's sources.
+`<run>/loop.json` summarizes every iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from runner.analysis.evidence import Diagnostics
+from runner.analysis.roofline import aggregate_launches
+from runner.config import LoadedConfig
+from runner.ear import DirectionCheck, directional
+from runner.pipeline import analyze, write_analysis
+from runner.profile import Profile, merge
+from runner.profiling import ProfilingAgent
+from runner.propose import ProposeResult, propose, workspace_dirs
+from runner.readers import read_any, read_profiles
+from runner.runstore import Run, create_run
+from runner.verdict import EvaluationResult, evaluate
+
+Progress = Callable[[str], None]
+
+
+class IterationSummary(BaseModel):
+    iteration: int
+    run_dir: str
+    verdict: str
+    improvement: float | None = None  # over this iteration's baseline (the previous best)
+    ci_low: float | None = None
+    ci_high: float | None = None
+    directional: float | None = None  # filled in once the candidate has been re-profiled
+    checks: list[DirectionCheck] = Field(default_factory=list)
+
+
+class LoopResult(BaseModel):
+    iterations: list[IterationSummary]
+    best: int | None  # iteration whose candidate is kept; None: the original stays
+    cumulative_improvement: float | None  # product of the kept iterations' improvements
+    stopped_because: str
+
+
+def next_step(history: list[IterationSummary], max_iterations: int) -> str | None:
+    """Why the loop stops now, or None to go on."""
+    last = history[-1]
+    if last.verdict != "improvement":
+        return f"iteration {last.iteration}: {last.verdict.replace('-', ' ')}"
+    if len(history) >= max_iterations:
+        return f"reached evaluation.max_iterations ({max_iterations})"
+    return None
+
+
+def cumulative(history: list[IterationSummary]) -> tuple[int | None, float | None]:
+    """The last improving iteration and the compound gain of the improving chain before it."""
+    total, best = 1.0, None
+    for it in history:
+        if it.verdict != "improvement" or it.improvement is None:
+            break
+        total *= 1.0 + it.improvement
+        best = it.iteration
+    return best, (total - 1.0) if best else None
+
+
+def with_sources(lc: LoadedConfig, files: dict[str, str], where: Path) -> LoadedConfig:
+    """A config whose workspace is a copy holding `files` (the candidate becomes the baseline)."""
+    space, workdir = workspace_dirs(lc)
+    copy = where / "workspace"
+    shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
+    new_workdir = copy / workdir.relative_to(space)
+    for name, text in files.items():
+        (new_workdir / name).write_text(text)
+    app = lc.config.app.model_copy(update={"workdir": str(new_workdir), "workspace": str(copy)})
+    return lc.model_copy(update={"config": lc.config.model_copy(update={"app": app})})
+
+
+def _profile_of(inputs: dict[str, list[Path]]) -> tuple[Profile, dict[str, pd.Series]]:
+    """The targeted profile's lines and, per kernel, the metrics of the counter run at scale 1
+    (the app's own size), else of the targeted report."""
+    prof = read_profiles(reports=inputs.get("report", []))
+    metrics = {}
+    scale1 = [p for p in inputs.get("counters", []) if p.stem == "scale_1"]
+    counters = merge([read_any(p) for p in scale1]) if scale1 else prof
+    for k in counters.kernels():
+        rows = counters.kernel_metrics(k)
+        if len(rows):
+            metrics[k] = aggregate_launches(rows, counters.kernel_durations(k))
+    return prof, metrics
+
+
+def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configuration: str | None = None,
+             progress: Progress = lambda _m: None) -> LoopResult:
+    """The whole loop on this machine's GPU (see the module docstring)."""
+    max_it = lc.config.evaluation.max_iterations
+    history: list[IterationSummary] = []
+    current, it_run = lc, run
+    prev: tuple[Diagnostics, ProposeResult, dict, IterationSummary] | None = None
+    stop = ""
+    for k in range(1, max_it + 2):
+        inputs = ProfilingAgent(current, it_run, progress, configuration).collect()
+        diag = analyze(current, inputs, progress)
+        write_analysis(it_run, current, inputs, diag)
+        if prev is not None:  # this profile is the previous candidate's re-profile
+            _score_direction(prev, inputs, diag)
+        if stop:
+            break
+        progress(f"iteration {k}: proposing")
+        proposed = propose(current, diag, it_run, diagnostics, progress=progress)
+        if proposed.status != "accepted":
+            history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
+            stop = f"iteration {k}: no usable candidate ({proposed.reason[:200]})"
+            break
+        result: EvaluationResult = evaluate(current, it_run, diag, proposed, iteration=k, progress=progress,
+                                            corpus=run.path.parent / "corpus.jsonl")
+        summary = IterationSummary(iteration=k, run_dir=str(it_run.path), verdict=result.verdict)
+        if result.timing:
+            r = result.timing.result
+            summary.improvement, summary.ci_low, summary.ci_high = r.improvement, r.ci_low, r.ci_high
+        history.append(summary)
+        prev = (diag, proposed, inputs, summary)
+        stop = next_step(history, max_it) or ""
+        progress(f"iteration {k}: {result.summary()}")
+        # Re-profile the candidate: for the next iteration, or only to score its directions.
+        it_run = create_run(run.path / "iterations")
+        current = with_sources(lc if k == 1 else current, proposed.files, it_run.path)
+    best, total = cumulative(history)
+    loop = LoopResult(iterations=history, best=best, cumulative_improvement=total, stopped_because=stop)
+    run.write_json("evaluation", "loop.json", json.loads(loop.model_dump_json()))
+    return loop
+
+
+def _score_direction(prev, after_inputs: dict[str, list[Path]], after_diag: Diagnostics) -> None:
+    """EAR directional consistency of the previous candidate, from its before and after profiles."""
+    diag, proposed, before_inputs, summary = prev
+    cited = {c for e in proposed.proposal.edits for c in e.cites}
+    evidence = [e for e in diag.evidence if e.id in cited]
+    before, bm = _profile_of(before_inputs)
+    after, am = _profile_of(after_inputs)
+    checks = directional(evidence, proposed.proposal, before.lines, after.lines, after_diag, bm, am)
+    judged = [c for c in checks if c.consistent is not None]
+    summary.checks = checks
+    summary.directional = sum(c.consistent for c in judged) / len(judged) if judged else None
