@@ -41,7 +41,29 @@ def _retry_after(headers) -> float | None:
         return None
 
 
-class OpenAIBackend:
+class _NetworkBackend:
+    """What the network backends share: retries around `_call`, then `_read` of text and usage."""
+
+    name = "network"
+    cfg: LLMConfig
+
+    def _call(self, req: LLMRequest):
+        raise NotImplementedError
+
+    def _read(self, response) -> tuple[str, Usage, str | None]:
+        raise NotImplementedError
+
+    def complete(self, req: LLMRequest) -> LLMResponse:
+        t0 = time.monotonic()
+        r, attempts = with_retries(lambda: self._call(req), self.cfg.retries, self.cfg.backoff_s,
+                                   f"{self.name} model {req.model}")
+        text, usage, model = self._read(r)
+        return LLMResponse(text=text, backend=self.name, model=model or req.model, usage=usage,
+                           seconds=time.monotonic() - t0, attempts=attempts,
+                           cost_usd=cost(usage, self.cfg.price_input_per_mtok, self.cfg.price_output_per_mtok))
+
+
+class OpenAIBackend(_NetworkBackend):
     """The OpenAI chat completions API; with `base_url`, any compatible server (vLLM, llama.cpp,
     Ollama's /v1, LM Studio)."""
 
@@ -73,10 +95,7 @@ class OpenAIBackend:
         except o.APIResponseValidationError as e:
             raise LLMError(f"malformed response from the server: {e}") from None
 
-    def complete(self, req: LLMRequest) -> LLMResponse:
-        t0 = time.monotonic()
-        r, attempts = with_retries(lambda: self._call(req), self.cfg.retries, self.cfg.backoff_s,
-                                   f"openai model {req.model}")
+    def _read(self, r) -> tuple[str, Usage, str | None]:
         try:
             text = r.choices[0].message.content or ""
         except (AttributeError, IndexError, TypeError):
@@ -84,12 +103,10 @@ class OpenAIBackend:
         u = getattr(r, "usage", None)
         usage = Usage(prompt_tokens=getattr(u, "prompt_tokens", None),
                       completion_tokens=getattr(u, "completion_tokens", None))
-        return LLMResponse(text=text, backend=self.name, model=getattr(r, "model", None) or req.model, usage=usage,
-                           seconds=time.monotonic() - t0, attempts=attempts,
-                           cost_usd=cost(usage, self.cfg.price_input_per_mtok, self.cfg.price_output_per_mtok))
+        return text, usage, getattr(r, "model", None)
 
 
-class GeminiBackend:
+class GeminiBackend(_NetworkBackend):
     """Google's Gemini API through google-genai."""
 
     name = "gemini"
@@ -126,10 +143,7 @@ class GeminiBackend:
         except ValueError as e:  # a body the library cannot read
             raise LLMError(f"malformed response from the server: {e}") from None
 
-    def complete(self, req: LLMRequest) -> LLMResponse:
-        t0 = time.monotonic()
-        r, attempts = with_retries(lambda: self._call(req), self.cfg.retries, self.cfg.backoff_s,
-                                   f"gemini model {req.model}")
+    def _read(self, r) -> tuple[str, Usage, str | None]:
         try:
             text = "".join(p.text or "" for p in r.candidates[0].content.parts)
         except (AttributeError, IndexError, TypeError):
@@ -137,12 +151,10 @@ class GeminiBackend:
         meta = getattr(r, "usage_metadata", None)
         usage = Usage(prompt_tokens=getattr(meta, "prompt_token_count", None),
                       completion_tokens=getattr(meta, "candidates_token_count", None))
-        return LLMResponse(text=text, backend=self.name, model=req.model, usage=usage, seconds=time.monotonic() - t0,
-                           attempts=attempts,
-                           cost_usd=cost(usage, self.cfg.price_input_per_mtok, self.cfg.price_output_per_mtok))
+        return text, usage, None
 
 
-class OllamaBackend:
+class OllamaBackend(_NetworkBackend):
     """A local or remote Ollama server through its native client."""
 
     name = "ollama"
@@ -167,15 +179,10 @@ class OllamaBackend:
         except ValueError as e:  # pydantic validation of a malformed body
             raise LLMError(f"malformed response from the server: {e}") from None
 
-    def complete(self, req: LLMRequest) -> LLMResponse:
-        t0 = time.monotonic()
-        r, attempts = with_retries(lambda: self._call(req), self.cfg.retries, self.cfg.backoff_s,
-                                   f"ollama model {req.model}")
+    def _read(self, r) -> tuple[str, Usage, str | None]:
         msg = getattr(r, "message", None)
         if msg is None or msg.content is None:
             raise LLMError("malformed response from the server: no message.content")
         usage = Usage(prompt_tokens=getattr(r, "prompt_eval_count", None),
                       completion_tokens=getattr(r, "eval_count", None))
-        return LLMResponse(text=msg.content, backend=self.name, model=getattr(r, "model", None) or req.model,
-                           usage=usage, seconds=time.monotonic() - t0, attempts=attempts,
-                           cost_usd=cost(usage, self.cfg.price_input_per_mtok, self.cfg.price_output_per_mtok))
+        return msg.content, usage, getattr(r, "model", None)
