@@ -66,6 +66,18 @@ def _add_inputs(p: argparse.ArgumentParser, run_help: str) -> None:
 def _add_diagnostics(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diagnostics", choices=DIAGNOSTICS, default=None,
                    help="evidence shown to the model (default: evaluation.diagnostics)")
+    p.add_argument("--backend", choices=["offline", "replay", "openai", "gemini", "ollama"], default=None,
+                   help="model backend (default: llm.backend)")
+
+
+def _load(args: argparse.Namespace) -> LoadedConfig:
+    """The config, with the command line's --backend applied."""
+    lc = load_config(args.config)
+    backend = getattr(args, "backend", None)
+    if backend:
+        llm = lc.config.llm.model_copy(update={"backend": backend})
+        lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
+    return lc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     _add_inputs(p, "use the evidence of this run (analysing it first if needed)")
     p.add_argument("--only", nargs="+", choices=DIAGNOSTICS, default=None, help="a subset of configurations")
+    p.add_argument("--backend", choices=["offline", "replay", "openai", "gemini", "ollama"], default=None,
+                   help="model backend (default: llm.backend)")
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
     return parser
@@ -208,7 +222,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.prompting import build_prompt, read_sources
     from runner.propose import target_arch, workspace_dirs
 
-    lc = load_config(args.config)
+    lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
     _, workdir = workspace_dirs(lc)
     files = read_sources(workdir, lc.config.app.sources)
@@ -247,7 +261,7 @@ def _report_proposal(run, result) -> int:
 def cmd_propose(args: argparse.Namespace) -> int:
     from runner.propose import propose
 
-    lc = load_config(args.config)
+    lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
     return _report_proposal(run, propose(lc, diag, run, args.diagnostics, progress=_progress))
 
@@ -306,7 +320,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_ablate(args: argparse.Namespace) -> int:
     from runner.ablate import ORDER, ablate
 
-    lc = load_config(args.config)
+    lc = _load(args)
     _, diag = _evidence(args, lc, allow_profiling=False)
     ok, why = _can_run_here(lc)
     if not ok:
@@ -333,7 +347,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     re-profile while the gain is significant)."""
     from runner.propose import propose
 
-    lc = load_config(args.config)
+    lc = _load(args)
     recorded = getattr(args, "run", None) or _has_profiles(_profile_inputs(args, lc))
     if not recorded:
         from runner.loop import run_loop

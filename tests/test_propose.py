@@ -209,3 +209,19 @@ def test_ablation_table_over_diagnostic_configurations(tmp_path: Path):
     assert svg.tag.endswith("svg") and len([e for e in svg.iter() if e.tag.endswith("rect")]) == 4
     # the analysis run that made the evidence, then one run per configuration
     assert len([p for p in tmp_path.iterdir() if p.name != out.name and p.is_dir()]) == 5
+
+
+@needs_nvcc
+@pytest.mark.parametrize("app", ["accuracy", "seismic"])
+def test_replayed_answers_still_match_their_prompts(tmp_path: Path, app: str):
+    cap = FIXTURES / f"{app}-h200"
+    args = ["propose", "--backend", "replay", "--config", str(REPO / "benchmarks" / app / "optimas.yml"),
+            "--runs-dir", str(tmp_path), "--report", str(cap / "hot0.ncu-rep"), "--timing", str(cap / "timing_raw.csv")]
+    for rep in sorted((cap / "counters").glob("*.ncu-rep")):
+        args += ["--counters", str(rep)]
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "compiled: yes" in r.stdout
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    call = json.loads((run / "llm" / "calls.jsonl").read_text().splitlines()[0])
+    assert call["backend"] == "replay" and call["label"] == "replayed from a recorded answer"
