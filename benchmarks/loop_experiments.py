@@ -1,0 +1,121 @@
+"""The loop end to end on benchmark apps, on a GPU: the closed loop with the offline backend, and
+one iteration with the hand-written replayed answers (benchmarks/replay/) on the recorded H200
+captures. Writes loop_experiments.json and .md with verdict, improvement and interval, EAR scores
+and wall time per stage for each app.
+
+Usage (on the device): python3 benchmarks/loop_experiments.py --offline stream,accuracy --replay seismic \\
+    --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIX = REPO / "tests" / "fixtures"
+
+
+def cli(*args: str, timeout: float = 900) -> tuple[int, str, str, float]:
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "runner.cli", *args], cwd=REPO, capture_output=True, text=True,
+                       timeout=timeout)
+    return r.returncode, r.stdout, r.stderr, time.monotonic() - t0
+
+
+def stage_times(run: Path) -> dict[str, float]:
+    m = json.loads((run / "manifest.json").read_text())
+    times, prev = {}, m["created"]
+    from datetime import datetime
+
+    for name, st in m.get("stages", {}).items():
+        end = st.get("finished") or st.get("failed")
+        if end:
+            times[name] = round((datetime.fromisoformat(end) - datetime.fromisoformat(prev)).total_seconds(), 1)
+            prev = end
+    return times
+
+
+def evaluation_of(run: Path) -> dict:
+    p = run / "evaluation" / "result.json"
+    if not p.is_file():
+        return {}
+    e = json.loads(p.read_text())
+    t = (e.get("timing") or {}).get("result") or {}
+    ear = e.get("ear") or {}
+    return {"verdict": e["verdict"], "improvement": t.get("improvement"), "ci_low": t.get("ci_low"),
+            "ci_high": t.get("ci_high"), "baseline_cv": t.get("baseline_cv"), "seconds": e.get("seconds"),
+            "ear": {k: ear.get(k) for k in ("coverage", "localization", "directional", "correct", "applied",
+                                            "withheld")} | {"hallucinations": len(
+                (ear.get("hallucinations") or {}).get("claims_without_change", [])) + len(
+                (ear.get("hallucinations") or {}).get("edits_without_claim", []))}}
+
+
+def offline_loop(app: str, runs: Path) -> dict:
+    code, out, err, wall = cli("run", "--config", f"benchmarks/{app}/optimas.yml", "--runs-dir", str(runs))
+    entry = {"app": app, "mode": "closed loop, offline backend", "exit": code, "wall_s": round(wall, 1)}
+    if code != 0:
+        entry["error"] = err[-1500:]
+        return entry
+    run = sorted(p for p in runs.iterdir() if p.is_dir())[-1]
+    loop = json.loads((run / "evaluation" / "loop.json").read_text())
+    entry.update(loop=loop, first=evaluation_of(run), stages=stage_times(run), run=str(run))
+    return entry
+
+
+def replayed(app: str, runs: Path) -> dict:
+    cap = FIX / f"{app}-h200"
+    args = ["propose", "--backend", "replay", "--config", f"benchmarks/{app}/optimas.yml", "--runs-dir", str(runs),
+            "--report", str(cap / "hot0.ncu-rep"), "--timing", str(cap / "timing_raw.csv")]
+    for rep in sorted((cap / "counters").glob("*.ncu-rep")):
+        args += ["--counters", str(rep)]
+    entry = {"app": app, "mode": "one iteration, replayed hand-written answer (benchmarks/replay)"}
+    code, out, err, wall = cli(*args)
+    if code != 0:
+        return entry | {"exit": code, "error": err[-1500:]}
+    run = sorted(p for p in runs.iterdir() if p.is_dir())[-1]
+    code, out, err, wall2 = cli("evaluate", "--config", f"benchmarks/{app}/optimas.yml", "--run", str(run))
+    entry.update(exit=code, wall_s=round(wall + wall2, 1), first=evaluation_of(run), stages=stage_times(run),
+                 run=str(run))
+    if code != 0:
+        entry["error"] = err[-1500:]
+    return entry
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--offline", default="", help="apps for the closed loop with the offline backend")
+    ap.add_argument("--replay", default="", help="apps with replayed answers on their recorded captures")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--runs", type=Path, default=Path("/tmp/optimas-loop-runs"))
+    args = ap.parse_args()
+    results = []
+    for app in filter(None, args.offline.split(",")):
+        results.append(offline_loop(app, args.runs / f"offline-{app}"))
+        print(json.dumps({k: results[-1].get(k) for k in ("app", "exit", "wall_s")}), flush=True)
+    for app in filter(None, args.replay.split(",")):
+        results.append(replayed(app, args.runs / f"replay-{app}"))
+        print(json.dumps({k: results[-1].get(k) for k in ("app", "exit", "wall_s")}), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "loop_experiments.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    lines = ["| app | mode | verdict | improvement (95% CI) | EAR coverage / localization / directional / "
+             "hallucinations / correct | stages (s) |", "|---|---|---|---|---|---|"]
+    for r in results:
+        f = r.get("first") or {}
+        imp = "" if f.get("improvement") is None else (f"{f['improvement']:+.1%} ({f['ci_low']:+.1%} to "
+                                                       f"{f['ci_high']:+.1%})")
+        e = f.get("ear") or {}
+        lines.append(f"| {r['app']} | {r['mode']} | {f.get('verdict', r.get('error', '')[:60])} | {imp} | "
+                     f"{e.get('coverage')} / {e.get('localization')} / {e.get('directional')} / "
+                     f"{e.get('hallucinations')} / {e.get('correct')} | {r.get('stages')} |")
+    (args.out / "loop_experiments.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
