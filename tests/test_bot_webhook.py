@@ -1,0 +1,203 @@
+"""The webhook receiver served for real, with a real Redis and RQ queue, fed GitHub's published
+example payloads signed in the test."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+import threading
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from conftest import FIXTURES
+from rq import Queue
+from werkzeug.serving import make_server
+
+from bot.app import create_app, verify_signature
+from bot.settings import Settings, SettingsError
+
+PAYLOADS = FIXTURES / "github" / "payload-examples"
+SECRET = b"test-webhook-secret"
+
+
+def payload(path: str) -> dict:
+    return json.loads((PAYLOADS / path).read_text())
+
+
+@pytest.fixture
+def conn():
+    c = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    try:
+        c.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip("no Redis at 127.0.0.1:6379 (.ci/run starts one)")
+    return c
+
+
+@pytest.fixture
+def server(conn):
+    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}")
+    app = create_app(settings, conn)
+    srv = make_server("127.0.0.1", 0, app, threaded=True)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    queue = Queue(settings.control_queue, connection=conn)
+    yield f"http://127.0.0.1:{srv.server_port}", queue
+    srv.shutdown()
+    queue.empty()
+    queue.delete(delete_jobs=True)
+
+
+def post(url: str, event: str, body: dict | bytes, delivery: str | None = None, sign: bool | str = True):
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": event,
+               "X-GitHub-Delivery": delivery or str(uuid.uuid4())}
+    if sign is True:
+        headers["X-Hub-Signature-256"] = "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()
+    elif sign:
+        headers["X-Hub-Signature-256"] = sign
+    req = urllib.request.Request(url + "/webhook", data=raw, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def labeled(label: str = "optimas") -> dict:
+    p = payload("pull_request/labeled.payload.json")
+    p["label"]["name"] = label
+    return p
+
+
+def test_signature_verification():
+    body = b'{"a": 1}'
+    good = "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
+    assert verify_signature(SECRET, body, good)
+    assert not verify_signature(SECRET, body + b" ", good)
+    assert not verify_signature(SECRET, body, None)
+    assert not verify_signature(SECRET, body, good.replace("sha256=", "sha1="))
+
+
+def test_ping(server):
+    url, queue = server
+    assert post(url, "ping", payload("ping/payload.json")) == (200, {"status": "ignored", "reason": "pong"})
+
+
+@pytest.mark.parametrize("sign", [False, "sha256=" + "0" * 64, "garbage"])
+def test_missing_or_bad_signature_is_401_and_nothing_happens(server, sign):
+    url, queue = server
+    status, body = post(url, "pull_request", labeled(), sign=sign)
+    assert status == 401 and "X-Hub-Signature-256" in body["error"]
+    assert queue.count == 0
+
+
+def test_labelled_pr_enqueues_a_control_job(server):
+    url, queue = server
+    status, body = post(url, "pull_request", labeled())
+    assert status == 202 and body["status"] == "queued"
+    job = queue.fetch_job(body["job"])
+    assert job.func_name == "bot.jobs.handle_trigger"
+    assert job.kwargs == {"repo": "Codertocat/Hello-World", "installation_id": 1, "sender": "Codertocat", "pr": 2,
+                          "head_sha": "ec26c3e57ca3a959ca5aad62de7213c562f8c821", "trigger": "label"}
+    assert job.timeout == 300 and job.retries_left == 3
+    assert job.to_dict()["failure_callback_name"] == "bot.jobs.report_failure"
+    # a secret never travels in job arguments
+    assert SECRET.decode() not in json.dumps(job.kwargs)
+
+
+def test_other_labels_are_ignored(server):
+    url, queue = server
+    status, body = post(url, "pull_request", labeled("bug"))
+    assert status == 200 and body["reason"] == "label is not 'optimas'" and queue.count == 0
+
+
+def test_the_same_delivery_ten_times_makes_one_job(server):
+    url, queue = server
+    delivery = str(uuid.uuid4())
+    answers = [post(url, "pull_request", labeled(), delivery=delivery) for _ in range(10)]
+    assert [a[0] for a in answers].count(202) == 1
+    assert all(a == (200, {"status": "duplicate delivery", "delivery": delivery}) for a in answers if a[0] != 202)
+    assert queue.count == 1
+
+
+def test_synchronize_unlabel_and_close(server):
+    url, queue = server
+    sync = payload("pull_request/synchronize.payload.json")
+    assert post(url, "pull_request", sync)[0] == 200  # the example PR has no optimas label
+    sync = copy.deepcopy(sync)
+    sync["pull_request"]["labels"] = [{"name": "optimas"}]
+    status, body = post(url, "pull_request", sync)
+    assert status == 202 and queue.fetch_job(body["job"]).kwargs["trigger"] == "synchronize"
+    unl = payload("pull_request/unlabeled.payload.json")
+    unl["label"]["name"] = "optimas"
+    status, body = post(url, "pull_request", unl)
+    assert status == 202 and queue.fetch_job(body["job"]).func_name == "bot.jobs.cancel_pr"
+    closed = copy.deepcopy(sync)
+    closed["action"] = "closed"
+    status, body = post(url, "pull_request", closed)
+    assert status == 202 and queue.fetch_job(body["job"]).func_name == "bot.jobs.cancel_pr"
+
+
+@pytest.mark.parametrize("text, function", [("/optimas run", "bot.jobs.handle_trigger"),
+                                            ("/optimas status", "bot.jobs.post_status"),
+                                            ("/optimas help", "bot.jobs.post_help"),
+                                            ("/optimas", "bot.jobs.post_help"),
+                                            ("/optimas frobnicate", "bot.jobs.post_help")])
+def test_comment_commands_on_a_pr(server, text, function):
+    url, queue = server
+    c = payload("issue_comment/created.with-installation.payload.json")
+    c["comment"]["body"] = text
+    c["issue"]["pull_request"] = {"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/1"}
+    status, body = post(url, "issue_comment", c)
+    assert status == 202 and queue.fetch_job(body["job"]).func_name == function
+
+
+def test_comments_that_are_not_commands_or_not_on_prs_or_from_bots_are_ignored(server):
+    url, queue = server
+    c = payload("issue_comment/created.with-installation.payload.json")
+    assert post(url, "issue_comment", c)[1]["reason"] == "a comment on an issue, not a pull request"
+    c["issue"]["pull_request"] = {"url": "x"}
+    assert post(url, "issue_comment", c)[1]["reason"] == "not an /optimas command"
+    c["comment"]["body"] = "/optimas run"
+    c["sender"] = {"login": "optimas[bot]", "type": "Bot"}
+    assert post(url, "issue_comment", c)[1]["reason"] == "ignoring an event from the bot optimas[bot]"
+    assert queue.count == 0
+
+
+def test_body_that_is_not_json(server):
+    url, _ = server
+    assert post(url, "pull_request", b"not json")[0] == 400
+
+
+def test_redis_down_answers_503_and_redelivery_works_later(conn):
+    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}")
+    down = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    delivery = str(uuid.uuid4())
+    for connection, expected in ((down, 503), (conn, 202)):
+        app = create_app(settings, connection)
+        raw = json.dumps(labeled()).encode()
+        sig = "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()
+        r = app.test_client().post("/webhook", data=raw, headers={
+            "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig})
+        assert r.status_code == expected
+    Queue(settings.control_queue, connection=conn).delete(delete_jobs=True)
+    assert create_app(settings, down).test_client().get("/healthz").status_code == 503
+
+
+def test_settings_require_the_secret():
+    with pytest.raises(SettingsError, match="OPTIMAS_WEBHOOK_SECRET"):
+        Settings.from_env({})
+    s = Settings.from_env({"OPTIMAS_WEBHOOK_SECRET": "x", "OPTIMAS_LABEL": "perf"})
+    assert s.webhook_secret == b"x" and s.label == "perf"
+
+
+def test_fixtures_are_github_examples():
+    assert (FIXTURES / "github" / "SOURCE.md").read_text().startswith("# Source of these files")
+    assert Path(PAYLOADS / "pull_request" / "labeled.payload.json").is_file()
