@@ -1,0 +1,89 @@
+"""GitHub App authentication and the few API calls the bot makes, through PyGithub.
+
+The app authenticates with an RS256 JWT (PyJWT; issued-at backdated 60 s, 5-minute expiry) and
+acts through installation access tokens, which PyGithub caches and renews shortly before expiry.
+The API base URL is configurable (GitHub Enterprise Server: https://HOST/api/v3). The private key
+comes from a file path or an environment variable, never from the repository.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from github import Auth, Github, GithubException
+
+from runner.errors import OptimasError
+
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
+
+class GitHubAppError(OptimasError):
+    exit_code = 2
+
+
+def private_key_from_env(env: dict[str, str] | None = None) -> str:
+    """OPTIMAS_PRIVATE_KEY (the PEM text) or OPTIMAS_PRIVATE_KEY_PATH (a file holding it)."""
+    e = os.environ if env is None else env
+    if e.get("OPTIMAS_PRIVATE_KEY"):
+        return e["OPTIMAS_PRIVATE_KEY"]
+    path = e.get("OPTIMAS_PRIVATE_KEY_PATH")
+    if not path:
+        raise GitHubAppError("set OPTIMAS_PRIVATE_KEY (PEM text) or OPTIMAS_PRIVATE_KEY_PATH (a .pem file): the "
+                             "GitHub App's private key")
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise GitHubAppError(f"OPTIMAS_PRIVATE_KEY_PATH={path}: cannot read it ({e.strerror})") from None
+
+
+class GitHubApp:
+    """One GitHub App: a PyGithub client per installation, tokens cached by PyGithub."""
+
+    def __init__(self, app_id: int | str, private_key: str, api_url: str = "https://api.github.com",
+                 seconds_between_writes: float = 1.0):
+        self.app_auth = Auth.AppAuth(app_id, private_key, jwt_expiry=300, jwt_issued_at=-60)
+        self.api_url = api_url
+        self.seconds_between_writes = seconds_between_writes
+        self._clients: dict[int, Github] = {}
+
+    def client(self, installation_id: int) -> Github:
+        if installation_id not in self._clients:
+            auth = self.app_auth.get_installation_auth(installation_id)
+            self._clients[installation_id] = Github(auth=auth, base_url=self.api_url, timeout=30,
+                                                    seconds_between_writes=self.seconds_between_writes)
+        return self._clients[installation_id]
+
+    def permission(self, installation_id: int, repo: str, user: str) -> str:
+        """The user's permission on the repository: admin, maintain, write, triage, read or none."""
+        try:
+            return self.client(installation_id).get_repo(repo).get_collaborator_permission(user)
+        except GithubException as e:
+            if e.status == 404:
+                return "none"
+            raise
+
+    def config_from_default_branch(self, installation_id: int, repo: str, path: str) -> tuple[str, str] | None:
+        """(text, sha) of the repo's Optimas config on its default branch; None when there is none.
+
+        Read from the default branch, never from the PR head: a PR cannot change how it is run."""
+        r = self.client(installation_id).get_repo(repo)
+        try:
+            f = r.get_contents(path, ref=r.default_branch)
+        except GithubException as e:
+            if e.status == 404:
+                return None
+            raise
+        if isinstance(f, list):
+            raise GitHubAppError(f"{repo}:{path} is a folder; expected the Optimas config file")
+        return f.decoded_content.decode("utf-8"), f.sha
+
+
+@lru_cache(maxsize=1)
+def app_from_env() -> GitHubApp:
+    """The app as the worker's environment configures it (OPTIMAS_APP_ID, key, API URL)."""
+    app_id = os.environ.get("OPTIMAS_APP_ID")
+    if not app_id:
+        raise GitHubAppError("OPTIMAS_APP_ID is not set: the GitHub App's id")
+    return GitHubApp(app_id, private_key_from_env(), os.environ.get("OPTIMAS_GITHUB_API_URL", "https://api.github.com"))

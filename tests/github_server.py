@@ -1,0 +1,117 @@
+"""A loopback HTTP server implementing the GitHub REST endpoints the bot uses, recording every
+request, so tests drive the real PyGithub client. State (permissions, pull requests, files) is
+plain data the test sets."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+class FakeGitHub:
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.permissions: dict[str, str] = {}
+        self.pulls: dict[int, dict] = {}
+        self.files: dict[str, str] = {}  # path on the default branch -> text
+        self.comments: list[dict] = []
+        self.script: list[tuple[int, dict]] = []  # forced answers (status, body) for the next requests
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, body, headers: dict | None = None):
+                raw = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _handle(self, method: str):
+                length = int(self.headers.get("Content-Length") or 0)
+                data = json.loads(self.rfile.read(length) or b"null") if length else None
+                url = urlparse(self.path)
+                fake.requests.append({"method": method, "path": url.path, "json": data,
+                                      "auth": self.headers.get("Authorization", "")})
+                if fake.script:
+                    status, body = fake.script.pop(0)
+                    return self._send(status, body)
+                status, body = fake.route(method, url.path, parse_qs(url.query), data)
+                self._send(status, body)
+
+            def do_GET(self):
+                self._handle("GET")
+
+            def do_POST(self):
+                self._handle("POST")
+
+            def do_PATCH(self):
+                self._handle("PATCH")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeGitHub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def repo_json(self, full: str) -> dict:
+        owner, name = full.split("/")
+        return {"id": 1, "name": name, "full_name": full, "default_branch": "main", "owner": {"login": owner},
+                "url": f"{self.url}/repos/{full}"}
+
+    def route(self, method: str, path: str, query: dict, data) -> tuple[int, dict]:
+        if m := re.fullmatch(r"/app/installations/(\d+)/access_tokens", path):
+            expires = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return 201, {"token": f"ghs_installation_{m.group(1)}", "expires_at": expires}
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)", path):
+            return 200, self.repo_json(m.group(1))
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/collaborators/([^/]+)/permission", path):
+            perm = self.permissions.get(m.group(2))
+            if perm is None:
+                return 404, {"message": "Not Found"}
+            return 200, {"permission": perm, "user": {"login": m.group(2)}}
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)", path):
+            n = int(m.group(2))
+            return 200, {"number": n, "title": "PR", "url": f"{self.url}/repos/{m.group(1)}/issues/{n}",
+                         "pull_request": {"url": f"{self.url}/repos/{m.group(1)}/pulls/{n}"}}
+        if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments", path)) and method == "POST":
+            c = {"id": len(self.comments) + 1, "body": data["body"], "issue": int(m.group(2)),
+                 "url": f"{self.url}/repos/{m.group(1)}/issues/comments/{len(self.comments) + 1}"}
+            self.comments.append(c)
+            return 201, c
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)", path):
+            pr = self.pulls.get(int(m.group(2)))
+            return (200, pr) if pr else (404, {"message": "Not Found"})
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/contents/(.+)", path):
+            text = self.files.get(m.group(2))
+            if text is None or query.get("ref") != ["main"]:
+                return 404, {"message": "Not Found"}
+            return 200, {"type": "file", "encoding": "base64", "name": m.group(2).split("/")[-1],
+                         "path": m.group(2), "sha": f"sha-{abs(hash(text)) % 10**8}",
+                         "content": base64.b64encode(text.encode()).decode(),
+                         "url": f"{self.url}/repos/{m.group(1)}/contents/{m.group(2)}"}
+        return 404, {"message": f"no fake for {method} {path}"}
+
+    def add_pull(self, repo: str, number: int, head_sha: str, head_repo: str | None = None, state: str = "open"):
+        self.pulls[number] = {"number": number, "state": state, "url": f"{self.url}/repos/{repo}/pulls/{number}",
+                              "head": {"sha": head_sha, "ref": "feature",
+                                       "repo": self.repo_json(head_repo or repo)},
+                              "base": {"sha": "base", "ref": "main", "repo": self.repo_json(repo)},
+                              "labels": [{"name": "optimas"}]}

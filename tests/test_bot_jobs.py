@@ -1,0 +1,147 @@
+"""The control jobs run by a real RQ worker (burst mode) against a real Redis, with the real PyGithub
+client talking to a loopback server that implements the GitHub endpoints the bot uses."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from github_server import FakeGitHub
+from rq import Queue, SimpleWorker
+from rq.job import Job
+
+import bot.jobs as jobs
+from bot.github_client import app_from_env
+
+REPO = "Codertocat/Hello-World"
+HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+
+
+@pytest.fixture(scope="module")
+def pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
+@pytest.fixture
+def env(monkeypatch, pem):
+    conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    try:
+        conn.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip("no Redis at 127.0.0.1:6379")
+    gpu = f"test-gpu-{uuid.uuid4().hex[:8]}"
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(jobs, "GPU_QUEUE", gpu)
+    monkeypatch.setenv("OPTIMAS_KEY_PREFIX", prefix)
+    with FakeGitHub() as gh:
+        monkeypatch.setenv("OPTIMAS_APP_ID", "12345")
+        monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", pem)
+        monkeypatch.setenv("OPTIMAS_GITHUB_API_URL", gh.url)
+        app_from_env.cache_clear()
+        gh.permissions = {"maintainer": "write", "visitor": "read"}
+        gh.files = {".optimas.yml": "app: {name: demo}\n"}
+        gh.add_pull(REPO, 2, HEAD)
+        yield gh, conn, Queue(gpu, connection=conn)
+        app_from_env.cache_clear()
+    for key in conn.scan_iter(f"{prefix}:*"):
+        conn.delete(key)
+    Queue(gpu, connection=conn).delete(delete_jobs=True)
+
+
+def run(conn, function: str, **kwargs):
+    """Enqueue on a fresh control queue and run it with a real RQ worker in burst mode."""
+    q = Queue(f"test-control-{uuid.uuid4().hex[:8]}", connection=conn)
+    job = q.enqueue(function, kwargs=kwargs)
+    SimpleWorker([q], connection=conn).work(burst=True)
+    job = Job.fetch(job.id, connection=conn)
+    q.delete(delete_jobs=False)
+    return job
+
+
+def trigger(conn, sender="maintainer", pr=2, head_sha=HEAD, **kw):
+    return run(conn, "bot.jobs.handle_trigger", repo=REPO, installation_id=1, sender=sender, pr=pr,
+               head_sha=head_sha, trigger=kw.get("trigger", "label"))
+
+
+def test_a_maintainer_triggers_a_gpu_job_pinned_to_the_head(env):
+    gh, conn, gpu = env
+    job = trigger(conn, head_sha=None, trigger="comment")
+    result = job.return_value()
+    assert result["status"] == "queued" and result["head_sha"] == HEAD and result["fork"] is False
+    (gpu_job,) = gpu.jobs
+    assert gpu_job.func_name == "bot.worker.optimize_pr"
+    assert gpu_job.kwargs["head_sha"] == HEAD and gpu_job.kwargs["config_sha"].startswith("sha-")
+    assert gpu_job.timeout == 3 * 3600
+    # authenticated as the installation, through a token made with the app's JWT
+    assert any(r["path"] == "/app/installations/1/access_tokens" and r["auth"].startswith("Bearer ")
+               for r in gh.requests)
+    assert any(r["auth"] == "token ghs_installation_1" for r in gh.requests)
+    # the config was read from the default branch
+    assert any(r["path"] == "/repos/Codertocat/Hello-World/contents/.optimas.yml" for r in gh.requests)
+
+
+def test_the_same_head_twice_makes_one_gpu_job(env):
+    gh, conn, gpu = env
+    assert trigger(conn).return_value()["status"] == "queued"
+    assert trigger(conn).return_value()["status"] == "duplicate"
+    assert len(gpu.jobs) == 1
+
+
+def test_a_new_head_supersedes_the_queued_job(env):
+    gh, conn, gpu = env
+    first = trigger(conn).return_value()["job"]
+    gh.add_pull(REPO, 2, "f" * 40)
+    second = trigger(conn, head_sha="f" * 40, trigger="synchronize").return_value()
+    assert second["superseded"] == "cancelled" and second["job"] != first
+    assert Job.fetch(first, connection=conn).get_status() == "canceled"
+
+
+def test_a_sender_without_write_permission_gets_a_polite_reply(env):
+    gh, conn, gpu = env
+    for who in ("visitor", "stranger"):  # read access; no access at all (404)
+        result = trigger(conn, sender=who).return_value()
+        assert result["status"] == "not allowed"
+    assert len(gh.comments) == 2 and "need write access" in gh.comments[0]["body"]
+    assert "@visitor" in gh.comments[0]["body"] and len(gpu.jobs) == 0
+
+
+def test_a_fork_pr_runs_pinned_and_is_marked(env):
+    gh, conn, gpu = env
+    gh.add_pull(REPO, 7, "a" * 40, head_repo="someone/Hello-World")
+    result = trigger(conn, pr=7, head_sha=None).return_value()
+    assert result["fork"] is True and gpu.jobs[0].kwargs["fork"] is True
+
+
+def test_no_config_on_the_default_branch_is_explained(env):
+    gh, conn, gpu = env
+    gh.files = {}
+    assert trigger(conn).return_value()["status"] == "no config"
+    assert "`.optimas.yml` on the default branch (main)" in gh.comments[-1]["body"]
+
+
+def test_cancel_status_and_help(env):
+    gh, conn, gpu = env
+    job_id = trigger(conn).return_value()["job"]
+    run(conn, "bot.jobs.post_status", repo=REPO, installation_id=1, sender="maintainer", pr=2)
+    assert f"`{job_id}`" in gh.comments[-1]["body"] and "queued" in gh.comments[-1]["body"]
+    assert run(conn, "bot.jobs.cancel_pr", repo=REPO, installation_id=1, sender="m", pr=2).return_value() == \
+        {"status": "cancelled", "job": job_id}
+    run(conn, "bot.jobs.post_help", repo=REPO, installation_id=1, sender="maintainer", pr=2, unknown=True)
+    assert gh.comments[-1]["body"].startswith("@maintainer, I don't know that command.")
+
+
+def test_a_failed_job_says_so_on_the_pr(env):
+    gh, conn, gpu = env
+    from rq import Callback
+
+    q = Queue(f"test-control-{uuid.uuid4().hex[:8]}", connection=conn)
+    q.enqueue("bot.jobs.job_key", kwargs={"repo": REPO, "installation_id": 1, "pr": 2, "nonsense": 1},
+              on_failure=Callback("bot.jobs.report_failure"))
+    SimpleWorker([q], connection=conn).work(burst=True)
+    assert "failed: TypeError" in gh.comments[-1]["body"] and "/optimas run" in gh.comments[-1]["body"]
+    q.delete(delete_jobs=True)
