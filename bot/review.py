@@ -1,0 +1,78 @@
+"""Turning an evaluated candidate into review comments: a ```suggestion block for each edit whose
+lines lie inside the pull request's diff (RIGHT side, multi-line with start_line and line), the
+rest as a collapsible diff in the review body. Pure functions; publishing is elsewhere."""
+
+from __future__ import annotations
+
+import re
+
+import unidiff
+
+MAX_BODY = 65_536
+TRUNCATED = "\n\n*(truncated: the full text is in the run's artifacts)*"
+
+
+def commentable_lines(patch: str) -> set[int]:
+    """Lines of the new file (RIGHT side) that a review comment may target: those shown in the
+    file's diff hunks (added or context lines). `patch` is the file's `patch` from the PR's files."""
+    text = f"--- a/f\n+++ b/f\n{patch}" if not patch.startswith("---") else patch
+    if not text.endswith("\n"):
+        text += "\n"
+    lines: set[int] = set()
+    for pf in unidiff.PatchSet(text):
+        for hunk in pf:
+            for ln in hunk:
+                if (ln.is_added or ln.is_context) and ln.target_line_no:
+                    lines.add(ln.target_line_no)
+    return lines
+
+
+def fence_for(code: str) -> str:
+    """A backtick fence longer than any run of backticks in the code."""
+    longest = max((len(m) for m in re.findall(r"`+", code)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def truncate(body: str, limit: int = MAX_BODY) -> str:
+    """Keep a comment within GitHub's size limit, and say when text was cut."""
+    if len(body) <= limit:
+        return body
+    return body[: limit - len(TRUNCATED)] + TRUNCATED
+
+
+def suggestion_body(explanation: str, new_text: str) -> str:
+    fence = fence_for(new_text)
+    return truncate(f"{explanation}\n\n{fence}suggestion\n{new_text}\n{fence}")
+
+
+def plan_review(edits: list[dict], pr_patches: dict[str, str]) -> tuple[list[dict], list[dict]]:
+    """Split edits into review comments (inside the PR's diff) and the rest.
+
+    `edits`: dicts with file, start_line, end_line, new_text and explanation (line numbers of the
+    PR head's file). `pr_patches`: the PR's files by path, with their `patch`. A comment needs every
+    line of its range to be commentable; one line gets `line`, several get `start_line` and `line`.
+    """
+    comments, outside = [], []
+    allowed = {path: commentable_lines(p) for path, p in pr_patches.items() if p}
+    for e in edits:
+        ok = allowed.get(e["file"], set())
+        span = range(e["start_line"], e["end_line"] + 1)
+        if ok and all(n in ok for n in span):
+            c = {"path": e["file"], "line": e["end_line"], "side": "RIGHT",
+                 "body": suggestion_body(e["explanation"], e["new_text"])}
+            if e["end_line"] > e["start_line"]:
+                c.update(start_line=e["start_line"], start_side="RIGHT")
+            comments.append(c)
+        else:
+            outside.append(e)
+    return comments, outside
+
+
+def review_body(summary: str, outside_diff: str) -> str:
+    """The review's own text: the summary, and edits outside the PR's diff as a collapsible diff."""
+    body = summary
+    if outside_diff:
+        fence = fence_for(outside_diff)
+        body += (f"\n\n<details><summary>Edits outside this pull request's diff</summary>\n\n{fence}diff\n"
+                 f"{outside_diff}\n{fence}\n</details>")
+    return truncate(body)

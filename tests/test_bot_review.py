@@ -1,0 +1,53 @@
+"""Review planning: suggestions on the right lines of the PR's diff, fences, limits."""
+
+from __future__ import annotations
+
+import difflib
+
+from bot.review import MAX_BODY, commentable_lines, fence_for, plan_review, review_body, suggestion_body
+
+
+def patch_of(old: str, new: str) -> str:
+    """A file's `patch` as GitHub's PR files API gives it: the hunks only."""
+    diff = "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), n=3))
+    return diff.split("\n", 2)[2]  # drop the ---/+++ header lines
+
+
+BASE = "".join(f"line {i}\n" for i in range(1, 41))
+HEAD = BASE.replace("line 20\n", "line 20 changed\nline 20b added\n")
+
+
+def test_commentable_lines_are_the_right_side_of_the_hunks():
+    lines = commentable_lines(patch_of(BASE, HEAD))
+    assert lines == set(range(17, 25))  # 3 lines of context either side of new lines 20-21
+
+
+def test_edits_inside_the_diff_become_suggestions_the_rest_stay_outside():
+    patches = {"k.cu": patch_of(BASE, HEAD)}
+    edits = [
+        {"file": "k.cu", "start_line": 20, "end_line": 21, "new_text": "x\ny", "explanation": "S1: line 20"},
+        {"file": "k.cu", "start_line": 22, "end_line": 22, "new_text": "z", "explanation": "S2"},
+        {"file": "k.cu", "start_line": 5, "end_line": 5, "new_text": "w", "explanation": "far away"},
+        {"file": "other.cu", "start_line": 20, "end_line": 20, "new_text": "v", "explanation": "not in the PR"},
+        {"file": "k.cu", "start_line": 23, "end_line": 30, "new_text": "u", "explanation": "half inside"},
+    ]
+    comments, outside = plan_review(edits, patches)
+    assert comments[0] == {"path": "k.cu", "line": 21, "side": "RIGHT", "start_line": 20, "start_side": "RIGHT",
+                           "body": "S1: line 20\n\n```suggestion\nx\ny\n```"}
+    assert comments[1]["line"] == 22 and "start_line" not in comments[1]
+    assert [e["explanation"] for e in outside] == ["far away", "not in the PR", "half inside"]
+
+
+def test_code_with_backticks_gets_a_longer_fence():
+    assert fence_for("no ticks") == "```"
+    assert fence_for("printf(\"```\");") == "````"
+    body = suggestion_body("why", "a ```` b")
+    assert body.endswith("\n`````")
+
+
+def test_bodies_stay_within_the_limit_and_say_so():
+    body = suggestion_body("e", "x" * (MAX_BODY + 10))
+    assert len(body) == MAX_BODY and body.endswith("*(truncated: the full text is in the run's artifacts)*")
+    text = review_body("summary", "-a\n+b")
+    assert "<details><summary>Edits outside this pull request's diff</summary>" in text
+    assert "```diff\n-a\n+b\n```" in text
