@@ -20,6 +20,9 @@ class FakeGitHub:
         self.pulls: dict[int, dict] = {}
         self.files: dict[str, str] = {}  # path on the default branch -> text
         self.comments: list[dict] = []
+        self.check_runs: dict[int, dict] = {}
+        self.reviews: list[dict] = []
+        self.pr_files: dict[int, list[dict]] = {}
         self.script: list[tuple[int, dict]] = []  # forced answers (status, body) for the next requests
         fake = self
 
@@ -77,6 +80,33 @@ class FakeGitHub:
                 "url": f"{self.url}/repos/{full}"}
 
     def route(self, method: str, path: str, query: dict, data) -> tuple[int, dict]:
+        if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/check-runs", path)) and method == "POST":
+            cid = len(self.check_runs) + 1
+            self.check_runs[cid] = {"id": cid, **data, "url": f"{self.url}/repos/{m.group(1)}/check-runs/{cid}"}
+            return 201, self.check_runs[cid]
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/check-runs/(\d+)", path):
+            run = self.check_runs[int(m.group(2))]
+            if method == "PATCH":
+                run.update(data)
+            return 200, run
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)", path):
+            return 200, {"sha": m.group(2), "url": f"{self.url}/repos/{m.group(1)}/commits/{m.group(2)}"}
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/files", path):
+            return 200, self.pr_files.get(int(m.group(2)), [])
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews", path):
+            if method == "POST":
+                r = {"id": len(self.reviews) + 1, "commit_id": data.get("commit_id"), "body": data.get("body"),
+                     "event": data.get("event"), "comments": data.get("comments", []), "state": "COMMENTED"}
+                self.reviews.append(r)
+                return 200, r
+            return 200, self.reviews
+        if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments", path)) and method == "GET":
+            return 200, [c for c in self.comments if c["issue"] == int(m.group(2))]
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)", path):
+            c = next(c for c in self.comments if c["id"] == int(m.group(2)))
+            if method == "PATCH":
+                c["body"] = data["body"]
+            return 200, c
         if m := re.fullmatch(r"/app/installations/(\d+)/access_tokens", path):
             expires = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
             return 201, {"token": f"ghs_installation_{m.group(1)}", "expires_at": expires}
@@ -93,6 +123,7 @@ class FakeGitHub:
                          "pull_request": {"url": f"{self.url}/repos/{m.group(1)}/pulls/{n}"}}
         if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments", path)) and method == "POST":
             c = {"id": len(self.comments) + 1, "body": data["body"], "issue": int(m.group(2)),
+                 "user": {"login": "optimas[bot]"},
                  "url": f"{self.url}/repos/{m.group(1)}/issues/comments/{len(self.comments) + 1}"}
             self.comments.append(c)
             return 201, c

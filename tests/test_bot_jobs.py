@@ -145,3 +145,27 @@ def test_a_failed_job_says_so_on_the_pr(env):
     SimpleWorker([q], connection=conn).work(burst=True)
     assert "failed: TypeError" in gh.comments[-1]["body"] and "/optimas run" in gh.comments[-1]["body"]
     q.delete(delete_jobs=True)
+
+
+def test_publisher_check_run_review_and_one_summary_comment(env):
+    from bot.publish import MARKER, MARKER_REVIEW, Publisher
+
+    gh, conn, gpu = env
+    gh.pr_files[2] = [{"filename": "k.cu", "status": "modified", "patch": "@@ -1,2 +1,3 @@\n a\n+b\n c"}]
+    pub = Publisher(app_from_env(), 1, REPO, 2)
+    check = pub.start_check(HEAD)
+    assert gh.check_runs[check]["status"] == "in_progress" and gh.check_runs[check]["head_sha"] == HEAD
+    assert pub.changed_files() == {"k.cu": "@@ -1,2 +1,3 @@\n a\n+b\n c"}
+    comments = [{"path": "k.cu", "line": 2, "side": "RIGHT", "body": "S1\n\n```suggestion\nB\n```"}]
+    first = pub.post_review(HEAD, "summary", comments)
+    again = pub.post_review(HEAD, "summary", comments)  # a retried post must not duplicate the review
+    assert first == again and len(gh.reviews) == 1
+    (review,) = gh.reviews
+    assert review["commit_id"] == HEAD and review["event"] == "COMMENT" and review["comments"] == comments
+    assert MARKER_REVIEW in review["body"]
+    a = pub.upsert_summary("first version")
+    b = pub.upsert_summary("second version")
+    summaries = [c for c in gh.comments if MARKER in c["body"]]
+    assert a == b and len(summaries) == 1 and summaries[0]["body"].endswith("second version")
+    pub.complete_check(check, "success", "1.3x faster", "details")
+    assert gh.check_runs[check]["status"] == "completed" and gh.check_runs[check]["conclusion"] == "success"
