@@ -126,17 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _profile_inputs(args: argparse.Namespace, lc: LoadedConfig) -> dict[str, list[Path]]:
     """Profiles from the command line, else from the config's `profiles` section."""
-    prof = lc.config.profiles
-    given = {k: getattr(args, k, None) for k in ROLES}
-    if any(v for v in given.values()):
-        return {k: list(v or []) for k, v in given.items()}
-    by_role = {"report": prof.reports, "timing": prof.timing, "raw": prof.raw, "details": prof.details,
-               "source": prof.source, "counters": prof.counters}
-    return {k: [lc.resolve(p) for p in v] for k, v in by_role.items()}
+    from runner.pipeline import profile_inputs
+
+    return profile_inputs(lc, {k: getattr(args, k, None) for k in ROLES})
 
 
 def _has_profiles(inputs: dict[str, list[Path]]) -> bool:
-    return any(inputs.get(k) for k in ("report", "raw", "details"))
+    from runner.pipeline import has_profiles
+
+    return has_profiles(inputs)
 
 
 def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[str, list[Path]]:
@@ -267,18 +265,9 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
 
 def _can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
-    """Whether this machine can run the app: CUDA apps need a GPU."""
-    from runner.profiling import ProfilingError, detect_gpu, render
+    from runner.pipeline import can_run_here
 
-    if not lc.config.app.build or not lc.config.app.run or not lc.config.app.outputs:
-        return False, "app.build, app.run and app.outputs are needed to validate and time a candidate"
-    compiler = render(lc.config.app.build, exe="x", arch="sm_90", lineinfo="", config="", seed=1, scale=1, out="")[0]
-    if "nvcc" in Path(compiler).name:
-        try:
-            detect_gpu(lc.config.profiling.nvidia_smi)
-        except ProfilingError as e:
-            return False, f"validating and timing a CUDA candidate needs a GPU ({e})"
-    return True, ""
+    return can_run_here(lc)
 
 
 def _evaluate(lc: LoadedConfig, run, diag, proposed) -> int:

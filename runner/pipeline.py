@@ -71,3 +71,34 @@ def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], di
     run.stage_done("analysis", [json_path, md_path], evidence=len(diag.evidence),
                    hot_kernels=[k.kernel for k in diag.hot_kernels])
     return json_path, md_path
+
+
+def profile_inputs(lc: LoadedConfig, overrides: dict[str, list[Path] | None] | None = None) -> dict[str, list[Path]]:
+    """Profiles by role: the given overrides (command-line files) if any, else the config's `profiles`."""
+    if overrides and any(v for v in overrides.values()):
+        return {k: list(overrides.get(k) or []) for k in PROFILE_ROLES}
+    prof = lc.config.profiles
+    by_role = {"report": prof.reports, "timing": prof.timing, "raw": prof.raw, "details": prof.details,
+               "source": prof.source, "counters": prof.counters}
+    return {k: [lc.resolve(p) for p in v] for k, v in by_role.items()}
+
+
+def has_profiles(inputs: dict[str, list[Path]]) -> bool:
+    """Whether the inputs hold a profile to analyse (timing and counter runs alone are not enough)."""
+    return any(inputs.get(k) for k in ("report", "raw", "details"))
+
+
+def can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
+    """Whether this machine can validate and time the app: CUDA apps need a GPU."""
+    from runner.profiling import ProfilingError, detect_gpu, render
+
+    app = lc.config.app
+    if not app.build or not app.run or not app.outputs:
+        return False, "app.build, app.run and app.outputs are needed to validate and time a candidate"
+    compiler = render(app.build, exe="x", arch="sm_90", lineinfo="", config="", seed=1, scale=1, out="")[0]
+    if "nvcc" in Path(compiler).name:
+        try:
+            detect_gpu(lc.config.profiling.nvidia_smi)
+        except ProfilingError as e:
+            return False, f"validating and timing a CUDA candidate needs a GPU ({e})"
+    return True, ""
