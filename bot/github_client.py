@@ -47,13 +47,20 @@ class GitHubApp:
         self.api_url = api_url
         self.seconds_between_writes = seconds_between_writes
         self._clients: dict[int, Github] = {}
+        self._auths: dict[int, Auth.AppInstallationAuth] = {}
 
     def client(self, installation_id: int) -> Github:
         if installation_id not in self._clients:
             auth = self.app_auth.get_installation_auth(installation_id)
             self._clients[installation_id] = Github(auth=auth, base_url=self.api_url, timeout=30,
                                                     seconds_between_writes=self.seconds_between_writes)
+            self._auths[installation_id] = auth
         return self._clients[installation_id]
+
+    def installation_token(self, installation_id: int) -> str:
+        """A current installation access token (PyGithub renews it shortly before it expires)."""
+        self.client(installation_id)
+        return self._auths[installation_id].token
 
     def permission(self, installation_id: int, repo: str, user: str) -> str:
         """The user's permission on the repository: admin, maintain, write, triage, read or none."""

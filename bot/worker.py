@@ -54,7 +54,7 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
     check = pub.start_check(head_sha)
     with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp:
         ws = Path(tmp) / "src"
-        token = gh.app_auth.get_installation_auth(installation_id).token
+        token = gh.installation_token(installation_id)
         fetch(repo, pr, head_sha, token, ws)
         config = gh.config_from_default_branch(installation_id, repo, CONFIG_PATH)
         if config is None:

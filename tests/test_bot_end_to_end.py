@@ -1,0 +1,129 @@
+"""End to end: a signed pull_request.labeled delivery -> the served webhook -> control job -> GPU job
+(real RQ workers, burst mode) -> the pipeline on a recorded profile with the offline backend -> a
+review whose suggestion sits on the right line, a completed check run and one summary comment, as
+recorded by the loopback GitHub server."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import shutil
+import subprocess
+import threading
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from conftest import FIXTURES, REPO
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from github_server import FakeGitHub
+from rq import Queue, SimpleWorker
+from werkzeug.serving import make_server
+
+import bot.jobs as jobs
+from bot.app import create_app
+from bot.github_client import app_from_env
+from bot.publish import MARKER
+from bot.settings import Settings
+
+GH_REPO = "Codertocat/Hello-World"
+SECRET = b"e2e-secret"
+CONFIG = """app:
+  name: probe
+  workdir: examples/h200-probe
+  sources: [probe_kernels.cu]
+  source_map: {/opt/probe/k.cu: examples/h200-probe/probe_kernels.cu}
+  build: nvcc -O3 -arch={arch} {lineinfo} -o {exe} probe_kernels.cu
+  run: "{exe} 4194304 4096 1024"
+profiles:
+  raw: [examples/h200-probe/profiles/probe_full_raw_base.csv]
+  source: [examples/h200-probe/profiles/probe_full_source_cuda_sass.csv]
+llm: {backend: offline}
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def remote(tmp_path) -> tuple[Path, str]:
+    """A repository holding the example app, with the PR's head at refs/pull/2/head."""
+    work = tmp_path / "work"
+    shutil.copytree(REPO / "examples" / "h200-probe", work / "examples" / "h200-probe")
+    git(work.parent, "init", "-q", str(work))
+    git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A")
+    git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "example")
+    sha = git(work, "rev-parse", "HEAD")
+    bare = tmp_path / "remotes" / f"{GH_REPO}.git"
+    bare.parent.mkdir(parents=True)
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    git(bare, "update-ref", "refs/pull/2/head", sha)
+    return tmp_path / "remotes", sha
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(tmp_path, monkeypatch, remote):
+    conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    try:
+        conn.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip("no Redis at 127.0.0.1:6379")
+    remotes, sha = remote
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(webhook_secret=SECRET, control_queue=f"e2e-control-{suffix}")
+    monkeypatch.setattr(jobs, "GPU_QUEUE", f"e2e-gpu-{suffix}")
+    monkeypatch.setenv("OPTIMAS_KEY_PREFIX", f"e2e-{suffix}")
+    monkeypatch.setenv("OPTIMAS_GIT_URL", f"file://{remotes}/{{repo}}.git")
+    with FakeGitHub() as gh:
+        monkeypatch.setenv("OPTIMAS_APP_ID", "1")
+        monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", key)
+        monkeypatch.setenv("OPTIMAS_GITHUB_API_URL", gh.url)
+        app_from_env.cache_clear()
+        gh.permissions = {"Codertocat": "admin"}
+        gh.files = {".optimas.yml": CONFIG}
+        gh.add_pull(GH_REPO, 2, sha)
+        # the PR changed the matmul kernel's lines 30-34
+        gh.pr_files[2] = [{"filename": "examples/h200-probe/probe_kernels.cu", "status": "modified",
+                           "patch": "@@ -30,4 +30,5 @@\n \n __global__ void matmul(const float* A, const float* B, "
+                                    "float* C, int n){\n+  int r = 0;\n   int r2 = 0;\n }"}]
+        srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        payload = json.loads((FIXTURES / "github" / "payload-examples" / "pull_request" /
+                              "labeled.payload.json").read_text())
+        payload["label"]["name"] = "optimas"
+        payload["pull_request"]["head"]["sha"] = sha
+        raw = json.dumps(payload).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{srv.server_port}/webhook", data=raw, method="POST", headers={
+            "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status == 202
+        control = Queue(settings.control_queue, connection=conn)
+        gpu = Queue(jobs.GPU_QUEUE, connection=conn)
+        SimpleWorker([control], connection=conn).work(burst=True)
+        assert gpu.count == 1
+        gpu_job = gpu.jobs[0]
+        SimpleWorker([gpu], connection=conn).work(burst=True)
+        srv.shutdown()
+        app_from_env.cache_clear()
+    result = gpu_job.latest_result()
+    assert result is not None and result.type.name == "SUCCESSFUL", getattr(result, "exc_string", "")
+    (review,) = gh.reviews
+    assert review["commit_id"] == sha
+    (comment,) = review["comments"]
+    assert comment["path"] == "examples/h200-probe/probe_kernels.cu" and comment["line"] == 31
+    assert "```suggestion\n__global__ void matmul(const float* __restrict__ A" in comment["body"]
+    assert "S1: probe_kernels.cu:33" in comment["body"] and "R1" in comment["body"]
+    (check,) = gh.check_runs.values()
+    assert check["status"] == "completed" and check["head_sha"] == sha
+    summaries = [c for c in gh.comments if MARKER in c["body"]]
+    assert len(summaries) == 1 and "matmul" in summaries[0]["body"]
+    for q in (control, gpu):
+        q.delete(delete_jobs=True)
