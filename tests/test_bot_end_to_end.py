@@ -66,8 +66,8 @@ def remote(tmp_path) -> tuple[Path, str]:
     return tmp_path / "remotes", sha
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
-def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(tmp_path, monkeypatch, remote):
+def deliver_and_work(monkeypatch, remote, move_head: bool = False):
+    """Deliver a signed labeled event, run the control and GPU workers; (fake GitHub, PR head, GPU job)."""
     conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
     try:
         conn.ping()
@@ -110,9 +110,19 @@ def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(tmp_path,
         SimpleWorker([control], connection=conn).work(burst=True)
         assert gpu.count == 1
         gpu_job = gpu.jobs[0]
+        if move_head:
+            gh.add_pull(GH_REPO, 2, "b" * 40)  # a push lands while the job runs
         SimpleWorker([gpu], connection=conn).work(burst=True)
         srv.shutdown()
         app_from_env.cache_clear()
+    for q in (control, gpu):
+        q.delete(delete_jobs=False)
+    return gh, sha, gpu_job
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypatch, remote):
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote)
     result = gpu_job.latest_result()
     assert result is not None and result.type.name == "SUCCESSFUL", getattr(result, "exc_string", "")
     (review,) = gh.reviews
@@ -125,5 +135,14 @@ def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(tmp_path,
     assert check["status"] == "completed" and check["head_sha"] == sha
     summaries = [c for c in gh.comments if MARKER in c["body"]]
     assert len(summaries) == 1 and "matmul" in summaries[0]["body"]
-    for q in (control, gpu):
-        q.delete(delete_jobs=True)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_a_head_that_moves_during_the_job_gets_no_stale_suggestions(monkeypatch, remote):
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, move_head=True)
+    assert gpu_job.latest_result().return_value == {"status": "stale", "head": "b" * 40}
+    assert gh.reviews == []
+    (summary,) = [c for c in gh.comments if MARKER in c["body"]]
+    assert "The head moved on to `bbbbbbb`" in summary["body"]
+    (check,) = gh.check_runs.values()
+    assert check["conclusion"] == "neutral"
