@@ -24,6 +24,8 @@ class FakeGitHub:
         self.reviews: list[dict] = []
         self.pr_files: dict[int, list[dict]] = {}
         self.script: list[tuple[int, dict]] = []  # forced answers (status, body) for the next requests
+        # (method, path regex, status, body, headers): the first matching request gets this answer
+        self.faults: list[tuple[str, str, int, dict, dict]] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,6 +51,10 @@ class FakeGitHub:
                 if fake.script:
                     status, body = fake.script.pop(0)
                     return self._send(status, body)
+                for i, (m, pattern, status, body, headers) in enumerate(fake.faults):
+                    if m == method and re.fullmatch(pattern, url.path):
+                        del fake.faults[i]
+                        return self._send(status, body, headers)
                 status, body = fake.route(method, url.path, parse_qs(url.query), data)
                 self._send(status, body)
 

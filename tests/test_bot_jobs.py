@@ -169,3 +169,22 @@ def test_publisher_check_run_review_and_one_summary_comment(env):
     assert a == b and len(summaries) == 1 and summaries[0]["body"].endswith("second version")
     pub.complete_check(check, "success", "1.3x faster", "details")
     assert gh.check_runs[check]["status"] == "completed" and gh.check_runs[check]["conclusion"] == "success"
+
+
+def test_publishing_survives_502_and_a_secondary_rate_limit_without_duplicates(env):
+    from bot.publish import MARKER, Publisher
+
+    gh, conn, gpu = env
+    pub = Publisher(app_from_env(), 1, REPO, 2, backoff_s=0.01)
+    limited = ({"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
+               {"Retry-After": "0"})
+    gh.faults = [("POST", r"/repos/.+/pulls/2/reviews", 502, {"message": "Bad Gateway"}, {}),
+                 ("POST", r"/repos/.+/pulls/2/reviews", 403, *limited),
+                 ("POST", r"/repos/.+/issues/2/comments", 502, {"message": "Bad Gateway"}, {})]
+    review = pub.post_review(HEAD, "summary", [])
+    assert len(gh.reviews) == 1 and gh.reviews[0]["id"] == review
+    posts = [r for r in gh.requests if r["method"] == "POST" and r["path"].endswith("/reviews")]
+    assert len(posts) == 3  # two refused, the third landed
+    pub.upsert_summary("text")
+    assert len([c for c in gh.comments if MARKER in c["body"]]) == 1
+    assert gh.faults == []
