@@ -148,9 +148,9 @@ def _diag():
     return Diagnostics(gpu=GpuInfo(name="cpu"), alpha=0.8, kernels=[])
 
 
-@pytest.mark.parametrize("variant, verdict", [("FAST", "improvement"), ("WRONG", "invalid"),
-                                              ("NOISY", "slower")])
-def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant, verdict):
+@pytest.mark.parametrize("variant, verdicts", [("FAST", {"improvement"}), ("WRONG", {"invalid"}),
+                                               ("NOISY", {"slower", "no-significant-gain"})])
+def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant, verdicts):
     import json
 
     from runner.corpus import export
@@ -162,10 +162,7 @@ def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant,
     lc = load_config(tmp_path / "optimas.yml")
     run = create_run(tmp_path / "runs")
     result = evaluate(lc, run, _diag(), _proposed(variant))
-    if variant == "NOISY":  # never faster; usually significantly slower
-        assert result.verdict in ("slower", "no-significant-gain")
-    else:
-        assert result.verdict == verdict
+    assert result.verdict in verdicts  # NOISY is never faster, usually significantly slower
     assert set(result.seconds) >= {"build", "validate"}
     saved = json.loads((run.path / "evaluation" / "result.json").read_text())
     assert saved["verdict"] == result.verdict
