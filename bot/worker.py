@@ -1,7 +1,8 @@
 """The GPU job: fetch the pinned commit into a fresh workspace, run the pipeline with the repo's
 config (read from the default branch), and publish the outcome on the pull request.
 
-Run one worker per GPU: `CUDA_VISIBLE_DEVICES=0 rq worker optimas-gpu --url $OPTIMAS_REDIS_URL`.
+Run one worker per GPU:
+`CUDA_VISIBLE_DEVICES=0 rq worker -w bot.worker.OptimasWorker optimas-gpu --url $OPTIMAS_REDIS_URL`.
 Scaling out is more workers on more hosts against the same Redis.
 """
 
@@ -13,8 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from rq import Worker
+
 from bot.github_client import app_from_env
-from bot.jobs import CONFIG_PATH
+from bot.jobs import CONFIG_PATH, report_failure
 from bot.publish import Publisher
 from bot.review import plan_review, review_body
 from runner.errors import OptimasError
@@ -138,3 +141,20 @@ def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool) -> st
     if config_changed:
         lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
     return "\n".join(lines)
+
+
+class OptimasWorker(Worker):
+    """The RQ worker for both queues. RQ runs no failure callback when a job's work horse is killed
+    (out of memory, a GPU fault, SIGKILL); this worker reports it on the PR all the same.
+
+    `rq worker -w bot.worker.OptimasWorker optimas-gpu optimas-control --url $OPTIMAS_REDIS_URL`
+    """
+
+    def handle_work_horse_killed(self, job, retpid, ret_val, rusage):
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+        report_failure(job, self.connection, HorseKilled,
+                       HorseKilled(f"the worker process running it died (exit status {ret_val})"), None)
+
+
+class HorseKilled(Exception):
+    """Stands for the cause of a job whose process was killed."""

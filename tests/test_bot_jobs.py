@@ -188,3 +188,25 @@ def test_publishing_survives_502_and_a_secondary_rate_limit_without_duplicates(e
     pub.upsert_summary("text")
     assert len([c for c in gh.comments if MARKER in c["body"]]) == 1
     assert gh.faults == []
+
+
+def test_a_worker_killed_mid_job_is_reported_on_the_pr(env, tmp_path):
+    """A real `rq worker` process whose work horse is SIGKILLed: RQ runs no failure callback itself."""
+    import os
+    import subprocess
+    import sys
+
+    gh, conn, gpu = env
+    (tmp_path / "dying.py").write_text("import os, signal\n\ndef die(**kwargs):\n"
+                                       "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    q = Queue(f"test-kill-{uuid.uuid4().hex[:8]}", connection=conn)
+    job = q.enqueue("dying.die", kwargs={"repo": REPO, "installation_id": 1, "pr": 2})
+    env_vars = {**os.environ, "PYTHONPATH": f"{tmp_path}:{os.getcwd()}"}
+    r = subprocess.run([sys.executable, "-m", "rq.cli", "worker", "-w", "bot.worker.OptimasWorker", "--burst",
+                        "--url", "redis://127.0.0.1:6379/0", q.name], capture_output=True, text=True, timeout=120,
+                       env=env_vars)
+    assert "Work horse killed" in r.stdout + r.stderr
+    assert Job.fetch(job.id, connection=conn).get_status() == "failed"
+    (comment,) = [c for c in gh.comments if job.id in c["body"]]
+    assert "the worker process running it died" in comment["body"] and "/optimas run" in comment["body"]
+    q.delete(delete_jobs=True)
