@@ -65,7 +65,8 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
         text, sha = config
         cfg_file = ws / CONFIG_PATH
         cfg_file.write_text(text)  # the default branch's config, whatever the PR head holds
-        outcome = _pipeline(cfg_file, Path(tmp) / "runs")
+        # Runs are kept on the worker host (OPTIMAS_RUNS_DIR) for inspection; the checkout is not.
+        outcome = _pipeline(cfg_file, Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs")))
     summary = _summary(outcome, head_sha, sha != config_sha)
     current = pub.head_sha()
     if current != head_sha:
@@ -109,11 +110,18 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
         return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
                 "headline": f"No usable candidate: {proposed.reason[:200]}"}
     ok, why = can_run_here(lc)
-    verdict, measured = "not measured", None
+    verdict, measured, validation = "not measured", None, None
     if ok:
         ev = evaluate(lc, run, diag, proposed)
-        verdict = ev.verdict
+        verdict, ear = ev.verdict, ev.ear
         measured = ev.timing.result.summary() if ev.timing else None
+        validation = ev.validation.summary() if ev.validation else None
+    else:
+        from runner.ear import scores
+        from runner.prompting import read_sources
+
+        ear = scores(proposed.proposal, diag, proposed.evidence_ids,
+                     read_sources(workspace_dirs(lc)[1], lc.config.app.sources))
     _, workdir = workspace_dirs(lc)
     root = cfg_file.parent
     texts = {e.id: e.text for e in diag.evidence}
@@ -129,7 +137,8 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
     headline = (f"Optimas: {measured}" if measured else "Optimas: a candidate that compiles and keeps the "
                 "launch interface (not validated or timed on this worker)")
     return {"verdict": verdict, "postable": postable, "edits": edits, "run": run.id, "headline": headline,
-            "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence)}
+            "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence), "validation": validation,
+            "ear": ear, "run_dir": str(run.path)}
 
 
 def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool) -> str:
@@ -138,6 +147,18 @@ def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool) -> st
         lines.append("Hot kernels: " + ", ".join(f"`{k.split('(')[0]}`" for k in outcome["hot"]))
         lines.append(f"Evidence items: {outcome.get('evidence')}; verdict: {outcome['verdict']}; "
                      f"run `{outcome['run']}`")
+    if outcome.get("validation"):
+        lines.append(f"Validation: {outcome['validation']}")
+    ear = outcome.get("ear")
+    if ear is not None:
+        def num(x):
+            return "n/a" if x is None else f"{x:.2f}"
+
+        lines.append(f"EAR: evidence coverage {num(ear.coverage)}, localization {num(ear.localization)}, "
+                     f"directional {num(ear.directional)}, hallucinations {ear.hallucinations.count}, "
+                     f"correct {'n/a' if ear.correct is None else ear.correct}")
+    if outcome.get("run_dir"):
+        lines.append(f"Artifacts: `{outcome['run_dir']}` on the worker host")
     if config_changed:
         lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
     return "\n".join(lines)

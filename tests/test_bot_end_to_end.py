@@ -81,6 +81,7 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False):
     monkeypatch.setattr(jobs, "GPU_QUEUE", f"e2e-gpu-{suffix}")
     monkeypatch.setenv("OPTIMAS_KEY_PREFIX", f"e2e-{suffix}")
     monkeypatch.setenv("OPTIMAS_GIT_URL", f"file://{remotes}/{{repo}}.git")
+    monkeypatch.setenv("OPTIMAS_RUNS_DIR", str(remotes.parent / "worker-runs"))
     with FakeGitHub() as gh:
         monkeypatch.setenv("OPTIMAS_APP_ID", "1")
         monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", key)
@@ -135,6 +136,8 @@ def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypat
     assert check["status"] == "completed" and check["head_sha"] == sha
     summaries = [c for c in gh.comments if MARKER in c["body"]]
     assert len(summaries) == 1 and "matmul" in summaries[0]["body"]
+    assert "EAR: evidence coverage 1.00, localization 1.00" in summaries[0]["body"]
+    assert "Artifacts: `" in summaries[0]["body"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
