@@ -210,3 +210,36 @@ def test_a_worker_killed_mid_job_is_reported_on_the_pr(env, tmp_path):
     (comment,) = [c for c in gh.comments if job.id in c["body"]]
     assert "the worker process running it died" in comment["body"] and "/optimas run" in comment["body"]
     q.delete(delete_jobs=True)
+
+
+def test_a_worker_host_that_dies_is_reported_when_its_job_is_found_abandoned(env, tmp_path):
+    """The whole worker (parent and horse) is killed; RQ's registry cleanup later finds the job
+    abandoned and runs its failure callback, which tells the PR."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rq import Callback
+    from rq.registry import StartedJobRegistry
+
+    gh, conn, gpu = env
+    (tmp_path / "slow.py").write_text("import time\n\ndef work(**kwargs):\n    time.sleep(60)\n")
+    q = Queue(f"test-host-{uuid.uuid4().hex[:8]}", connection=conn)
+    job = q.enqueue("slow.work", kwargs={"repo": REPO, "installation_id": 1, "pr": 2},
+                    on_failure=Callback("bot.jobs.report_failure"))
+    worker = subprocess.Popen([sys.executable, "-m", "rq.cli", "worker", "-w", "bot.worker.OptimasWorker",
+                               "--url", "redis://127.0.0.1:6379/0", q.name], start_new_session=True,
+                              env={**os.environ, "PYTHONPATH": f"{tmp_path}:{os.getcwd()}"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if Job.fetch(job.id, connection=conn).get_status() == "started":
+            break
+        time.sleep(0.1)
+    os.killpg(worker.pid, signal.SIGKILL)  # the host dies: no handler of ours runs
+    worker.wait()
+    StartedJobRegistry(queue=q).cleanup(timestamp=time.time() + 3600)
+    (comment,) = [c for c in gh.comments if job.id in c["body"]]
+    assert "AbandonedJobError" in comment["body"]
+    q.delete(delete_jobs=True)
