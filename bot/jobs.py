@@ -38,17 +38,17 @@ for bit and is measurably faster.
 Runs need write access to the repository and a `.optimas.yml` on the default branch."""
 
 
-def _redis() -> redis.Redis:
+def redis_connection() -> redis.Redis:
     return redis.Redis.from_url(os.environ.get("OPTIMAS_REDIS_URL", "redis://127.0.0.1:6379/0"))
 
 
-def _prefix() -> str:
+def key_prefix() -> str:
     """Namespace of the bot's Redis keys (OPTIMAS_KEY_PREFIX; tests and staging use their own)."""
     return os.environ.get("OPTIMAS_KEY_PREFIX", "optimas")
 
 
 def _pr_key(repo: str, pr: int) -> str:
-    return f"{_prefix()}:pr:{repo}#{pr}"
+    return f"{key_prefix()}:pr:{repo}#{pr}"
 
 
 def _comment(installation_id: int, repo: str, pr: int, body: str) -> None:
@@ -98,9 +98,9 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
                  f"({repository.default_branch}) to know how to build, run and validate this code.")
         return {"status": "no config"}
     _, config_sha = config
-    conn = _redis()
+    conn = redis_connection()
     key = job_key(repo, pr, head, config_sha)
-    if not conn.set(f"{_prefix()}:jobkey:{key}", 1, nx=True, ex=JOB_KEY_TTL_S):
+    if not conn.set(f"{key_prefix()}:jobkey:{key}", 1, nx=True, ex=JOB_KEY_TTL_S):
         return {"status": "duplicate", "job_key": key}
     previous = conn.get(_pr_key(repo, pr))
     superseded = _cancel(conn, previous.decode()) if previous else None
@@ -117,7 +117,7 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
 
 def cancel_pr(repo: str, installation_id: int, sender: str, pr: int) -> dict[str, Any]:
     """Cancel the PR's queued or running job (unlabelled or closed)."""
-    conn = _redis()
+    conn = redis_connection()
     current = conn.get(_pr_key(repo, pr))
     if not current:
         return {"status": "nothing to cancel"}
@@ -133,7 +133,7 @@ def post_help(repo: str, installation_id: int, sender: str, pr: int, unknown: bo
 
 
 def post_status(repo: str, installation_id: int, sender: str, pr: int) -> dict[str, Any]:
-    conn = _redis()
+    conn = redis_connection()
     current = conn.get(_pr_key(repo, pr))
     if not current:
         text = "No Optimas run for this pull request yet. Add the `optimas` label or comment `/optimas run`."

@@ -7,8 +7,9 @@ and retries on 5xx and rate limits (honouring Retry-After)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Callable, TypeVar
+from typing import Callable, ContextManager, TypeVar
 
 from github import GithubException
 
@@ -36,19 +37,23 @@ def _transient(e: GithubException) -> float | None:
 
 class Publisher:
     def __init__(self, app: GitHubApp, installation_id: int, repo: str, pr: int, attempts: int = 5,
-                 backoff_s: float = 2.0):
+                 backoff_s: float = 2.0, lock: Callable[[], ContextManager] | None = None):
         self.gh = app.client(installation_id)
         self.repo = self.gh.get_repo(repo)
         self.pr = pr
         self.attempts = attempts
         self.backoff_s = backoff_s
+        # Writes of one installation are serialized across worker processes (GitHub's guidance for
+        # avoiding secondary rate limits): `lock` makes the shared lock, e.g. a Redis lock.
+        self.lock = lock or contextlib.nullcontext
 
     def _write(self, call: Callable[[], T], already: Callable[[], T | None] = lambda: None) -> T:
         """A write, retried on 5xx and rate limits (honouring Retry-After); before each retry,
         `already` looks for the object in case the failed attempt landed, so nothing is posted twice."""
         for attempt in range(1, self.attempts):
             try:
-                return call()
+                with self.lock():
+                    return call()
             except GithubException as e:
                 wait = _transient(e)
                 if wait is None:
@@ -57,17 +62,19 @@ class Publisher:
                 found = already()
                 if found is not None:
                     return found
-        return call()
+        with self.lock():
+            return call()
 
     def start_check(self, head_sha: str) -> int:
-        run = self.repo.create_check_run(name=CHECK_NAME, head_sha=head_sha, status="queued")
-        run.edit(status="in_progress", output={"title": "Profiling and optimizing",
-                                               "summary": "Optimas is profiling this commit on a GPU."})
+        run = self._write(lambda: self.repo.create_check_run(name=CHECK_NAME, head_sha=head_sha, status="queued"))
+        self._write(lambda: run.edit(status="in_progress", output={
+            "title": "Profiling and optimizing", "summary": "Optimas is profiling this commit on a GPU."}))
         return run.id
 
     def complete_check(self, check_id: int, conclusion: str, title: str, summary: str) -> None:
-        self.repo.get_check_run(check_id).edit(status="completed", conclusion=conclusion,
-                                               output={"title": title[:255], "summary": truncate(summary)})
+        run = self.repo.get_check_run(check_id)
+        self._write(lambda: run.edit(status="completed", conclusion=conclusion,
+                                     output={"title": title[:255], "summary": truncate(summary)}))
 
     def head_sha(self) -> str:
         return self.repo.get_pull(self.pr).head.sha

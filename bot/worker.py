@@ -17,7 +17,7 @@ from typing import Any
 from rq import Worker
 
 from bot.github_client import app_from_env
-from bot.jobs import CONFIG_PATH, report_failure
+from bot.jobs import CONFIG_PATH, key_prefix, redis_connection, report_failure
 from bot.publish import Publisher
 from bot.review import plan_review, review_body
 from runner.errors import OptimasError
@@ -53,7 +53,10 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
                 trigger: str) -> dict[str, Any]:
     """Run Optimas on one pinned commit and publish: check run, review, summary comment."""
     gh = app_from_env()
-    pub = Publisher(gh, installation_id, repo, pr)
+    conn = redis_connection()
+    pub = Publisher(gh, installation_id, repo, pr,
+                    lock=lambda: conn.lock(f"{key_prefix()}:writes:{installation_id}", timeout=120,
+                                           blocking_timeout=600))
     check = pub.start_check(head_sha)
     with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp:
         ws = Path(tmp) / "src"

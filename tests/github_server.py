@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -26,6 +27,8 @@ class FakeGitHub:
         self.script: list[tuple[int, dict]] = []  # forced answers (status, body) for the next requests
         # (method, path regex, status, body, headers): the first matching request gets this answer
         self.faults: list[tuple[str, str, int, dict, dict]] = []
+        self.write_delay_s = 0.0  # slows POST/PATCH handling, to expose overlapping writes
+        self.write_spans: list[tuple[str, float, float]] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -55,8 +58,13 @@ class FakeGitHub:
                     if m == method and re.fullmatch(pattern, url.path):
                         del fake.faults[i]
                         return self._send(status, body, headers)
+                t0 = time.monotonic()
+                if method in ("POST", "PATCH") and fake.write_delay_s:
+                    time.sleep(fake.write_delay_s)
                 status, body = fake.route(method, url.path, parse_qs(url.query), data)
                 self._send(status, body)
+                if method in ("POST", "PATCH"):
+                    fake.write_spans.append((url.path, t0, time.monotonic()))
 
             def do_GET(self):
                 self._handle("GET")

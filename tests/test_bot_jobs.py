@@ -243,3 +243,34 @@ def test_a_worker_host_that_dies_is_reported_when_its_job_is_found_abandoned(env
     (comment,) = [c for c in gh.comments if job.id in c["body"]]
     assert "AbandonedJobError" in comment["body"]
     q.delete(delete_jobs=True)
+
+
+def test_writes_of_one_installation_are_serialized_across_publishers(env, pem):
+    import os
+    import threading
+
+    from bot.github_client import GitHubApp
+    from bot.publish import Publisher
+
+    gh, conn, gpu = env
+    gh.write_delay_s = 0.6  # longer than PyGithub's own 0.25 s spacing of one client's requests
+    prefix = jobs.key_prefix()
+
+    def overlapping(use_lock: bool) -> bool:
+        gh.write_spans.clear()
+        pubs = []
+        for _ in range(2):  # two worker processes: separate clients, no shared pacing
+            app = GitHubApp("12345", pem, os.environ["OPTIMAS_GITHUB_API_URL"], seconds_between_writes=0)
+            lock = (lambda: conn.lock(f"{prefix}:writes:1", timeout=30, blocking_timeout=30)) if use_lock else None
+            pubs.append(Publisher(app, 1, REPO, 2, lock=lock))
+        threads = [threading.Thread(target=p.start_check, args=(HEAD,)) for p in pubs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        spans = sorted((a, b) for path, a, b in gh.write_spans if "check-runs" in path)
+        assert len(spans) == 4  # each publisher creates a check run and moves it to in_progress
+        return any(b_start < a_end - 1e-3 for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
+
+    assert overlapping(use_lock=False)  # without the lock, the two processes' writes interleave
+    assert not overlapping(use_lock=True)
