@@ -113,12 +113,13 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
         return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
                 "headline": f"No usable candidate: {proposed.reason[:200]}"}
     ok, why = can_run_here(lc)
-    verdict, measured, validation = "not measured", None, None
+    verdict, measured, validation, per_config = "not measured", None, None, []
     if ok:
         ev = evaluate(lc, run, diag, proposed)
         verdict, ear = ev.verdict, ev.ear
         measured = ev.timing.result.summary() if ev.timing else None
         validation = ev.validation.summary() if ev.validation else None
+        per_config = [f"{t.configuration}: {t.result.summary()}" for t in ev.timings]
     else:
         from runner.ear import scores
         from runner.prompting import read_sources
@@ -141,7 +142,7 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
                 "launch interface (not validated or timed on this worker)")
     return {"verdict": verdict, "postable": postable, "edits": edits, "run": run.id, "headline": headline,
             "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence), "validation": validation,
-            "ear": ear, "run_dir": str(run.path)}
+            "ear": ear, "run_dir": str(run.path), "per_config": per_config}
 
 
 def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool) -> str:
@@ -152,6 +153,8 @@ def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool) -> st
                      f"run `{outcome['run']}`")
     if outcome.get("validation"):
         lines.append(f"Validation: {outcome['validation']}")
+    for line in outcome.get("per_config", []):
+        lines.append(f"- {line}")
     ear = outcome.get("ear")
     if ear is not None:
         def num(x):

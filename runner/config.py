@@ -181,6 +181,7 @@ class EvaluationConfig(_Strict):
     warmup_runs: Annotated[int, Field(ge=0, le=100)] = 1
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
     max_iterations: Annotated[int, Field(ge=1, le=100)] = 3
+    time_all_configurations: bool = True  # also time the configurations that were not profiled
     diagnostics: Literal["PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"] = (
         "PC+IA+Roofline"
     )

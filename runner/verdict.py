@@ -26,7 +26,8 @@ class EvaluationResult(BaseModel):
     verdict: Literal["improvement", "no-significant-gain", "slower", "invalid", "build-failed"]
     reason: str = ""
     validation: Validation | None = None
-    timing: Timing | None = None
+    timing: Timing | None = None  # on the profiled configuration: the verdict's basis
+    timings: list[Timing] = Field(default_factory=list)  # every timed configuration, the profiled one first
     ear: EARScores | None = None
     seconds: dict[str, float] = Field(default_factory=dict)  # wall time per step
 
@@ -34,6 +35,9 @@ class EvaluationResult(BaseModel):
         parts = [self.verdict]
         if self.timing:
             parts.append(f"{self.timing.metric} {self.timing.result.summary()}")
+        for t in self.timings[1:]:
+            parts.append(f"{t.configuration}: {t.result.improvement:+.1%} ({t.result.ci_low:+.1%} to "
+                         f"{t.result.ci_high:+.1%})")
         if self.validation:
             parts.append("validation " + self.validation.summary())
         if self.reason:
@@ -74,11 +78,16 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
         return _finish(lc, run, diag, proposed, result, iteration, corpus)
     progress(f"timing baseline and candidate, interleaved ({lc.config.evaluation.timed_runs} runs each)")
     t0 = time.monotonic()
-    timing = time_interleaved(lc, bins / "baseline", bins / "candidate")
+    app = lc.config.app
+    primary = app.profile_configuration or app.configurations[0]
+    others = [c for c in app.configurations if c != primary] if lc.config.evaluation.time_all_configurations else []
+    timing = time_interleaved(lc, bins / "baseline", bins / "candidate", primary)
+    per_config = [timing] + [time_interleaved(lc, bins / "baseline", bins / "candidate", c) for c in others]
     seconds["time"] = time.monotonic() - t0
     r = timing.result
     verdict = "improvement" if r.faster else ("slower" if r.significant else "no-significant-gain")
-    result = EvaluationResult(verdict=verdict, validation=validation, timing=timing, ear=ear, seconds=seconds)
+    result = EvaluationResult(verdict=verdict, validation=validation, timing=timing, timings=per_config, ear=ear,
+                              seconds=seconds)
     return _finish(lc, run, diag, proposed, result, iteration, corpus)
 
 

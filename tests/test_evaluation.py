@@ -164,6 +164,8 @@ def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant,
     result = evaluate(lc, run, _diag(), _proposed(variant))
     assert result.verdict in verdicts  # NOISY is never faster, usually significantly slower
     assert set(result.seconds) >= {"build", "validate"}
+    if result.timing:  # both configurations timed, the profiled one (small) first
+        assert [t.configuration for t in result.timings] == ["small", "large"]
     saved = json.loads((run.path / "evaluation" / "result.json").read_text())
     assert saved["verdict"] == result.verdict
     corpus = tmp_path / "runs" / "corpus.jsonl"
