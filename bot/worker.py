@@ -8,6 +8,7 @@ Scaling out is more workers on more hosts against the same Redis.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -93,6 +94,7 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
     evaluation where possible; what to publish."""
     from runner.config import load_config
     from runner.pipeline import analyze, can_run_here, has_profiles, profile_inputs, write_analysis
+    from runner.prompting import read_sources
     from runner.propose import propose, workspace_dirs
     from runner.runstore import create_run
     from runner.verdict import evaluate
@@ -101,11 +103,7 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
     run = create_run(runs)
     inputs = profile_inputs(lc)
     if not has_profiles(inputs):
-        from runner.loop import run_loop
-
-        loop = run_loop(lc, run)
-        return {"verdict": loop.stopped_because, "postable": False, "edits": [], "run": run.id,
-                "headline": "closed loop: " + loop.stopped_because}
+        return _loop_outcome(lc, cfg_file.parent, run)
     diag = analyze(lc, inputs)
     write_analysis(run, lc, inputs, diag)
     proposed = propose(lc, diag, run)
@@ -122,13 +120,13 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
         per_config = [f"{t.configuration}: {t.result.summary()}" for t in ev.timings]
     else:
         from runner.ear import scores
-        from runner.prompting import read_sources
 
         ear = scores(proposed.proposal, diag, proposed.evidence_ids,
                      read_sources(workspace_dirs(lc)[1], lc.config.app.sources))
     _, workdir = workspace_dirs(lc)
     root = cfg_file.parent
     texts = {e.id: e.text for e in diag.evidence}
+    original = read_sources(workdir, lc.config.app.sources)
     edits = []
     for e in proposed.proposal.edits:
         cited = "; ".join(f"{i}: {texts[i][:160]}" for i in e.cites if i in texts) or "no evidence cited"
@@ -136,13 +134,69 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
         path = str((workdir / e.file).resolve().relative_to(root.resolve()))
         edits.append({"file": path, "start_line": e.start_line, "end_line": e.end_line, "new_text": e.new_text,
                       "explanation": f"**Optimas** ({', '.join(e.cites)}): {e.rationale}\n\n{cited}\n\n{effect}",
-                      "diff": f"--- {path}:{e.start_line}-{e.end_line}\n+{e.new_text}"})
+                      "diff": edit_diff(path, original[e.file], e.start_line, e.end_line, e.new_text)})
     postable = verdict in ("improvement", "not measured")
     headline = (f"Optimas: {measured}" if measured else "Optimas: a candidate that compiles and keeps the "
                 "launch interface (not validated or timed on this worker)")
     return {"verdict": verdict, "postable": postable, "edits": edits, "run": run.id, "headline": headline,
             "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence), "validation": validation,
             "ear": ear, "run_dir": str(run.path), "per_config": per_config}
+
+
+def _loop_outcome(lc, root: Path, run) -> dict[str, Any]:
+    """The closed loop on this GPU; the kept candidate, as edits of the PR head's files."""
+    from runner.loop import run_loop
+    from runner.prompting import read_sources
+    from runner.propose import workspace_dirs
+
+    loop = run_loop(lc, run)
+    outcome: dict[str, Any] = {"verdict": loop.stopped_because, "postable": False, "edits": [], "run": run.id,
+                               "run_dir": str(run.path), "headline": "Closed loop: " + loop.stopped_because,
+                               "per_config": [f"iteration {it.iteration}: {it.verdict}"
+                                              + ("" if it.improvement is None else
+                                                 f" {it.improvement:+.1%} ({it.ci_low:+.1%} to {it.ci_high:+.1%})")
+                                              for it in loop.iterations]}
+    if loop.best is None:
+        return outcome
+    best = next(it for it in loop.iterations if it.iteration == loop.best)
+    _, workdir = workspace_dirs(lc)
+    original = read_sources(workdir, lc.config.app.sources)
+    src = Path(best.run_dir) / "candidates"
+    kept = json.loads((src / "result.json").read_text())
+    cand = Path(best.run_dir) / kept["candidate_dir"] / "src"
+    final = {name: (cand / name).read_text() for name in original if (cand / name).exists()}
+    headline = (f"Optimas: {loop.cumulative_improvement:+.1%} over {loop.best} iteration(s), each significant "
+                "at 95%")
+    outcome.update(postable=True, headline=headline,
+                   edits=loop_edits(original, final, workdir, root, headline))
+    return outcome
+
+
+def edit_diff(path: str, original: str, start: int, end: int, new_text: str) -> str:
+    """A unified diff of one edit, for the review body when it lies outside the PR's diff."""
+    from runner.guard import unified_diff
+
+    lines = original.splitlines()
+    new = "\n".join(lines[: start - 1] + new_text.splitlines() + lines[end:])
+    return unified_diff({path: original}, {path: new + ("\n" if original.endswith("\n") else "")}).rstrip("\n")
+
+
+def loop_edits(original: dict[str, str], final: dict[str, str], workdir: Path, root: Path,
+               explanation: str) -> list[dict[str, Any]]:
+    """Review edits (PR-root paths, PR-head line numbers) that turn the original sources into the
+    loop's kept candidate, whatever iterations it took to get there."""
+    from runner.proposal import diff_edits
+
+    out = []
+    for name, text in original.items():
+        if name not in final or final[name] == text:
+            continue
+        path = str((workdir / name).resolve().relative_to(root.resolve()))
+        for e in diff_edits(name, text, final[name]):
+            out.append({"file": path, "start_line": e.start_line, "end_line": e.end_line, "new_text": e.new_text,
+                        "explanation": explanation,
+                        "diff": edit_diff(path, text, e.start_line, e.end_line, e.new_text)})
+    return out
 
 
 def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool) -> str:

@@ -189,7 +189,7 @@ def _parse_code(text: str, files: dict[str, str]) -> list[Edit]:
         orig_funcs = {f.name: f for f in functions(original)}
         whole = "main" in {f.name for f in funcs} and "main" in orig_funcs
         if whole:
-            edits.extend(_diff_edits(target, original, content))
+            edits.extend(diff_edits(target, original, content))
             continue
         lines = content.splitlines()
         for f in funcs:
@@ -210,7 +210,8 @@ def _best_file(content: str, funcs, files: dict[str, str]) -> str:
     return scored[0]
 
 
-def _diff_edits(name: str, original: str, new: str) -> list[Edit]:
+def diff_edits(name: str, original: str, new: str) -> list[Edit]:
+    """The edits that turn `original` into `new` (one per changed region, in original line numbers)."""
     a, b = original.splitlines(), new.splitlines()
     out = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():

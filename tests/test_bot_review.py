@@ -51,3 +51,25 @@ def test_bodies_stay_within_the_limit_and_say_so():
     text = review_body("summary", "-a\n+b")
     assert "<details><summary>Edits outside this pull request's diff</summary>" in text
     assert "```diff\n-a\n+b\n```" in text
+
+
+def test_loop_edits_map_the_kept_candidate_onto_the_pr_heads_lines(tmp_path):
+    from bot.worker import loop_edits
+
+    root = tmp_path / "src"
+    workdir = root / "app"
+    workdir.mkdir(parents=True)
+    original = {"k.cu": "".join(f"line {i}\n" for i in range(1, 11))}
+    # two iterations' worth of changes: line 3 rewritten, a line inserted after 7
+    final = {"k.cu": original["k.cu"].replace("line 3\n", "line three\n").replace("line 7\n", "line 7\nline 7b\n")}
+    edits = loop_edits(original, final, workdir, root, "why")
+    assert [(e["file"], e["start_line"], e["end_line"], e["new_text"]) for e in edits] == [
+        ("app/k.cu", 3, 3, "line three"), ("app/k.cu", 7, 7, "line 7\nline 7b")]
+
+
+def test_an_edit_outside_the_diff_is_shown_as_a_unified_diff():
+    from bot.worker import edit_diff
+
+    d = edit_diff("app/k.cu", "a\nb\nc\n", 2, 2, "B\nB2")
+    assert d.startswith("--- a/app/k.cu\n+++ b/app/k.cu\n@@ -1,3 +1,4 @@")
+    assert "-b\n+B\n+B2" in d
