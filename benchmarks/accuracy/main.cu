@@ -40,12 +40,8 @@ struct Config {
 const Config kConfigs[] = {{"small", 8192, 1000, 5}, {"medium", 65536, 1000, 5}, {"large", 32768, 4096, 10}};
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names;
-  for (const auto& c : kConfigs) names.push_back(c.name);
-  bench::Options opt = bench::parse(argc, argv, "accuracy", names);
-  Config cfg{};
-  for (const auto& c : kConfigs)
-    if (opt.config == c.name) cfg = c;
+  bench::Options opt;
+  const Config cfg = bench::parse_config(argc, argv, "accuracy", kConfigs, opt);
   const int rows = static_cast<int>(bench::scaled(cfg.rows, opt.scale, 32));
   const int cols = cfg.cols;
   const size_t count = static_cast<size_t>(rows) * cols;

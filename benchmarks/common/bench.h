@@ -96,6 +96,17 @@ inline Options parse(int argc, char** argv, const char* app, const std::vector<s
   return o;
 }
 
+// Parses the common options and returns the entry of `configs` (structs with a `name`) they chose.
+template <typename Config, size_t N>
+Config parse_config(int argc, char** argv, const char* app, const Config (&configs)[N], Options& opt) {
+  std::vector<std::string> names;
+  for (const auto& c : configs) names.push_back(c.name);
+  opt = parse(argc, argv, app, names);
+  for (const auto& c : configs)
+    if (opt.config == c.name) return c;
+  return configs[0];  // not reached: parse() exits on a name it does not know
+}
+
 // Scales a problem dimension, keeping it a multiple of `multiple` and at least `multiple`.
 inline size_t scaled(size_t n, double scale, size_t multiple = 1) {
   double v = std::floor(static_cast<double>(n) * scale / static_cast<double>(multiple));

@@ -103,12 +103,8 @@ const Config kConfigs[] = {{"small", size_t(1) << 22, 2048, 2048},
                            {"large", size_t(1) << 27, 16384, 8192}};
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names;
-  for (const auto& c : kConfigs) names.push_back(c.name);
-  bench::Options opt = bench::parse(argc, argv, "extrema", names);
-  Config cfg{};
-  for (const auto& c : kConfigs)
-    if (opt.config == c.name) cfg = c;
+  bench::Options opt;
+  const Config cfg = bench::parse_config(argc, argv, "extrema", kConfigs, opt);
   const size_t n = bench::scaled(cfg.n, opt.scale, kBlock);
   const int rows = static_cast<int>(bench::scaled(cfg.rows, opt.scale, 8));
   const int cols = cfg.cols;

@@ -184,12 +184,8 @@ static void reference(const Model& m, int steps, std::vector<float>& u, std::vec
 }
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names;
-  for (const auto& c : kConfigs) names.push_back(c.name);
-  bench::Options opt = bench::parse(argc, argv, "seismic", names);
-  Config cfg{};
-  for (const auto& c : kConfigs)
-    if (opt.config == c.name) cfg = c;
+  bench::Options opt;
+  const Config cfg = bench::parse_config(argc, argv, "seismic", kConfigs, opt);
   const int n = static_cast<int>(bench::scaled(cfg.n, std::cbrt(opt.scale), 8));
   if (n < 4 * kDampWidth) {
     std::fprintf(stderr, "seismic: grid of %d points per side is too small (at least %d)\n", n, 4 * kDampWidth);

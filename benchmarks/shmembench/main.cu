@@ -69,12 +69,8 @@ static void reference_block(const float* tile, int width, int iterations, float*
 }
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names;
-  for (const auto& c : kConfigs) names.push_back(c.name);
-  bench::Options opt = bench::parse(argc, argv, "shmembench", names);
-  Config cfg{};
-  for (const auto& c : kConfigs)
-    if (opt.config == c.name) cfg = c;
+  bench::Options opt;
+  const Config cfg = bench::parse_config(argc, argv, "shmembench", kConfigs, opt);
   const int blocks = static_cast<int>(bench::scaled(cfg.blocks, opt.scale, 132));
   const size_t tiles = static_cast<size_t>(blocks) * kTile;
   const size_t n_out = static_cast<size_t>(blocks) * kBlock;

@@ -90,12 +90,8 @@ struct Config {
 const Config kConfigs[] = {{"small", 1 << 18, 8}, {"medium", 1 << 21, 16}, {"large", 1 << 22, 32}};
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names;
-  for (const auto& c : kConfigs) names.push_back(c.name);
-  bench::Options opt = bench::parse(argc, argv, "sobol", names);
-  Config cfg{};
-  for (const auto& c : kConfigs)
-    if (opt.config == c.name) cfg = c;
+  bench::Options opt;
+  const Config cfg = bench::parse_config(argc, argv, "sobol", kConfigs, opt);
   const int n = static_cast<int>(bench::scaled(cfg.n, opt.scale, 256));
   const int dims = cfg.dims;
   const std::vector<unsigned int> v = direction_numbers(dims, opt.seed);

@@ -59,12 +59,8 @@ const Config kConfigs[] = {{"small", size_t(1) << 22, 10}, {"medium", size_t(1) 
                            {"large", size_t(1) << 25, 10}};
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names;
-  for (const auto& c : kConfigs) names.push_back(c.name);
-  bench::Options opt = bench::parse(argc, argv, "stream", names);
-  Config cfg{};
-  for (const auto& c : kConfigs)
-    if (opt.config == c.name) cfg = c;
+  bench::Options opt;
+  const Config cfg = bench::parse_config(argc, argv, "stream", kConfigs, opt);
   const size_t n = bench::scaled(cfg.n, opt.scale, kBlock);
   const float scalar = 0.4f;
 

@@ -72,12 +72,8 @@ struct Config {
 const Config kConfigs[] = {{"small", 68, 4000, 1 << 20}, {"medium", 68, 11303, 1 << 22}, {"large", 355, 11303, 1 << 22}};
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names;
-  for (const auto& c : kConfigs) names.push_back(c.name);
-  bench::Options opt = bench::parse(argc, argv, "xslookup", names);
-  Config cfg{};
-  for (const auto& c : kConfigs)
-    if (opt.config == c.name) cfg = c;
+  bench::Options opt;
+  const Config cfg = bench::parse_config(argc, argv, "xslookup", kConfigs, opt);
   const long long lookups = static_cast<long long>(bench::scaled(cfg.lookups, opt.scale, 256));
   const int nuclides = cfg.nuclides, points = cfg.points;
 
