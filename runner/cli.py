@@ -27,6 +27,7 @@ from typing import Sequence
 
 from runner.config import LoadedConfig, load_config
 from runner.errors import ConfigError, OptimasError
+from runner.pipeline import can_run_here, has_profiles, profile_inputs
 
 RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
 CONFIGURATION_HELP = "configuration to profile (default: app.profile_configuration)"
@@ -126,15 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _profile_inputs(args: argparse.Namespace, lc: LoadedConfig) -> dict[str, list[Path]]:
     """Profiles from the command line, else from the config's `profiles` section."""
-    from runner.pipeline import profile_inputs
-
     return profile_inputs(lc, {k: getattr(args, k, None) for k in ROLES})
-
-
-def _has_profiles(inputs: dict[str, list[Path]]) -> bool:
-    from runner.pipeline import has_profiles
-
-    return has_profiles(inputs)
 
 
 def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[str, list[Path]]:
@@ -168,7 +161,7 @@ def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool)
         write_analysis(run, lc, inputs, diag)
         return run, diag
     inputs = _profile_inputs(args, lc)
-    if _has_profiles(inputs):
+    if has_profiles(inputs):
         diag = analyze(lc, inputs, _progress)  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)
         write_analysis(run, lc, inputs, diag)
@@ -264,12 +257,6 @@ def cmd_propose(args: argparse.Namespace) -> int:
     return _report_proposal(run, propose(lc, diag, run, args.diagnostics, progress=_progress))
 
 
-def _can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
-    from runner.pipeline import can_run_here
-
-    return can_run_here(lc)
-
-
 def _evaluate(lc: LoadedConfig, run, diag, proposed) -> int:
     from runner.verdict import evaluate
 
@@ -300,7 +287,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     proposed.files = {str(p.relative_to(src)): p.read_text() for p in src.rglob("*") if p.is_file()}
     if "evaluation" in run.manifest.get("stages", {}):
         raise OptimasError(f"{args.run}: already evaluated; a run's results are never overwritten")
-    ok, why = _can_run_here(lc)
+    ok, why = can_run_here(lc)
     if not ok:
         raise OptimasError(why)
     return _evaluate(lc, run, diag, proposed)
@@ -311,7 +298,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
     lc = _load(args)
     _, diag = _evidence(args, lc, allow_profiling=False)
-    ok, why = _can_run_here(lc)
+    ok, why = can_run_here(lc)
     if not ok:
         _progress(f"candidates are proposed and compiled but not evaluated: {why}")
     rows, out = ablate(lc, diag, args.runs_dir or lc.resolve(lc.config.runs_dir), ok, _progress, args.only or ORDER)
@@ -337,7 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runner.propose import propose
 
     lc = _load(args)
-    recorded = getattr(args, "run", None) or _has_profiles(_profile_inputs(args, lc))
+    recorded = getattr(args, "run", None) or has_profiles(_profile_inputs(args, lc))
     if not recorded:
         from runner.loop import run_loop
         from runner.runstore import create_run
@@ -362,7 +349,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _print_analysis(run)
     proposed = propose(lc, diag, run, args.diagnostics, progress=_progress)
     code = _report_proposal(run, proposed)
-    ok, why = _can_run_here(lc)
+    ok, why = can_run_here(lc)
     if not ok:
         _progress(f"stopped after the proposal: {why}")
         return code

@@ -159,14 +159,6 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
                   editable=ranges)
 
 
-def split_by_kernel(app: str, diag: Diagnostics, files: dict[str, str], max_tokens: int, **kw) -> list[Prompt]:
-    """One prompt for all hot kernels when it fits `max_tokens`, else one per kernel."""
-    whole = build_prompt(app, diag, files, **kw)
-    if whole.approx_tokens <= max_tokens or len(diag.hot_kernels) <= 1:
-        return [whole]
-    return [build_prompt(app, diag, files, kernels=[k.kernel], **kw) for k in diag.hot_kernels]
-
-
 def _evidence_section(d: Diagnostics, max_bytes: int | None) -> str:
     md = render_markdown(d, max_bytes)
     # The prompt has its own header and GPU line; keep the evidence sections only.
