@@ -67,7 +67,9 @@ def test_runs_are_unique_and_manifest_hashes_inputs(tmp_path: Path, h200: Path):
     a = create_run(tmp_path, ["x"])
     b = create_run(tmp_path, ["x"])
     assert a.path != b.path and a.path.parent == tmp_path
-    assert a.id.endswith(a.path.name[-36:])
+    import re
+
+    assert a.id == a.path.name and re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", a.id)
     a.add_inputs([h200 / "probe_kernels.cu"], "source")
     m = json.loads((a.path / "manifest.json").read_text())
     assert m["inputs"][0]["sha256"] == sha256_file(h200 / "probe_kernels.cu")
