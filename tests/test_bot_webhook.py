@@ -11,7 +11,6 @@ import threading
 import urllib.error
 import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 import redis
@@ -197,7 +196,3 @@ def test_settings_require_the_secret():
     s = Settings.from_env({"OPTIMAS_WEBHOOK_SECRET": "x", "OPTIMAS_LABEL": "perf"})
     assert s.webhook_secret == b"x" and s.label == "perf"
 
-
-def test_fixtures_are_github_examples():
-    assert (FIXTURES / "github" / "SOURCE.md").read_text().startswith("# Source of these files")
-    assert Path(PAYLOADS / "pull_request" / "labeled.payload.json").is_file()
