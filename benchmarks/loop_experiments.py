@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -86,6 +87,42 @@ def replayed(app: str, runs: Path) -> dict:
     return entry
 
 
+def keep_small_files(run: Path, dest: Path, limit: int = 2_000_000) -> None:
+    """Copy a run's small text artifacts (manifests, results, patches, prompts) for the record."""
+    for f in run.rglob("*"):
+        if f.is_file() and f.suffix in {".json", ".jsonl", ".md", ".patch", ".txt", ".csv"} and \
+                f.stat().st_size <= limit:
+            target = dest / f.relative_to(run)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target)
+
+
+def write_tables(results: list[dict], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "loop_experiments.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    lines = ["| app | mode | verdict | improvement (95% CI) | EAR coverage / localization / directional / "
+             "hallucinations / correct | stages (s) |", "|---|---|---|---|---|---|"]
+    for r in results:
+        f = r.get("first") or {}
+        imp = "" if f.get("improvement") is None else (f"{f['improvement']:+.1%} ({f['ci_low']:+.1%} to "
+                                                       f"{f['ci_high']:+.1%})")
+        e = f.get("ear") or {}
+        lines.append(f"| {r['app']} | {r['mode']} | {f.get('verdict', r.get('error', '')[:60])} | {imp} | "
+                     f"{e.get('coverage')} / {e.get('localization')} / {e.get('directional')} / "
+                     f"{e.get('hallucinations')} / {e.get('correct')} | {r.get('stages')} |")
+    (out / "loop_experiments.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+
+
+def record(results: list[dict], out: Path) -> None:
+    """Write the tables and keep the latest run's artifacts after every app, so a cut-off run keeps its work."""
+    write_tables(results, out)
+    if results[-1].get("run"):
+        run = Path(results[-1]["run"])
+        mode = "offline" if results[-1]["mode"].startswith("closed") else "replay"
+        keep_small_files(run, out / "runs" / f"{mode}-{results[-1]['app']}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--offline", default="", help="apps for the closed loop with the offline backend")
@@ -97,23 +134,11 @@ def main() -> int:
     for app in filter(None, args.offline.split(",")):
         results.append(offline_loop(app, args.runs / f"offline-{app}"))
         print(json.dumps({k: results[-1].get(k) for k in ("app", "exit", "wall_s")}), flush=True)
+        record(results, args.out)
     for app in filter(None, args.replay.split(",")):
         results.append(replayed(app, args.runs / f"replay-{app}"))
         print(json.dumps({k: results[-1].get(k) for k in ("app", "exit", "wall_s")}), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "loop_experiments.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    lines = ["| app | mode | verdict | improvement (95% CI) | EAR coverage / localization / directional / "
-             "hallucinations / correct | stages (s) |", "|---|---|---|---|---|---|"]
-    for r in results:
-        f = r.get("first") or {}
-        imp = "" if f.get("improvement") is None else (f"{f['improvement']:+.1%} ({f['ci_low']:+.1%} to "
-                                                       f"{f['ci_high']:+.1%})")
-        e = f.get("ear") or {}
-        lines.append(f"| {r['app']} | {r['mode']} | {f.get('verdict', r.get('error', '')[:60])} | {imp} | "
-                     f"{e.get('coverage')} / {e.get('localization')} / {e.get('directional')} / "
-                     f"{e.get('hallucinations')} / {e.get('correct')} | {r.get('stages')} |")
-    (args.out / "loop_experiments.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        record(results, args.out)
     return 0
 
 

@@ -257,15 +257,38 @@ def cmd_propose(args: argparse.Namespace) -> int:
     return _report_proposal(run, propose(lc, diag, run, args.diagnostics, progress=_progress))
 
 
-def _evaluate(lc: LoadedConfig, run, diag, proposed) -> int:
+def _evaluate(lc: LoadedConfig, run, diag, proposed, configuration: str | None = None) -> int:
+    """Evaluate the candidate of a run made from recorded profiles, then, where this machine can
+    profile the app on the GPU the profiles came from, re-profile it to score its directions (EAR 3)."""
+    from runner.profiling import ProfilingError, detect_gpu, require_tool
     from runner.verdict import evaluate
 
     result = evaluate(lc, run, diag, proposed, progress=_progress)
     print(f"\n# Evaluation\n{result.summary()}")
+    directional, why = None, ""
+    if result.validation and result.validation.passed:
+        try:
+            require_tool("ncu", lc.config.profiling.ncu)
+            gpu = detect_gpu(lc.config.profiling.nvidia_smi)
+        except ProfilingError as e:
+            why = str(e)
+        else:
+            if diag.gpu.name and gpu.name != diag.gpu.name:
+                why = f"the profiles were recorded on {diag.gpu.name}, this GPU is {gpu.name}"
+            else:
+                from runner.loop import reprofile_candidate
+                from runner.pipeline import recorded_inputs
+
+                after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1,
+                                            run.path.parent / "corpus.jsonl", configuration, _progress)
+                directional = after.directional
+                why = "no cited quantity could be measured after the change" if directional is None else ""
+    else:
+        why = "the candidate did not validate"
     if result.ear:
         e = result.ear
-        print(f"EAR: coverage {e.coverage}, localization {e.localization}, directional {e.directional}, "
-              f"hallucinations {e.hallucinations.count}, correct {e.correct}")
+        print(f"EAR: coverage {e.coverage}, localization {e.localization}, directional {directional}"
+              f"{f' ({why})' if why else ''}, hallucinations {e.hallucinations.count}, correct {e.correct}")
     return 0
 
 
@@ -353,8 +376,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not ok:
         _progress(f"stopped after the proposal: {why}")
         return code
-    code = _evaluate(lc, run, diag, proposed)
-    _progress("one iteration: recorded profiles cannot be re-profiled; profile on a GPU to close the loop")
+    code = _evaluate(lc, run, diag, proposed, args.configuration)
+    _progress("one iteration from recorded profiles; run without profiles on a GPU to close the loop")
     return code
 
 

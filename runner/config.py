@@ -182,6 +182,9 @@ class EvaluationConfig(_Strict):
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
     max_iterations: Annotated[int, Field(ge=1, le=100)] = 3
     time_all_configurations: bool = True  # also time the configurations that were not profiled
+    # EAR directional consistency: a cited quantity must move the expected way by more than this
+    # share of its value before the change (smaller moves are run-to-run noise).
+    direction_min_change: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.02
     diagnostics: Literal["PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"] = (
         "PC+IA+Roofline"
     )

@@ -6,8 +6,11 @@ JSONL or Parquet."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,14 +69,46 @@ def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: Propose
 
 
 def append_record(path: Path, record: dict[str, Any]) -> None:
-    """Append one JSON line; a single write of a whole line, so concurrent runs do not interleave."""
+    """Append one JSON line; a single write of a whole line under the corpus lock, so concurrent
+    runs neither interleave nor lose a line to a concurrent `update_record`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(record, default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    with _locked(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+
+def update_record(path: Path, run_id: str, iteration: int, fields: dict[str, Any]) -> None:
+    """Set `fields` on the record of (run_id, iteration), rewriting the corpus atomically."""
+    with _locked(path):
+        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        found = False
+        for n, line in enumerate(lines):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if record.get("run_id") == run_id and record.get("iteration") == iteration:
+                lines[n] = json.dumps(record | fields, default=str)
+                found = True
+        if not found:
+            raise OptimasError(f"{path}: no record of run {run_id}, iteration {iteration} to update")
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock beside the corpus (the corpus itself is replaced on update)."""
+    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def load(path: Path) -> pd.DataFrame:

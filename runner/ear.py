@@ -5,7 +5,8 @@
    the same kernel;
 3. directional consistency: after re-profiling the candidate, the share of cited evidence whose
    quantity moved the expected way (a cited stall's share falls, a memory-bound kernel's memory
-   utilization rises, a counter with positive runtime weight falls ...), with before and after;
+   utilization rises, a counter with positive runtime weight falls ...) by more than
+   `evaluation.direction_min_change` of its value (smaller moves are noise), with before and after;
 4. hallucinations: applied-optimization claims with no matching change, and edits with no claim;
 5. correctness: validation passed on every configuration.
 """
@@ -114,10 +115,21 @@ def _stall_weight(lines: pd.DataFrame, kernel: str, file: str, line: int, reason
     return float(row[reason].sum()) / total if not row.empty else 0.0
 
 
+def moved(before: float | None, after: float | None, expected: Literal["fall", "rise"],
+          min_change: float) -> bool | None:
+    """Whether a quantity moved the expected way by more than `min_change` of its before value
+    (run-to-run noise is not a move); None when either value is missing."""
+    if before is None or after is None:
+        return None
+    threshold = min_change * abs(before)
+    return after < before - threshold if expected == "fall" else after > before + threshold
+
+
 def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.DataFrame, after_lines: pd.DataFrame,
-                after: Diagnostics, before_metrics: dict[str, pd.Series], after_metrics: dict[str, pd.Series]
-                ) -> list[DirectionCheck]:
-    """One check per cited evidence item (see the module docstring); metrics are per kernel."""
+                after: Diagnostics, before_metrics: dict[str, pd.Series], after_metrics: dict[str, pd.Series],
+                min_change: float = 0.02) -> list[DirectionCheck]:
+    """One check per cited evidence item (see the module docstring); metrics are per kernel. A
+    quantity counts as moved only by more than `min_change` (relative) in the expected direction."""
     checks = []
     for e in cited:
         if e.kind == "stall" and e.stall:
@@ -126,7 +138,7 @@ def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.Data
             a = _stall_weight(after_lines, e.kernel, s.file, map_line(proposal.edits, _edit_file(proposal, s.file),
                                                                         s.line), s.reason)
             checks.append(DirectionCheck(id=e.id, quantity=f"{s.reason} share at line {s.line}", expected="fall",
-                                         before=b, after=a, consistent=None if a is None or b is None else a < b))
+                                         before=b, after=a, consistent=moved(b, a, "fall", min_change)))
         elif e.kind == "roofline" and e.roofline:
             r0 = e.roofline
             r1 = next((x.roofline for x in after.evidence if x.kind == "roofline" and x.kernel == e.kernel), None)
@@ -139,15 +151,14 @@ def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.Data
                 b, a = getattr(r0, field), (getattr(r1, field) if r1 else None)
                 name = f"{field.replace('_rho', '')} utilization ({r0.bound}-bound)"
             checks.append(DirectionCheck(id=e.id, quantity=name, expected="rise", before=b, after=a,
-                                         consistent=None if a is None else a > b))
+                                         consistent=moved(b, a, "rise", min_change)))
         elif e.kind == "counter" and e.counter:
             metric, weight = e.counter["metric"], e.counter["weight"]
             b = _metric(before_metrics.get(e.kernel), metric)
             a = _metric(after_metrics.get(e.kernel), metric)
             expected: Literal["fall", "rise"] = "fall" if weight > 0 else "rise"
-            ok = None if a is None or b is None else (a < b if expected == "fall" else a > b)
             checks.append(DirectionCheck(id=e.id, quantity=metric, expected=expected, before=b, after=a,
-                                         consistent=ok))
+                                         consistent=moved(b, a, expected, min_change)))
     return checks
 
 

@@ -1,6 +1,7 @@
 """The closed loop: profile -> analyze -> propose -> evaluate, and while the candidate is a
 significant improvement, re-profile the new code and go again (up to evaluation.max_iterations),
-keeping the best. The re-profile of a candidate also scores its directional consistency (EAR 3).
+keeping the best. Every candidate that validates is re-profiled with the same collection, which
+scores its directional consistency (EAR 3) in its result.json and corpus record.
 
 Iteration 1 lives in the run directory itself; iteration k > 1 is a run of its own under
 `<run>/iterations/`, its app workspace a copy holding the previous candidate's sources.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import pandas as pd
 from pydantic import BaseModel, Field
@@ -21,13 +22,14 @@ from runner.analysis.evidence import Diagnostics
 from runner.analysis.roofline import aggregate_launches
 from runner.config import LoadedConfig
 from runner.ear import DirectionCheck, directional
+from runner.errors import OptimasError
 from runner.pipeline import analyze, write_analysis
 from runner.profile import Profile, merge
 from runner.profiling import ProfilingAgent
 from runner.propose import ProposeResult, propose, workspace_dirs
 from runner.readers import read_any, read_profiles
 from runner.runstore import Run, create_run
-from runner.verdict import EvaluationResult, evaluate
+from runner.verdict import EvaluationResult, add_direction, evaluate
 
 Progress = Callable[[str], None]
 
@@ -41,6 +43,7 @@ class IterationSummary(BaseModel):
     ci_high: float | None = None
     directional: float | None = None  # filled in once the candidate has been re-profiled
     checks: list[DirectionCheck] = Field(default_factory=list)
+    reprofile_error: str | None = None
 
 
 class LoopResult(BaseModel):
@@ -101,18 +104,14 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
              progress: Progress = lambda _m: None) -> LoopResult:
     """The whole loop on this machine's GPU (see the module docstring)."""
     max_it = lc.config.evaluation.max_iterations
+    corpus = run.path.parent / "corpus.jsonl"
     history: list[IterationSummary] = []
     current, it_run = lc, run
-    prev: tuple[Diagnostics, ProposeResult, dict, IterationSummary] | None = None
+    inputs = ProfilingAgent(current, it_run, progress, configuration).collect()
+    diag = analyze(current, inputs, progress)
+    write_analysis(it_run, current, inputs, diag)
     stop = ""
-    for k in range(1, max_it + 2):
-        inputs = ProfilingAgent(current, it_run, progress, configuration).collect()
-        diag = analyze(current, inputs, progress)
-        write_analysis(it_run, current, inputs, diag)
-        if prev is not None:  # this profile is the previous candidate's re-profile
-            _score_direction(prev, inputs, diag)
-        if stop:
-            break
+    for k in range(1, max_it + 1):
         progress(f"iteration {k}: proposing")
         proposed = propose(current, diag, it_run, diagnostics, progress=progress)
         if proposed.status != "accepted":
@@ -120,32 +119,60 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
             stop = f"iteration {k}: no usable candidate ({proposed.reason[:200]})"
             break
         result: EvaluationResult = evaluate(current, it_run, diag, proposed, iteration=k, progress=progress,
-                                            corpus=run.path.parent / "corpus.jsonl")
+                                            corpus=corpus)
         summary = IterationSummary(iteration=k, run_dir=str(it_run.path), verdict=result.verdict)
         if result.timing:
             r = result.timing.result
             summary.improvement, summary.ci_low, summary.ci_high = r.improvement, r.ci_low, r.ci_high
         history.append(summary)
-        prev = (diag, proposed, inputs, summary)
         stop = next_step(history, max_it) or ""
         progress(f"iteration {k}: {result.summary()}")
-        # Re-profile the candidate: for the next iteration, or only to score its directions.
-        it_run = create_run(run.path / "iterations")
-        current = with_sources(lc if k == 1 else current, proposed.files, it_run.path)
+        if not (result.validation and result.validation.passed):
+            break  # nothing to re-profile: the candidate did not build or is wrong
+        # Re-profile the candidate: its directions (EAR 3), and the next iteration's evidence.
+        try:
+            after = reprofile_candidate(current, it_run, diag, proposed, inputs, k, corpus, configuration, progress)
+        except OptimasError as e:
+            summary.reprofile_error = str(e)[:500]
+            stop = stop or f"iteration {k}: re-profiling the candidate failed ({str(e)[:200]})"
+            break
+        summary.checks, summary.directional = after.checks, after.directional
+        if stop:
+            break
+        current, it_run, inputs, diag = after.config, after.run, after.inputs, after.diag
     best, total = cumulative(history)
     loop = LoopResult(iterations=history, best=best, cumulative_improvement=total, stopped_because=stop)
     run.write_json("evaluation", "loop.json", json.loads(loop.model_dump_json()))
     return loop
 
 
-def _score_direction(prev, after_inputs: dict[str, list[Path]], after_diag: Diagnostics) -> None:
-    """EAR directional consistency of the previous candidate, from its before and after profiles."""
-    diag, proposed, before_inputs, summary = prev
+class Reprofiled(NamedTuple):
+    """A candidate profiled as the new baseline: its config, run, profiles, evidence and direction checks."""
+    config: LoadedConfig
+    run: Run
+    inputs: dict[str, list[Path]]
+    diag: Diagnostics
+    checks: list[DirectionCheck]
+    directional: float | None
+
+
+def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
+                        before_inputs: dict[str, list[Path]], iteration: int, corpus: Path,
+                        configuration: str | None = None, progress: Progress = lambda _m: None) -> Reprofiled:
+    """Profile `proposed`'s sources with the same collection, in a new run under `<run>/iterations/`,
+    and score its directional consistency against `before_inputs`; the score is added to the
+    evaluated run's result.json and corpus record."""
+    progress(f"iteration {iteration}: re-profiling the candidate")
+    new_run = create_run(run.path / "iterations")
+    new_lc = with_sources(lc, proposed.files, new_run.path)
+    after = ProfilingAgent(new_lc, new_run, progress, configuration).collect()
+    after_diag = analyze(new_lc, after, progress)
+    write_analysis(new_run, new_lc, after, after_diag)
     cited = {c for e in proposed.proposal.edits for c in e.cites}
     evidence = [e for e in diag.evidence if e.id in cited]
     before, bm = _profile_of(before_inputs)
-    after, am = _profile_of(after_inputs)
-    checks = directional(evidence, proposed.proposal, before.lines, after.lines, after_diag, bm, am)
-    judged = [c for c in checks if c.consistent is not None]
-    summary.checks = checks
-    summary.directional = sum(c.consistent for c in judged) / len(judged) if judged else None
+    after_prof, am = _profile_of(after)
+    checks = directional(evidence, proposed.proposal, before.lines, after_prof.lines, after_diag, bm, am,
+                         lc.config.evaluation.direction_min_change)
+    score = add_direction(run, checks, corpus, iteration)
+    return Reprofiled(new_lc, new_run, after, after_diag, checks, score)

@@ -83,6 +83,15 @@ def profile_inputs(lc: LoadedConfig, overrides: dict[str, list[Path] | None] | N
     return {k: [lc.resolve(p) for p in v] for k, v in by_role.items()}
 
 
+def recorded_inputs(run: Run) -> dict[str, list[Path]]:
+    """The profiles a run's evidence was made from, by role, as its manifest records them."""
+    by_role: dict[str, list[Path]] = {k: [] for k in PROFILE_ROLES}
+    for entry in run.manifest.get("inputs", []):
+        if entry.get("role") in by_role:
+            by_role[entry["role"]].append(Path(entry["path"]))
+    return by_role
+
+
 def has_profiles(inputs: dict[str, list[Path]]) -> bool:
     """Whether the inputs hold a profile to analyse (timing and counter runs alone are not enough)."""
     return any(inputs.get(k) for k in ("report", "raw", "details"))

@@ -112,7 +112,7 @@ class Run:
         """Record the SHA-256 and size of input files."""
         for p in paths:
             p = Path(p)
-            self.manifest["inputs"].append({"role": role, "path": str(p), "bytes": p.stat().st_size,
+            self.manifest["inputs"].append({"role": role, "path": str(p.resolve()), "bytes": p.stat().st_size,
                                             "sha256": sha256_file(p)})
         self.save()
 

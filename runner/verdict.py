@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 
 from runner.analysis.evidence import Diagnostics
 from runner.config import LoadedConfig
-from runner.corpus import append_record, make_record
-from runner.ear import EARScores, scores
+from runner.corpus import append_record, make_record, update_record
+from runner.ear import DirectionCheck, EARScores, scores
 from runner.evaluation import EvaluationError, Timing, Validation, time_interleaved, validate
 from runner.prompting import read_sources
 from runner.propose import ProposeResult, compile_candidate, target_arch, workspace_dirs
@@ -99,3 +99,18 @@ def _finish(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResu
     # Beside the runs, wherever --runs-dir put them (the loop passes the top-level runs folder).
     append_record(corpus or run.path.parent / "corpus.jsonl", record)
     return result
+
+
+def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteration: int) -> float | None:
+    """Add a re-profile's direction checks (EAR 3) to an evaluated run's result.json and corpus
+    record; returns the directional consistency (None when no cited quantity could be judged)."""
+    path = run.path / "evaluation" / "result.json"
+    result = EvaluationResult.model_validate_json(path.read_text())
+    if result.ear is None:
+        raise EvaluationError(f"{path}: no EAR scores to add the direction checks to")
+    judged = [c for c in checks if c.consistent is not None]
+    score = sum(c.consistent for c in judged) / len(judged) if judged else None
+    result.ear = result.ear.model_copy(update={"checks": list(checks), "directional": score})
+    run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
+    update_record(corpus, run.id, iteration, {"ear_directional": score})
+    return score

@@ -10,7 +10,7 @@ from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
 from runner.analysis.hot import KernelTime
 from runner.analysis.roofline import Roofline
 from runner.analysis.stalls import StallLine
-from runner.ear import coverage, directional, hallucinations, localization, map_line, scores
+from runner.ear import coverage, directional, hallucinations, localization, map_line, moved, scores
 from runner.profile import LINE_COLUMNS
 from runner.proposal import Edit, Proposal, Withheld
 
@@ -100,6 +100,12 @@ def test_directional_consistency_with_before_and_after():
     assert got["C1"] == ("fall", 100.0, 80.0, True)
     s = scores(p, diag(s1, r1, r2), ["S1", "R1", "R2", "C1"], FILES, correct=True, checks=checks)
     assert s.directional == 0.75 and s.correct is True
+    # A move within the noise threshold (1% < 2%) is not a move in the expected direction.
+    noise = directional([c1], p, before, after, after_diag, {TRIAD: pd.Series({"smsp__inst_issued.sum": 100.0})},
+                        {TRIAD: pd.Series({"smsp__inst_issued.sum": 99.0})}, min_change=0.02)
+    assert [c.consistent for c in noise] == [False]
+    assert moved(0.0, 0.0, "fall", 0.02) is False and moved(0.0, 0.1, "rise", 0.02) is True
+    assert moved(None, 0.1, "rise", 0.02) is None
 
 
 def test_hallucinations_find_claims_without_changes_and_changes_without_claims():

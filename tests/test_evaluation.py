@@ -182,6 +182,62 @@ def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant,
     assert n == 1 and pd.read_parquet(tmp_path / "corpus.parquet")["App"].tolist() == ["evalapp"]
 
 
+def test_direction_checks_of_a_reprofile_land_in_the_result_and_the_corpus(tmp_path):
+    import json
+
+    from runner.ear import DirectionCheck
+    from runner.errors import OptimasError
+    from runner.runstore import create_run
+    from runner.verdict import add_direction, evaluate
+
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
+    (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
+    lc = load_config(tmp_path / "optimas.yml")
+    other = create_run(tmp_path / "runs")
+    evaluate(lc, other, _diag(), _proposed("WRONG"))
+    run = create_run(tmp_path / "runs")
+    evaluate(lc, run, _diag(), _proposed("FAST"))
+    checks = [DirectionCheck(id="S1", quantity="stall_long_sb share at line 9", expected="fall", before=0.6,
+                             after=0.2, consistent=True),
+              DirectionCheck(id="R1", quantity="memory utilization (memory-bound)", expected="rise", before=0.8,
+                             after=0.7, consistent=False),
+              DirectionCheck(id="C1", quantity="l1tex hit rate", expected="rise", before=0.5, after=None,
+                             consistent=None)]
+    corpus = tmp_path / "runs" / "corpus.jsonl"
+    assert add_direction(run, checks, corpus, 1) == 0.5  # the unmeasurable check is not judged
+    saved = json.loads((run.path / "evaluation" / "result.json").read_text())
+    assert saved["ear"]["directional"] == 0.5 and [c["id"] for c in saved["ear"]["checks"]] == ["S1", "R1", "C1"]
+    records = {r["run_id"]: r for r in map(json.loads, corpus.read_text().splitlines())}
+    assert records[run.id]["ear_directional"] == 0.5 and records[other.id]["ear_directional"] is None
+    assert records[run.id]["verdict"] == saved["verdict"]  # the rest of the record is kept
+    with pytest.raises(OptimasError, match="no record of run"):
+        add_direction(run, checks, corpus, 2)
+
+
+def test_corpus_updates_do_not_lose_concurrent_appends(tmp_path):
+    import json
+    import threading
+
+    from runner.corpus import append_record, update_record
+
+    corpus = tmp_path / "corpus.jsonl"
+    append_record(corpus, {"run_id": "r0", "iteration": 1, "ear_directional": None})
+
+    def appender(n):
+        for i in range(50):
+            append_record(corpus, {"run_id": f"a{n}-{i}", "iteration": 1})
+
+    threads = [threading.Thread(target=appender, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for k in range(50):
+        update_record(corpus, "r0", 1, {"ear_directional": k / 50})
+    for t in threads:
+        t.join()
+    records = [json.loads(ln) for ln in corpus.read_text().splitlines()]
+    assert len(records) == 151 and records[0]["ear_directional"] == 49 / 50
+
+
 def test_loop_control_stops_and_keeps_the_best():
     from runner.loop import IterationSummary, cumulative, next_step
 

@@ -103,4 +103,7 @@ def test_closed_loop_on_a_benchmark_app(tmp_path: Path):
     first = loop["iterations"][0]
     assert first["verdict"] in ("improvement", "no-significant-gain", "slower")
     assert first["checks"], "the candidate was re-profiled, so its cited evidence was checked"
-    assert (runs / "corpus.jsonl").read_text().count("\n") == len(loop["iterations"])
+    records = [json.loads(ln) for ln in (runs / "corpus.jsonl").read_text().splitlines()]
+    assert len(records) == len(loop["iterations"])
+    saved = json.loads((run / "evaluation" / "result.json").read_text())
+    assert saved["ear"]["directional"] == first["directional"] == records[0]["ear_directional"]
