@@ -103,16 +103,33 @@ def map_line(edits: list[Edit], file: str, line: int) -> int:
     return line + shift
 
 
-def _stall_weight(lines: pd.DataFrame, kernel: str, file: str, line: int, reason: str) -> float | None:
-    """The share of all the kernel's samples that are `reason` stalls on this line."""
+def _stall_weight(lines: pd.DataFrame, kernel: str, file: str, first: int, last: int, reason: str) -> float | None:
+    """The share of all the kernel's samples that are `reason` stalls on lines first..last."""
     df = lines[lines["kernel"] == kernel]
     if df.empty:
         return None
+    # Header lines with a known caller are counted in the caller's samples already (ncu attributes
+    # inlined code to the calling line too): leave them out of the kernel's total.
+    df = df[df["caller_line"].isna() | df["caller_file"].isna()]
     total = float(df["samples"].sum())
     if total <= 0:
         return None
-    row = df[(df["file"].map(posixpath.basename) == posixpath.basename(file)) & (df["line"] == line)]
-    return float(row[reason].sum()) / total if not row.empty else 0.0
+    rows = df[(df["file"].map(posixpath.basename) == posixpath.basename(file)) & df["line"].between(first, last)]
+    return float(rows[reason].sum()) / total if not rows.empty else 0.0
+
+
+def stall_region(edits: list[Edit], file: str, line: int) -> tuple[tuple[int, int], tuple[int, int], str]:
+    """The lines whose stall share stands for a cited stall line, before and after the edits, and
+    how to name them. A line that an edit rewrote no longer exists: the whole rewritten region is
+    compared (before: the replaced lines; after: the lines that replaced them)."""
+    inside = next((e for e in edits if e.file == file and e.start_line <= line <= e.end_line), None)
+    if inside is None:
+        after = map_line(edits, file, line)
+        return (line, line), (after, after), f"line {line}"
+    start = map_line(edits, file, inside.start_line)
+    count = len(inside.new_text.splitlines())
+    return ((inside.start_line, inside.end_line), (start, start + count - 1),
+            f"lines {inside.start_line}-{inside.end_line} (rewritten; cited line {line})")
 
 
 def moved(before: float | None, after: float | None, expected: Literal["fall", "rise"],
@@ -134,10 +151,12 @@ def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.Data
     for e in cited:
         if e.kind == "stall" and e.stall:
             s = e.stall
-            b = _stall_weight(before_lines, e.kernel, s.file, s.line, s.reason)
-            a = _stall_weight(after_lines, e.kernel, s.file, map_line(proposal.edits, _edit_file(proposal, s.file),
-                                                                        s.line), s.reason)
-            checks.append(DirectionCheck(id=e.id, quantity=f"{s.reason} share at line {s.line}", expected="fall",
+            (b0, b1), (a0, a1), where = stall_region(proposal.edits, _edit_file(proposal, s.file), s.line)
+            b = _stall_weight(before_lines, e.kernel, s.file, b0, b1, s.reason)
+            # a region deleted outright (a1 < a0) holds no samples after: its stalls are gone
+            a = _stall_weight(after_lines, e.kernel, s.file, a0, a1, s.reason) if a1 >= a0 else (
+                0.0 if b is not None else None)
+            checks.append(DirectionCheck(id=e.id, quantity=f"{s.reason} share at {where}", expected="fall",
                                          before=b, after=a, consistent=moved(b, a, "fall", min_change)))
         elif e.kind == "roofline" and e.roofline:
             r0 = e.roofline

@@ -108,6 +108,26 @@ def test_directional_consistency_with_before_and_after():
     assert moved(None, 0.1, "rise", 0.02) is None
 
 
+def test_a_cited_stall_line_that_was_rewritten_is_judged_over_its_region():
+    s1 = stall(1, TRIAD, 18)
+    p = Proposal(shape="structured", raw="", edits=[edit(17, 19, ["S1"], "a\nb")])  # three lines become two
+    before = lines_table([(TRIAD, "main.cu", 17, 100, 20), (TRIAD, "main.cu", 18, 600, 500),
+                          (TRIAD, "main.cu", 19, 100, 30), (TRIAD, "main.cu", 30, 200, 0)])
+    # after: line 17 (where line 18 maps) is quiet, but the stall moved to the region's second line
+    still = lines_table([(TRIAD, "main.cu", 17, 50, 0), (TRIAD, "main.cu", 18, 650, 540),
+                         (TRIAD, "main.cu", 29, 300, 0)])
+    gone = lines_table([(TRIAD, "main.cu", 17, 50, 0), (TRIAD, "main.cu", 18, 250, 100),
+                        (TRIAD, "main.cu", 29, 700, 0)])
+    (c,) = directional([s1], p, before, still, diag(), {}, {})
+    assert c.quantity == "stall_long_sb share at lines 17-19 (rewritten; cited line 18)"
+    assert (c.before, c.after, c.consistent) == (pytest.approx(0.55), pytest.approx(0.54), False)
+    (c,) = directional([s1], p, before, gone, diag(), {}, {})
+    assert (c.after, c.consistent) == (pytest.approx(0.10), True)
+    deleted = Proposal(shape="structured", raw="", edits=[edit(17, 19, ["S1"], "")])
+    (c,) = directional([s1], deleted, before, gone, diag(), {}, {})
+    assert (c.after, c.consistent) == (0.0, True)
+
+
 def test_hallucinations_find_claims_without_changes_and_changes_without_claims():
     p = Proposal(shape="structured", raw="", edits=[edit(17, 17, ["S1"]), edit(12, 12, ["S2"])],
                  applied=["lines 17-17: __restrict__ on triad (S1)", "lines 40-44: vectorized loads in dot (S5)",

@@ -142,6 +142,25 @@ def test_source_page_ties_header_lines_to_their_caller(h200: Path):
     assert int(hdr["caller_line"].iloc[0]) == 28  # if (threadIdx.x == 0) atomicAdd(accuracy, count);
 
 
+def test_source_page_with_unescaped_quotes_in_source_text(tmp_path: Path):
+    """A real H200 export of a kernel using __ldg: ncu writes the header's inline asm `"=r"(ret)`
+    without doubling its quotes, which a CSV parser miscounts."""
+    real = Path(__file__).parent / "fixtures" / "accuracy-h200" / "candidate_source_unescaped_quotes.csv"
+    s = NcuSourceCsvReader().read(real)
+    ldg = s.lines[(s.lines["file"].str.endswith("sm_32_intrinsics.hpp")) & (s.lines["line"] == 112)]
+    assert len(ldg) == 1 and '"=r"(ret)' in ldg["source"].iloc[0]
+    assert ldg["samples"].iloc[0] == 42 and int(ldg["caller_line"].iloc[0]) == 15
+    main = s.lines[s.lines["file"].str.endswith("/accuracy/main.cu")]
+    assert main.set_index("line").loc[24, "stall_long_sb"] == 3828
+    # A row that is cut short is still an error, quotes or not.
+    rows = real.read_text().splitlines(keepends=True)
+    n = next(i for i, r in enumerate(rows) if '"=r"(ret)' in r)
+    cut = tmp_path / "cut.csv"
+    cut.write_text("".join(rows[:n]) + rows[n].rsplit('","', 3)[0] + '"\n' + "".join(rows[n + 1:]))
+    with pytest.raises(ProfileFormatError, match="fields where its block's header has"):
+        NcuSourceCsvReader().read(cut)
+
+
 # ---------------------------------------------------------------- .ncu-rep
 
 def test_report_agrees_with_its_csv_exports(h200: Path):

@@ -102,6 +102,8 @@ class NcuSourceCsvReader:
                     first = next(csv.reader([line]))
                     raise wrong_page_error(path, detect_page(first), "source")
                 row = next(csv.reader([line]))
+                if len(row) != n_fields:
+                    row = _split_unescaped(line, n_fields) or row
                 if len(row) != n_fields or kernel is None or file is None:
                     raise ProfileFormatError(
                         path, f"line {lineno} has {len(row)} fields where its block's header has {n_fields} "
@@ -162,6 +164,21 @@ class NcuSourceCsvReader:
         df["line"] = df["line"].astype("Int64")
         df["caller_line"] = df["caller_line"].astype("Int64")
         return aggregate_lines(df)
+
+
+def _split_unescaped(line: str, n_fields: int) -> list[str] | None:
+    """Fields of a row whose source text holds double quotes. ncu quotes every field but does not
+    double the quotes inside source text (e.g. an inline-asm constraint `"=r"(ret)` in a CUDA
+    header), so the CSV parser miscounts. Every field is quoted, so split on the `","` between
+    fields; extra pieces come from the source text (column 1) and are joined back."""
+    body = line.rstrip("\r\n")
+    if len(body) < 2 or not (body.startswith('"') and body.endswith('"')):
+        return None
+    parts = body[1:-1].split('","')
+    extra = len(parts) - n_fields
+    if extra < 0:
+        return None
+    return [parts[0], '","'.join(parts[1:2 + extra]), *parts[2 + extra:]]
 
 
 def _num(text: str) -> float:
