@@ -93,11 +93,11 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
     """Evidence (recorded profiles in the config, else the closed loop on this GPU), proposal,
     evaluation where possible; what to publish."""
     from runner.config import load_config
-    from runner.pipeline import analyze, can_run_here, has_profiles, profile_inputs, write_analysis
+    from runner.loop import one_iteration
+    from runner.pipeline import analyze, has_profiles, profile_inputs, write_analysis
     from runner.prompting import read_sources
-    from runner.propose import propose, workspace_dirs
+    from runner.propose import workspace_dirs
     from runner.runstore import create_run
-    from runner.verdict import evaluate
 
     lc = load_config(cfg_file)
     run = create_run(runs)
@@ -106,14 +106,14 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
         return _loop_outcome(lc, cfg_file.parent, run)
     diag = analyze(lc, inputs)
     write_analysis(run, lc, inputs, diag)
-    proposed = propose(lc, diag, run)
+    it = one_iteration(lc, run, diag)
+    proposed = it.proposed
     if proposed.status != "accepted":
         return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
                 "headline": f"No usable candidate: {proposed.reason[:200]}"}
-    ok, why = can_run_here(lc)
-    verdict, measured, validation, per_config = "not measured", None, None, []
-    if ok:
-        ev = evaluate(lc, run, diag, proposed)
+    verdict, measured, validation, per_config, why = "not measured", None, None, [], it.note
+    if it.result is not None:
+        ev = it.result
         verdict, ear = ev.verdict, ev.ear
         measured = ev.timing.result.summary() if ev.timing else None
         validation = ev.validation.summary() if ev.validation else None

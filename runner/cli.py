@@ -257,38 +257,14 @@ def cmd_propose(args: argparse.Namespace) -> int:
     return _report_proposal(run, propose(lc, diag, run, args.diagnostics, progress=_progress))
 
 
-def _evaluate(lc: LoadedConfig, run, diag, proposed, configuration: str | None = None) -> int:
-    """Evaluate the candidate of a run made from recorded profiles, then, where this machine can
-    profile the app on the GPU the profiles came from, re-profile it to score its directions (EAR 3)."""
-    from runner.profiling import ProfilingError, detect_gpu, require_tool
-    from runner.verdict import evaluate
-
-    result = evaluate(lc, run, diag, proposed, progress=_progress)
+def _print_evaluation(result, note: str) -> int:
     print(f"\n# Evaluation\n{result.summary()}")
-    directional, why = None, ""
-    if result.validation and result.validation.passed:
-        try:
-            require_tool("ncu", lc.config.profiling.ncu)
-            gpu = detect_gpu(lc.config.profiling.nvidia_smi)
-        except ProfilingError as e:
-            why = str(e)
-        else:
-            if diag.gpu.name and gpu.name != diag.gpu.name:
-                why = f"the profiles were recorded on {diag.gpu.name}, this GPU is {gpu.name}"
-            else:
-                from runner.loop import reprofile_candidate
-                from runner.pipeline import recorded_inputs
-
-                after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1,
-                                            run.path.parent / "corpus.jsonl", configuration, _progress)
-                directional = after.directional
-                why = "no cited quantity could be measured after the change" if directional is None else ""
-    else:
-        why = "the candidate did not validate"
     if result.ear:
         e = result.ear
-        print(f"EAR: coverage {e.coverage}, localization {e.localization}, directional {directional}"
-              f"{f' ({why})' if why else ''}, hallucinations {e.hallucinations.count}, correct {e.correct}")
+        print(f"EAR: coverage {e.coverage}, localization {e.localization}, directional {e.directional}, "
+              f"hallucinations {e.hallucinations.count}, correct {e.correct}")
+    if note:
+        _progress(note)
     return 0
 
 
@@ -313,7 +289,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     ok, why = can_run_here(lc)
     if not ok:
         raise OptimasError(why)
-    return _evaluate(lc, run, diag, proposed)
+    from runner.loop import evaluate_recorded
+
+    result, why = evaluate_recorded(lc, run, diag, proposed, progress=_progress)
+    return _print_evaluation(result, f"directional consistency not scored: {why}" if why else "")
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
@@ -344,7 +323,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     """With recorded profiles (or --run): evidence, a proposal and, where the app can run here, its
     evaluation. Without them, on a GPU: the closed loop (profile, analyze, propose, evaluate,
     re-profile while the gain is significant)."""
-    from runner.propose import propose
 
     lc = _load(args)
     recorded = getattr(args, "run", None) or has_profiles(_profile_inputs(args, lc))
@@ -368,15 +346,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"kept: {'iteration ' + str(loop.best) if loop.best else 'the original'}{total}; "
               f"stopped: {loop.stopped_because}")
         return 0
+    from runner.loop import one_iteration
+
     run, diag = _evidence(args, lc, allow_profiling=False)
     _print_analysis(run)
-    proposed = propose(lc, diag, run, args.diagnostics, progress=_progress)
-    code = _report_proposal(run, proposed)
-    ok, why = can_run_here(lc)
-    if not ok:
-        _progress(f"stopped after the proposal: {why}")
+    it = one_iteration(lc, run, diag, args.diagnostics, args.configuration, progress=_progress)
+    code = _report_proposal(run, it.proposed)
+    if it.result is None:
+        _progress(f"stopped after the proposal: {it.note}")
         return code
-    code = _evaluate(lc, run, diag, proposed, args.configuration)
+    _print_evaluation(it.result, it.note)
     _progress("one iteration from recorded profiles; run without profiles on a GPU to close the loop")
     return code
 

@@ -23,9 +23,9 @@ from runner.analysis.roofline import aggregate_launches
 from runner.config import LoadedConfig
 from runner.ear import DirectionCheck, directional
 from runner.errors import OptimasError
-from runner.pipeline import analyze, write_analysis
+from runner.pipeline import analyze, can_run_here, recorded_inputs, write_analysis
 from runner.profile import Profile, merge
-from runner.profiling import ProfilingAgent
+from runner.profiling import ProfilingAgent, ProfilingError, detect_gpu, require_tool
 from runner.propose import ProposeResult, propose, workspace_dirs
 from runner.readers import read_any, read_profiles
 from runner.runstore import Run, create_run
@@ -131,7 +131,8 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
             break  # nothing to re-profile: the candidate did not build or is wrong
         # Re-profile the candidate: its directions (EAR 3), and the next iteration's evidence.
         try:
-            after = reprofile_candidate(current, it_run, diag, proposed, inputs, k, corpus, configuration, progress)
+            after = reprofile_candidate(current, it_run, diag, proposed, inputs, k, corpus, configuration, progress,
+                                        iterations=run.path / "iterations")
         except OptimasError as e:
             summary.reprofile_error = str(e)[:500]
             stop = stop or f"iteration {k}: re-profiling the candidate failed ({str(e)[:200]})"
@@ -147,23 +148,26 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
 
 
 class Reprofiled(NamedTuple):
-    """A candidate profiled as the new baseline: its config, run, profiles, evidence and direction checks."""
+    """A candidate profiled as the new baseline: its config, run, profiles, evidence, direction
+    checks, and the candidate's evaluation with those checks added."""
     config: LoadedConfig
     run: Run
     inputs: dict[str, list[Path]]
     diag: Diagnostics
     checks: list[DirectionCheck]
     directional: float | None
+    result: EvaluationResult
 
 
 def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
                         before_inputs: dict[str, list[Path]], iteration: int, corpus: Path,
-                        configuration: str | None = None, progress: Progress = lambda _m: None) -> Reprofiled:
-    """Profile `proposed`'s sources with the same collection, in a new run under `<run>/iterations/`,
-    and score its directional consistency against `before_inputs`; the score is added to the
-    evaluated run's result.json and corpus record."""
+                        configuration: str | None = None, progress: Progress = lambda _m: None,
+                        iterations: Path | None = None) -> Reprofiled:
+    """Profile `proposed`'s sources with the same collection, in a new run under `iterations`
+    (default `<run>/iterations/`), and score its directional consistency against `before_inputs`;
+    the score is added to the evaluated `run`'s result.json and corpus record."""
     progress(f"iteration {iteration}: re-profiling the candidate")
-    new_run = create_run(run.path / "iterations")
+    new_run = create_run(iterations or run.path / "iterations")
     new_lc = with_sources(lc, proposed.files, new_run.path)
     after = ProfilingAgent(new_lc, new_run, progress, configuration).collect()
     after_diag = analyze(new_lc, after, progress)
@@ -174,5 +178,47 @@ def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed:
     after_prof, am = _profile_of(after)
     checks = directional(evidence, proposed.proposal, before.lines, after_prof.lines, after_diag, bm, am,
                          lc.config.evaluation.direction_min_change)
-    score = add_direction(run, checks, corpus, iteration)
-    return Reprofiled(new_lc, new_run, after, after_diag, checks, score)
+    result = add_direction(run, checks, corpus, iteration)
+    return Reprofiled(new_lc, new_run, after, after_diag, checks, result.ear.directional, result)
+
+
+class Iteration(NamedTuple):
+    """One iteration from recorded profiles: the proposal and, where this machine could run the
+    app, its evaluation; `note` says what was left out and why."""
+    proposed: ProposeResult
+    result: EvaluationResult | None
+    note: str
+
+
+def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
+                      configuration: str | None = None,
+                      progress: Progress = lambda _m: None) -> tuple[EvaluationResult, str]:
+    """Evaluate a candidate made from recorded profiles, then, where ncu and the GPU the profiles
+    came from are here, re-profile it to score its directions (EAR 3). Returns the result and why
+    directions were not scored ("" when they were)."""
+    result = evaluate(lc, run, diag, proposed, progress=progress)
+    if not (result.validation and result.validation.passed):
+        return result, "the candidate did not validate"
+    try:
+        require_tool("ncu", lc.config.profiling.ncu)
+        gpu = detect_gpu(lc.config.profiling.nvidia_smi)
+    except ProfilingError as e:
+        return result, str(e)
+    if diag.gpu.name and gpu.name != diag.gpu.name:
+        return result, f"the profiles were recorded on {diag.gpu.name}, this GPU is {gpu.name}"
+    after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1, run.path.parent / "corpus.jsonl",
+                                configuration, progress)
+    return after.result, "" if after.directional is not None else "no cited quantity could be measured after"
+
+
+def one_iteration(lc: LoadedConfig, run: Run, diag: Diagnostics, diagnostics: str | None = None,
+                  configuration: str | None = None, progress: Progress = lambda _m: None) -> Iteration:
+    """Propose from a run's recorded evidence and evaluate where the app can run here."""
+    proposed = propose(lc, diag, run, diagnostics, progress=progress)
+    if proposed.status != "accepted":
+        return Iteration(proposed, None, f"no usable candidate: {proposed.reason}")
+    ok, why = can_run_here(lc)
+    if not ok:
+        return Iteration(proposed, None, why)
+    result, why = evaluate_recorded(lc, run, diag, proposed, configuration, progress)
+    return Iteration(proposed, result, f"directional consistency not scored: {why}" if why else "")

@@ -101,9 +101,9 @@ def _finish(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResu
     return result
 
 
-def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteration: int) -> float | None:
+def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteration: int) -> EvaluationResult:
     """Add a re-profile's direction checks (EAR 3) to an evaluated run's result.json and corpus
-    record; returns the directional consistency (None when no cited quantity could be judged)."""
+    record; returns the updated result (its `ear.directional` None when nothing could be judged)."""
     path = run.path / "evaluation" / "result.json"
     result = EvaluationResult.model_validate_json(path.read_text())
     if result.ear is None:
@@ -113,4 +113,4 @@ def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteratio
     result.ear = result.ear.model_copy(update={"checks": list(checks), "directional": score})
     run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
     update_record(corpus, run.id, iteration, {"ear_directional": score})
-    return score
+    return result

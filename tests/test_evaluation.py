@@ -204,7 +204,7 @@ def test_direction_checks_of_a_reprofile_land_in_the_result_and_the_corpus(tmp_p
               DirectionCheck(id="C1", quantity="l1tex hit rate", expected="rise", before=0.5, after=None,
                              consistent=None)]
     corpus = tmp_path / "runs" / "corpus.jsonl"
-    assert add_direction(run, checks, corpus, 1) == 0.5  # the unmeasurable check is not judged
+    assert add_direction(run, checks, corpus, 1).ear.directional == 0.5  # the unmeasurable check is not judged
     saved = json.loads((run.path / "evaluation" / "result.json").read_text())
     assert saved["ear"]["directional"] == 0.5 and [c["id"] for c in saved["ear"]["checks"]] == ["S1", "R1", "C1"]
     records = {r["run_id"]: r for r in map(json.loads, corpus.read_text().splitlines())}
