@@ -1,7 +1,7 @@
 """The GPU job: fetch the pinned commit into a fresh workspace, run the pipeline with the repo's
 config (read from the default branch), and publish the outcome on the pull request.
 
-Run one worker per GPU:
+Run one worker per GPU (`python -m bot.workers` starts them all), e.g.
 `CUDA_VISIBLE_DEVICES=0 rq worker -w bot.worker.OptimasWorker optimas-gpu --url $OPTIMAS_REDIS_URL`.
 Scaling out is more workers on more hosts against the same Redis.
 """

@@ -274,3 +274,40 @@ def test_writes_of_one_installation_are_serialized_across_publishers(env, pem):
 
     assert overlapping(use_lock=False)  # without the lock, the two processes' writes interleave
     assert not overlapping(use_lock=True)
+
+
+def test_one_worker_per_gpu_each_pinned_to_its_gpu(tmp_path):
+    """`python -m bot.workers --gpus 0,1` starts two real RQ workers; every job sees the GPU of the
+    worker that ran it, and only that GPU."""
+    import os
+    import subprocess
+    import sys
+
+    conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    seen = f"test-pin-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "pinjob.py").write_text(
+        "import os, time\nimport redis\nfrom rq import get_current_job\n\n"
+        "def where(key):\n    time.sleep(0.2)\n"
+        "    redis.Redis().rpush(key, get_current_job().worker_name + ' ' + os.environ['CUDA_VISIBLE_DEVICES'])\n")
+    q = Queue(f"test-gpus-{uuid.uuid4().hex[:8]}", connection=conn)
+    for _ in range(6):
+        q.enqueue("pinjob.where", seen)
+    r = subprocess.run([sys.executable, "-m", "bot.workers", "--gpus", "0,1", "--burst", "--queue", q.name,
+                        "--url", "redis://127.0.0.1:6379/0"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": f"{tmp_path}:{os.getcwd()}"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    records = [x.decode().split() for x in conn.lrange(seen, 0, -1)]
+    conn.delete(seen)
+    q.delete(delete_jobs=True)
+    assert len(records) == 6
+    for worker, visible in records:
+        assert worker.split("-gpu")[1].split("-")[0] == visible
+    assert "worker for GPU 0" in r.stderr and "worker for GPU 1" in r.stderr
+
+
+def test_workers_refuse_bad_gpu_lists(tmp_path):
+    from bot.workers import main
+
+    assert main(["--gpus", "0,0"]) == 2
+    assert main(["--gpus", " , "]) == 2
+    assert main(["--nvidia-smi", str(tmp_path / "no-such-nvidia-smi")]) == 2
