@@ -150,12 +150,7 @@ def _loop_outcome(lc, root: Path, run) -> dict[str, Any]:
     from runner.propose import workspace_dirs
 
     loop = run_loop(lc, run)
-    outcome: dict[str, Any] = {"verdict": loop.stopped_because, "postable": False, "edits": [], "run": run.id,
-                               "run_dir": str(run.path), "headline": "Closed loop: " + loop.stopped_because,
-                               "per_config": [f"iteration {it.iteration}: {it.verdict}"
-                                              + ("" if it.improvement is None else
-                                                 f" {it.improvement:+.1%} ({it.ci_low:+.1%} to {it.ci_high:+.1%})")
-                                              for it in loop.iterations]}
+    outcome = loop_report(loop, run.path, run.id)
     if loop.best is None:
         return outcome
     best = next(it for it in loop.iterations if it.iteration == loop.best)
@@ -170,6 +165,39 @@ def _loop_outcome(lc, root: Path, run) -> dict[str, Any]:
     outcome.update(postable=True, headline=headline,
                    edits=loop_edits(original, final, workdir, root, headline))
     return outcome
+
+
+def loop_report(loop, run_path: Path, run_id: str) -> dict[str, Any]:
+    """What the summary shows of a closed loop: each iteration's verdict, gain with its interval and
+    directional consistency; the hot kernels and evidence of the first profile; and the kept
+    iteration's (else the last one's) validation, per-configuration timings and EAR."""
+    from runner.analysis.evidence import Diagnostics
+
+    per_iteration = []
+    for it in loop.iterations:
+        gain = "" if it.improvement is None else f" {it.improvement:+.1%} ({it.ci_low:+.1%} to {it.ci_high:+.1%})"
+        direction = "" if it.directional is None else f", directional consistency {it.directional:.2f}"
+        per_iteration.append(f"iteration {it.iteration}: {it.verdict}{gain}{direction}")
+    diag = Diagnostics.model_validate_json((run_path / "analysis" / "diagnostics.json").read_text())
+    shown = next((it for it in loop.iterations if it.iteration == loop.best), None) or (
+        loop.iterations[-1] if loop.iterations else None)
+    ev = _evaluation_of(Path(shown.run_dir)) if shown else None
+    return {
+        "verdict": loop.stopped_because, "postable": False, "edits": [], "run": run_id, "run_dir": str(run_path),
+        "headline": "Closed loop: " + loop.stopped_because,
+        "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence),
+        "per_config": per_iteration + ([f"iteration {shown.iteration}, {t.configuration}: {t.result.summary()}"
+                                        for t in ev.timings] if ev else []),
+        "validation": ev.validation.summary() if ev and ev.validation else None,
+        "ear": ev.ear if ev else None}
+
+
+def _evaluation_of(run_dir: Path):
+    """An iteration's evaluation result, if it was evaluated."""
+    from runner.verdict import EvaluationResult
+
+    path = run_dir / "evaluation" / "result.json"
+    return EvaluationResult.model_validate_json(path.read_text()) if path.is_file() else None
 
 
 def edit_diff(path: str, original: str, start: int, end: int, new_text: str) -> str:

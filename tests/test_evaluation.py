@@ -252,3 +252,32 @@ def test_loop_control_stops_and_keeps_the_best():
     best, total = cumulative([it(1, "improvement", 0.2), it(2, "improvement", 0.1), it(3, "slower", -0.05)])
     assert best == 2 and total == pytest.approx(1.2 * 1.1 - 1)
     assert cumulative([it(1, "invalid")]) == (None, None)
+
+
+def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_measurements(tmp_path):
+    from bot.worker import _summary, loop_report
+    from runner.loop import IterationSummary, LoopResult
+    from runner.runstore import create_run
+    from runner.verdict import evaluate
+
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
+    (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
+    lc = load_config(tmp_path / "optimas.yml")
+    run = create_run(tmp_path / "runs")
+    run.write_text("analysis", "diagnostics.json", _diag().model_dump_json())
+    result = evaluate(lc, run, _diag(), _proposed("FAST"))
+    r = result.timing.result
+    second = create_run(run.path / "iterations")
+    loop = LoopResult(iterations=[
+        IterationSummary(iteration=1, run_dir=str(run.path), verdict=result.verdict, improvement=r.improvement,
+                         ci_low=r.ci_low, ci_high=r.ci_high, directional=0.5),
+        IterationSummary(iteration=2, run_dir=str(second.path), verdict="no-candidate")],
+        best=1, cumulative_improvement=r.improvement, stopped_because="iteration 2: no usable candidate (x)")
+    out = loop_report(loop, run.path, run.id)
+    assert out["per_config"][0] == (f"iteration 1: {result.verdict} {r.improvement:+.1%} ({r.ci_low:+.1%} to "
+                                    f"{r.ci_high:+.1%}), directional consistency 0.50")
+    assert out["per_config"][1] == "iteration 2: no-candidate"
+    assert [line.split(":")[0] for line in out["per_config"][2:]] == ["iteration 1, small", "iteration 1, large"]
+    assert out["ear"].coverage == 1.0 and out["validation"] == result.validation.summary()
+    text = _summary(out, "a" * 40, False)
+    assert "iteration 1, large:" in text and "EAR: evidence coverage 1.00" in text and "Validation:" in text
