@@ -89,7 +89,11 @@ def update_record(path: Path, run_id: str, iteration: int, fields: dict[str, Any
         for n, line in enumerate(lines):
             if not line.strip():
                 continue
-            record = json.loads(line)
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise OptimasError(f"{path}: line {n + 1} is not JSON ({e.msg}); the corpus was left as it was") \
+                    from None
             if record.get("run_id") == run_id and record.get("iteration") == iteration:
                 lines[n] = json.dumps(record | fields, default=str)
                 found = True

@@ -237,6 +237,15 @@ def test_corpus_updates_do_not_lose_concurrent_appends(tmp_path):
     records = [json.loads(ln) for ln in corpus.read_text().splitlines()]
     assert len(records) == 151 and records[0]["ear_directional"] == 49 / 50
 
+    from runner.errors import OptimasError
+
+    append_record(corpus, {"run_id": "r9", "iteration": 1})
+    corpus.write_text(corpus.read_text() + "{not json\n")
+    before = corpus.read_text()
+    with pytest.raises(OptimasError, match="line 153 is not JSON"):
+        update_record(corpus, "r9", 1, {"ear_directional": 1.0})
+    assert corpus.read_text() == before
+
 
 def test_loop_control_stops_and_keeps_the_best():
     from runner.loop import IterationSummary, cumulative, next_step
