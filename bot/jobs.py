@@ -148,8 +148,31 @@ def post_status(repo: str, installation_id: int, sender: str, pr: int) -> dict[s
     return {"status": "posted"}
 
 
+def is_transient(exc: BaseException | None) -> bool:
+    """Whether a failure may pass on its own, so that RQ's retry is worth it: the network, GitHub
+    answering 5xx or rate-limiting, Redis, or an error marked `transient` (a failed git fetch).
+    Everything else (a bad config, a missing tool, a candidate that does not build) fails the same
+    way again."""
+    import requests
+    from github import GithubException, RateLimitExceededException
+
+    if isinstance(exc, RateLimitExceededException):
+        return True
+    if isinstance(exc, GithubException):
+        return exc.status >= 500 or exc.status == 429
+    if isinstance(exc, (requests.ConnectionError, requests.Timeout, redis.ConnectionError, redis.TimeoutError)):
+        return True
+    return bool(getattr(exc, "transient", False))
+
+
 def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, traceback) -> None:
-    """RQ failure callback: the PR learns that its job failed, and why."""
+    """RQ failure callback, run on every failed attempt before RQ decides on a retry. A transient
+    failure with retries left stays quiet (RQ runs the job again); any other failure ends the
+    retries and the PR learns that the job failed, and why: one comment per job."""
+    if exc_value is not None and not is_transient(exc_value):
+        job.retries_left = 0  # RQ reads this right after the callback: no retry of a deterministic failure
+    elif job.retries_left:
+        return
     kw = job.kwargs or {}
     if not {"repo", "installation_id", "pr"} <= set(kw):
         return

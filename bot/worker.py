@@ -8,6 +8,7 @@ Scaling out is more workers on more hosts against the same Redis.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -15,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import requests
+from github import GithubException
 from rq import Worker
 
 from bot.github_client import app_from_env
@@ -30,6 +33,10 @@ DEFAULT_GIT_URL = "https://x-access-token:{token}@github.com/{repo}.git"
 class FetchError(OptimasError):
     exit_code = 4
 
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient  # a network failure may pass; a moved head will not
+
 
 def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path) -> None:
     """The PR's head (refs/pull/N/head: same-repo and fork PRs alike) into `dest`, checked to be
@@ -43,7 +50,8 @@ def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path) -> None:
     git("init", "-q")
     r = git("fetch", "-q", "--depth", "1", url, f"refs/pull/{pr}/head")
     if r.returncode != 0:
-        raise FetchError(f"fetching {repo}#{pr} failed: {r.stderr.replace(token, '***').strip()[-500:]}")
+        raise FetchError(f"fetching {repo}#{pr} failed: {r.stderr.replace(token, '***').strip()[-500:]}",
+                         transient=True)
     got = git("rev-parse", "FETCH_HEAD").stdout.strip()
     if got != head_sha:
         raise FetchError(f"the head of {repo}#{pr} moved on to {got[:7]} since {head_sha[:7]} was pinned")
@@ -59,18 +67,14 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
                     lock=lambda: conn.lock(f"{key_prefix()}:writes:{installation_id}", timeout=120,
                                            blocking_timeout=600))
     check = pub.start_check(head_sha)
-    with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp:
-        ws = Path(tmp) / "src"
-        token = gh.installation_token(installation_id)
-        fetch(repo, pr, head_sha, token, ws)
-        config = gh.config_from_default_branch(installation_id, repo, CONFIG_PATH)
-        if config is None:
-            raise OptimasError(f"{CONFIG_PATH} is gone from the default branch")
-        text, sha = config
-        cfg_file = ws / CONFIG_PATH
-        cfg_file.write_text(text)  # the default branch's config, whatever the PR head holds
-        # Runs are kept on the worker host (OPTIMAS_RUNS_DIR) for inspection; the checkout is not.
-        outcome = _pipeline(cfg_file, Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs")))
+    try:
+        outcome, sha = _fetch_and_run(gh, repo, installation_id, pr, head_sha)
+    except Exception as e:
+        # The check run must not stay "in progress"; the failure callback tells the PR why, and RQ
+        # retries what may pass. The original error is re-raised whatever happens here.
+        with contextlib.suppress(GithubException, requests.RequestException):
+            pub.complete_check(check, "failure", "Optimas failed", f"{type(e).__name__}: {str(e)[:2000]}")
+        raise
     summary = _summary(outcome, head_sha, sha != config_sha)
     current = pub.head_sha()
     if current != head_sha:
@@ -87,6 +91,24 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
     pub.upsert_summary(summary)
     pub.complete_check(check, "success" if outcome["postable"] else "neutral", outcome["headline"], summary)
     return {"status": "published", "suggestions": posted, "verdict": outcome["verdict"]}
+
+
+def _fetch_and_run(gh, repo: str, installation_id: int, pr: int, head_sha: str) -> tuple[dict[str, Any], str]:
+    """Fetch the pinned commit into a fresh workspace and run the pipeline with the default
+    branch's config; returns the outcome and the config's blob SHA."""
+    with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp:
+        ws = Path(tmp) / "src"
+        token = gh.installation_token(installation_id)
+        fetch(repo, pr, head_sha, token, ws)
+        config = gh.config_from_default_branch(installation_id, repo, CONFIG_PATH)
+        if config is None:
+            raise OptimasError(f"{CONFIG_PATH} is gone from the default branch")
+        text, sha = config
+        cfg_file = ws / CONFIG_PATH
+        cfg_file.write_text(text)  # the default branch's config, whatever the PR head holds
+        # Runs are kept on the worker host (OPTIMAS_RUNS_DIR) for inspection; the checkout is not.
+        outcome = _pipeline(cfg_file, Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs")))
+    return outcome, sha
 
 
 def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:

@@ -50,11 +50,11 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture
-def remote(tmp_path) -> tuple[Path, str]:
-    """A repository holding the example app, with the PR's head at refs/pull/2/head."""
+def make_remote(tmp_path: Path, folders: list[str]) -> tuple[Path, str]:
+    """A repository holding `folders` of this one, with the PR's head at refs/pull/2/head."""
     work = tmp_path / "work"
-    shutil.copytree(REPO / "examples" / "h200-probe", work / "examples" / "h200-probe")
+    for folder in folders:
+        shutil.copytree(REPO / folder, work / folder)
     git(work.parent, "init", "-q", str(work))
     git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A")
     git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "example")
@@ -66,7 +66,20 @@ def remote(tmp_path) -> tuple[Path, str]:
     return tmp_path / "remotes", sha
 
 
-def deliver_and_work(monkeypatch, remote, move_head: bool = False):
+@pytest.fixture
+def remote(tmp_path) -> tuple[Path, str]:
+    """A repository holding the example app (recorded profiles)."""
+    return make_remote(tmp_path, ["examples/h200-probe"])
+
+
+# the PR changed the matmul kernel's lines 30-34
+PROBE_PR_FILES = [{"filename": "examples/h200-probe/probe_kernels.cu", "status": "modified",
+                   "patch": "@@ -30,4 +30,5 @@\n \n __global__ void matmul(const float* A, const float* B, "
+                            "float* C, int n){\n+  int r = 0;\n   int r2 = 0;\n }"}]
+
+
+def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str = CONFIG,
+                     pr_files: list[dict] | None = None):
     """Deliver a signed labeled event, run the control and GPU workers; (fake GitHub, PR head, GPU job)."""
     conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
     try:
@@ -88,12 +101,9 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False):
         monkeypatch.setenv("OPTIMAS_GITHUB_API_URL", gh.url)
         app_from_env.cache_clear()
         gh.permissions = {"Codertocat": "admin"}
-        gh.files = {".optimas.yml": CONFIG}
+        gh.files = {".optimas.yml": config}
         gh.add_pull(GH_REPO, 2, sha)
-        # the PR changed the matmul kernel's lines 30-34
-        gh.pr_files[2] = [{"filename": "examples/h200-probe/probe_kernels.cu", "status": "modified",
-                           "patch": "@@ -30,4 +30,5 @@\n \n __global__ void matmul(const float* A, const float* B, "
-                                    "float* C, int n){\n+  int r = 0;\n   int r2 = 0;\n }"}]
+        gh.pr_files[2] = pr_files if pr_files is not None else PROBE_PR_FILES
         srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         payload = json.loads((FIXTURES / "github" / "payload-examples" / "pull_request" /
@@ -149,3 +159,63 @@ def test_a_head_that_moves_during_the_job_gets_no_stale_suggestions(monkeypatch,
     assert "The head moved on to `bbbbbbb`" in summary["body"]
     (check,) = gh.check_runs.values()
     assert check["conclusion"] == "neutral"
+
+
+STREAM_CONFIG = """app:
+  name: stream
+  workdir: benchmarks/stream
+  workspace: benchmarks
+  sources: [main.cu]
+  build: nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -Xcompiler -fopenmp -o {exe} main.cu
+  run: "{exe} --config {config} --seed {seed} --out {out}"
+  profile_run: "{exe} --config {config} --seed {seed} --scale {scale} --no-check"
+  configurations: [small, medium]
+  profile_configuration: small
+  seeds: [1, 2]
+  outputs:
+    - {path: "{out}", compare: bitwise}
+  timeout_s: 300
+  kernel_time_regex: "kernel_ms=([0-9.]+)"
+llm: {backend: offline}
+evaluation: {max_iterations: 1}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_gpu_worker_runs_the_closed_loop_and_publishes(monkeypatch, tmp_path):
+    """No recorded profiles in the repo's config: the GPU job runs the closed loop on this GPU
+    and publishes its outcome (a review only if the loop kept a candidate)."""
+    remote = make_remote(tmp_path, ["benchmarks/stream", "benchmarks/common"])
+    main = (REPO / "benchmarks" / "stream" / "main.cu").read_text().splitlines()
+    added = {"filename": "benchmarks/stream/main.cu", "status": "added",
+             "patch": f"@@ -0,0 +1,{len(main)} @@\n" + "\n".join("+" + line for line in main)}
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, config=STREAM_CONFIG, pr_files=[added])
+    result = gpu_job.latest_result()
+    assert result is not None and result.type.name == "SUCCESSFUL", getattr(result, "exc_string", "")
+    (check,) = gh.check_runs.values()
+    assert check["status"] == "completed" and check["head_sha"] == sha
+    (summary,) = [c for c in gh.comments if MARKER in c["body"]]
+    body = summary["body"]
+    assert "Closed loop:" in body or "over 1 iteration" in body
+    assert "- iteration 1:" in body and "Hot kernels:" in body and "EAR: evidence coverage" in body
+    for review in gh.reviews:
+        assert review["commit_id"] == sha
+        assert all(c["path"] == "benchmarks/stream/main.cu" for c in review["comments"])
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_a_gpu_job_that_cannot_profile_fails_once_and_says_why(monkeypatch, tmp_path):
+    """No recorded profiles and no ncu on the worker: the job fails without retrying (it would fail
+    the same way), its check run is completed as a failure, and the PR gets one comment with the reason."""
+    remote = make_remote(tmp_path, ["benchmarks/stream", "benchmarks/common"])
+    config = STREAM_CONFIG + "profiling: {ncu: /opt/no-such-nsight-compute/ncu}\n"
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, config=config, pr_files=[])
+    gpu_job.refresh()
+    assert gpu_job.get_status() == "failed" and gpu_job.retries_left == 0
+    (check,) = gh.check_runs.values()
+    assert check["status"] == "completed" and check["conclusion"] == "failure"
+    assert "ncu not found" in check["output"]["summary"]
+    (failure,) = [c for c in gh.comments if "failed:" in c["body"]]
+    assert f"`{gpu_job.id}` failed: ProfilingError: ncu not found" in failure["body"]
+    assert gh.reviews == [] and not [c for c in gh.comments if MARKER in c["body"]]

@@ -147,6 +147,48 @@ def test_a_failed_job_says_so_on_the_pr(env):
     q.delete(delete_jobs=True)
 
 
+def test_a_deterministic_failure_is_not_retried_and_a_transient_one_is_reported_once(env, tmp_path, monkeypatch):
+    """The failure callback ends the retries of a failure that would repeat (one comment at once),
+    and stays quiet on a transient one until RQ's retries are used up (one comment at the end)."""
+    from rq import Callback, Retry
+
+    gh, conn, gpu = env
+    (tmp_path / "failing.py").write_text(
+        "import requests\nfrom runner.errors import ConfigError\n\n"
+        f"def attempt(name):\n    open({str(tmp_path / 'attempts')!r}, 'a').write(name + '\\n')\n\n"
+        "def bad_config(**kwargs):\n    attempt('bad_config')\n"
+        "    raise ConfigError('x.yml', ['app.build: expected a command'])\n\n"
+        "def network(**kwargs):\n    attempt('network')\n"
+        "    raise requests.ConnectionError('github.com unreachable')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kw = {"repo": REPO, "installation_id": 1, "pr": 2}
+    for name, attempts in (("bad_config", 1), ("network", 3)):
+        q = Queue(f"test-retry-{uuid.uuid4().hex[:8]}", connection=conn)
+        job = q.enqueue(f"failing.{name}", kwargs=kw, retry=Retry(max=2),
+                        on_failure=Callback("bot.jobs.report_failure"))
+        before = len(gh.comments)
+        SimpleWorker([q], connection=conn).work(burst=True)
+        job = Job.fetch(job.id, connection=conn)
+        assert job.get_status() == "failed" and job.retries_left == 0
+        assert (tmp_path / "attempts").read_text().split().count(name) == attempts
+        (comment,) = gh.comments[before:]
+        assert f"`{job.id}` failed" in comment["body"]
+        q.delete(delete_jobs=True)
+    assert "ConfigError" in gh.comments[-2]["body"] and "ConnectionError" in gh.comments[-1]["body"]
+
+
+def test_transient_failures_are_told_from_lasting_ones():
+    import requests
+    from github import GithubException
+
+    from bot.worker import FetchError
+
+    assert jobs.is_transient(GithubException(502, {"message": "Bad Gateway"}, None))
+    assert not jobs.is_transient(GithubException(404, {"message": "Not Found"}, None))
+    assert jobs.is_transient(requests.Timeout()) and jobs.is_transient(FetchError("x", transient=True))
+    assert not jobs.is_transient(FetchError("the head moved on")) and not jobs.is_transient(ValueError("x"))
+
+
 def test_publisher_check_run_review_and_one_summary_comment(env):
     from bot.publish import MARKER, MARKER_REVIEW, Publisher
 
