@@ -10,6 +10,9 @@ import unidiff
 
 MAX_BODY = 65_536
 TRUNCATED = "\n\n*(truncated: the full text is in the run's artifacts)*"
+# Suggestions per review: a review of hundreds of comments is unreadable and risks GitHub's
+# limits; the rest go into the review body as a diff.
+MAX_REVIEW_COMMENTS = 50
 
 
 def commentable_lines(patch: str) -> set[int]:
@@ -40,13 +43,21 @@ def truncate(body: str, limit: int = MAX_BODY) -> str:
     return body[: limit - len(TRUNCATED)] + TRUNCATED
 
 
-def suggestion_body(explanation: str, new_text: str) -> str:
+def suggestion_body(explanation: str, new_text: str) -> str | None:
+    """The comment text of a suggestion, or None when its code alone does not fit a comment. Only
+    the explanation is ever shortened: a cut suggestion block, committed, would delete code."""
     fence = fence_for(new_text)
-    return truncate(f"{explanation}\n\n{fence}suggestion\n{new_text}\n{fence}")
+    block = f"\n\n{fence}suggestion\n{new_text}\n{fence}"
+    room = MAX_BODY - len(block)
+    if room < len(TRUNCATED) + 200:
+        return None
+    return (truncate(explanation, room) if len(explanation) > room else explanation) + block
 
 
-def plan_review(edits: list[dict], pr_patches: dict[str, str]) -> tuple[list[dict], list[dict]]:
-    """Split edits into review comments (inside the PR's diff) and the rest.
+def plan_review(edits: list[dict], pr_patches: dict[str, str],
+                max_comments: int = MAX_REVIEW_COMMENTS) -> tuple[list[dict], list[dict]]:
+    """Split edits into review comments (inside the PR's diff) and the rest (outside it, too long
+    for a comment, or past the first `max_comments`).
 
     `edits`: dicts with file, start_line, end_line, new_text and explanation (line numbers of the
     PR head's file). `pr_patches`: the PR's files by path, with their `patch`. A comment needs every
@@ -57,9 +68,9 @@ def plan_review(edits: list[dict], pr_patches: dict[str, str]) -> tuple[list[dic
     for e in edits:
         ok = allowed.get(e["file"], set())
         span = range(e["start_line"], e["end_line"] + 1)
-        if ok and all(n in ok for n in span):
-            c = {"path": e["file"], "line": e["end_line"], "side": "RIGHT",
-                 "body": suggestion_body(e["explanation"], e["new_text"])}
+        body = suggestion_body(e["explanation"], e["new_text"])
+        if ok and all(n in ok for n in span) and body is not None and len(comments) < max_comments:
+            c = {"path": e["file"], "line": e["end_line"], "side": "RIGHT", "body": body}
             if e["end_line"] > e["start_line"]:
                 c.update(start_line=e["start_line"], start_side="RIGHT")
             comments.append(c)
@@ -73,6 +84,7 @@ def review_body(summary: str, outside_diff: str) -> str:
     body = summary
     if outside_diff:
         fence = fence_for(outside_diff)
-        body += (f"\n\n<details><summary>Edits outside this pull request's diff</summary>\n\n{fence}diff\n"
+        body += (f"\n\n<details><summary>Edits not posted as suggestions (outside this pull request's diff, too "
+                 f"long for a comment, or past the first {MAX_REVIEW_COMMENTS})</summary>\n\n{fence}diff\n"
                  f"{outside_diff}\n{fence}\n</details>")
     return truncate(body)

@@ -45,12 +45,28 @@ def test_code_with_backticks_gets_a_longer_fence():
     assert body.endswith("\n`````")
 
 
-def test_bodies_stay_within_the_limit_and_say_so():
-    body = suggestion_body("e", "x" * (MAX_BODY + 10))
-    assert len(body) == MAX_BODY and body.endswith("*(truncated: the full text is in the run's artifacts)*")
+def test_bodies_stay_within_the_limit_and_never_cut_a_suggestion():
+    # A long explanation is shortened, and says so; the suggestion block stays whole.
+    body = suggestion_body("e" * (MAX_BODY + 10), "x = 1;")
+    assert len(body) <= MAX_BODY and body.endswith("\n\n```suggestion\nx = 1;\n```")
+    assert "*(truncated: the full text is in the run's artifacts)*" in body
+    # Code that cannot fit a comment is no suggestion at all (a cut one, committed, deletes code).
+    assert suggestion_body("e", "x" * MAX_BODY) is None
+    patches = {"k.cu": patch_of(BASE, HEAD)}
+    edits = [{"file": "k.cu", "start_line": 20, "end_line": 20, "new_text": "x" * MAX_BODY, "explanation": "big"}]
+    comments, outside = plan_review(edits, patches)
+    assert comments == [] and [e["explanation"] for e in outside] == ["big"]
     text = review_body("summary", "-a\n+b")
-    assert "<details><summary>Edits outside this pull request's diff</summary>" in text
+    assert "<details><summary>Edits not posted as suggestions (outside this pull request's diff" in text
     assert "```diff\n-a\n+b\n```" in text
+
+
+def test_a_review_holds_at_most_max_comments_suggestions():
+    patches = {"k.cu": patch_of(BASE, HEAD)}
+    edits = [{"file": "k.cu", "start_line": 20, "end_line": 20, "new_text": f"v{i}", "explanation": f"e{i}"}
+             for i in range(7)]
+    comments, outside = plan_review(edits, patches, max_comments=5)
+    assert len(comments) == 5 and [e["explanation"] for e in outside] == ["e5", "e6"]
 
 
 def test_loop_edits_map_the_kept_candidate_onto_the_pr_heads_lines(tmp_path):
