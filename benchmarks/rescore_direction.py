@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from runner.analysis.evidence import Diagnostics
-from runner.ear import directional
+from runner.ear import DirectionCheck, direction_score, directional
 from runner.propose import ProposeResult
 from runner.readers import read_any
 
@@ -32,12 +32,10 @@ def main() -> int:
     cited = {c for e in proposed.proposal.edits for c in e.cites}
     stalls = [e for e in diag.evidence if e.id in cited and e.kind == "stall"]
     before, after = read_any(args.before).lines, read_any(args.after).lines
-    fresh = {c.id: c.model_dump() for c in directional(stalls, proposed.proposal, before, after, diag, {}, {},
-                                                         args.min_change)}
-    checks = [fresh.get(c["id"], c) for c in recorded]
-    judged = [c for c in checks if c["consistent"] is not None]
-    out = {"run": str(args.run), "min_change": args.min_change, "checks": checks,
-           "directional": sum(c["consistent"] for c in judged) / len(judged) if judged else None}
+    fresh = {c.id: c for c in directional(stalls, proposed.proposal, before, after, diag, {}, {}, args.min_change)}
+    checks = [fresh.get(c["id"]) or DirectionCheck.model_validate(c) for c in recorded]
+    out = {"run": str(args.run), "min_change": args.min_change, "checks": [c.model_dump() for c in checks],
+           "directional": direction_score(checks)}
     print(json.dumps(out, indent=2))
     return 0
 

@@ -217,15 +217,21 @@ def hallucinations(proposal: Proposal) -> Hallucinations:
     return h
 
 
+def direction_score(checks: list[DirectionCheck]) -> float | None:
+    """Directional consistency: the share of judged checks that moved the expected way (None when
+    no cited quantity could be measured after the change)."""
+    judged = [c for c in checks if c.consistent is not None]
+    return sum(c.consistent for c in judged) / len(judged) if judged else None
+
+
 def scores(proposal: Proposal, diag: Diagnostics, prompt_ids: list[str], files: dict[str, str],
            correct: bool | None = None, checks: list[DirectionCheck] = (), distance: int = 3) -> EARScores:
     """All five scores; `checks` come from `directional` when the candidate was re-profiled."""
     h = hallucinations(proposal)
-    judged = [c for c in checks if c.consistent is not None]
     n = len(proposal.applied) + len(proposal.edits)
     return EARScores(
         coverage=coverage(proposal, prompt_ids), localization=localization(proposal, diag, files, distance, prompt_ids),
-        directional=(sum(c.consistent for c in judged) / len(judged)) if judged else None,
+        directional=direction_score(list(checks)),
         hallucinations=h, hallucination_rate=(h.count / n) if n else None, correct=correct,
         applied=len(proposal.applied) or len(proposal.edits), withheld=len(proposal.withheld), checks=list(checks))
 

@@ -137,7 +137,7 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
             summary.reprofile_error = str(e)[:500]
             stop = stop or f"iteration {k}: re-profiling the candidate failed ({str(e)[:200]})"
             break
-        summary.checks, summary.directional = after.checks, after.directional
+        summary.checks, summary.directional = after.result.ear.checks, after.result.ear.directional
         if stop:
             break
         current, it_run, inputs, diag = after.config, after.run, after.inputs, after.diag
@@ -148,14 +148,12 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
 
 
 class Reprofiled(NamedTuple):
-    """A candidate profiled as the new baseline: its config, run, profiles, evidence, direction
-    checks, and the candidate's evaluation with those checks added."""
+    """A candidate profiled as the new baseline: its config, run, profiles and evidence, and the
+    candidate's evaluation with its direction checks added (`result.ear`)."""
     config: LoadedConfig
     run: Run
     inputs: dict[str, list[Path]]
     diag: Diagnostics
-    checks: list[DirectionCheck]
-    directional: float | None
     result: EvaluationResult
 
 
@@ -178,8 +176,7 @@ def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed:
     after_prof, am = _profile_of(after)
     checks = directional(evidence, proposed.proposal, before.lines, after_prof.lines, after_diag, bm, am,
                          lc.config.evaluation.direction_min_change)
-    result = add_direction(run, checks, corpus, iteration)
-    return Reprofiled(new_lc, new_run, after, after_diag, checks, result.ear.directional, result)
+    return Reprofiled(new_lc, new_run, after, after_diag, add_direction(run, checks, corpus, iteration))
 
 
 class Iteration(NamedTuple):
@@ -208,7 +205,8 @@ def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: P
         return result, f"the profiles were recorded on {diag.gpu.name}, this GPU is {gpu.name}"
     after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1, run.path.parent / "corpus.jsonl",
                                 configuration, progress)
-    return after.result, "" if after.directional is not None else "no cited quantity could be measured after"
+    scored = after.result.ear.directional is not None
+    return after.result, "" if scored else "no cited quantity could be measured after"
 
 
 def one_iteration(lc: LoadedConfig, run: Run, diag: Diagnostics, diagnostics: str | None = None,

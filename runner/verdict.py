@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from runner.analysis.evidence import Diagnostics
 from runner.config import LoadedConfig
 from runner.corpus import append_record, make_record, update_record
-from runner.ear import DirectionCheck, EARScores, scores
+from runner.ear import DirectionCheck, EARScores, direction_score, scores
 from runner.evaluation import EvaluationError, Timing, Validation, time_interleaved, validate
 from runner.prompting import read_sources
 from runner.propose import ProposeResult, compile_candidate, target_arch, workspace_dirs
@@ -108,8 +108,7 @@ def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteratio
     result = EvaluationResult.model_validate_json(path.read_text())
     if result.ear is None:
         raise EvaluationError(f"{path}: no EAR scores to add the direction checks to")
-    judged = [c for c in checks if c.consistent is not None]
-    score = sum(c.consistent for c in judged) / len(judged) if judged else None
+    score = direction_score(checks)
     result.ear = result.ear.model_copy(update={"checks": list(checks), "directional": score})
     run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
     update_record(corpus, run.id, iteration, {"ear_directional": score})
