@@ -41,6 +41,13 @@ def _retry_after(headers) -> float | None:
         return None
 
 
+def _status_error(code: int, detail: str, retry_after: float | None = None) -> LLMError:
+    """The error for an HTTP status from the server: 429 and 5xx are worth retrying, others are not."""
+    if code == 429 or code >= 500:
+        return TransientLLMError(f"HTTP {code} from the server", retry_after)
+    return LLMError(f"the server refused the request: HTTP {code}: {detail}")
+
+
 class _NetworkBackend:
     """What the network backends share: retries around `_call`, then `_read` of text and usage."""
 
@@ -86,10 +93,7 @@ class OpenAIBackend(_NetworkBackend):
                 model=req.model, messages=[m.model_dump() for m in req.messages], temperature=req.temperature,
                 max_tokens=req.max_tokens)
         except o.APIStatusError as e:
-            if e.status_code == 429 or e.status_code >= 500:
-                raise TransientLLMError(f"HTTP {e.status_code} from the server",
-                                        _retry_after(getattr(e.response, "headers", None))) from None
-            raise LLMError(f"the server refused the request: HTTP {e.status_code}: {e.message}") from None
+            raise _status_error(e.status_code, e.message, _retry_after(getattr(e.response, "headers", None))) from None
         except (o.APITimeoutError, o.APIConnectionError) as e:
             raise TransientLLMError(f"{type(e).__name__}: {e}") from None
         except o.APIResponseValidationError as e:
@@ -134,10 +138,7 @@ class GeminiBackend(_NetworkBackend):
         try:
             return self.client.models.generate_content(model=req.model, contents=contents, config=config)
         except errors.APIError as e:
-            code = getattr(e, "code", None) or 0
-            if code == 429 or code >= 500:
-                raise TransientLLMError(f"HTTP {code} from the server") from None
-            raise LLMError(f"the server refused the request: HTTP {code}: {e}") from None
+            raise _status_error(getattr(e, "code", None) or 0, str(e)) from None
         except _transport_errors() as e:
             raise TransientLLMError(f"{type(e).__name__}: {e}") from None
         except ValueError as e:  # a body the library cannot read
@@ -171,9 +172,7 @@ class OllamaBackend(_NetworkBackend):
             return self.client.chat(model=req.model, messages=[m.model_dump() for m in req.messages],
                                     options={"temperature": req.temperature, "num_predict": req.max_tokens})
         except self._ollama.ResponseError as e:
-            if e.status_code == 429 or e.status_code >= 500:
-                raise TransientLLMError(f"HTTP {e.status_code} from the server") from None
-            raise LLMError(f"the server refused the request: HTTP {e.status_code}: {e.error}") from None
+            raise _status_error(e.status_code, e.error) from None
         except _transport_errors() as e:
             raise TransientLLMError(f"{type(e).__name__}: {e}") from None
         except ValueError as e:  # pydantic validation of a malformed body
