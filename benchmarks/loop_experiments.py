@@ -90,6 +90,8 @@ def replayed(app: str, runs: Path) -> dict:
 def keep_small_files(run: Path, dest: Path, limit: int = 2_000_000) -> None:
     """Copy a run's small text artifacts (manifests, results, patches, prompts) for the record."""
     for f in run.rglob("*"):
+        if "workspace" in f.relative_to(run).parts:
+            continue  # the copies of the app's sources that candidates were built in
         if f.is_file() and f.suffix in {".json", ".jsonl", ".md", ".patch", ".txt", ".csv"} and \
                 f.stat().st_size <= limit:
             target = dest / f.relative_to(run)

@@ -133,7 +133,8 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
     if proposed.status != "accepted":
         return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
                 "headline": f"No usable candidate: {proposed.reason[:200]}"}
-    verdict, measured, validation, per_config, why = "not measured", None, None, [], it.note
+    verdict, measured, validation, per_config = "not measured", None, None, []
+    why = it.note if it.result is None else ""  # why the candidate was not evaluated here
     if it.result is not None:
         ev = it.result
         verdict, ear = ev.verdict, ev.ear
