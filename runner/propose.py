@@ -148,7 +148,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     accepted: list[tuple[Proposal, GuardResult, CompileResult | None, Path, list[str]]] = []
     reasons = []
     for kernels in parts:
-        outcome = _attempts(st, kernels, result)
+        outcome = _attempts(st, kernels, result, first=whole if kernels is None else None)
         if isinstance(outcome, str):
             reasons.append(outcome)
         else:
@@ -168,17 +168,20 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     return result
 
 
-def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult):
-    """The retry loop for one prompt: (proposal, guard, build, folder) when accepted, else the reason."""
+def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, first: Prompt | None = None):
+    """The retry loop for one prompt: (proposal, guard, build, folder) when accepted, else the reason.
+    `first`: the first attempt's prompt when it is already built."""
     cfg = st.lc.config
     parse_error: str | None = None
     compile_errors: str | None = None
     parse_left, compile_left = cfg.llm.parse_retries, cfg.evaluation.compile_retries
     while True:
         n = len(result.attempts) + 1
-        prompt = build_prompt(cfg.app.name, st.diag, st.files, st.diagnostics, st.resources, kernels=kernels,
-                              compile_errors=compile_errors, parse_error=parse_error,
-                              max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable)
+        if first is None:
+            first = build_prompt(cfg.app.name, st.diag, st.files, st.diagnostics, st.resources, kernels=kernels,
+                                 compile_errors=compile_errors, parse_error=parse_error,
+                                 max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable)
+        prompt, first = first, None
         st.run.write_text("prompt", f"system-{n}.md", prompt.system)
         st.run.write_text("prompt", f"user-{n}.md", prompt.user)
         st.progress(f"attempt {n}: asking {st.backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
