@@ -18,26 +18,19 @@ from collections.abc import Sequence
 
 from bot.jobs import GPU_QUEUE
 from runner.errors import OptimasError
+from runner.profiling import ProfilingError, list_gpus
 
 
 class WorkersError(OptimasError):
     exit_code = 2
 
 
-def list_gpus(nvidia_smi: str = "nvidia-smi") -> list[str]:
+def host_gpus(nvidia_smi: str) -> list[str]:
     """Indices of this host's GPUs, as nvidia-smi numbers them."""
     try:
-        r = subprocess.run([nvidia_smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
-                           text=True, timeout=60)
-    except FileNotFoundError:
-        raise WorkersError(f"{nvidia_smi} not found: GPU workers need an NVIDIA driver; pass --gpus to name "
-                           "the GPUs yourself") from None
-    if r.returncode != 0:
-        raise WorkersError(f"{nvidia_smi} failed ({r.stderr.strip()[:300] or 'exit ' + str(r.returncode)})")
-    gpus = [line.strip() for line in r.stdout.splitlines() if line.strip()]
-    if not gpus:
-        raise WorkersError(f"{nvidia_smi} lists no GPU on this host")
-    return gpus
+        return [g.index for g in list_gpus(nvidia_smi)]
+    except ProfilingError as e:
+        raise WorkersError(f"{e}; pass --gpus to name the GPUs yourself") from None
 
 
 def parse_gpus(text: str) -> list[str]:
@@ -97,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--nvidia-smi", default="nvidia-smi")
     args = ap.parse_args(argv)
     try:
-        gpus = parse_gpus(args.gpus) if args.gpus else list_gpus(args.nvidia_smi)
+        gpus = parse_gpus(args.gpus) if args.gpus else host_gpus(args.nvidia_smi)
         return run_workers(gpus, args.url, args.queue, args.burst)
     except WorkersError as e:
         print(f"error: {e}", file=sys.stderr)

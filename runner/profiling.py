@@ -51,6 +51,8 @@ class Gpu:
     name: str
     compute_capability: str
     driver: str
+    index: str
+    uuid: str
 
     @property
     def arch(self) -> str:
@@ -78,21 +80,41 @@ def require_tool(name: str, configured: str) -> str:
     raise ProfilingError(f"{name} not found ({configured!r} is not on PATH): {hints.get(name, 'install it')}")
 
 
-def detect_gpu(nvidia_smi: str) -> Gpu:
-    """The first GPU nvidia-smi lists; ProfilingError when there is none."""
+def list_gpus(nvidia_smi: str) -> list[Gpu]:
+    """Every GPU nvidia-smi lists, in its order; ProfilingError when there is none."""
     exe = require_tool("nvidia-smi", nvidia_smi)
     try:
-        r = subprocess.run([exe, "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
+        r = subprocess.run([exe, "--query-gpu=index,uuid,name,compute_cap,driver_version", "--format=csv,noheader"],
                            capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         raise ProfilingError("nvidia-smi did not answer within 60 s; is the GPU driver healthy?") from None
-    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
-    if r.returncode != 0 or not lines or "," not in lines[0]:
+    rows = [[x.strip() for x in ln.split(",")] for ln in r.stdout.splitlines() if ln.strip()]
+    if r.returncode != 0 or not rows or any(len(row) < 5 for row in rows):
         detail = (r.stdout + r.stderr).strip().splitlines()
         said = detail[-1] if detail else f"exit {r.returncode}"
         raise ProfilingError(f"no NVIDIA GPU found: nvidia-smi says {said}")
-    name, cc, driver = (x.strip() for x in lines[0].split(",")[:3])
-    return Gpu(name=name, compute_capability=cc, driver=driver)
+    return [Gpu(index=i, uuid=u, name=n, compute_capability=cc, driver=d) for i, u, n, cc, d, *_ in rows]
+
+
+def detect_gpu(nvidia_smi: str) -> Gpu:
+    """The GPU this process runs on: the first one CUDA_VISIBLE_DEVICES names (an index or a UUID,
+    as a worker pinned to one GPU has it), else the first one nvidia-smi lists. nvidia-smi itself
+    ignores CUDA_VISIBLE_DEVICES, so without this a pinned process would build for GPU 0."""
+    gpus = list_gpus(nvidia_smi)
+    setting = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if setting is None:
+        return gpus[0]
+    visible = setting.split(",")[0].strip()
+    if not visible or visible == "-1":
+        raise ProfilingError(f"CUDA_VISIBLE_DEVICES={setting!r} hides every GPU from this process")
+    if visible.startswith("MIG-"):
+        return gpus[0]  # a MIG instance: nvidia-smi's GPU list does not name it; the parent GPU is assumed to be 0
+    found = next((g for g in gpus if visible in (g.index, g.uuid) or (len(visible) > 4 and g.uuid.startswith(visible))),
+                 None)
+    if found is None:
+        raise ProfilingError(f"CUDA_VISIBLE_DEVICES={visible!r} names no GPU that nvidia-smi lists "
+                             f"({', '.join(g.index + ': ' + g.uuid for g in gpus)})")
+    return found
 
 
 class _Placeholders(dict):

@@ -20,6 +20,7 @@ from runner.profiling import (
     check_ncu_output,
     detect_gpu,
     kernel_regex,
+    list_gpus,
     render,
     require_tool,
     restrict_to_configured,
@@ -174,3 +175,25 @@ def test_analysis_of_the_accuracy_capture(tmp_path: Path):
     s1 = next(e.stall for e in d.evidence if e.kind == "stall")
     assert s1.reason == "stall_long_sb" and "++ahead" in s1.source
     assert source[s1.line - 1].strip() == s1.source
+
+
+def test_the_gpu_is_the_one_cuda_visible_devices_names(tmp_path: Path, monkeypatch):
+    """nvidia-smi lists every GPU whatever CUDA_VISIBLE_DEVICES says; a process pinned to one (a
+    worker per GPU) must build for that one. The stand-in prints what nvidia-smi prints."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho '0, GPU-aaaa1111-0000, NVIDIA H100 80GB HBM3, 9.0, 580.159.04'\n"
+                   "echo '1, GPU-bbbb2222-0000, NVIDIA A100-SXM4-80GB, 8.0, 580.159.04'\n")
+    smi.chmod(0o755)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert [(g.index, g.arch) for g in list_gpus(str(smi))] == [("0", "sm_90"), ("1", "sm_80")]
+    assert detect_gpu(str(smi)).name == "NVIDIA H100 80GB HBM3"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert detect_gpu(str(smi)).arch == "sm_80"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb2222,GPU-aaaa1111")
+    assert detect_gpu(str(smi)).index == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    with pytest.raises(ProfilingError, match="CUDA_VISIBLE_DEVICES='7' names no GPU"):
+        detect_gpu(str(smi))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(ProfilingError, match="hides every GPU"):
+        detect_gpu(str(smi))
