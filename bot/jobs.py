@@ -154,12 +154,12 @@ def is_transient(exc: BaseException | None) -> bool:
     Everything else (a bad config, a missing tool, a candidate that does not build) fails the same
     way again."""
     import requests
-    from github import GithubException, RateLimitExceededException
+    from github import GithubException
 
-    if isinstance(exc, RateLimitExceededException):
-        return True
+    from bot.publish import retry_wait
+
     if isinstance(exc, GithubException):
-        return exc.status >= 500 or exc.status == 429
+        return retry_wait(exc) is not None
     if isinstance(exc, (requests.ConnectionError, requests.Timeout, redis.ConnectionError, redis.TimeoutError)):
         return True
     return bool(getattr(exc, "transient", False))

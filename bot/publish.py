@@ -23,8 +23,9 @@ MARKER_REVIEW = "<!-- optimas:review -->"
 CHECK_NAME = "Optimas"
 
 
-def _transient(e: GithubException) -> float | None:
-    """Seconds to wait before retrying, for 5xx and rate limits (primary or secondary); None otherwise."""
+def retry_wait(e: GithubException) -> float | None:
+    """Seconds to wait before retrying, for 5xx and rate limits (primary or secondary); -1 for
+    "retry, no Retry-After given"; None when retrying would not help."""
     headers = {k.lower(): v for k, v in (e.headers or {}).items()}
     message = str((e.data or {}).get("message", "")).lower() if isinstance(e.data, dict) else ""
     if e.status in (500, 502, 503, 504) or e.status == 429 or (e.status == 403 and "rate limit" in message):
@@ -55,7 +56,7 @@ class Publisher:
                 with self.lock():
                     return call()
             except GithubException as e:
-                wait = _transient(e)
+                wait = retry_wait(e)
                 if wait is None:
                     raise
                 time.sleep(wait if wait >= 0 else self.backoff_s * 2 ** (attempt - 1))

@@ -185,6 +185,8 @@ def test_transient_failures_are_told_from_lasting_ones():
 
     assert jobs.is_transient(GithubException(502, {"message": "Bad Gateway"}, None))
     assert not jobs.is_transient(GithubException(404, {"message": "Not Found"}, None))
+    secondary = GithubException(403, {"message": "You have exceeded a secondary rate limit."}, {"retry-after": "60"})
+    assert jobs.is_transient(secondary)
     assert jobs.is_transient(requests.Timeout()) and jobs.is_transient(FetchError("x", transient=True))
     assert not jobs.is_transient(FetchError("the head moved on")) and not jobs.is_transient(ValueError("x"))
 
