@@ -257,7 +257,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     return _report_proposal(run, propose(lc, diag, run, args.diagnostics, progress=_progress))
 
 
-def _print_evaluation(result, note: str) -> int:
+def _print_evaluation(result, note: str) -> None:
     print(f"\n# Evaluation\n{result.summary()}")
     if result.ear:
         e = result.ear
@@ -265,7 +265,6 @@ def _print_evaluation(result, note: str) -> int:
               f"hallucinations {e.hallucinations.count}, correct {e.correct}")
     if note:
         _progress(note)
-    return 0
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -292,7 +291,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from runner.loop import evaluate_recorded
 
     result, why = evaluate_recorded(lc, run, diag, proposed, progress=_progress)
-    return _print_evaluation(result, f"directional consistency not scored: {why}" if why else "")
+    _print_evaluation(result, f"directional consistency not scored: {why}" if why else "")
+    return 0
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
