@@ -178,6 +178,11 @@ class EvaluationConfig(_Strict):
 
     compile_retries: Annotated[int, Field(ge=0, le=20)] = 3
     timed_runs: Annotated[int, Field(ge=2, le=1000)] = 5
+    # More interleaved pairs are timed, one at a time, while the interval of the speed ratio is wider
+    # than `timing_precision` (relative width), up to `max_timed_runs` each. The stop depends on the
+    # interval's width only, never on where it lies, so stopping early does not bias the verdict.
+    max_timed_runs: Annotated[int, Field(ge=2, le=1000)] = 20
+    timing_precision: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.04
     warmup_runs: Annotated[int, Field(ge=0, le=100)] = 1
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
     max_iterations: Annotated[int, Field(ge=1, le=100)] = 3

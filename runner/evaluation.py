@@ -70,6 +70,9 @@ class Timing(BaseModel):
     baseline_wall_ms: list[float]
     candidate_wall_ms: list[float]
     result: Improvement
+    # How the run count was decided: "fixed" (timed_runs), "precise" (the interval got narrower than
+    # evaluation.timing_precision) or "max-runs" (it did not, within evaluation.max_timed_runs).
+    stop: Literal["fixed", "precise", "max-runs"] = "fixed"
 
 
 def run_once(argv: list[str], cwd: Path, timeout_s: float) -> RunOutcome:
@@ -210,25 +213,30 @@ def _why(r: RunOutcome) -> str:
 def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, configuration: str | None = None,
                      runs: int | None = None) -> Timing:
     """Baseline and candidate alternately (A B A B ...), after warm-up; kernel time when the app
-    prints it (app.kernel_time_regex), else process wall time."""
+    prints it (app.kernel_time_regex), else process wall time. At least `runs` (default
+    evaluation.timed_runs) pairs; then one more pair at a time while the speed ratio's interval is
+    wider than evaluation.timing_precision, up to evaluation.max_timed_runs pairs."""
     app, ev = lc.config.app, lc.config.evaluation
     cfg = configuration or app.profile_configuration or app.configurations[0]
     runs = runs or ev.timed_runs
+    most = max(runs, ev.max_timed_runs) if ev.timing_precision > 0 else runs
     cwd = lc.resolve(app.workdir)
     template = app.profile_run or app.run
     pattern = re.compile(app.kernel_time_regex) if app.kernel_time_regex else None
+    metric = "kernel_ms" if pattern else "wall_ms"
 
     def argv(exe: Path) -> list[str]:
         return render(template, exe=exe, config=cfg, seed=app.seeds[0], scale=1, out=os.devnull, arch="",
                       lineinfo="")
 
     samples: dict[str, list[float]] = {"b": [], "c": [], "bw": [], "cw": []}
-    for i in range(ev.warmup_runs + runs):
+
+    def pair(keep: bool) -> None:
         for side, exe in (("b", baseline_exe), ("c", candidate_exe)):
             r = run_once(argv(exe), cwd, app.timeout_s)
             if r.returncode != 0:
                 raise EvaluationError(f"timing run failed: {shlex.join(r.argv)}: {_why(r)}")
-            if i < ev.warmup_runs:
+            if not keep:
                 continue
             samples[side + "w"].append(r.seconds * 1000.0)
             if pattern:
@@ -237,10 +245,25 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
                     raise EvaluationError(f"app.kernel_time_regex {app.kernel_time_regex!r} found nothing in "
                                           f"the output of {shlex.join(r.argv)}")
                 samples[side].append(float(m.group(1)))
-    metric = "kernel_ms" if pattern else "wall_ms"
-    base = samples["b"] if pattern else samples["bw"]
-    cand = samples["c"] if pattern else samples["cw"]
-    result = improvement(base, cand, confidence=ev.confidence)
-    return Timing(configuration=cfg, metric=metric, baseline=base, candidate=cand, baseline_wall_ms=samples["bw"],
-                  candidate_wall_ms=samples["cw"], result=result)
 
+    def timed() -> tuple[list[float], list[float]]:
+        return (samples["b"], samples["c"]) if pattern else (samples["bw"], samples["cw"])
+
+    def measured() -> Improvement:
+        return improvement(*timed(), confidence=ev.confidence)
+
+    for _ in range(ev.warmup_runs):
+        pair(keep=False)
+    for _ in range(runs):
+        pair(keep=True)
+    result = measured()
+    while len(samples["bw"]) < most and result.ratio_width > ev.timing_precision:
+        pair(keep=True)
+        result = measured()
+    if most == runs:
+        stop = "fixed"
+    else:
+        stop = "precise" if result.ratio_width <= ev.timing_precision else "max-runs"
+    base, cand = timed()
+    return Timing(configuration=cfg, metric=metric, baseline=base, candidate=cand, baseline_wall_ms=samples["bw"],
+                  candidate_wall_ms=samples["cw"], result=result, stop=stop)

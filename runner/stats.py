@@ -23,11 +23,17 @@ class Improvement(BaseModel):
     candidate_cv: float
     samples: int
 
+    @property
+    def ratio_width(self) -> float:
+        """Relative width of the speed ratio's interval: (1 + high) / (1 + low) - 1."""
+        return (1.0 + self.ci_high) / (1.0 + self.ci_low) - 1.0
+
     def summary(self) -> str:
         word = "faster" if self.improvement >= 0 else "slower"
         verdict = "significant" if self.significant else "not significant"
-        return (f"{abs(self.improvement):.1%} {word} (95% CI {self.ci_low:+.1%} to {self.ci_high:+.1%}, "
-                f"p={self.p_value:.3g}, {verdict}; noise: baseline CV {self.baseline_cv:.1%})")
+        interval = f"{self.confidence:.0%} CI {self.ci_low:+.1%} to {self.ci_high:+.1%}"
+        return (f"{abs(self.improvement):.1%} {word} ({interval}, p={self.p_value:.3g}, {verdict}, "
+                f"{self.samples} runs each; noise: baseline CV {self.baseline_cv:.1%})")
 
 
 def _cv(x: np.ndarray) -> float:

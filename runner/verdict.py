@@ -76,7 +76,10 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
         result = EvaluationResult(verdict="invalid", validation=validation, ear=ear, seconds=seconds,
                                   reason=validation.summary())
         return _finish(lc, run, diag, proposed, result, iteration, corpus)
-    progress(f"timing baseline and candidate, interleaved ({lc.config.evaluation.timed_runs} runs each)")
+    ev = lc.config.evaluation
+    count = (f"{ev.timed_runs} to {max(ev.timed_runs, ev.max_timed_runs)} runs each, until the interval is "
+             f"within {ev.timing_precision:.0%}" if ev.timing_precision > 0 else f"{ev.timed_runs} runs each")
+    progress(f"timing baseline and candidate, interleaved ({count})")
     t0 = time.monotonic()
     app = lc.config.app
     primary = app.profile_configuration or app.configurations[0]

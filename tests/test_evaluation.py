@@ -32,8 +32,8 @@ def exes(tmp_path_factory) -> dict[str, Path]:
     return built
 
 
-def config(tmp_path: Path, outputs: str | None = None):
-    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
+def config(tmp_path: Path, outputs: str | None = None, evaluation: str = ""):
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}") + evaluation
     if outputs:
         text = text.replace('    - {path: "{out}", compare: bitwise}', outputs)
     p = tmp_path / "optimas.yml"
@@ -91,8 +91,8 @@ def test_crash_and_missing_output_fail(tmp_path, exes):
 
 
 def test_a_faster_candidate_is_a_significant_improvement(tmp_path, exes):
-    t = time_interleaved(config(tmp_path), exes["BASE"], exes["FAST"])
-    assert t.metric == "kernel_ms" and len(t.baseline) == len(t.candidate) == 7
+    t = time_interleaved(config(tmp_path, evaluation="  timing_precision: 0\n"), exes["BASE"], exes["FAST"])
+    assert t.metric == "kernel_ms" and len(t.baseline) == len(t.candidate) == 7 and t.stop == "fixed"
     assert t.result.faster and t.result.improvement > 1.0  # about 4x less work
     assert t.result.ci_low > 0
 
@@ -103,6 +103,28 @@ def test_a_noisy_candidate_is_not_called_an_improvement(tmp_path, exes):
     assert "noise: baseline CV" in t.result.summary()
     same = improvement([10, 11, 9, 10.5, 9.5, 10.2, 9.8], [10.1, 9.9, 10.4, 9.6, 10.3, 9.7, 10.0])
     assert not same.significant and not same.faster and same.ci_low < 0 < same.ci_high
+
+
+def test_timing_adds_pairs_while_the_interval_is_too_wide(tmp_path, exes):
+    """A noisy candidate never gives a 1%-wide interval: pairs are added up to the maximum."""
+    lc = config(tmp_path, evaluation="  max_timed_runs: 12\n  timing_precision: 0.01\n")
+    t = time_interleaved(lc, exes["BASE"], exes["NOISY"])
+    assert t.stop == "max-runs" and len(t.baseline) == len(t.candidate) == len(t.baseline_wall_ms) == 12
+    assert t.result.samples == 12 and t.result.ratio_width > 0.01
+    assert "12 runs each" in t.result.summary()
+
+
+def test_timing_stops_at_the_minimum_when_the_interval_is_precise_enough(tmp_path, exes):
+    lc = config(tmp_path, evaluation="  max_timed_runs: 12\n  timing_precision: 0.99\n")
+    t = time_interleaved(lc, exes["BASE"], exes["BASE"])
+    assert t.stop == "precise" and len(t.baseline) == 7 and t.result.ratio_width <= 0.99
+
+
+def test_timing_precision_is_checked_on_the_speed_ratio():
+    r = improvement([20.0] * 5 + [21.0] * 5, [10.0] * 5 + [10.5] * 5)
+    # The bootstrap medians range from 20/10.5 to 21/10: a ratio interval (21/10) / (20/10.5) - 1 wide.
+    assert r.ci_low == pytest.approx(20 / 10.5 - 1) and r.ci_high == pytest.approx(21 / 10 - 1)
+    assert r.ratio_width == pytest.approx((21 / 10) / (20 / 10.5) - 1)
 
 
 def test_improvement_statistics_on_known_samples():
