@@ -97,8 +97,8 @@ def list_gpus(nvidia_smi: str) -> list[Gpu]:
 
 
 def detect_gpu(nvidia_smi: str) -> Gpu:
-    """The GPU this process runs on: the first one CUDA_VISIBLE_DEVICES names (an index or a UUID,
-    as a worker pinned to one GPU has it), else the first one nvidia-smi lists. nvidia-smi itself
+    """The GPU this process runs on: the first one CUDA_VISIBLE_DEVICES names (an index, a UUID, or
+    a MIG instance's UUID, as a worker pinned to one GPU has it), else the first one nvidia-smi lists. nvidia-smi itself
     ignores CUDA_VISIBLE_DEVICES, so without this a pinned process would build for GPU 0."""
     gpus = list_gpus(nvidia_smi)
     setting = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -108,13 +108,37 @@ def detect_gpu(nvidia_smi: str) -> Gpu:
     if not visible or visible == "-1":
         raise ProfilingError(f"CUDA_VISIBLE_DEVICES={setting!r} hides every GPU from this process")
     if visible.startswith("MIG-"):
-        return gpus[0]  # a MIG instance: nvidia-smi's GPU list does not name it; the parent GPU is assumed to be 0
+        visible = _mig_parent(nvidia_smi, visible)
     found = next((g for g in gpus if visible in (g.index, g.uuid) or (len(visible) > 4 and g.uuid.startswith(visible))),
                  None)
     if found is None:
         raise ProfilingError(f"CUDA_VISIBLE_DEVICES={visible!r} names no GPU that nvidia-smi lists "
                              f"({', '.join(g.index + ': ' + g.uuid for g in gpus)})")
     return found
+
+
+_UUID = re.compile(r"\(UUID: ((?:GPU|MIG)-[^)\s]+)\)")
+
+
+def _mig_parent(nvidia_smi: str, mig: str) -> str:
+    """The UUID of the GPU a MIG instance belongs to. The query list names no MIG instance;
+    `nvidia-smi -L` prints each under its GPU's line: "GPU 0: ... (UUID: GPU-...)", then
+    "  MIG 1g.10gb Device 0: (UUID: MIG-...)"."""
+    exe = require_tool("nvidia-smi", nvidia_smi)
+    try:
+        r = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise ProfilingError("nvidia-smi -L did not answer within 60 s; is the GPU driver healthy?") from None
+    parent = None
+    for line in r.stdout.splitlines():
+        m = _UUID.search(line)
+        if not m:
+            continue
+        if m.group(1).startswith("GPU-"):
+            parent = m.group(1)
+        elif parent and m.group(1).startswith(mig):
+            return parent
+    raise ProfilingError(f"CUDA_VISIBLE_DEVICES={mig!r} names no MIG instance that `nvidia-smi -L` lists")
 
 
 class _Placeholders(dict):

@@ -197,3 +197,21 @@ def test_the_gpu_is_the_one_cuda_visible_devices_names(tmp_path: Path, monkeypat
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(ProfilingError, match="hides every GPU"):
         detect_gpu(str(smi))
+
+
+def test_a_mig_instance_builds_for_the_gpu_it_belongs_to(tmp_path: Path, monkeypatch):
+    """CUDA_VISIBLE_DEVICES may name a MIG instance, which only `nvidia-smi -L` lists, under its GPU."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nif [ \"$1\" = -L ]; then\n"
+                   "echo 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa1111-0000)'\n"
+                   "echo 'GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-bbbb2222-0000)'\n"
+                   "echo '  MIG 1g.10gb     Device  0: (UUID: MIG-cccc3333-0000)'\n"
+                   "echo '  MIG 1g.10gb     Device  1: (UUID: MIG-dddd4444-0000)'\n"
+                   "else\necho '0, GPU-aaaa1111-0000, NVIDIA H100 80GB HBM3, 9.0, 580.159.04'\n"
+                   "echo '1, GPU-bbbb2222-0000, NVIDIA A100-SXM4-80GB, 8.0, 580.159.04'\nfi\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-dddd4444-0000")
+    assert (detect_gpu(str(smi)).index, detect_gpu(str(smi)).arch) == ("1", "sm_80")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-eeee5555-0000")
+    with pytest.raises(ProfilingError, match="names no MIG instance"):
+        detect_gpu(str(smi))
