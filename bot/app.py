@@ -1,18 +1,22 @@
 """The webhook receiver: an app factory with one thin view that verifies, decides and enqueues.
 
 POST /webhook
-  1. verify X-Hub-Signature-256 (HMAC-SHA256 of the raw body, constant-time) before parsing
+  1. refuse a body over settings.max_body_bytes (413) before reading it;
+  2. verify X-Hub-Signature-256 (HMAC-SHA256 of the raw body, constant-time) before parsing
      anything: a missing or bad signature gets 401 and nothing else happens;
-  2. drop redeliveries: X-GitHub-Delivery is claimed in Redis (SET NX with a TTL);
-  3. route "event.action" to a handler that decides from the payload alone (no API calls in the
-     request): ignore (200), or enqueue a small control job (202 with the job id) that checks
-     the sender's permission and the PR, and schedules the GPU job;
-  4. Redis unreachable: 503, so GitHub records a failed delivery that can be redelivered.
+  3. parse and route "event.action" to a handler that decides from the payload alone (no API calls
+     in the request): a payload of the wrong shape gets 400; ignore (200), or enqueue a small
+     control job (202 with the job id) that checks the sender's permission and the PR, and
+     schedules the GPU job. Pull-request events also record the head they show, with GitHub's
+     timestamp, so that `/optimas run` can pin a commit that existed when it was written;
+  4. drop redeliveries: X-GitHub-Delivery is claimed in Redis (SET NX with a TTL);
+  5. Redis unreachable: 503, so GitHub records a failed delivery that can be redelivered.
 GET /healthz answers 200 when Redis answers.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -20,46 +24,79 @@ import json
 import redis
 from flask import Flask, Response, jsonify, request
 from rq import Callback, Queue, Retry
+from werkzeug.exceptions import RequestEntityTooLarge
 
-from bot.routing import Decision, decide
+from bot.routing import Decision, Head, PayloadError, decide
 from bot.settings import Settings
+
+HEADS_KEPT = 50  # heads recorded per PR
+HEADS_TTL_S = 30 * 24 * 3600
 
 
 def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
     """GitHub's X-Hub-Signature-256: 'sha256=' + hex HMAC-SHA256 of the raw body."""
-    if not header or not header.startswith("sha256="):
+    if not header or not header.isascii() or not header.startswith("sha256="):
         return False
     expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, header)
+    return hmac.compare_digest(expected.encode(), header.encode())
+
+
+def heads_key(prefix: str, repo: str, pr: int) -> str:
+    """Sorted set of the PR's heads seen in deliveries, scored by the earliest GitHub time seen."""
+    return f"{prefix}:heads:{repo}#{pr}"
+
+
+def _record_head(conn: redis.Redis, prefix: str, head: Head) -> None:
+    try:
+        seen = dt.datetime.fromisoformat(head.seen_at.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return  # no usable timestamp: the head is not recorded, and plain `/optimas run` will ask for a SHA
+    key = heads_key(prefix, head.repo, head.pr)
+    with conn.pipeline() as p:
+        p.zadd(key, {head.sha: seen}, lt=True)  # keep the earliest time the commit was seen
+        p.zremrangebyrank(key, 0, -HEADS_KEPT - 1)
+        p.expire(key, HEADS_TTL_S)
+        p.execute()
 
 
 def create_app(settings: Settings, connection: redis.Redis | None = None) -> Flask:
     """The Flask app; `connection` lets tests and workers share one Redis client."""
     app = Flask("optimas-bot")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     conn = connection or redis.Redis.from_url(settings.redis_url, socket_connect_timeout=0.5, socket_timeout=0.5)
     control = Queue(settings.control_queue, connection=conn)
 
+    @app.errorhandler(RequestEntityTooLarge)
+    def too_large(_e) -> tuple[Response, int]:
+        return jsonify(error=f"the body is larger than {settings.max_body_bytes} bytes"), 413
+
     @app.post("/webhook")
     def webhook() -> tuple[Response, int]:
-        body = request.get_data(cache=False)
+        body = request.get_data(cache=False)  # raises RequestEntityTooLarge past MAX_CONTENT_LENGTH
         if not verify_signature(settings.webhook_secret, body, request.headers.get("X-Hub-Signature-256")):
             return jsonify(error="missing or invalid X-Hub-Signature-256"), 401
         event = request.headers.get("X-GitHub-Event", "")
-        delivery = request.headers.get("X-GitHub-Delivery", "")
+        delivery = request.headers.get("X-GitHub-Delivery", "")[:200]
         try:
             payload = json.loads(body)
-        except ValueError:
-            return jsonify(error="the body is not JSON"), 400
-        decision = decide(event, payload, settings)
-        if decision.job is None:
-            return jsonify(status="ignored", reason=decision.reason), 200
+        except (ValueError, RecursionError):
+            return jsonify(error="the body is not JSON (or is nested too deeply)"), 400
         try:
-            if delivery and not conn.set(f"optimas:delivery:{delivery}", 1, nx=True, ex=settings.delivery_ttl_s):
+            decision = decide(event, payload, settings)
+        except (PayloadError, RecursionError) as e:
+            return jsonify(error=f"{event or 'the event'}: {e}"), 400
+        try:
+            if decision.head is not None:
+                _record_head(conn, settings.key_prefix, decision.head)
+            if decision.job is None:
+                return jsonify(status="ignored", reason=decision.reason), 200
+            claim = f"{settings.key_prefix}:delivery:{delivery}"
+            if delivery and not conn.set(claim, 1, nx=True, ex=settings.delivery_ttl_s):
                 return jsonify(status="duplicate delivery", delivery=delivery), 200
             job = _enqueue(control, decision, delivery)
         except redis.exceptions.RedisError:
             # Forget the claim (if it was made) so that GitHub's redelivery is processed.
-            _forget(conn, delivery)
+            _forget(conn, settings.key_prefix, delivery)
             return jsonify(error="queue unavailable; redeliver later"), 503
         return jsonify(status="queued", job=job.id, reason=decision.reason), 202
 
@@ -81,10 +118,10 @@ def _enqueue(queue: Queue, decision: Decision, delivery: str):
                          meta={"delivery": delivery})
 
 
-def _forget(conn: redis.Redis, delivery: str) -> None:
+def _forget(conn: redis.Redis, prefix: str, delivery: str) -> None:
     if not delivery:
         return
     try:
-        conn.delete(f"optimas:delivery:{delivery}")
+        conn.delete(f"{prefix}:delivery:{delivery}")
     except redis.exceptions.RedisError:
         pass  # Redis is down; the claim was never written or expires with its TTL

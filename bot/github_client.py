@@ -12,9 +12,10 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from github import Auth, Github, GithubException
+from github import Auth, Github, GithubException, GithubRetry
 
 from runner.errors import OptimasError
+from runner.redaction import register_secret
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
@@ -43,6 +44,7 @@ class GitHubApp:
 
     def __init__(self, app_id: int | str, private_key: str, api_url: str = "https://api.github.com",
                  seconds_between_writes: float = 1.0):
+        register_secret(private_key)
         self.app_auth = Auth.AppAuth(app_id, private_key, jwt_expiry=300, jwt_issued_at=-60)
         self.api_url = api_url
         self.seconds_between_writes = seconds_between_writes
@@ -52,7 +54,10 @@ class GitHubApp:
     def client(self, installation_id: int) -> Github:
         if installation_id not in self._clients:
             auth = self.app_auth.get_installation_auth(installation_id)
-            self._clients[installation_id] = Github(auth=auth, base_url=self.api_url, timeout=30,
+            # Reads are retried by the HTTP layer; writes never are: a POST whose answer is lost may
+            # have landed, and only the publisher can look for it before writing again.
+            retry = GithubRetry(total=5, allowed_methods=frozenset({"GET", "HEAD"}))
+            self._clients[installation_id] = Github(auth=auth, base_url=self.api_url, timeout=30, retry=retry,
                                                     seconds_between_writes=self.seconds_between_writes)
             self._auths[installation_id] = auth
         return self._clients[installation_id]
@@ -60,7 +65,9 @@ class GitHubApp:
     def installation_token(self, installation_id: int) -> str:
         """A current installation access token (PyGithub renews it shortly before it expires)."""
         self.client(installation_id)
-        return self._auths[installation_id].token
+        token = self._auths[installation_id].token
+        register_secret(token)
+        return token
 
     def permission(self, installation_id: int, repo: str, user: str) -> str:
         """The user's permission on the repository: admin, maintain, write, triage, read or none."""

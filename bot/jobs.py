@@ -1,18 +1,26 @@
 """RQ job functions of the control queue: module-level, small serializable arguments; their
-dependencies (Redis, the GitHub App) come from the worker's environment.
+dependencies (Redis, the GitHub App) come from the worker's environment (WorkerSettings).
 
-- handle_trigger: who asked may trigger (write, maintain or admin)? Pin the head SHA, read the
-  repo's Optimas config from the default branch, deduplicate by job key (repo, PR, head SHA,
-  config hash), cancel the PR's superseded job, enqueue the GPU job.
-- cancel_pr, post_help, post_status, and report_failure (the failure callback: a job that fails
-  says so on the PR).
+- handle_trigger: may who asked trigger (write, maintain or admin)? Pin a commit the writer
+  approved (the label event's head; `/optimas run <sha>`; or, for plain `/optimas run`, the head
+  the bot had seen before the comment was written), read the repo's Optimas config from the default
+  branch, and, atomically per PR (a Redis lock): skip a run of the same commit and config that is
+  still queued or running, stop the PR's superseded run, enqueue the GPU job, record it.
+- cancel_pr, post_help, post_status; report_failure (the failure callback: a job that fails says
+  so on the PR, once) and report_stopped (the stopped callback: a cancelled or superseded run
+  completes its check run as cancelled, with the reason).
+
+A run's job key (repo, PR, head, config) is held while the run is queued or running, and released
+when it finishes, fails or is cancelled, so an explicit re-run of the same commit is honoured.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import hashlib
-import os
-from typing import Any
+import logging
+from typing import Any, Iterator
 
 import redis
 from rq import Callback, Queue, Retry
@@ -20,115 +28,223 @@ from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 
+from bot.app import heads_key
 from bot.github_client import WRITE_PERMISSIONS, app_from_env
+from bot.publish import Publisher
+from bot.settings import WorkerSettings
+from runner.redaction import describe
+
+log = logging.getLogger(__name__)
 
 CONFIG_PATH = ".optimas.yml"
 GPU_QUEUE = "optimas-gpu"
 GPU_JOB = "bot.worker.optimize_pr"
 JOB_KEY_TTL_S = 7 * 24 * 3600
+PR_LOCK_S = 60
+ACTIVE = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 
 HELP = """**Optimas** profiles this pull request's CUDA code on a GPU, asks a model for an optimization that
 cites the profiler evidence, and posts it here only if it compiles, matches the original outputs bit
 for bit and is measurably faster.
 
-- add the `optimas` label, or comment `/optimas run`: start a run on the current head
+- add the `{label}` label, or comment `/optimas run`: start a run on the current head
+- `/optimas run <sha>`: run that commit, if it is the head (the way to approve a head pushed after your comment)
 - `/optimas status`: where the run is
 - `/optimas help`: this message
 
-Runs need write access to the repository and a `.optimas.yml` on the default branch."""
+Runs need write access to the repository and a `.optimas.yml` on the default branch. A run of a commit
+that already ran can be started again with `/optimas run` (or by labelling the pull request again)."""
+
+# Compare-and-delete: release a key only if it still names this job.
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+def settings() -> WorkerSettings:
+    return WorkerSettings.from_env()
 
 
 def redis_connection() -> redis.Redis:
-    return redis.Redis.from_url(os.environ.get("OPTIMAS_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    return redis.Redis.from_url(settings().redis_url)
 
 
 def key_prefix() -> str:
     """Namespace of the bot's Redis keys (OPTIMAS_KEY_PREFIX; tests and staging use their own)."""
-    return os.environ.get("OPTIMAS_KEY_PREFIX", "optimas")
+    return settings().key_prefix
 
 
 def _pr_key(repo: str, pr: int) -> str:
     return f"{key_prefix()}:pr:{repo}#{pr}"
 
 
-def _comment(installation_id: int, repo: str, pr: int, body: str) -> None:
-    app_from_env().client(installation_id).get_repo(repo).get_issue(pr).create_comment(body)
+def _job_key_name(key: str) -> str:
+    return f"{key_prefix()}:jobkey:{key}"
+
+
+@contextlib.contextmanager
+def pr_lock(conn: redis.Redis, repo: str, pr: int) -> Iterator[None]:
+    """Serializes the read, cancel, enqueue, record sequence of one PR across control workers."""
+    with conn.lock(f"{key_prefix()}:lock:pr:{repo}#{pr}", timeout=PR_LOCK_S, blocking_timeout=PR_LOCK_S):
+        yield
+
+
+def publisher(installation_id: int, repo: str, pr: int) -> Publisher:
+    conn = redis_connection()
+    return Publisher(app_from_env(), installation_id, repo, pr,
+                     lock=lambda: conn.lock(f"{key_prefix()}:writes:{installation_id}", timeout=120,
+                                            blocking_timeout=600))
+
+
+def _reply(installation_id: int, repo: str, pr: int, body: str) -> None:
+    """A reply on the PR, once per control job whatever its retries."""
+    from rq import get_current_job
+
+    job = get_current_job()
+    publisher(installation_id, repo, pr).post_comment(body, key=f"job-{job.id}" if job else body[:64])
 
 
 def job_key(repo: str, pr: int, head_sha: str, config_sha: str) -> str:
     return hashlib.sha256(f"{repo}#{pr}@{head_sha}:{config_sha}".encode()).hexdigest()
 
 
-def _cancel(conn: redis.Redis, job_id: str) -> str:
+def release_job_key(conn: redis.Redis, job: Job) -> None:
+    """Free the job's key if it still names this job (a finished, failed or cancelled run)."""
+    key = (job.meta or {}).get("job_key")
+    if key:
+        conn.eval(_RELEASE, 1, _job_key_name(key), job.id)
+
+
+def _is_active(conn: redis.Redis, job_id: str) -> bool:
+    try:
+        return Job.fetch(job_id, connection=conn).get_status() in ACTIVE
+    except NoSuchJobError:
+        return False
+
+
+def _cancel(conn: redis.Redis, job_id: str, reason: str) -> str:
+    """Stop or cancel a run, telling it why (its stopped callback puts the reason on its check run)."""
     try:
         job = Job.fetch(job_id, connection=conn)
     except NoSuchJobError:
         return "gone"
     status = job.get_status()
+    if status in ACTIVE:
+        job.meta["stop_reason"] = reason
+        job.save_meta()
+    outcome = str(getattr(status, "value", status))
     if status == JobStatus.STARTED:
         try:
             send_stop_job_command(conn, job_id)
+            outcome = "stopped"
         except InvalidJobOperation:
-            return "finished"
-        return "stopped"
-    if status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
+            outcome = "finished"
+    elif status in ACTIVE:
         job.cancel()
-        return "cancelled"
-    return str(getattr(status, "value", status))
+        outcome = "cancelled"
+    release_job_key(conn, job)
+    return outcome
+
+
+def _approved_head(conn: redis.Redis, repo: str, pr: int, approved_at: str | None) -> str | None:
+    """The newest head recorded from deliveries that GitHub timestamped before the approval."""
+    try:
+        when = dt.datetime.fromisoformat((approved_at or "").replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+    seen = conn.zrevrangebyscore(heads_key(key_prefix(), repo, pr), f"({when}", "-inf", start=0, num=1)
+    return seen[0].decode() if seen else None
+
+
+def pin(conn: redis.Redis, repo: str, pr: int, current: str, head_sha: str | None, trigger: str,
+        approved_at: str | None) -> tuple[str | None, str | None]:
+    """(commit to run, None), or (None, why not: a reply for the writer, or None to stay quiet).
+
+    A run only ever executes a commit that existed when the writer approved it."""
+    if trigger != "comment":  # label and synchronize events carry the head they approve
+        return (current, None) if head_sha == current else (None, None)
+    if head_sha:
+        if current.startswith(head_sha):
+            return current, None
+        return None, (f"`{head_sha}` is not the head of this pull request (the head is `{current[:12]}`), so "
+                      f"nothing was run. To run the head, check it and comment `/optimas run {current[:12]}`.")
+    seen = _approved_head(conn, repo, pr, approved_at)
+    if seen == current:
+        return current, None
+    return None, (f"The head `{current[:12]}` may have been pushed after your comment (the head I had seen before "
+                  f"it was {'`' + seen[:12] + '`' if seen else 'not recorded'}), so nothing was run. To run it, "
+                  f"check it and comment `/optimas run {current[:12]}`.")
 
 
 def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_sha: str | None,
-                   trigger: str) -> dict[str, Any]:
+                   trigger: str, approved_at: str | None = None) -> dict[str, Any]:
     """Decide whether and what to run for a trigger (see the module docstring)."""
+    ws = settings()
     gh = app_from_env()
+    conn = redis_connection()
     permission = gh.permission(installation_id, repo, sender)
     if permission not in WRITE_PERMISSIONS:
-        _comment(installation_id, repo, pr,
-                 f"Thanks for your interest, @{sender}! Optimas runs need write access to {repo}; a maintainer "
-                 "can start one by adding the `optimas` label or commenting `/optimas run`.")
-        return {"status": "not allowed", "permission": permission}
+        # One reply per PR and user per interval: a non-writer cannot make the bot talk at will.
+        fresh = conn.set(f"{ws.key_prefix}:replied:{repo}#{pr}:{sender}", 1, nx=True,
+                         ex=max(1, int(ws.reply_interval_s)))
+        if fresh:
+            _reply(installation_id, repo, pr,
+                   f"Thanks for your interest, @{sender}! Optimas runs need write access to {repo}; a maintainer "
+                   f"can start one by adding the `{ws.label}` label or commenting `/optimas run`.")
+        return {"status": "not allowed", "permission": permission, "replied": bool(fresh)}
     repository = gh.client(installation_id).get_repo(repo)
     pull = repository.get_pull(pr)
     if pull.state != "open":
         return {"status": "pull request is not open"}
-    head = head_sha or pull.head.sha
+    head, refusal = pin(conn, repo, pr, pull.head.sha, head_sha, trigger, approved_at)
+    if head is None:
+        if refusal:
+            _reply(installation_id, repo, pr, f"@{sender}: {refusal}")
+            return {"status": "refused", "head_sha": pull.head.sha}
+        return {"status": "stale", "head_sha": pull.head.sha}
     config = gh.config_from_default_branch(installation_id, repo, CONFIG_PATH)
     if config is None:
-        _comment(installation_id, repo, pr, f"Optimas needs a `{CONFIG_PATH}` on the default branch "
-                 f"({repository.default_branch}) to know how to build, run and validate this code.")
+        _reply(installation_id, repo, pr, f"Optimas needs a `{CONFIG_PATH}` on the default branch "
+               f"({repository.default_branch}) to know how to build, run and validate this code.")
         return {"status": "no config"}
     _, config_sha = config
-    conn = redis_connection()
-    key = job_key(repo, pr, head, config_sha)
-    if not conn.set(f"{key_prefix()}:jobkey:{key}", 1, nx=True, ex=JOB_KEY_TTL_S):
-        return {"status": "duplicate", "job_key": key}
-    previous = conn.get(_pr_key(repo, pr))
-    superseded = _cancel(conn, previous.decode()) if previous else None
     fork = pull.head.repo is None or pull.head.repo.full_name != repo
-    job = Queue(GPU_QUEUE, connection=conn).enqueue(
-        GPU_JOB, kwargs={"repo": repo, "installation_id": installation_id, "pr": pr, "head_sha": head,
-                         "config_sha": config_sha, "fork": fork, "trigger": trigger},
-        job_timeout=3 * 3600, retry=Retry(max=2, interval=[60, 300]),
-        on_failure=Callback("bot.jobs.report_failure", timeout=60), description=f"{repo}#{pr}@{head[:7]}",
-        meta={"job_key": key})
-    conn.set(_pr_key(repo, pr), job.id)
+    key = job_key(repo, pr, head, config_sha)
+    with pr_lock(conn, repo, pr):
+        running = conn.get(_job_key_name(key))
+        if running and _is_active(conn, running.decode()):
+            return {"status": "duplicate", "job_key": key, "job": running.decode()}
+        previous = conn.get(_pr_key(repo, pr))
+        superseded = _cancel(conn, previous.decode(), f"superseded by a run of `{head[:7]}`") if previous else None
+        job = Queue(GPU_QUEUE, connection=conn).enqueue(
+            GPU_JOB, kwargs={"repo": repo, "installation_id": installation_id, "pr": pr, "head_sha": head,
+                             "config_sha": config_sha, "fork": fork, "trigger": trigger},
+            job_timeout=3 * 3600, retry=Retry(max=2, interval=[60, 300]),
+            on_failure=Callback("bot.jobs.report_failure", timeout=60),
+            on_stopped=Callback("bot.jobs.report_stopped", timeout=60),
+            description=f"{repo}#{pr}@{head[:7]}", meta={"job_key": key})
+        with conn.pipeline() as p:
+            p.set(_pr_key(repo, pr), job.id)
+            p.set(_job_key_name(key), job.id, ex=JOB_KEY_TTL_S)
+            p.execute()
+    log.info("%s#%d: queued GPU job %s for %s (%s)", repo, pr, job.id, head[:7], trigger)
     return {"status": "queued", "job": job.id, "head_sha": head, "superseded": superseded, "fork": fork}
 
 
-def cancel_pr(repo: str, installation_id: int, sender: str, pr: int) -> dict[str, Any]:
+def cancel_pr(repo: str, installation_id: int, sender: str, pr: int,
+              why: str = "the run was cancelled") -> dict[str, Any]:
     """Cancel the PR's queued or running job (unlabelled or closed)."""
     conn = redis_connection()
-    current = conn.get(_pr_key(repo, pr))
-    if not current:
-        return {"status": "nothing to cancel"}
-    outcome = _cancel(conn, current.decode())
-    conn.delete(_pr_key(repo, pr))
+    with pr_lock(conn, repo, pr):
+        current = conn.get(_pr_key(repo, pr))
+        if not current:
+            return {"status": "nothing to cancel"}
+        outcome = _cancel(conn, current.decode(), why)
+        conn.delete(_pr_key(repo, pr))
     return {"status": outcome, "job": current.decode()}
 
 
 def post_help(repo: str, installation_id: int, sender: str, pr: int, unknown: bool = False) -> dict[str, Any]:
     prefix = f"@{sender}, I don't know that command.\n\n" if unknown else ""
-    _comment(installation_id, repo, pr, prefix + HELP)
+    _reply(installation_id, repo, pr, prefix + HELP.format(label=settings().label))
     return {"status": "posted"}
 
 
@@ -136,7 +252,8 @@ def post_status(repo: str, installation_id: int, sender: str, pr: int) -> dict[s
     conn = redis_connection()
     current = conn.get(_pr_key(repo, pr))
     if not current:
-        text = "No Optimas run for this pull request yet. Add the `optimas` label or comment `/optimas run`."
+        text = (f"No Optimas run for this pull request yet. Add the `{settings().label}` label or comment "
+                "`/optimas run`.")
     else:
         try:
             job = Job.fetch(current.decode(), connection=conn)
@@ -144,15 +261,15 @@ def post_status(repo: str, installation_id: int, sender: str, pr: int) -> dict[s
             text = f"Optimas run `{job.id}` ({job.description}): {getattr(status, 'value', status)}."
         except NoSuchJobError:
             text = "The last Optimas run for this pull request has expired from the queue."
-    _comment(installation_id, repo, pr, text)
+    _reply(installation_id, repo, pr, text)
     return {"status": "posted"}
 
 
 def is_transient(exc: BaseException | None) -> bool:
     """Whether a failure may pass on its own, so that RQ's retry is worth it: the network, GitHub
-    answering 5xx or rate-limiting, Redis, or an error marked `transient` (a failed git fetch).
-    Everything else (a bad config, a missing tool, a candidate that does not build) fails the same
-    way again."""
+    answering 5xx or rate-limiting, Redis (a lock not acquired in time included), or an error
+    marked `transient` (a failed git fetch). Everything else (a bad config, a missing tool, a
+    candidate that does not build) fails the same way again."""
     import requests
     from github import GithubException
 
@@ -160,9 +277,25 @@ def is_transient(exc: BaseException | None) -> bool:
 
     if isinstance(exc, GithubException):
         return retry_wait(exc) is not None
-    if isinstance(exc, (requests.ConnectionError, requests.Timeout, redis.ConnectionError, redis.TimeoutError)):
+    if isinstance(exc, (requests.ConnectionError, requests.Timeout, redis.ConnectionError, redis.TimeoutError,
+                        redis.exceptions.LockError)):
         return True
     return bool(getattr(exc, "transient", False))
+
+
+def _complete_check(job: Job, conclusion: str, title: str, summary: str) -> None:
+    """Complete the GPU job's check run, if it made one (found by its id in the job's meta, or by
+    its external id on the head): a run that ends any way other than normally must not stay in progress."""
+    kw = job.kwargs or {}
+    if not {"repo", "installation_id", "pr", "head_sha"} <= set(kw):
+        return
+    pub = publisher(kw["installation_id"], kw["repo"], kw["pr"])
+    check_id = (job.get_meta(refresh=True) or {}).get("check_run")
+    if check_id is None:
+        found = pub.find_check(kw["head_sha"], job.id)
+        check_id = found.id if found is not None else None
+    if check_id is not None and pub.repo.get_check_run(check_id).status != "completed":
+        pub.complete_check(check_id, conclusion, title, summary)
 
 
 def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, traceback) -> None:
@@ -173,10 +306,22 @@ def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, trace
         job.retries_left = 0  # RQ reads this right after the callback: no retry of a deterministic failure
     elif job.retries_left:
         return
+    release_job_key(connection, job)
     kw = job.kwargs or {}
     if not {"repo", "installation_id", "pr"} <= set(kw):
         return
-    reason = f"{exc_type.__name__}: {exc_value}" if exc_type else "the job stopped"
-    _comment(kw["installation_id"], kw["repo"], kw["pr"],
-             f"The Optimas job `{job.id}` failed: {reason[:1000]}\n\nNothing was posted for this run; "
-             "comment `/optimas run` to try again.")
+    reason = describe(exc_value, 1000) if exc_value is not None else "the job stopped"
+    log.warning("job %s for %s#%s failed: %s", job.id, kw["repo"], kw["pr"], reason)
+    _complete_check(job, "failure", "Optimas failed", reason)
+    publisher(kw["installation_id"], kw["repo"], kw["pr"]).post_comment(
+        f"The Optimas job `{job.id}` failed: {reason}\n\nNothing was posted for this run; "
+        "comment `/optimas run` to try again.", key=f"failure-{job.id}")
+
+
+def report_stopped(job: Job, connection: redis.Redis) -> None:
+    """RQ stopped callback (a superseded or cancelled run, stopped while running): release its key
+    and complete its check run as cancelled, saying why."""
+    release_job_key(connection, job)
+    reason = (job.get_meta(refresh=True) or {}).get("stop_reason", "the run was stopped")
+    log.info("job %s stopped: %s", job.id, reason)
+    _complete_check(job, "cancelled", "Cancelled", f"This run was stopped: {reason}.")

@@ -1,26 +1,41 @@
 """Publishing on the pull request through PyGithub: a Check Run on the analysed head (queued ->
 in_progress -> completed), one review per run (`commit_id` = the analysed SHA) with suggestion
-comments, and one persistent summary comment found by a hidden marker and edited in place.
+comments, one persistent summary comment found by a hidden marker and edited in place, and
+replies marked with the job they answer.
 
-Writes go through one client per installation, which PyGithub paces (seconds_between_writes)
-and retries on 5xx and rate limits (honouring Retry-After)."""
+Every write is idempotent. The HTTP layer never resends a POST or PATCH (GitHubApp's client
+retries reads only): a write whose answer is lost may have landed, so before each retry the
+publisher looks for what it wrote (the check run's `external_id`, the hidden marker of a comment or
+review) and only writes again when it is not there. Every outgoing text passes through
+runner.redaction.redact."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import logging
 import time
-from typing import Callable, ContextManager, TypeVar
+from typing import Any, Callable, ContextManager, TypeVar
 
+import requests
 from github import GithubException
 
 from bot.github_client import GitHubApp
-from bot.review import truncate
+from bot.review import MAX_BODY, truncate
+from runner.redaction import redact
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 MARKER = "<!-- optimas:summary -->"
 MARKER_REVIEW = "<!-- optimas:review -->"
 CHECK_NAME = "Optimas"
+ROOM = MAX_BODY - 200  # what a body may use before its markers are appended
+
+
+def marker(kind: str, key: str) -> str:
+    """A hidden marker that identifies one comment or review (e.g. the failure report of a job)."""
+    return f"<!-- optimas:{kind}:{key} -->"
 
 
 def retry_wait(e: GithubException) -> float | None:
@@ -49,33 +64,48 @@ class Publisher:
         self.lock = lock or contextlib.nullcontext
 
     def _write(self, call: Callable[[], T], already: Callable[[], T | None] = lambda: None) -> T:
-        """A write, retried on 5xx and rate limits (honouring Retry-After); before each retry,
-        `already` looks for the object in case the failed attempt landed, so nothing is posted twice."""
-        for attempt in range(1, self.attempts):
+        """A write, retried on 5xx, rate limits (honouring Retry-After) and lost answers; before each
+        retry, `already` looks for the object in case the failed attempt landed, so nothing is
+        posted twice."""
+        for attempt in itertools.count(1):
             try:
                 with self.lock():
                     return call()
             except GithubException as e:
                 wait = retry_wait(e)
-                if wait is None:
+                if wait is None or attempt == self.attempts:
                     raise
-                time.sleep(wait if wait >= 0 else self.backoff_s * 2 ** (attempt - 1))
-                found = already()
-                if found is not None:
-                    return found
-        with self.lock():
-            return call()
+            except (requests.ConnectionError, requests.Timeout):
+                if attempt == self.attempts:
+                    raise
+                wait = -1.0
+            log.info("write to %s failed (attempt %d of %d); looking for it before retrying", self.repo.full_name,
+                     attempt, self.attempts)
+            time.sleep(wait if wait >= 0 else self.backoff_s * 2 ** (attempt - 1))
+            found = already()
+            if found is not None:
+                return found
 
-    def start_check(self, head_sha: str) -> int:
-        run = self._write(lambda: self.repo.create_check_run(name=CHECK_NAME, head_sha=head_sha, status="queued"))
-        self._write(lambda: run.edit(status="in_progress", output={
-            "title": "Profiling and optimizing", "summary": "Optimas is profiling this commit on a GPU."}))
+    def find_check(self, head_sha: str, external_id: str) -> Any | None:
+        """The check run of this name and external id on `head_sha`, if one was created."""
+        runs = self.repo.get_commit(head_sha).get_check_runs(check_name=CHECK_NAME)
+        return next((r for r in runs if r.external_id == external_id), None)
+
+    def start_check(self, head_sha: str, external_id: str) -> int:
+        """Create (or find, when a lost answer had created it) the run's check run, in progress."""
+        run = self.find_check(head_sha, external_id) or self._write(
+            lambda: self.repo.create_check_run(name=CHECK_NAME, head_sha=head_sha, status="queued",
+                                               external_id=external_id),
+            lambda: self.find_check(head_sha, external_id))
+        if run.status != "completed":
+            self._write(lambda: run.edit(status="in_progress", output={
+                "title": "Profiling and optimizing", "summary": "Optimas is profiling this commit on a GPU."}))
         return run.id
 
     def complete_check(self, check_id: int, conclusion: str, title: str, summary: str) -> None:
         run = self.repo.get_check_run(check_id)
         self._write(lambda: run.edit(status="completed", conclusion=conclusion,
-                                     output={"title": title[:255], "summary": truncate(summary)}))
+                                     output={"title": redact(title)[:255], "summary": truncate(redact(summary))}))
 
     def head_sha(self) -> str:
         return self.repo.get_pull(self.pr).head.sha
@@ -84,32 +114,43 @@ class Publisher:
         """The PR's files with their diff hunks (`patch`), for placing suggestions."""
         return {f.filename: f.patch or "" for f in self.repo.get_pull(self.pr).get_files()}
 
-    def post_review(self, commit_sha: str, body: str, comments: list[dict]) -> int:
-        """One review with every suggestion comment; a retried post that already landed is not posted twice."""
+    def post_review(self, commit_sha: str, body: str, comments: list[dict], run_key: str) -> int:
+        """One review with every suggestion comment per run (`run_key`); a post whose answer was lost
+        is found by its marker and not posted twice."""
         pull = self.repo.get_pull(self.pr)
+        tag = marker("review", run_key)
 
         def existing() -> int | None:
-            return next((r.id for r in pull.get_reviews()
-                         if r.commit_id == commit_sha and MARKER_REVIEW in (r.body or "")), None)
+            return next((r.id for r in pull.get_reviews() if tag in (r.body or "")), None)
 
         found = existing()
         if found is not None:
             return found
         commit = self.repo.get_commit(commit_sha)
-        return self._write(lambda: pull.create_review(commit=commit, body=truncate(body + "\n" + MARKER_REVIEW),
-                                                      event="COMMENT", comments=comments).id, existing)
+        safe = [{**c, "body": redact(c["body"])} for c in comments]
+        text = truncate(redact(body), ROOM) + f"\n{MARKER_REVIEW}\n{tag}"
+        return self._write(lambda: pull.create_review(commit=commit, body=text, event="COMMENT", comments=safe).id,
+                           existing)
+
+    def _comment_with(self, tag: str) -> Any | None:
+        return next((c for c in self.repo.get_issue(self.pr).get_comments() if tag in (c.body or "")), None)
 
     def upsert_summary(self, body: str) -> int:
         """Edit the PR's Optimas summary comment in place, or create it: never a second one."""
         issue = self.repo.get_issue(self.pr)
-        text = truncate(f"{MARKER}\n{body}")
-
-        def existing():
-            return next((c for c in issue.get_comments() if MARKER in (c.body or "")), None)
-
-        found = existing()
+        text = truncate(f"{MARKER}\n{redact(body)}")
+        found = self._comment_with(MARKER)
         if found is not None:
             self._write(lambda: found.edit(text))
             return found.id
-        return self._write(lambda: issue.create_comment(text), existing).id
+        return self._write(lambda: issue.create_comment(text), lambda: self._comment_with(MARKER)).id
 
+    def post_comment(self, body: str, key: str) -> int:
+        """A reply on the PR, posted once per `key` (e.g. the job it answers), whatever the retries."""
+        tag = marker("reply", key)
+        found = self._comment_with(tag)
+        if found is not None:
+            return found.id
+        issue = self.repo.get_issue(self.pr)
+        return self._write(lambda: issue.create_comment(truncate(redact(body), ROOM) + f"\n{tag}"),
+                           lambda: self._comment_with(tag)).id

@@ -6,6 +6,7 @@ for the control queue, named by its import path, with small serializable argumen
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -17,10 +18,52 @@ JOB_STATUS = "bot.jobs.post_status"
 JOB_HELP = "bot.jobs.post_help"
 
 
+class PayloadError(ValueError):
+    """A signed delivery whose payload lacks a field the handler reads, or has it of the wrong type."""
+
+
+_MISSING = object()
+
+
+def field_of(payload: Any, path: str, kind: type | tuple[type, ...], default: Any = _MISSING) -> Any:
+    """payload[a][b]... for path 'a.b...', checked to be of `kind`; PayloadError names the field."""
+    node = payload
+    for part in path.split("."):
+        node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+        if node is _MISSING:
+            if default is not _MISSING:
+                return default
+            raise PayloadError(f"payload.{path}: missing")
+    if isinstance(node, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise PayloadError(f"payload.{path}: expected {_kind_name(kind)}, got a boolean")
+    if not isinstance(node, kind):
+        if default is not _MISSING and node is None:
+            return default
+        raise PayloadError(f"payload.{path}: expected {_kind_name(kind)}, got {type(node).__name__}")
+    return node
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", dict: "an object", list: "a list"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+@dataclass
+class Head:
+    """A PR head as a delivery showed it, with GitHub's timestamp of the PR's last update."""
+
+    repo: str
+    pr: int
+    sha: str
+    seen_at: str  # ISO 8601, GitHub's clock
+
+
 @dataclass
 class Decision:
     reason: str
     job: tuple[str, dict[str, Any]] | None = None
+    head: Head | None = None  # recorded by the view, so that `/optimas run` can pin what the writer saw
 
 
 @dataclass
@@ -51,8 +94,27 @@ def on(*keys: str) -> Callable[[Handler], Handler]:
     return register
 
 
+SHA = re.compile(r"[0-9a-fA-F]{7,40}")
+
+
 def _labels(pr: dict[str, Any]) -> set[str]:
-    return {label.get("name", "") for label in pr.get("labels") or []}
+    labels = field_of(pr, "labels", list, default=[])
+    return {label.get("name", "") for label in labels if isinstance(label, dict)}
+
+
+def _pull(ctx: Context) -> tuple[dict[str, Any], int, str]:
+    """The event's pull request, its number and head SHA, validated."""
+    pr = field_of(ctx.payload, "pull_request", dict)
+    number = field_of(pr, "number", int)
+    sha = field_of(pr, "head.sha", str)
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        raise PayloadError("payload.pull_request.head.sha: expected a 40-digit hexadecimal commit SHA")
+    return pr, number, sha
+
+
+def _with_head(ctx: Context, decision: Decision, pr: dict[str, Any], number: int, sha: str) -> Decision:
+    decision.head = Head(ctx.repo, number, sha, field_of(pr, "updated_at", str, default=""))
+    return decision
 
 
 @on("ping")
@@ -62,66 +124,85 @@ def ping(ctx: Context) -> Decision:
 
 @on("pull_request.labeled")
 def labeled(ctx: Context) -> Decision:
-    if (ctx.payload.get("label") or {}).get("name") != ctx.settings.label:
-        return Decision(reason=f"label is not {ctx.settings.label!r}")
-    pr = ctx.payload["pull_request"]
-    return ctx.job(JOB_TRIGGER, f"{ctx.repo}#{pr['number']} labelled {ctx.settings.label}", pr=pr["number"],
-                   head_sha=pr["head"]["sha"], trigger="label")
+    pr, number, sha = _pull(ctx)
+    if field_of(ctx.payload, "label.name", str, default="") != ctx.settings.label:
+        return _with_head(ctx, Decision(reason=f"label is not {ctx.settings.label!r}"), pr, number, sha)
+    return _with_head(ctx, ctx.job(JOB_TRIGGER, f"{ctx.repo}#{number} labelled {ctx.settings.label}", pr=number,
+                                   head_sha=sha, trigger="label"), pr, number, sha)
 
 
-@on("pull_request.synchronize")
+@on("pull_request.synchronize", "pull_request.opened", "pull_request.reopened", "pull_request.edited")
 def synchronize(ctx: Context) -> Decision:
-    pr = ctx.payload["pull_request"]
+    pr, number, sha = _pull(ctx)
+    if ctx.action != "synchronize":
+        return _with_head(ctx, Decision(reason=f"pull request {ctx.action}: head recorded"), pr, number, sha)
     if ctx.settings.label not in _labels(pr):
-        return Decision(reason=f"new commits on a PR without the {ctx.settings.label!r} label")
-    return ctx.job(JOB_TRIGGER, f"{ctx.repo}#{pr['number']} has a new head {pr['head']['sha'][:7]}",
-                   pr=pr["number"], head_sha=pr["head"]["sha"], trigger="synchronize")
+        return _with_head(ctx, Decision(reason=f"new commits on a PR without the {ctx.settings.label!r} label"),
+                          pr, number, sha)
+    return _with_head(ctx, ctx.job(JOB_TRIGGER, f"{ctx.repo}#{number} has a new head {sha[:7]}", pr=number,
+                                   head_sha=sha, trigger="synchronize"), pr, number, sha)
 
 
 @on("pull_request.unlabeled")
 def unlabeled(ctx: Context) -> Decision:
-    if (ctx.payload.get("label") or {}).get("name") != ctx.settings.label:
-        return Decision(reason=f"label is not {ctx.settings.label!r}")
-    pr = ctx.payload["pull_request"]
-    return ctx.job(JOB_CANCEL, f"{ctx.repo}#{pr['number']} unlabelled", pr=pr["number"])
+    pr, number, sha = _pull(ctx)
+    if field_of(ctx.payload, "label.name", str, default="") != ctx.settings.label:
+        return _with_head(ctx, Decision(reason=f"label is not {ctx.settings.label!r}"), pr, number, sha)
+    return _with_head(ctx, ctx.job(JOB_CANCEL, f"{ctx.repo}#{number} unlabelled", pr=number,
+                                   why=f"the `{ctx.settings.label}` label was removed"), pr, number, sha)
 
 
 @on("pull_request.closed")
 def closed(ctx: Context) -> Decision:
-    pr = ctx.payload["pull_request"]
-    return ctx.job(JOB_CANCEL, f"{ctx.repo}#{pr['number']} closed", pr=pr["number"])
+    number = field_of(ctx.payload, "pull_request.number", int)
+    return ctx.job(JOB_CANCEL, f"{ctx.repo}#{number} closed", pr=number, why="the pull request was closed")
 
 
 @on("issue_comment.created")
 def comment(ctx: Context) -> Decision:
-    issue = ctx.payload.get("issue") or {}
-    if not issue.get("pull_request"):
+    issue = field_of(ctx.payload, "issue", dict)
+    if not field_of(issue, "pull_request", dict, default=None):
         return Decision(reason="a comment on an issue, not a pull request")
-    words = (ctx.payload.get("comment") or {}).get("body", "").strip().split()
+    words = field_of(ctx.payload, "comment.body", str, default="").strip().split()
     if not words or words[0] != ctx.settings.command:
         return Decision(reason=f"not an {ctx.settings.command} command")
     verb = words[1] if len(words) > 1 else "help"
-    pr = issue["number"]
+    pr = field_of(issue, "number", int)
     if verb == "run":
-        # The comment does not carry the head SHA: the job reads it when it checks the permission.
-        return ctx.job(JOB_TRIGGER, f"{ctx.repo}#{pr}: {ctx.settings.command} run", pr=pr, head_sha=None,
-                       trigger="comment")
+        # A comment carries no head SHA. `/optimas run <sha>` names the commit the writer approves;
+        # plain `/optimas run` approves the head the bot had seen before the comment was made
+        # (GitHub's timestamps), which the control job looks up. Either way, nothing pushed after
+        # the comment is run.
+        sha = words[2] if len(words) > 2 else None
+        if sha is not None and not SHA.fullmatch(sha):
+            return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} run {sha[:40]}", pr=pr, unknown=True)
+        return ctx.job(JOB_TRIGGER, f"{ctx.repo}#{pr}: {ctx.settings.command} run", pr=pr,
+                       head_sha=sha.lower() if sha else None, trigger="comment",
+                       approved_at=field_of(ctx.payload, "comment.created_at", str, default=""))
     if verb == "status":
         return ctx.job(JOB_STATUS, f"{ctx.repo}#{pr}: {ctx.settings.command} status", pr=pr)
-    return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} {verb}", pr=pr, unknown=verb != "help")
+    return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} {verb[:40]}", pr=pr, unknown=verb != "help")
 
 
-def decide(event: str, payload: dict[str, Any], settings: Settings) -> Decision:
-    """Route one delivery; events from bots (the app itself included) are ignored."""
-    action = payload.get("action", "")
+def decide(event: str, payload: Any, settings: Settings) -> Decision:
+    """Route one delivery; events from bots (the app itself included) are ignored. A payload of the
+    wrong shape raises PayloadError."""
+    if not isinstance(payload, dict):
+        raise PayloadError(f"payload: expected a JSON object, got {type(payload).__name__}")
+    action = field_of(payload, "action", str, default="")
     key = f"{event}.{action}" if action else event
     handler = HANDLERS.get(key) or HANDLERS.get(event)
     if handler is None:
         return Decision(reason=f"no handler for {key}")
-    sender = payload.get("sender") or {}
-    if event != "ping" and (sender.get("type") == "Bot" or sender.get("login") == f"{settings.app_slug}[bot]"):
-        return Decision(reason=f"ignoring an event from the bot {sender.get('login')}")
-    ctx = Context(event=event, action=action, payload=payload, settings=settings,
-                  repo=(payload.get("repository") or {}).get("full_name", ""),
-                  installation_id=(payload.get("installation") or {}).get("id"), sender=sender.get("login", ""))
+    sender = field_of(payload, "sender", dict, default={})
+    login = field_of(sender, "login", str, default="")
+    if event != "ping" and (sender.get("type") == "Bot" or login == f"{settings.app_slug}[bot]"):
+        return Decision(reason=f"ignoring an event from the bot {login}")
+    installation = field_of(payload, "installation.id", int, default=None)
+    repo = field_of(payload, "repository.full_name", str, default="")
+    if event != "ping" and (not repo or installation is None):
+        raise PayloadError("payload.repository.full_name and payload.installation.id: expected both (deliveries to "
+                           "a GitHub App carry them)")
+    ctx = Context(event=event, action=action, payload=payload, settings=settings, repo=repo,
+                  installation_id=installation, sender=login)
     return handler(ctx)

@@ -12,6 +12,19 @@ class SettingsError(OptimasError):
     exit_code = 2
 
 
+def _number(env, name: str, default: float, low: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r}: expected a number") from None
+    if value < low:
+        raise SettingsError(f"{name}={raw!r}: expected a number >= {low:g}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     webhook_secret: bytes
@@ -21,13 +34,17 @@ class Settings:
     app_slug: str = "optimas"
     control_queue: str = "optimas-control"
     gpu_queue: str = "optimas-gpu"
+    key_prefix: str = "optimas"  # namespace of every Redis key the bot writes
     delivery_ttl_s: int = 7 * 24 * 3600  # GitHub redelivers for a few days at most
     api_url: str = "https://api.github.com"
+    # GitHub caps webhook payloads at 25 MB; a larger body is refused (413) before it is read.
+    max_body_bytes: int = 25 * 1024 * 1024
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         """OPTIMAS_WEBHOOK_SECRET (required), OPTIMAS_REDIS_URL, OPTIMAS_LABEL, OPTIMAS_APP_SLUG,
-        OPTIMAS_GITHUB_API_URL (GitHub Enterprise Server: https://HOST/api/v3)."""
+        OPTIMAS_KEY_PREFIX, OPTIMAS_MAX_BODY_BYTES, OPTIMAS_GITHUB_API_URL (GitHub Enterprise
+        Server: https://HOST/api/v3)."""
         e = os.environ if env is None else env
         secret = e.get("OPTIMAS_WEBHOOK_SECRET")
         if not secret:
@@ -35,4 +52,40 @@ class Settings:
                                 "App's settings is needed to verify deliveries")
         return cls(webhook_secret=secret.encode(), redis_url=e.get("OPTIMAS_REDIS_URL", cls.redis_url),
                    label=e.get("OPTIMAS_LABEL", cls.label), app_slug=e.get("OPTIMAS_APP_SLUG", cls.app_slug),
+                   key_prefix=e.get("OPTIMAS_KEY_PREFIX", cls.key_prefix),
+                   max_body_bytes=int(_number(e, "OPTIMAS_MAX_BODY_BYTES", cls.max_body_bytes, 1024)),
                    api_url=e.get("OPTIMAS_GITHUB_API_URL", cls.api_url))
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What the jobs read from the worker's environment (no webhook secret: workers never need it)."""
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    key_prefix: str = "optimas"
+    label: str = "optimas"
+    # Where the GPU job fetches code: {repo} is owner/name. Credentials never go into this URL.
+    git_url: str = "https://github.com/{repo}.git"
+    fetch_timeout_s: float = 600.0
+    # Base URL under which run artifacts are served (e.g. the dashboard); unset: none are linked.
+    artifacts_url: str | None = None
+    # A user without write access gets one reply per PR in this many seconds at most.
+    reply_interval_s: float = 3600.0
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
+        """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_GIT_URL, OPTIMAS_FETCH_TIMEOUT_S,
+        OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S."""
+        e = os.environ if env is None else env
+        git_url = e.get("OPTIMAS_GIT_URL", cls.git_url)
+        if "{token}" in git_url or "@" in git_url.split("://", 1)[-1].split("/", 1)[0]:
+            raise SettingsError(f"OPTIMAS_GIT_URL={git_url!r}: credentials must not be part of the URL (the worker "
+                                "passes the installation token to git in a header); use e.g. "
+                                "https://github.com/{repo}.git")
+        if "{repo}" not in git_url:
+            raise SettingsError(f"OPTIMAS_GIT_URL={git_url!r}: expected a URL template with {{repo}}")
+        return cls(redis_url=e.get("OPTIMAS_REDIS_URL", cls.redis_url),
+                   key_prefix=e.get("OPTIMAS_KEY_PREFIX", cls.key_prefix), label=e.get("OPTIMAS_LABEL", cls.label),
+                   git_url=git_url, fetch_timeout_s=_number(e, "OPTIMAS_FETCH_TIMEOUT_S", cls.fetch_timeout_s, 1),
+                   artifacts_url=e.get("OPTIMAS_ARTIFACTS_URL") or None,
+                   reply_interval_s=_number(e, "OPTIMAS_REPLY_INTERVAL_S", cls.reply_interval_s, 0))

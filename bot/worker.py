@@ -8,26 +8,29 @@ Scaling out is more workers on more hosts against the same Redis.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
+import logging
 import os
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import requests
 from github import GithubException
-from rq import Worker
+from rq import Worker, get_current_job
 
 from bot.github_client import app_from_env
-from bot.jobs import CONFIG_PATH, key_prefix, redis_connection, report_failure
-from bot.publish import Publisher
+from bot.jobs import CONFIG_PATH, publisher, redis_connection, release_job_key, report_failure, settings
 from bot.review import plan_review, review_body
 from runner.errors import OptimasError
+from runner.processes import child_environment, child_home
+from runner.redaction import describe, install_log_redaction, redact, register_env_secrets, register_secret
 
-# How the worker fetches code; {token} is the installation token, used for this fetch only.
-DEFAULT_GIT_URL = "https://x-access-token:{token}@github.com/{repo}.git"
+log = logging.getLogger(__name__)
 
 
 class FetchError(OptimasError):
@@ -38,20 +41,37 @@ class FetchError(OptimasError):
         self.transient = transient  # a network failure may pass; a moved head will not
 
 
-def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path) -> None:
+def git_environment(token: str) -> dict[str, str]:
+    """git's environment: the minimal child environment, no prompts, and the installation token as
+    an HTTP Authorization header given through git's environment-only configuration
+    (GIT_CONFIG_COUNT/KEY/VALUE), so that it is in no argument, URL or file."""
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    register_secret(basic)
+    return {**child_environment(), "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true",
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
+
+
+def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: str = "https://github.com/{repo}.git",
+          timeout_s: float = 600.0) -> None:
     """The PR's head (refs/pull/N/head: same-repo and fork PRs alike) into `dest`, checked to be
-    the pinned SHA. The URL with the token is passed to git once and stored nowhere."""
-    url = os.environ.get("OPTIMAS_GIT_URL", DEFAULT_GIT_URL).format(token=token, repo=repo)
+    the pinned SHA. The token reaches git through its environment only (git_environment)."""
+    url = git_url.format(repo=repo)
     dest.mkdir(parents=True)
+    env = git_environment(token)
 
     def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(dest), *args], capture_output=True, text=True, timeout=600)
+        try:
+            return subprocess.run(["git", "-C", str(dest), *args], capture_output=True, text=True, timeout=timeout_s,
+                                  env=env)
+        except subprocess.TimeoutExpired:
+            raise FetchError(f"git {args[0]} of {repo}#{pr} did not finish within {timeout_s:g} s",
+                             transient=True) from None
 
     git("init", "-q")
     r = git("fetch", "-q", "--depth", "1", url, f"refs/pull/{pr}/head")
     if r.returncode != 0:
-        raise FetchError(f"fetching {repo}#{pr} failed: {r.stderr.replace(token, '***').strip()[-500:]}",
-                         transient=True)
+        raise FetchError(f"fetching {repo}#{pr} failed: {redact(r.stderr.strip())[-500:]}", transient=True)
     got = git("rev-parse", "FETCH_HEAD").stdout.strip()
     if got != head_sha:
         raise FetchError(f"the head of {repo}#{pr} moved on to {got[:7]} since {head_sha[:7]} was pinned")
@@ -62,44 +82,55 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
                 trigger: str) -> dict[str, Any]:
     """Run Optimas on one pinned commit and publish: check run, review, summary comment."""
     gh = app_from_env()
-    conn = redis_connection()
-    pub = Publisher(gh, installation_id, repo, pr,
-                    lock=lambda: conn.lock(f"{key_prefix()}:writes:{installation_id}", timeout=120,
-                                           blocking_timeout=600))
-    check = pub.start_check(head_sha)
+    job = get_current_job()
+    run_key = job.id if job else f"{pr}-{head_sha[:12]}"
+    pub = publisher(installation_id, repo, pr)
+    check = pub.start_check(head_sha, external_id=run_key)
+    if job is not None:
+        job.meta["check_run"] = check
+        job.save_meta()
+    log.info("%s#%d@%s: fetching and running (job %s)", repo, pr, head_sha[:7], run_key)
     try:
         outcome, sha = _fetch_and_run(gh, repo, installation_id, pr, head_sha)
     except Exception as e:
         # The check run must not stay "in progress"; the failure callback tells the PR why, and RQ
         # retries what may pass. The original error is re-raised whatever happens here.
         with contextlib.suppress(GithubException, requests.RequestException):
-            pub.complete_check(check, "failure", "Optimas failed", f"{type(e).__name__}: {str(e)[:2000]}")
+            pub.complete_check(check, "failure", "Optimas failed", describe(e))
         raise
-    summary = _summary(outcome, head_sha, sha != config_sha)
+    summary = _summary(outcome, head_sha, sha != config_sha, settings().artifacts_url)
     current = pub.head_sha()
     if current != head_sha:
         pub.upsert_summary(summary + f"\n\nThe head moved on to `{current[:7]}` while this ran: no suggestions "
                                      "were posted for the old commit. Comment `/optimas run` for the new one.")
         pub.complete_check(check, "neutral", "Head moved on", summary)
+        _release(job)
         return {"status": "stale", "head": current}
     posted = 0
     if outcome["postable"]:
         comments, outside = plan_review(outcome["edits"], pub.changed_files())
         diff_outside = "\n".join(e["diff"] for e in outside)
-        pub.post_review(head_sha, review_body(outcome["headline"], diff_outside), comments)
+        pub.post_review(head_sha, review_body(outcome["headline"], diff_outside), comments, run_key)
         posted = len(comments)
     pub.upsert_summary(summary)
     pub.complete_check(check, "success" if outcome["postable"] else "neutral", outcome["headline"], summary)
+    _release(job)
     return {"status": "published", "suggestions": posted, "verdict": outcome["verdict"]}
+
+
+def _release(job) -> None:
+    if job is not None:
+        release_job_key(redis_connection(), job)
 
 
 def _fetch_and_run(gh, repo: str, installation_id: int, pr: int, head_sha: str) -> tuple[dict[str, Any], str]:
     """Fetch the pinned commit into a fresh workspace and run the pipeline with the default
     branch's config; returns the outcome and the config's blob SHA."""
-    with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp:
+    ws_settings = settings()
+    with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp, child_home(Path(tmp) / "home"):
         ws = Path(tmp) / "src"
         token = gh.installation_token(installation_id)
-        fetch(repo, pr, head_sha, token, ws)
+        fetch(repo, pr, head_sha, token, ws, ws_settings.git_url, ws_settings.fetch_timeout_s)
         config = gh.config_from_default_branch(installation_id, repo, CONFIG_PATH)
         if config is None:
             raise OptimasError(f"{CONFIG_PATH} is gone from the default branch")
@@ -250,7 +281,9 @@ def loop_edits(original: dict[str, str], final: dict[str, str], workdir: Path, r
     return out
 
 
-def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool) -> str:
+def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool, artifacts_url: str | None = None) -> str:
+    """The summary comment. It names the run by its id only (the worker host's paths are nobody's
+    business) and links the artifacts where the operator serves them (OPTIMAS_ARTIFACTS_URL)."""
     lines = [f"### Optimas on `{head_sha[:7]}`", "", outcome["headline"], ""]
     if outcome.get("hot"):
         lines.append("Hot kernels: " + ", ".join(f"`{k.split('(')[0]}`" for k in outcome["hot"]))
@@ -268,8 +301,8 @@ def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool) -> st
         lines.append(f"EAR: evidence coverage {num(ear.coverage)}, localization {num(ear.localization)}, "
                      f"directional {num(ear.directional)}, hallucinations {ear.hallucinations.count}, "
                      f"correct {'n/a' if ear.correct is None else ear.correct}")
-    if outcome.get("run_dir"):
-        lines.append(f"Artifacts: `{outcome['run_dir']}` on the worker host")
+    if artifacts_url and outcome.get("run"):
+        lines.append(f"Artifacts: {artifacts_url.rstrip('/')}/{outcome['run']}")
     if config_changed:
         lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
     return "\n".join(lines)
@@ -280,7 +313,22 @@ class OptimasWorker(Worker):
     (out of memory, a GPU fault, SIGKILL); this worker reports it on the PR all the same.
 
     `rq worker -w bot.worker.OptimasWorker optimas-gpu optimas-control --url $OPTIMAS_REDIS_URL`
+
+    At start it redacts every log record of the process, registers the secrets of its environment
+    for redaction, reads the App's private key once, and takes the key's text out of its
+    environment; the repository's commands get a minimal environment of their own
+    (runner.processes), so no secret of the worker reaches them.
     """
+
+    def __init__(self, *args, **kwargs):
+        install_log_redaction()
+        register_env_secrets()
+        register_secret(urlparse(settings().redis_url).password)
+        if os.environ.get("OPTIMAS_APP_ID"):
+            app_from_env()  # the private key is read here, once
+            os.environ.pop("OPTIMAS_PRIVATE_KEY", None)
+        os.environ.pop("OPTIMAS_WEBHOOK_SECRET", None)  # the receiver's secret; a worker never needs it
+        super().__init__(*args, **kwargs)
 
     def handle_work_horse_killed(self, job, retpid, ret_val, rusage):
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)

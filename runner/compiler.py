@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from runner.config import LoadedConfig
 from runner.errors import OptimasError
+from runner.processes import child_environment
 from runner.profiling import render
 
 
@@ -44,7 +45,8 @@ def demangle(names: list[str]) -> dict[str, str]:
     exe = shutil.which("cu++filt") or shutil.which("c++filt")
     if not exe or not names:
         return {n: n for n in names}
-    r = subprocess.run([exe], input="\n".join(names), capture_output=True, text=True, timeout=30)
+    r = subprocess.run([exe], input="\n".join(names), capture_output=True, text=True, timeout=30,
+                       env=child_environment())
     out = r.stdout.splitlines()
     return {n: (out[i] if i < len(out) and r.returncode == 0 else n) for i, n in enumerate(names)}
 
@@ -96,7 +98,8 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         if verbose and is_nvcc:
             argv += ["-Xptxas", "-v"]
         try:
-            r = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout_s or app.timeout_s)
+            r = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout_s or app.timeout_s,
+                               env=child_environment(app.env))
         except subprocess.TimeoutExpired:
             return CompileResult(ok=False, command=argv, output=f"the build timed out after {timeout_s}s")
     text = r.stdout + r.stderr

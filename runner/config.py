@@ -65,6 +65,9 @@ class AppConfig(_Strict):
     kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels) whose "
                                 "definitions the model may edit, e.g. __device__ helpers they call")
+    env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str] = Field(
+        default_factory=dict, description="environment variables set for the build, run and profiling commands "
+        "(they get a minimal environment otherwise: PATH, locale, CUDA variables, a HOME of their own)")
     timeout_s: Annotated[float, Field(gt=0)] = 600.0
     kernel_time_regex: str | None = Field(default=None, description="regular expression with one group that "
                                           "captures the kernel time (ms) the app prints, e.g. 'kernel_ms=([0-9.]+)'")

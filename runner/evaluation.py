@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from runner.config import LoadedConfig, OutputSpec
 from runner.errors import OptimasError
+from runner.processes import child_environment
 from runner.profiling import render
 from runner.stats import Improvement, improvement
 
@@ -75,11 +76,13 @@ class Timing(BaseModel):
     stop: Literal["fixed", "precise", "max-runs"] = "fixed"
 
 
-def run_once(argv: list[str], cwd: Path, timeout_s: float) -> RunOutcome:
-    """Run a binary; on timeout kill its whole process group and report returncode None."""
+def run_once(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | None = None) -> RunOutcome:
+    """Run a binary with a minimal environment (`env`, default: child_environment()); on timeout kill
+    its whole process group and report returncode None."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", start_new_session=True)
+                            errors="replace", start_new_session=True,
+                            env=child_environment() if env is None else env)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
         return RunOutcome(argv=argv, returncode=proc.returncode, seconds=time.perf_counter() - t0, stdout=out)
@@ -172,7 +175,8 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed) -> Cas
     case = CaseResult(configuration=cfg, seed=seed, status="pass",
                       modes=[s.compare for s in lc.config.app.outputs])
     base_out = work / f"baseline-{tag}.out"
-    b = run_once(_argv(lc, baseline_exe, cfg, seed, base_out), cwd, timeout)
+    env = child_environment(lc.config.app.env)
+    b = run_once(_argv(lc, baseline_exe, cfg, seed, base_out), cwd, timeout, env)
     if b.returncode != 0:
         case.status, case.detail = "baseline-failed", _why(b)
         return case
@@ -182,7 +186,7 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed) -> Cas
         out = work / f"candidate-{tag}-{attempt}.out"
         for _, p in _outputs(lc, out):
             p.write_bytes(POISON)  # a candidate that does not write its output fails the comparison
-        r = run_once(_argv(lc, candidate_exe, cfg, seed, out), cwd, timeout)
+        r = run_once(_argv(lc, candidate_exe, cfg, seed, out), cwd, timeout, env)
         if r.returncode is None:
             case.status, case.detail = "timeout", f"killed after {timeout:g} s"
             return case
@@ -229,11 +233,12 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
         return render(template, exe=exe, config=cfg, seed=app.seeds[0], scale=1, out=os.devnull, arch="",
                       lineinfo="")
 
+    env = child_environment(app.env)
     samples: dict[str, list[float]] = {"b": [], "c": [], "bw": [], "cw": []}
 
     def pair(keep: bool) -> None:
         for side, exe in (("b", baseline_exe), ("c", candidate_exe)):
-            r = run_once(argv(exe), cwd, app.timeout_s)
+            r = run_once(argv(exe), cwd, app.timeout_s, env)
             if r.returncode != 0:
                 raise EvaluationError(f"timing run failed: {shlex.join(r.argv)}: {_why(r)}")
             if not keep:

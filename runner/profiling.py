@@ -28,6 +28,7 @@ from typing import IO, Callable, cast
 from runner.analysis.hot import select_hot_kernels
 from runner.config import LoadedConfig
 from runner.errors import OptimasError
+from runner.processes import child_environment
 from runner.profile import short_kernel_name
 from runner.readers import NcuRawCsvReader
 from runner.runstore import Run
@@ -85,7 +86,7 @@ def list_gpus(nvidia_smi: str) -> list[Gpu]:
     exe = require_tool("nvidia-smi", nvidia_smi)
     try:
         r = subprocess.run([exe, "--query-gpu=index,uuid,name,compute_cap,driver_version", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=60, env=child_environment())
     except subprocess.TimeoutExpired:
         raise ProfilingError("nvidia-smi did not answer within 60 s; is the GPU driver healthy?") from None
     rows = [[x.strip() for x in ln.split(",")] for ln in r.stdout.splitlines() if ln.strip()]
@@ -126,7 +127,7 @@ def _mig_parent(nvidia_smi: str, mig: str) -> str:
     "  MIG 1g.10gb Device 0: (UUID: MIG-...)"."""
     exe = require_tool("nvidia-smi", nvidia_smi)
     try:
-        r = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=60, env=child_environment())
     except subprocess.TimeoutExpired:
         raise ProfilingError("nvidia-smi -L did not answer within 60 s; is the GPU driver healthy?") from None
     parent = None
@@ -159,7 +160,7 @@ def render(template: str, **values: object) -> list[str]:
 
 
 def run_command(argv: list[str], cwd: Path, timeout_s: float, log: Path, progress: Progress | None = None,
-                what: str = "command") -> CommandResult:
+                what: str = "command", env: dict[str, str] | None = None) -> CommandResult:
     """Run `argv`, stream its output to `log`, kill its whole process group at the timeout.
 
     ncu prints a `==PROF== Profiling "kernel" - N (i/n)` line per profiled launch; these are
@@ -173,7 +174,8 @@ def run_command(argv: list[str], cwd: Path, timeout_s: float, log: Path, progres
         f.flush()
         try:
             proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    errors="replace", start_new_session=True)
+                                    errors="replace", start_new_session=True,
+                                    env=child_environment() if env is None else env)
         except FileNotFoundError:
             raise ProfilingError(f"{what}: cannot run {argv[0]!r}: not found") from None
         stdout = cast(IO[str], proc.stdout)
@@ -250,7 +252,8 @@ class ProfilingAgent:
     def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False) -> CommandResult:
         log = self.dir / "logs" / f"{name}.log"
         self.progress(f"{what}: {shlex.join(argv)}")
-        result = run_command(argv, self.workdir, timeout_s, log, self.progress, what)
+        result = run_command(argv, self.workdir, timeout_s, log, self.progress, what,
+                             child_environment(self.cfg.app.env))
         self.commands.append({"name": name, "argv": argv, "cwd": str(self.workdir), "returncode": result.returncode,
                               "seconds": round(result.seconds, 3), "log": str(log.relative_to(self.run.path))})
         self.run.manifest.setdefault("commands", []).append(self.commands[-1])
@@ -271,7 +274,7 @@ class ProfilingAgent:
         extra = ["--print-units", "base"] if page == "raw" else ["--print-source", "cuda,sass"]
         dst = report.with_name(f"{report.stem}_{page}.csv")
         argv = [ncu, "-i", str(report), "--csv", "--page", page, *extra]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=child_environment())
         if r.returncode != 0:
             raise ProfilingError(f"exporting the {page} page of {report} failed: {r.stderr.strip()[-500:]}")
         dst.write_text(r.stdout)

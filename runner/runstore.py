@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import __version__
+from runner.processes import child_environment
 
 STAGES = ("profile", "analysis", "prompt", "llm", "candidates", "evaluation")
 
@@ -59,7 +60,7 @@ def _tool_version(cmd: list[str], pattern: str) -> str | None:
     if not exe:
         return None
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env=child_environment()).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.search(pattern, out)

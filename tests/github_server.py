@@ -27,6 +27,9 @@ class FakeGitHub:
         self.script: list[tuple[int, dict]] = []  # forced answers (status, body) for the next requests
         # (method, path regex, status, body, headers): the first matching request gets this answer
         self.faults: list[tuple[str, str, int, dict, dict]] = []
+        # (method, path regex): the first matching write lands, then its answer is lost (502), as
+        # when a proxy fails after GitHub has done the work
+        self.lost_answers: list[tuple[str, str]] = []
         self.write_delay_s = 0.0  # slows POST/PATCH handling, to expose overlapping writes
         self.write_spans: list[tuple[str, float, float]] = []
         fake = self
@@ -62,6 +65,11 @@ class FakeGitHub:
                 if method in ("POST", "PATCH") and fake.write_delay_s:
                     time.sleep(fake.write_delay_s)
                 status, body = fake.route(method, url.path, parse_qs(url.query), data)
+                for i, (m, pattern) in enumerate(fake.lost_answers):
+                    if m == method and re.fullmatch(pattern, url.path):
+                        del fake.lost_answers[i]
+                        status, body = 502, {"message": "Bad Gateway"}
+                        break
                 self._send(status, body)
                 if method in ("POST", "PATCH"):
                     fake.write_spans.append((url.path, t0, time.monotonic()))
@@ -88,6 +96,11 @@ class FakeGitHub:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    @staticmethod
+    def token(installation_id: int) -> str:
+        """The installation token this server mints: shaped like GitHub's (ghs_ and 36 characters)."""
+        return "ghs_" + f"{installation_id:04d}Secr3tTok3nValue0123456789abcdef"[:36]
+
     def repo_json(self, full: str) -> dict:
         owner, name = full.split("/")
         return {"id": 1, "name": name, "full_name": full, "default_branch": "main", "owner": {"login": owner},
@@ -103,6 +116,10 @@ class FakeGitHub:
             if method == "PATCH":
                 run.update(data)
             return 200, run
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/check-runs", path):
+            runs = [r for r in self.check_runs.values() if r["head_sha"] == m.group(2)
+                    and query.get("check_name", [r["name"]]) == [r["name"]]]
+            return 200, {"total_count": len(runs), "check_runs": runs}
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)", path):
             return 200, {"sha": m.group(2), "url": f"{self.url}/repos/{m.group(1)}/commits/{m.group(2)}"}
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/files", path):
@@ -123,7 +140,7 @@ class FakeGitHub:
             return 200, c
         if m := re.fullmatch(r"/app/installations/(\d+)/access_tokens", path):
             expires = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            return 201, {"token": f"ghs_installation_{m.group(1)}", "expires_at": expires}
+            return 201, {"token": self.token(int(m.group(1))), "expires_at": expires}
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)", path):
             return 200, self.repo_json(m.group(1))
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/collaborators/([^/]+)/permission", path):

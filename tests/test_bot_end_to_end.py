@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -90,7 +91,7 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
     suffix = uuid.uuid4().hex[:8]
-    settings = Settings(webhook_secret=SECRET, control_queue=f"e2e-control-{suffix}")
+    settings = Settings(webhook_secret=SECRET, control_queue=f"e2e-control-{suffix}", key_prefix=f"e2e-{suffix}")
     monkeypatch.setattr(jobs, "GPU_QUEUE", f"e2e-gpu-{suffix}")
     monkeypatch.setenv("OPTIMAS_KEY_PREFIX", f"e2e-{suffix}")
     monkeypatch.setenv("OPTIMAS_GIT_URL", f"file://{remotes}/{{repo}}.git")
@@ -132,7 +133,7 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
-def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypatch, remote):
+def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypatch, remote, tmp_path):
     gh, sha, gpu_job = deliver_and_work(monkeypatch, remote)
     result = gpu_job.latest_result()
     assert result is not None and result.type.name == "SUCCESSFUL", getattr(result, "exc_string", "")
@@ -147,7 +148,11 @@ def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypat
     summaries = [c for c in gh.comments if MARKER in c["body"]]
     assert len(summaries) == 1 and "matmul" in summaries[0]["body"]
     assert "EAR: evidence coverage 1.00, localization 1.00" in summaries[0]["body"]
-    assert "Artifacts: `" in summaries[0]["body"]
+    # the run is named by its id; the worker host's paths are not shown, and no artifacts link is
+    # made up when the operator serves none
+    run_id = re.search(r"run `(\d{8}T\d{6}Z-[0-9a-f-]{36})`", summaries[0]["body"]).group(1)
+    assert (tmp_path / "worker-runs" / run_id).is_dir()
+    assert str(tmp_path) not in summaries[0]["body"] and "Artifacts" not in summaries[0]["body"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")

@@ -70,7 +70,7 @@ def trigger(conn, sender="maintainer", pr=2, head_sha=HEAD, **kw):
 
 def test_a_maintainer_triggers_a_gpu_job_pinned_to_the_head(env):
     gh, conn, gpu = env
-    job = trigger(conn, head_sha=None, trigger="comment")
+    job = trigger(conn)
     result = job.return_value()
     assert result["status"] == "queued" and result["head_sha"] == HEAD and result["fork"] is False
     (gpu_job,) = gpu.jobs
@@ -80,7 +80,7 @@ def test_a_maintainer_triggers_a_gpu_job_pinned_to_the_head(env):
     # authenticated as the installation, through a token made with the app's JWT
     assert any(r["path"] == "/app/installations/1/access_tokens" and r["auth"].startswith("Bearer ")
                for r in gh.requests)
-    assert any(r["auth"] == "token ghs_installation_1" for r in gh.requests)
+    assert any(r["auth"] == f"token {gh.token(1)}" for r in gh.requests)
     # the config was read from the default branch
     assert any(r["path"] == "/repos/Codertocat/Hello-World/contents/.optimas.yml" for r in gh.requests)
 
@@ -113,7 +113,7 @@ def test_a_sender_without_write_permission_gets_a_polite_reply(env):
 def test_a_fork_pr_runs_pinned_and_is_marked(env):
     gh, conn, gpu = env
     gh.add_pull(REPO, 7, "a" * 40, head_repo="someone/Hello-World")
-    result = trigger(conn, pr=7, head_sha=None).return_value()
+    result = trigger(conn, pr=7, head_sha="a" * 40).return_value()
     assert result["fork"] is True and gpu.jobs[0].kwargs["fork"] is True
 
 
@@ -197,12 +197,12 @@ def test_publisher_check_run_review_and_one_summary_comment(env):
     gh, conn, gpu = env
     gh.pr_files[2] = [{"filename": "k.cu", "status": "modified", "patch": "@@ -1,2 +1,3 @@\n a\n+b\n c"}]
     pub = Publisher(app_from_env(), 1, REPO, 2)
-    check = pub.start_check(HEAD)
+    check = pub.start_check(HEAD, "job-1")
     assert gh.check_runs[check]["status"] == "in_progress" and gh.check_runs[check]["head_sha"] == HEAD
     assert pub.changed_files() == {"k.cu": "@@ -1,2 +1,3 @@\n a\n+b\n c"}
     comments = [{"path": "k.cu", "line": 2, "side": "RIGHT", "body": "S1\n\n```suggestion\nB\n```"}]
-    first = pub.post_review(HEAD, "summary", comments)
-    again = pub.post_review(HEAD, "summary", comments)  # a retried post must not duplicate the review
+    first = pub.post_review(HEAD, "summary", comments, "job-1")
+    again = pub.post_review(HEAD, "summary", comments, "job-1")  # a retried post must not duplicate the review
     assert first == again and len(gh.reviews) == 1
     (review,) = gh.reviews
     assert review["commit_id"] == HEAD and review["event"] == "COMMENT" and review["comments"] == comments
@@ -225,7 +225,7 @@ def test_publishing_survives_502_and_a_secondary_rate_limit_without_duplicates(e
     gh.faults = [("POST", r"/repos/.+/pulls/2/reviews", 502, {"message": "Bad Gateway"}, {}),
                  ("POST", r"/repos/.+/pulls/2/reviews", 403, *limited),
                  ("POST", r"/repos/.+/issues/2/comments", 502, {"message": "Bad Gateway"}, {})]
-    review = pub.post_review(HEAD, "summary", [])
+    review = pub.post_review(HEAD, "summary", [], "job-1")
     assert len(gh.reviews) == 1 and gh.reviews[0]["id"] == review
     posts = [r for r in gh.requests if r["method"] == "POST" and r["path"].endswith("/reviews")]
     assert len(posts) == 3  # two refused, the third landed
@@ -307,7 +307,8 @@ def test_writes_of_one_installation_are_serialized_across_publishers(env, pem):
             app = GitHubApp("12345", pem, os.environ["OPTIMAS_GITHUB_API_URL"], seconds_between_writes=0)
             lock = (lambda: conn.lock(f"{prefix}:writes:1", timeout=30, blocking_timeout=30)) if use_lock else None
             pubs.append(Publisher(app, 1, REPO, 2, lock=lock))
-        threads = [threading.Thread(target=p.start_check, args=(HEAD,)) for p in pubs]
+        threads = [threading.Thread(target=p.start_check, args=(HEAD, f"job-{use_lock}-{i}"))
+                   for i, p in enumerate(pubs)]
         for t in threads:
             t.start()
         for t in threads:

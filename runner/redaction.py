@@ -1,0 +1,98 @@
+"""One redaction step for every text that leaves the process: comments, check runs, reviews, log
+records and exceptions turned into messages.
+
+Two nets: the exact values registered as secrets (installation tokens as they are minted, the App's
+private key, the webhook secret, model API keys), and token-shaped text whatever its source (GitHub
+tokens, credentials in URLs, Authorization headers, PEM private keys, JWTs, common API key forms).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+
+MASK = "***"
+_MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
+
+_lock = threading.Lock()
+_secrets: set[str] = set()
+
+# Environment variables whose values are secrets wherever they are set.
+SECRET_ENV = ("OPTIMAS_WEBHOOK_SECRET", "OPTIMAS_PRIVATE_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+              "ANTHROPIC_API_KEY", "OLLAMA_API_KEY", "GITHUB_TOKEN", "GH_TOKEN")
+
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S), MASK),
+    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,})"), MASK),
+    (re.compile(r"(?i)\b(authorization\s*[:=]\s*)(basic|bearer|token)\s+[^\s'\"]+"), r"\1\2 " + MASK),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@'\"]*:[^/\s@'\"]+@"), r"\1" + MASK + "@"),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), MASK),
+    (re.compile(r"\b(sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})"), MASK),
+]
+
+
+def register_secret(value: str | bytes | None) -> None:
+    """Mask `value` (and its lines, for multi-line secrets such as PEM keys) in every redacted text."""
+    if value is None:
+        return
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    parts = {text.strip(), *(ln.strip() for ln in text.splitlines() if not ln.startswith("-----"))}
+    with _lock:
+        _secrets.update(p for p in parts if len(p) >= _MIN_SECRET_LEN)
+
+
+def register_env_secrets(env: dict[str, str] | None = None, names: tuple[str, ...] = ()) -> None:
+    """Register the values of the known secret variables (and of `names`) found in `env`."""
+    e = os.environ if env is None else env
+    for name in (*SECRET_ENV, *names):
+        register_secret(e.get(name))
+
+
+def redact(text: str) -> str:
+    """`text` with every registered secret and every token-shaped string masked."""
+    if not text:
+        return text
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    with _lock:
+        known = sorted(_secrets, key=len, reverse=True)
+    for value in known:
+        if value in text:
+            text = text.replace(value, MASK)
+    return text
+
+
+def describe(exc: BaseException, limit: int = 2000) -> str:
+    """'Type: message' of an exception, redacted and cut to `limit` characters."""
+    return redact(f"{type(exc).__name__}: {exc}")[:limit]
+
+
+_installed = False
+
+
+def install_log_redaction() -> None:
+    """Redact every log record of this process when it is made, whichever logger or handler it goes
+    through: the message with its arguments, and the traceback text of exc_info."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+    make = logging.getLogRecordFactory()
+
+    def factory(*args, **kwargs) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a malformed format string: keep what there is
+            message = str(record.msg)
+        record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return record
+
+    logging.setLogRecordFactory(factory)
