@@ -62,7 +62,9 @@ def _record_head(conn: redis.Redis, prefix: str, head: Head) -> None:
 def create_app(settings: Settings, connection: redis.Redis | None = None) -> Flask:
     """The Flask app; `connection` lets tests and workers share one Redis client."""
     app = Flask("optimas-bot")
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    # One byte over the cap: a body that announces no length (chunked) is read at most that far,
+    # and a read that reaches it is too large (werkzeug would cut it at the cap without a word).
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     conn = connection or redis.Redis.from_url(settings.redis_url, socket_connect_timeout=0.5, socket_timeout=0.5)
     control = Queue(settings.control_queue, connection=conn)
 
@@ -72,7 +74,9 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
 
     @app.post("/webhook")
     def webhook() -> tuple[Response, int]:
-        body = request.get_data(cache=False)  # raises RequestEntityTooLarge past MAX_CONTENT_LENGTH
+        body = request.get_data(cache=False)  # raises RequestEntityTooLarge past an announced length
+        if len(body) > settings.max_body_bytes:
+            raise RequestEntityTooLarge()
         if not verify_signature(settings.webhook_secret, body, request.headers.get("X-Hub-Signature-256")):
             return jsonify(error="missing or invalid X-Hub-Signature-256"), 401
         event = request.headers.get("X-GitHub-Event", "")

@@ -37,7 +37,6 @@ from runner.redaction import describe
 log = logging.getLogger(__name__)
 
 CONFIG_PATH = ".optimas.yml"
-GPU_QUEUE = "optimas-gpu"
 GPU_JOB = "bot.worker.optimize_pr"
 JOB_KEY_TTL_S = 7 * 24 * 3600
 PR_LOCK_S = 60
@@ -214,7 +213,7 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
             return {"status": "duplicate", "job_key": key, "job": running.decode()}
         previous = conn.get(_pr_key(repo, pr))
         superseded = _cancel(conn, previous.decode(), f"superseded by a run of `{head[:7]}`") if previous else None
-        job = Queue(GPU_QUEUE, connection=conn).enqueue(
+        job = Queue(ws.gpu_queue, connection=conn).enqueue(
             GPU_JOB, kwargs={"repo": repo, "installation_id": installation_id, "pr": pr, "head_sha": head,
                              "config_sha": config_sha, "fork": fork, "trigger": trigger},
             job_timeout=3 * 3600, retry=Retry(max=2, interval=[60, 300]),

@@ -43,7 +43,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         """OPTIMAS_WEBHOOK_SECRET (required), OPTIMAS_REDIS_URL, OPTIMAS_LABEL, OPTIMAS_APP_SLUG,
-        OPTIMAS_KEY_PREFIX, OPTIMAS_MAX_BODY_BYTES, OPTIMAS_GITHUB_API_URL (GitHub Enterprise
+        OPTIMAS_KEY_PREFIX, OPTIMAS_CONTROL_QUEUE, OPTIMAS_MAX_BODY_BYTES, OPTIMAS_GITHUB_API_URL (GitHub Enterprise
         Server: https://HOST/api/v3)."""
         e = os.environ if env is None else env
         secret = e.get("OPTIMAS_WEBHOOK_SECRET")
@@ -53,6 +53,7 @@ class Settings:
         return cls(webhook_secret=secret.encode(), redis_url=e.get("OPTIMAS_REDIS_URL", cls.redis_url),
                    label=e.get("OPTIMAS_LABEL", cls.label), app_slug=e.get("OPTIMAS_APP_SLUG", cls.app_slug),
                    key_prefix=e.get("OPTIMAS_KEY_PREFIX", cls.key_prefix),
+                   control_queue=e.get("OPTIMAS_CONTROL_QUEUE", cls.control_queue),
                    max_body_bytes=int(_number(e, "OPTIMAS_MAX_BODY_BYTES", cls.max_body_bytes, 1024)),
                    api_url=e.get("OPTIMAS_GITHUB_API_URL", cls.api_url))
 
@@ -64,6 +65,7 @@ class WorkerSettings:
     redis_url: str = "redis://127.0.0.1:6379/0"
     key_prefix: str = "optimas"
     label: str = "optimas"
+    gpu_queue: str = "optimas-gpu"
     # Where the GPU job fetches code: {repo} is owner/name. Credentials never go into this URL.
     git_url: str = "https://github.com/{repo}.git"
     fetch_timeout_s: float = 600.0
@@ -74,8 +76,8 @@ class WorkerSettings:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
-        """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_GIT_URL, OPTIMAS_FETCH_TIMEOUT_S,
-        OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S."""
+        """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_GPU_QUEUE, OPTIMAS_GIT_URL,
+        OPTIMAS_FETCH_TIMEOUT_S, OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S."""
         e = os.environ if env is None else env
         git_url = e.get("OPTIMAS_GIT_URL", cls.git_url)
         if "{token}" in git_url or "@" in git_url.split("://", 1)[-1].split("/", 1)[0]:
@@ -86,6 +88,7 @@ class WorkerSettings:
             raise SettingsError(f"OPTIMAS_GIT_URL={git_url!r}: expected a URL template with {{repo}}")
         return cls(redis_url=e.get("OPTIMAS_REDIS_URL", cls.redis_url),
                    key_prefix=e.get("OPTIMAS_KEY_PREFIX", cls.key_prefix), label=e.get("OPTIMAS_LABEL", cls.label),
-                   git_url=git_url, fetch_timeout_s=_number(e, "OPTIMAS_FETCH_TIMEOUT_S", cls.fetch_timeout_s, 1),
+                   gpu_queue=e.get("OPTIMAS_GPU_QUEUE", cls.gpu_queue), git_url=git_url,
+                   fetch_timeout_s=_number(e, "OPTIMAS_FETCH_TIMEOUT_S", cls.fetch_timeout_s, 1),
                    artifacts_url=e.get("OPTIMAS_ARTIFACTS_URL") or None,
                    reply_interval_s=_number(e, "OPTIMAS_REPLY_INTERVAL_S", cls.reply_interval_s, 0))

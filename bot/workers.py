@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from bot.jobs import GPU_QUEUE
+from bot.settings import WorkerSettings
 from runner.errors import OptimasError
 from runner.profiling import ProfilingError, list_gpus
 
@@ -49,7 +49,7 @@ def worker_command(gpu: str, url: str, queue: str, burst: bool) -> list[str]:
             "--name", name, *(["--burst"] if burst else []), queue]
 
 
-def run_workers(gpus: Sequence[str], url: str, queue: str = GPU_QUEUE, burst: bool = False) -> int:
+def run_workers(gpus: Sequence[str], url: str, queue: str = WorkerSettings.gpu_queue, burst: bool = False) -> int:
     """Run one worker per GPU until all of them exit; returns 0 when every worker exited cleanly."""
     procs: list[subprocess.Popen] = []
 
@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--gpus", default=None, help="GPU indices or UUIDs, e.g. 0,1 (default: every GPU listed)")
     ap.add_argument("--url", default=os.environ.get("OPTIMAS_REDIS_URL", "redis://127.0.0.1:6379/0"),
                     help="Redis URL (default: $OPTIMAS_REDIS_URL)")
-    ap.add_argument("--queue", default=GPU_QUEUE)
+    ap.add_argument("--queue", default=os.environ.get("OPTIMAS_GPU_QUEUE", WorkerSettings.gpu_queue))
     ap.add_argument("--burst", action="store_true", help="exit once the queue is empty")
     ap.add_argument("--nvidia-smi", default="nvidia-smi")
     args = ap.parse_args(argv)

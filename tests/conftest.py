@@ -1,13 +1,23 @@
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
+import redis
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from github_server import FakeGitHub
+from rq import Queue
+
+from bot.github_client import app_from_env
 
 FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "ncu-h200"
 REPO = Path(__file__).resolve().parent.parent
+GH_REPO = "Codertocat/Hello-World"
+HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 
 
 @pytest.fixture
@@ -23,3 +33,38 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not have_gpu:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
+@pytest.fixture
+def env(monkeypatch, pem):
+    """A GitHub App against the loopback GitHub API, with a real Redis under a key prefix and GPU
+    queue of its own: (fake GitHub, Redis, GPU queue)."""
+    conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    try:
+        conn.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip("no Redis at 127.0.0.1:6379")
+    gpu = f"test-gpu-{uuid.uuid4().hex[:8]}"
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("OPTIMAS_GPU_QUEUE", gpu)
+    monkeypatch.setenv("OPTIMAS_KEY_PREFIX", prefix)
+    with FakeGitHub() as gh:
+        monkeypatch.setenv("OPTIMAS_APP_ID", "12345")
+        monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", pem)
+        monkeypatch.setenv("OPTIMAS_GITHUB_API_URL", gh.url)
+        app_from_env.cache_clear()
+        gh.permissions = {"maintainer": "write", "visitor": "read"}
+        gh.files = {".optimas.yml": "app: {name: demo}\n"}
+        gh.add_pull(GH_REPO, 2, HEAD)
+        yield gh, conn, Queue(gpu, connection=conn)
+        app_from_env.cache_clear()
+    for key in conn.scan_iter(f"{prefix}:*"):
+        conn.delete(key)
+    Queue(gpu, connection=conn).delete(delete_jobs=True)

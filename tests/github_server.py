@@ -31,6 +31,9 @@ class FakeGitHub:
         # when a proxy fails after GitHub has done the work
         self.lost_answers: list[tuple[str, str]] = []
         self.write_delay_s = 0.0  # slows POST/PATCH handling, to expose overlapping writes
+        self.read_delay_s = 0.0  # slows GET handling, so that concurrent jobs meet at their next step
+        self.vary_content_sha = False  # every read of a file gives a new blob SHA (the file keeps changing)
+        self.content_reads = 0
         self.write_spans: list[tuple[str, float, float]] = []
         fake = self
 
@@ -64,6 +67,8 @@ class FakeGitHub:
                 t0 = time.monotonic()
                 if method in ("POST", "PATCH") and fake.write_delay_s:
                     time.sleep(fake.write_delay_s)
+                if method == "GET" and fake.read_delay_s:
+                    time.sleep(fake.read_delay_s)
                 status, body = fake.route(method, url.path, parse_qs(url.query), data)
                 for i, (m, pattern) in enumerate(fake.lost_answers):
                     if m == method and re.fullmatch(pattern, url.path):
@@ -165,8 +170,10 @@ class FakeGitHub:
             text = self.files.get(m.group(2))
             if text is None or query.get("ref") != ["main"]:
                 return 404, {"message": "Not Found"}
+            self.content_reads += 1
+            version = f"-{self.content_reads}" if self.vary_content_sha else ""
             return 200, {"type": "file", "encoding": "base64", "name": m.group(2).split("/")[-1],
-                         "path": m.group(2), "sha": f"sha-{abs(hash(text)) % 10**8}",
+                         "path": m.group(2), "sha": f"sha-{abs(hash(text)) % 10**8}{version}",
                          "content": base64.b64encode(text.encode()).decode(),
                          "url": f"{self.url}/repos/{m.group(1)}/contents/{m.group(2)}"}
         return 404, {"message": f"no fake for {method} {path}"}

@@ -25,7 +25,6 @@ from github_server import FakeGitHub
 from rq import Queue, SimpleWorker
 from werkzeug.serving import make_server
 
-import bot.jobs as jobs
 from bot.app import create_app
 from bot.github_client import app_from_env
 from bot.publish import MARKER
@@ -80,8 +79,9 @@ PROBE_PR_FILES = [{"filename": "examples/h200-probe/probe_kernels.cu", "status":
 
 
 def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str = CONFIG,
-                     pr_files: list[dict] | None = None):
-    """Deliver a signed labeled event, run the control and GPU workers; (fake GitHub, PR head, GPU job)."""
+                     pr_files: list[dict] | None = None, prepare=None):
+    """Deliver a signed labeled event, run the control and GPU workers; (fake GitHub, PR head, GPU job).
+    `prepare(fake_github)` runs before the GPU job."""
     conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
     try:
         conn.ping()
@@ -92,7 +92,7 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
     suffix = uuid.uuid4().hex[:8]
     settings = Settings(webhook_secret=SECRET, control_queue=f"e2e-control-{suffix}", key_prefix=f"e2e-{suffix}")
-    monkeypatch.setattr(jobs, "GPU_QUEUE", f"e2e-gpu-{suffix}")
+    monkeypatch.setenv("OPTIMAS_GPU_QUEUE", f"e2e-gpu-{suffix}")
     monkeypatch.setenv("OPTIMAS_KEY_PREFIX", f"e2e-{suffix}")
     monkeypatch.setenv("OPTIMAS_GIT_URL", f"file://{remotes}/{{repo}}.git")
     monkeypatch.setenv("OPTIMAS_RUNS_DIR", str(remotes.parent / "worker-runs"))
@@ -118,10 +118,12 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
         with urllib.request.urlopen(req, timeout=10) as r:
             assert r.status == 202
         control = Queue(settings.control_queue, connection=conn)
-        gpu = Queue(jobs.GPU_QUEUE, connection=conn)
+        gpu = Queue(f"e2e-gpu-{suffix}", connection=conn)
         SimpleWorker([control], connection=conn).work(burst=True)
         assert gpu.count == 1
         gpu_job = gpu.jobs[0]
+        if prepare is not None:
+            prepare(gh)  # e.g. faults for the GPU job's requests
         if move_head:
             gh.add_pull(GH_REPO, 2, "b" * 40)  # a push lands while the job runs
         SimpleWorker([gpu], connection=conn).work(burst=True)

@@ -196,3 +196,145 @@ def test_settings_require_the_secret():
     s = Settings.from_env({"OPTIMAS_WEBHOOK_SECRET": "x", "OPTIMAS_LABEL": "perf"})
     assert s.webhook_secret == b"x" and s.label == "perf"
 
+
+
+def raw_post(port: int, body: bytes, headers: dict, chunked: bool = False, send: int | None = None):
+    """POST with http.client, which lets a test send a partial body, chunks or latin-1 headers."""
+    import http.client
+
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.putrequest("POST", "/webhook")
+    for k, v in headers.items():
+        c.putheader(k, v)
+    if chunked:
+        c.putheader("Transfer-Encoding", "chunked")
+    elif "Content-Length" not in headers:
+        c.putheader("Content-Length", str(len(body)))
+    c.endheaders()
+    try:
+        if chunked:
+            for i in range(0, len(body), 65536):
+                piece = body[i:i + 65536]
+                c.send(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            c.send(b"0\r\n\r\n")
+        else:
+            c.send(body[:send] if send is not None else body)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server answered and closed before the whole body was sent
+    r = c.getresponse()
+    status, text = r.status, r.read()
+    c.close()
+    return status, json.loads(text)
+
+
+@pytest.fixture
+def small_server(conn):
+    """The app with a 1 MiB body cap, served by werkzeug."""
+    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}",
+                        max_body_bytes=1024 * 1024)
+    srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv.server_port, Queue(settings.control_queue, connection=conn)
+    srv.shutdown()
+
+
+def test_a_body_over_the_cap_is_refused_with_413_before_it_is_read(small_server):
+    port, queue = small_server
+    big = b"x" * (3 * 1024 * 1024)
+    headers = {"X-GitHub-Event": "pull_request", "Content-Type": "application/json"}
+    # announced too large: refused from the header, before the body is read
+    status, body = raw_post(port, big, {**headers, "Content-Length": str(len(big))}, send=4096)
+    assert status == 413 and "larger than 1048576 bytes" in body["error"]
+    # GitHub's own limit is the default
+    assert Settings(webhook_secret=b"x").max_body_bytes == 25 * 1024 * 1024
+    assert queue.count == 0
+
+
+def test_a_signature_header_that_is_not_ascii_is_401(small_server):
+    port, queue = small_server
+    raw = json.dumps(labeled()).encode()
+    status, body = raw_post(port, raw, {"X-GitHub-Event": "pull_request",
+                                        "X-Hub-Signature-256": "sha256=\u00e9\u00e8".encode("latin-1")})
+    assert status == 401 and queue.count == 0
+    assert not verify_signature(SECRET, raw, "sha256=\u00e9")
+
+
+def _wrong_shapes() -> list[tuple[str, str, object]]:
+    no_pr = labeled()
+    del no_pr["pull_request"]
+    no_head = labeled()
+    del no_head["pull_request"]["head"]
+    sha_not_str = labeled()
+    sha_not_str["pull_request"]["head"]["sha"] = 12
+    sender_str = labeled()
+    sender_str["sender"] = "Codertocat"
+    number_str = labeled()
+    number_str["pull_request"]["number"] = "2"
+    comment = payload("issue_comment/created.with-installation.payload.json")
+    comment["issue"]["pull_request"] = {"url": "x"}
+    comment["comment"]["body"] = ["/optimas", "run"]
+    no_repo = labeled()
+    del no_repo["repository"]
+    return [("array", "pull_request", []), ("null", "pull_request", None), ("string", "pull_request", "labeled"),
+            ("number", "ping", 7), ("labeled without pull_request", "pull_request", no_pr),
+            ("labeled without head", "pull_request", no_head), ("head.sha a number", "pull_request", sha_not_str),
+            ("sender a string", "pull_request", sender_str), ("number a string", "pull_request", number_str),
+            ("comment body a list", "issue_comment", comment), ("no repository", "pull_request", no_repo),
+            ("action a list", "pull_request", {**labeled(), "action": ["labeled"]})]
+
+
+@pytest.mark.parametrize("name, event, body", _wrong_shapes(), ids=[w[0] for w in _wrong_shapes()])
+def test_signed_payloads_of_the_wrong_shape_are_400_never_500(server, name, event, body):
+    url, queue = server
+    status, answer = post(url, event, body)
+    assert status == 400 and "payload" in answer["error"], answer
+    assert queue.count == 0
+
+
+def test_deeply_nested_json_is_400(server):
+    url, queue = server
+    deep = b"[" * 200_000 + b"]" * 200_000
+    status, answer = post(url, "pull_request", deep)
+    assert status == 400 and "nested too deeply" in answer["error"]
+
+
+def test_served_by_gunicorn_as_the_readme_says(conn, tmp_path):
+    """The production server: gunicorn with bot.wsgi:app, settings from the environment (werkzeug's
+    development server does not read chunked bodies at all; gunicorn does, within the cap)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    control = f"test-control-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "OPTIMAS_WEBHOOK_SECRET": SECRET.decode(), "OPTIMAS_CONTROL_QUEUE": control,
+           "OPTIMAS_REDIS_URL": "redis://127.0.0.1:6379/0", "OPTIMAS_KEY_PREFIX": f"test-{uuid.uuid4().hex[:8]}",
+           "OPTIMAS_MAX_BODY_BYTES": str(1024 * 1024)}
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", "2", "--threads", "4", "--bind",
+                             f"127.0.0.1:{port}", "bot.wsgi:app"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(url + "/healthz", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.1)
+        status, body = post(url, "pull_request", labeled())
+        assert status == 202 and Queue(control, connection=conn).fetch_job(body["job"]) is not None
+        assert post(url, "pull_request", labeled(), sign="sha256=" + "0" * 64)[0] == 401
+        # a body with no length announced (chunked) is cut off once it passes the cap
+        status, body = raw_post(port, b"x" * (3 * 1024 * 1024), {"X-GitHub-Event": "pull_request"}, chunked=True)
+        assert status == 413 and "larger than 1048576 bytes" in body["error"]
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+        Queue(control, connection=conn).delete(delete_jobs=True)
+    assert "Booting worker" in out and "Traceback" not in out

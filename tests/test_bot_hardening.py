@@ -1,0 +1,458 @@
+"""The bot as an attacker or an unlucky operator meets it (issue #11): secrets in failures and in the
+PR's processes, approving a commit nobody saw, lost answers, concurrent control workers, re-runs,
+superseded runs, hostile payloads and noise. Real Redis, real RQ workers (forking `rq worker`
+processes where the behaviour depends on it), the real PyGithub client against the loopback GitHub
+API."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from conftest import GH_REPO as REPO
+from conftest import HEAD
+from conftest import REPO as ROOT
+from rq import Queue, SimpleWorker
+from rq.job import Job
+
+import bot.jobs as jobs
+from bot.app import _record_head
+from bot.routing import Head
+from runner.redaction import redact
+
+REDIS = "redis://127.0.0.1:6379/0"
+NEW = "b" * 40
+
+
+def run(conn, function: str, **kwargs):
+    """Enqueue on a fresh control queue and run it with a real RQ worker in burst mode."""
+    q = Queue(f"test-control-{uuid.uuid4().hex[:8]}", connection=conn)
+    job = q.enqueue(function, kwargs=kwargs)
+    SimpleWorker([q], connection=conn).work(burst=True)
+    job = Job.fetch(job.id, connection=conn)
+    q.delete(delete_jobs=False)
+    return job
+
+
+def trigger(conn, sender="maintainer", pr=2, head_sha=HEAD, trigger="label", approved_at=None):
+    return run(conn, "bot.jobs.handle_trigger", repo=REPO, installation_id=1, sender=sender, pr=pr,
+               head_sha=head_sha, trigger=trigger, approved_at=approved_at).return_value()
+
+
+def worker_process(queue: str, tmp_path: Path | None = None, burst: bool = True) -> subprocess.Popen:
+    """A real forking `rq worker` with our worker class, in a session of its own."""
+    path = f"{tmp_path}:{os.getcwd()}" if tmp_path else os.getcwd()
+    return subprocess.Popen([sys.executable, "-m", "rq.cli", "worker", "-w", "bot.worker.OptimasWorker",
+                             *(["--burst"] if burst else []), "--url", REDIS, queue],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": path})
+
+
+class HangingGit:
+    """An HTTP server that reads each request's headers and never answers: a git remote that hangs."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.requests: list[str] = []
+        self.open: list[socket.socket] = []
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.open.append(conn)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            self.requests.append(data.decode("latin-1"))
+
+    def close(self):
+        self.stop.set()
+        for c in self.open:
+            c.close()
+        self.sock.close()
+
+
+def cmdlines() -> list[str]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                out.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace"))
+            except OSError:
+                pass
+    return out
+
+
+def outgoing(gh) -> str:
+    """Every text the bot sent to GitHub (request bodies)."""
+    return json.dumps([r["json"] for r in gh.requests if r["json"] is not None])
+
+
+# 1. The installation token is in no argument, URL, comment, check run or log line.
+
+def test_a_fetch_that_times_out_never_shows_the_installation_token(env, monkeypatch):
+    gh, conn, gpu = env
+    token = gh.token(1)
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    remote = HangingGit()
+    monkeypatch.setenv("OPTIMAS_GIT_URL", remote.url + "/{repo}.git")
+    monkeypatch.setenv("OPTIMAS_FETCH_TIMEOUT_S", "3")
+    try:
+        assert trigger(conn)["status"] == "queued"
+        (job,) = gpu.jobs
+        job.retries_left = 0  # the last attempt, so that its failure is reported on the PR
+        job.save()
+        worker = worker_process(gpu.name)
+        in_argv = []
+        while worker.poll() is None:
+            in_argv += [c for c in cmdlines() if token in c or basic in c]
+            time.sleep(0.05)
+        log = worker.stdout.read()
+    finally:
+        remote.close()
+    # git sent the token as an Authorization header, given to it through its environment
+    assert remote.requests and all(f"Authorization: Basic {basic}" in r for r in remote.requests)
+    assert in_argv == []
+    assert token not in log and basic not in log and "did not finish within 3 s" in log
+    assert token not in outgoing(gh) and basic not in outgoing(gh)
+    (check,) = gh.check_runs.values()
+    assert check["conclusion"] == "failure" and "did not finish within 3 s" in check["output"]["summary"]
+    (failure,) = [c for c in gh.comments if "failed:" in c["body"]]
+    assert "FetchError: git fetch of Codertocat/Hello-World#2 did not finish within 3 s" in failure["body"]
+
+
+SECRETS = {
+    "token": "ghs_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "url": "https://x-access-token:hunter2hunter2@github.com/o/r.git",
+    "header": "Authorization: Basic eC1hY2Nlc3MtdG9rZW46c2VjcmV0",
+    "openai": "sk-proj-" + "Z" * 40,
+}
+
+
+def test_redaction_masks_token_shaped_values_and_registered_secrets():
+    from runner.redaction import register_secret
+
+    for name, value in SECRETS.items():
+        masked = redact(f"before {value} after")
+        assert masked.startswith("before ") and masked.endswith(" after"), name
+        secret_part = value.split("@")[0].split(":")[-1] if name == "url" else value.split()[-1]
+        assert secret_part not in masked, name
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    assert "MIIEvQ" not in redact(f"key: {pem} end") and redact(f"key: {pem} end").endswith(" end")
+    register_secret("plain-operator-value-42")
+    assert redact("it was plain-operator-value-42.") == "it was ***."
+    assert redact("an ordinary sentence about ghs and tokens") == "an ordinary sentence about ghs and tokens"
+
+
+def test_every_failure_path_redacts_what_it_says(env, tmp_path):
+    """A job that fails with secrets in its error, after making its check run: the failure comment,
+    the completed check run and the worker's log lines (RQ logs the traceback) show none of them."""
+    gh, conn, gpu = env
+    text = " ".join(SECRETS.values())
+    (tmp_path / "leaky.py").write_text(
+        "from rq import get_current_job\nfrom bot.jobs import publisher\n\n"
+        "def work(repo, installation_id, pr, head_sha):\n"
+        "    publisher(installation_id, repo, pr).start_check(head_sha, get_current_job().id)\n"
+        f"    raise RuntimeError({text!r})\n")
+    from rq import Callback
+
+    q = Queue(f"test-leak-{uuid.uuid4().hex[:8]}", connection=conn)
+    job = q.enqueue("leaky.work", kwargs={"repo": REPO, "installation_id": 1, "pr": 2, "head_sha": HEAD},
+                    on_failure=Callback("bot.jobs.report_failure"))
+    worker = worker_process(q.name, tmp_path)
+    log, _ = worker.communicate(timeout=120)
+    q.delete(delete_jobs=True)
+    assert "RuntimeError" in log and "Traceback" in log
+    sent = outgoing(gh)
+    for value in ("A1b2C3d4E5f6G7h8I9j0", "hunter2hunter2", "eC1hY2Nlc3MtdG9rZW46c2VjcmV0", "Z" * 40):
+        assert value not in log and value not in sent
+    (check,) = gh.check_runs.values()
+    assert check["conclusion"] == "failure" and "RuntimeError: ***" in check["output"]["summary"]
+    (comment,) = [c for c in gh.comments if f"`{job.id}` failed" in c["body"]]
+    assert "RuntimeError: ***" in comment["body"]
+
+
+# 2. The repository's commands get a minimal environment, never the worker's secrets.
+
+def test_the_repository_commands_never_see_the_workers_secrets(monkeypatch, tmp_path):
+    from test_bot_end_to_end import CONFIG, deliver_and_work, make_remote
+
+    dump = tmp_path / "build-env.txt"
+    config = CONFIG.replace("build: nvcc -O3 -arch={arch} {lineinfo} -o {exe} probe_kernels.cu",
+                            "build: sh -c 'env > \"$ENV_DUMP\"; exit 1'\n"
+                            f"  env: {{ENV_DUMP: {dump}}}")
+    secrets = {"OPTIMAS_WEBHOOK_SECRET": "webhook-secret-value-1234", "OPENAI_API_KEY": "sk-" + "k" * 40,
+               "OPTIMAS_REDIS_URL": REDIS, "SOME_OPERATOR_TOKEN": "operator-token-value-5678"}
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    monkeypatch.setenv("OPTIMAS_CHILD_ENV", "SOME_OPERATOR_TOKEN,LICENSE_SERVER")  # a secret-looking name is refused
+    monkeypatch.setenv("LICENSE_SERVER", "lic.example.com")
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, make_remote(tmp_path, ["examples/h200-probe"]), config=config)
+    seen = dict(line.split("=", 1) for line in dump.read_text().splitlines() if "=" in line)
+    assert seen["ENV_DUMP"] == str(dump) and seen["CUDA_VISIBLE_DEVICES"] == "3"
+    assert seen["LICENSE_SERVER"] == "lic.example.com"
+    assert "/optimas-job-" in seen["HOME"] and seen["HOME"] != os.environ.get("HOME")
+    assert not [n for n in seen if n.startswith("OPTIMAS_") or n in secrets]
+    pem = os.environ["OPTIMAS_PRIVATE_KEY"]
+    text = dump.read_text()
+    assert not [v for v in (*secrets.values(), pem.splitlines()[1]) if v in text]
+    # the job went on and said the original does not build
+    (summary,) = [c for c in gh.comments if "optimas:summary" in c["body"]]
+    assert "the original sources do not build" in summary["body"]
+
+
+def test_every_process_runner_uses_the_minimal_environment(monkeypatch, tmp_path):
+    from runner.evaluation import run_once
+    from runner.processes import child_environment, child_home
+    from runner.profiling import run_command
+
+    monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", "private-key-text-9876")
+    monkeypatch.setenv("GEMINI_API_KEY", "gemini-key-text-5432")
+    with child_home(tmp_path / "home"):
+        outputs = [run_once(["sh", "-c", "env"], tmp_path, 30).stdout,
+                   run_command(["sh", "-c", "env"], tmp_path, 30, tmp_path / "log.txt").output,
+                   run_once(["sh", "-c", "env"], tmp_path, 30, child_environment({"DECLARED": "yes"})).stdout]
+    for out in outputs:
+        assert "private-key-text-9876" not in out and "gemini-key-text-5432" not in out
+        assert f"HOME={tmp_path / 'home'}" in out and "PATH=" in out
+    assert "DECLARED=yes" in outputs[2]
+
+
+# 3. A run only ever executes a commit that existed when the writer approved it.
+
+def _seen(conn, sha: str, when: str) -> None:
+    _record_head(conn, jobs.key_prefix(), Head(REPO, 2, sha, when))
+
+
+def test_run_comment_pins_the_head_seen_before_it_and_refuses_a_later_push(env):
+    gh, conn, gpu = env
+    _seen(conn, HEAD, "2026-12-03T10:00:00Z")
+    gh.add_pull(REPO, 2, NEW)  # pushed after the comment: its event is stamped later
+    _seen(conn, NEW, "2026-12-03T10:00:07Z")
+    result = trigger(conn, head_sha=None, trigger="comment", approved_at="2026-12-03T10:00:05Z")
+    assert result == {"status": "refused", "head_sha": NEW} and len(gpu.jobs) == 0
+    assert f"comment `/optimas run {NEW[:12]}`" in gh.comments[-1]["body"]
+    # the writer checks the new head and approves it by its SHA
+    assert trigger(conn, head_sha="cafe123", trigger="comment")["status"] == "refused"
+    assert "`cafe123` is not the head" in gh.comments[-1]["body"]
+    result = trigger(conn, head_sha=NEW[:9], trigger="comment", approved_at="2026-12-03T10:01:00Z")
+    assert result["status"] == "queued" and result["head_sha"] == NEW
+    # a plain comment made after the push was seen runs it
+    gh.add_pull(REPO, 3, HEAD)
+    _record_head(conn, jobs.key_prefix(), Head(REPO, 3, HEAD, "2026-12-03T10:00:00Z"))
+    result = run(conn, "bot.jobs.handle_trigger", repo=REPO, installation_id=1, sender="maintainer", pr=3,
+                 head_sha=None, trigger="comment", approved_at="2026-12-03T10:02:00Z").return_value()
+    assert result["status"] == "queued" and result["head_sha"] == HEAD
+
+
+def test_a_label_on_a_head_that_has_moved_runs_nothing(env):
+    gh, conn, gpu = env
+    gh.add_pull(REPO, 2, NEW)
+    assert trigger(conn, head_sha=HEAD) == {"status": "stale", "head_sha": NEW} and len(gpu.jobs) == 0
+
+
+def test_the_webhook_records_heads_that_run_comments_pin(env, monkeypatch):
+    """Deliveries through the served app: the PR's events record its head; a `/optimas run` made
+    after them pins it, one made before the push does not."""
+    import hashlib
+    import hmac
+
+    from werkzeug.serving import make_server
+
+    from bot.app import create_app
+    from bot.settings import Settings
+
+    gh, conn, gpu = env
+    gh.permissions["Codertocat"] = "admin"  # the example payloads' sender
+    settings = Settings(webhook_secret=b"s", control_queue=f"test-control-{uuid.uuid4().hex[:8]}",
+                        key_prefix=jobs.key_prefix())
+    srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    examples = ROOT / "tests" / "fixtures" / "github" / "payload-examples"
+
+    def deliver(event: str, payload: dict):
+        import urllib.request
+
+        raw = json.dumps(payload).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{srv.server_port}/webhook", data=raw, method="POST", headers={
+            "X-GitHub-Event": event, "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": "sha256=" + hmac.new(b"s", raw, hashlib.sha256).hexdigest()})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    opened = json.loads((examples / "pull_request" / "opened.payload.json").read_text())
+    opened["pull_request"]["updated_at"] = "2026-12-03T09:00:00Z"
+    assert deliver("pull_request", opened)["status"] == "ignored"
+    comment = json.loads((examples / "issue_comment" / "created.with-installation.payload.json").read_text())
+    comment["issue"]["pull_request"] = {"url": "x"}
+    comment["issue"]["number"] = 2
+    comment["comment"].update(body="/optimas run", created_at="2026-12-03T09:05:00Z")
+    assert deliver("issue_comment", comment)["status"] == "queued"
+    control = Queue(settings.control_queue, connection=conn)
+    SimpleWorker([control], connection=conn).work(burst=True)
+    srv.shutdown()
+    control.delete(delete_jobs=True)
+    (gpu_job,) = gpu.jobs
+    assert gpu_job.kwargs["head_sha"] == opened["pull_request"]["head"]["sha"] == HEAD
+
+
+# 4. Every write is idempotent: a write that lands but whose answer is lost is not made twice.
+
+def test_lost_answers_make_no_duplicate_check_run_review_or_summary(monkeypatch, tmp_path):
+    from test_bot_end_to_end import deliver_and_work, make_remote
+
+    lost = [("POST", r"/repos/.+/check-runs"), ("POST", r"/repos/.+/pulls/2/reviews"),
+            ("POST", r"/repos/.+/issues/2/comments"), ("PATCH", r"/repos/.+/check-runs/\d+")]
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, make_remote(tmp_path, ["examples/h200-probe"]),
+                                        prepare=lambda fake: fake.lost_answers.extend(lost))
+    assert gh.lost_answers == []  # every one of them was hit
+    (check,) = gh.check_runs.values()
+    assert check["status"] == "completed" and check["external_id"] == gpu_job.id
+    assert len(gh.reviews) == 1
+    assert len([c for c in gh.comments if "optimas:summary" in c["body"]]) == 1
+    creates = [r for r in gh.requests if r["method"] == "POST" and r["path"].endswith("/check-runs")]
+    assert len(creates) == 1  # found after the lost answer, not created again
+
+
+def test_a_failure_report_is_posted_once_however_often_it_runs(env):
+    gh, conn, gpu = env
+    assert trigger(conn)["status"] == "queued"
+    (job,) = gpu.jobs
+    for _ in range(3):
+        jobs.report_failure(job, conn, RuntimeError, RuntimeError("boom"), None)
+    assert len([c for c in gh.comments if f"`{job.id}` failed" in c["body"]]) == 1
+
+
+# 5. Concurrent control workers for one PR leave exactly one active GPU job.
+
+def test_concurrent_control_jobs_for_one_pr_enqueue_one_active_gpu_job(env):
+    gh, conn, gpu = env
+    gh.vary_content_sha = True  # the config changes between reads: every trigger has a job key of its own
+    gh.read_delay_s = 0.3  # the control jobs reach the enqueue step together
+    q = Queue(f"test-race-{uuid.uuid4().hex[:8]}", connection=conn)
+    control = [q.enqueue("bot.jobs.handle_trigger", kwargs={
+        "repo": REPO, "installation_id": 1, "sender": "maintainer", "pr": 2, "head_sha": HEAD, "trigger": "label"})
+        for _ in range(8)]
+    workers = [worker_process(q.name) for _ in range(4)]
+    for w in workers:
+        w.communicate(timeout=180)
+    results = [Job.fetch(j.id, connection=conn).return_value() for j in control]
+    q.delete(delete_jobs=True)
+    assert [r["status"] for r in results] == ["queued"] * 8
+    active = [r["job"] for r in results if Job.fetch(r["job"], connection=conn).get_status() in jobs.ACTIVE]
+    assert active == [conn.get(jobs._pr_key(REPO, 2)).decode()]
+
+
+# 6. A finished, failed or cancelled run releases its key: an explicit re-run is honoured.
+
+def test_rerun_after_finish_failure_or_unlabel_is_honoured(env, tmp_path, monkeypatch):
+    from test_bot_end_to_end import CONFIG, PROBE_PR_FILES, make_remote
+
+    gh, conn, gpu = env
+    remotes, sha = make_remote(tmp_path, ["examples/h200-probe"])
+    monkeypatch.setenv("OPTIMAS_GIT_URL", f"file://{remotes}/{{repo}}.git")
+    monkeypatch.setenv("OPTIMAS_RUNS_DIR", str(tmp_path / "runs"))
+    gh.files = {".optimas.yml": CONFIG}
+    gh.add_pull(REPO, 2, sha)
+    gh.pr_files[2] = PROBE_PR_FILES
+    first = trigger(conn, head_sha=sha)
+    assert first["status"] == "queued"
+    assert trigger(conn, head_sha=sha)["status"] == "duplicate"  # while it is queued
+    SimpleWorker([gpu], connection=conn).work(burst=True)
+    assert Job.fetch(first["job"], connection=conn).return_value()["status"] == "published"
+    # labelled again on the same head after the run finished
+    second = trigger(conn, head_sha=sha)
+    assert second["status"] == "queued"
+    # that run fails; `/optimas run`, as the failure comment recommends, starts another
+    monkeypatch.setenv("OPTIMAS_GIT_URL", f"file://{tmp_path}/no-such-remote/{{repo}}.git")
+    job = Job.fetch(second["job"], connection=conn)
+    job.retries_left = 0
+    job.save()
+    SimpleWorker([gpu], connection=conn).work(burst=True)
+    assert job.get_status(refresh=True) == "failed"
+    assert "comment `/optimas run` to try again" in gh.comments[-1]["body"]
+    third = trigger(conn, head_sha=sha[:7], trigger="comment")
+    assert third["status"] == "queued"
+    # unlabelled (cancelled), then labelled again
+    assert run(conn, "bot.jobs.cancel_pr", repo=REPO, installation_id=1, sender="m", pr=2).return_value() == {
+        "status": "cancelled", "job": third["job"]}
+    assert trigger(conn, head_sha=sha)["status"] == "queued"
+
+
+# 7. A superseded or cancelled run completes its check run.
+
+def _wait(condition, seconds: float = 30.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_superseded_and_cancelled_running_jobs_complete_their_check_runs(env, monkeypatch):
+    """A real forking worker runs the GPU job (held in its fetch by a remote that never answers); a
+    push supersedes it, then the label is removed while the next run is running: RQ stops each,
+    and each one's check run is completed as cancelled, with the reason."""
+    gh, conn, gpu = env
+    remote = HangingGit()
+    monkeypatch.setenv("OPTIMAS_GIT_URL", remote.url + "/{repo}.git")
+    monkeypatch.setenv("OPTIMAS_FETCH_TIMEOUT_S", "120")
+    first = trigger(conn)["job"]
+    worker = worker_process(gpu.name, burst=False)
+
+    def fetching(n: int) -> bool:
+        return len(remote.requests) >= n and gh.check_runs.get(n, {}).get("status") == "in_progress"
+
+    try:
+        assert _wait(lambda: fetching(1))
+        gh.add_pull(REPO, 2, NEW)  # a push; its synchronize event triggers a run of the new head
+        second = trigger(conn, head_sha=NEW, trigger="synchronize")
+        assert second["superseded"] == "stopped"
+        assert _wait(lambda: gh.check_runs[1].get("status") == "completed")
+        assert _wait(lambda: fetching(2))
+        assert run(conn, "bot.jobs.cancel_pr", repo=REPO, installation_id=1, sender="m", pr=2,
+                   why="the `optimas` label was removed").return_value()["status"] == "stopped"
+        assert _wait(lambda: gh.check_runs[2].get("status") == "completed")
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.communicate()
+        remote.close()
+    assert gh.check_runs[1]["conclusion"] == "cancelled" and gh.check_runs[1]["external_id"] == first
+    assert f"superseded by a run of `{NEW[:7]}`" in gh.check_runs[1]["output"]["summary"]
+    assert gh.check_runs[2]["conclusion"] == "cancelled" and gh.check_runs[2]["head_sha"] == NEW
+    assert "the `optimas` label was removed" in gh.check_runs[2]["output"]["summary"]
+    assert Job.fetch(first, connection=conn).get_status() == "stopped"
+    assert not [c for c in gh.comments if "failed:" in c["body"]]  # a stop is not a failure
+
+
+# 9. Noise: a user without write access gets one reply per PR and hour.
+
+def test_a_non_writer_gets_one_reply_however_often_they_ask(env):
+    gh, conn, gpu = env
+    results = [trigger(conn, sender="visitor", trigger="comment", head_sha=HEAD) for _ in range(5)]
+    assert [r["replied"] for r in results] == [True, False, False, False, False]
+    assert len(gh.comments) == 1 and "@visitor" in gh.comments[0]["body"] and len(gpu.jobs) == 0
+    trigger(conn, sender="visitor", pr=3)  # another PR: one reply there
+    assert len(gh.comments) == 2
