@@ -9,7 +9,8 @@ import redis
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github_server import FakeGitHub
-from rq import Queue
+from rq import Queue, SimpleWorker
+from rq.job import Job
 
 from bot.github_client import app_from_env
 
@@ -68,3 +69,13 @@ def env(monkeypatch, pem):
     for key in conn.scan_iter(f"{prefix}:*"):
         conn.delete(key)
     Queue(gpu, connection=conn).delete(delete_jobs=True)
+
+
+def run_job(conn, function: str, **kwargs) -> Job:
+    """Enqueue on a fresh control queue and run it with a real RQ worker in burst mode."""
+    q = Queue(f"test-control-{uuid.uuid4().hex[:8]}", connection=conn)
+    job = q.enqueue(function, kwargs=kwargs)
+    SimpleWorker([q], connection=conn).work(burst=True)
+    job = Job.fetch(job.id, connection=conn)
+    q.delete(delete_jobs=False)
+    return job

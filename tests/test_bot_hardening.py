@@ -21,6 +21,7 @@ from pathlib import Path
 from conftest import GH_REPO as REPO
 from conftest import HEAD
 from conftest import REPO as ROOT
+from conftest import run_job as run
 from rq import Queue, SimpleWorker
 from rq.job import Job
 
@@ -31,16 +32,6 @@ from runner.redaction import redact
 
 REDIS = "redis://127.0.0.1:6379/0"
 NEW = "b" * 40
-
-
-def run(conn, function: str, **kwargs):
-    """Enqueue on a fresh control queue and run it with a real RQ worker in burst mode."""
-    q = Queue(f"test-control-{uuid.uuid4().hex[:8]}", connection=conn)
-    job = q.enqueue(function, kwargs=kwargs)
-    SimpleWorker([q], connection=conn).work(burst=True)
-    job = Job.fetch(job.id, connection=conn)
-    q.delete(delete_jobs=False)
-    return job
 
 
 def trigger(conn, sender="maintainer", pr=2, head_sha=HEAD, trigger="label", approved_at=None):

@@ -8,21 +8,12 @@ import uuid
 import redis
 from conftest import GH_REPO as REPO
 from conftest import HEAD
+from conftest import run_job as run
 from rq import Queue, SimpleWorker
 from rq.job import Job
 
 import bot.jobs as jobs
 from bot.github_client import app_from_env
-
-
-def run(conn, function: str, **kwargs):
-    """Enqueue on a fresh control queue and run it with a real RQ worker in burst mode."""
-    q = Queue(f"test-control-{uuid.uuid4().hex[:8]}", connection=conn)
-    job = q.enqueue(function, kwargs=kwargs)
-    SimpleWorker([q], connection=conn).work(burst=True)
-    job = Job.fetch(job.id, connection=conn)
-    q.delete(delete_jobs=False)
-    return job
 
 
 def trigger(conn, sender="maintainer", pr=2, head_sha=HEAD, **kw):
