@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from runner.analysis.evidence import Diagnostics
-from runner.ear import DirectionCheck, direction_score, directional
-from runner.propose import ProposeResult
-from runner.readers import read_any
+from runner.evaluation.ear import DirectionCheck, direction_score, directional
+from runner.profiling.readers import read_any
+from runner.proposal.stage import ProposeResult
 
 
 def main() -> int:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from github import Auth, Github, GithubException, GithubRetry
 
-from runner.errors import OptimasError
-from runner.redaction import register_secret
+from runner.base.errors import OptimasError
+from runner.base.redaction import register_secret
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 

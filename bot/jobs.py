@@ -32,7 +32,7 @@ from bot.app import heads_key
 from bot.github_client import WRITE_PERMISSIONS, app_from_env
 from bot.publish import Publisher
 from bot.settings import WorkerSettings
-from runner.redaction import describe
+from runner.base.redaction import describe
 
 log = logging.getLogger(__name__)
 

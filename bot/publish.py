@@ -22,7 +22,7 @@ from github import GithubException
 
 from bot.github_client import GitHubApp
 from bot.review import MAX_BODY, truncate
-from runner.redaction import redact
+from runner.base.redaction import redact
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from runner.errors import OptimasError
+from runner.base.errors import OptimasError
 
 
 class SettingsError(OptimasError):

@@ -26,9 +26,9 @@ from rq import Worker, get_current_job
 from bot.github_client import app_from_env
 from bot.jobs import CONFIG_PATH, publisher, redis_connection, release_job_key, report_failure, settings
 from bot.review import plan_review, review_body
-from runner.errors import OptimasError
-from runner.processes import child_environment, child_home
-from runner.redaction import describe, install_log_redaction, redact, register_env_secrets, register_secret
+from runner.base.errors import OptimasError
+from runner.base.processes import child_environment, child_home
+from runner.base.redaction import describe, install_log_redaction, redact, register_env_secrets, register_secret
 
 log = logging.getLogger(__name__)
 
@@ -145,12 +145,11 @@ def _fetch_and_run(gh, repo: str, installation_id: int, pr: int, head_sha: str) 
 def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
     """Evidence (recorded profiles in the config, else the closed loop on this GPU), proposal,
     evaluation where possible; what to publish."""
-    from runner.config import load_config
-    from runner.loop import one_iteration
-    from runner.pipeline import analyze, has_profiles, profile_inputs, write_analysis
-    from runner.prompting import read_sources
-    from runner.propose import workspace_dirs
-    from runner.runstore import create_run
+    from runner.analysis.stage import analyze, has_profiles, profile_inputs, write_analysis
+    from runner.base.config import load_config
+    from runner.base.runstore import create_run
+    from runner.base.workspace import read_sources, workspace_dirs
+    from runner.flows.loop import one_iteration
 
     lc = load_config(cfg_file)
     run = create_run(runs)
@@ -173,7 +172,7 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
         validation = ev.validation.summary() if ev.validation else None
         per_config = [f"{t.configuration}: {t.result.summary()}" for t in ev.timings]
     else:
-        from runner.ear import scores
+        from runner.evaluation.ear import scores
 
         ear = scores(proposed.proposal, diag, proposed.evidence_ids,
                      read_sources(workspace_dirs(lc)[1], lc.config.app.sources))
@@ -199,9 +198,8 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
 
 def _loop_outcome(lc, root: Path, run) -> dict[str, Any]:
     """The closed loop on this GPU; the kept candidate, as edits of the PR head's files."""
-    from runner.loop import run_loop
-    from runner.prompting import read_sources
-    from runner.propose import workspace_dirs
+    from runner.base.workspace import read_sources, workspace_dirs
+    from runner.flows.loop import run_loop
 
     loop = run_loop(lc, run)
     outcome = loop_report(loop, run.path, run.id)
@@ -248,7 +246,7 @@ def loop_report(loop, run_path: Path, run_id: str) -> dict[str, Any]:
 
 def _evaluation_of(run_dir: Path):
     """An iteration's evaluation result, if it was evaluated."""
-    from runner.verdict import EvaluationResult
+    from runner.evaluation.stage import EvaluationResult
 
     path = run_dir / "evaluation" / "result.json"
     return EvaluationResult.model_validate_json(path.read_text()) if path.is_file() else None
@@ -256,7 +254,7 @@ def _evaluation_of(run_dir: Path):
 
 def edit_diff(path: str, original: str, start: int, end: int, new_text: str) -> str:
     """A unified diff of one edit, for the review body when it lies outside the PR's diff."""
-    from runner.guard import unified_diff
+    from runner.proposal.guard import unified_diff
 
     lines = original.splitlines()
     new = "\n".join(lines[: start - 1] + new_text.splitlines() + lines[end:])
@@ -267,7 +265,7 @@ def loop_edits(original: dict[str, str], final: dict[str, str], workdir: Path, r
                explanation: str) -> list[dict[str, Any]]:
     """Review edits (PR-root paths, PR-head line numbers) that turn the original sources into the
     loop's kept candidate, whatever iterations it took to get there."""
-    from runner.proposal import diff_edits
+    from runner.proposal.parser import diff_edits
 
     out = []
     for name, text in original.items():

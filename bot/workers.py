@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 
 from bot.settings import WorkerSettings
-from runner.errors import OptimasError
-from runner.profiling import ProfilingError, list_gpus
+from runner.base.errors import OptimasError, ProfilingError
+from runner.base.gpu import list_gpus
 
 
 class WorkersError(OptimasError):

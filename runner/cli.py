@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from runner.config import LoadedConfig, load_config
-from runner.errors import ConfigError, OptimasError
-from runner.pipeline import can_run_here, has_profiles, profile_inputs
+from runner.analysis.stage import has_profiles, profile_inputs
+from runner.base.config import LoadedConfig, load_config
+from runner.base.errors import ConfigError, OptimasError
+from runner.base.gpu import can_run_here
 
 RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
 CONFIGURATION_HELP = "configuration to profile (default: app.profile_configuration)"
@@ -131,7 +132,7 @@ def _profile_inputs(args: argparse.Namespace, lc: LoadedConfig) -> dict[str, lis
 
 
 def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[str, list[Path]]:
-    from runner.profiling import ProfilingAgent
+    from runner.profiling.agent import ProfilingAgent
 
     try:
         return ProfilingAgent(lc, run, _progress, configuration).collect()
@@ -144,8 +145,8 @@ def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool)
     """(run, diagnostics): from --run (analysing its profiles if not done yet), from recorded
     profiles (a new run), or, with `allow_profiling`, by profiling the app here (a new run)."""
     from runner.analysis.evidence import Diagnostics
-    from runner.pipeline import analyze, write_analysis
-    from runner.runstore import create_run, open_run
+    from runner.analysis.stage import analyze, write_analysis
+    from runner.base.runstore import create_run, open_run
 
     runs_dir = args.runs_dir or lc.resolve(lc.config.runs_dir)
     if getattr(args, "run", None):
@@ -188,7 +189,7 @@ def _print_analysis(run, as_json: bool = False) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from runner.runstore import create_run
+    from runner.base.runstore import create_run
 
     lc = load_config(args.config)
     run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
@@ -209,9 +210,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from runner.compiler import build
-    from runner.prompting import build_prompt, read_sources
-    from runner.propose import target_arch, workspace_dirs
+    from runner.base.gpu import target_arch
+    from runner.base.workspace import read_sources, workspace_dirs
+    from runner.proposal.compiler import build
+    from runner.proposal.prompt import build_prompt
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
@@ -250,7 +252,7 @@ def _report_proposal(run, result) -> int:
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
-    from runner.propose import propose
+    from runner.proposal.stage import propose
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
@@ -269,8 +271,8 @@ def _print_evaluation(result, note: str) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from runner.analysis.evidence import Diagnostics
-    from runner.propose import ProposeResult
-    from runner.runstore import open_run
+    from runner.base.runstore import open_run
+    from runner.proposal.stage import ProposeResult
 
     lc = load_config(args.config)
     run = open_run(args.run)
@@ -288,7 +290,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     ok, why = can_run_here(lc)
     if not ok:
         raise OptimasError(why)
-    from runner.loop import evaluate_recorded
+    from runner.flows.loop import evaluate_recorded
 
     result, why = evaluate_recorded(lc, run, diag, proposed, progress=_progress)
     _print_evaluation(result, f"directional consistency not scored: {why}" if why else "")
@@ -296,7 +298,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from runner.ablate import ORDER, ablate
+    from runner.flows.ablation import ORDER, ablate
 
     lc = _load(args)
     _, diag = _evidence(args, lc, allow_profiling=False)
@@ -310,7 +312,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    from runner.corpus import export
+    from runner.evaluation.corpus import export
 
     lc = load_config(args.config)
     source = (args.runs_dir or lc.resolve(lc.config.runs_dir)) / "corpus.jsonl"
@@ -327,8 +329,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     lc = _load(args)
     recorded = getattr(args, "run", None) or has_profiles(_profile_inputs(args, lc))
     if not recorded:
-        from runner.loop import run_loop
-        from runner.runstore import create_run
+        from runner.base.runstore import create_run
+        from runner.flows.loop import run_loop
 
         run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
         _progress(f"run {run.id} in {run.path}: closed loop, up to {lc.config.evaluation.max_iterations} iterations")
@@ -346,7 +348,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"kept: {'iteration ' + str(loop.best) if loop.best else 'the original'}{total}; "
               f"stopped: {loop.stopped_because}")
         return 0
-    from runner.loop import one_iteration
+    from runner.flows.loop import one_iteration
 
     run, diag = _evidence(args, lc, allow_profiling=False)
     _print_analysis(run)

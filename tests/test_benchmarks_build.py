@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from runner.config import load_config
-from runner.profiling import render
+from runner.base.config import load_config
+from runner.base.processes import render
 
 APPS = sorted(p.parent.name for p in (REPO / "benchmarks").glob("*/optimas.yml"))
 

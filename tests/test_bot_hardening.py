@@ -28,7 +28,7 @@ from rq.job import Job
 import bot.jobs as jobs
 from bot.app import _record_head
 from bot.routing import Head
-from runner.redaction import redact
+from runner.base.redaction import redact
 
 REDIS = "redis://127.0.0.1:6379/0"
 NEW = "b" * 40
@@ -141,7 +141,7 @@ SECRETS = {
 
 
 def test_redaction_masks_token_shaped_values_and_registered_secrets():
-    from runner.redaction import register_secret
+    from runner.base.redaction import register_secret
 
     for name, value in SECRETS.items():
         masked = redact(f"before {value} after")
@@ -214,9 +214,8 @@ def test_the_repository_commands_never_see_the_workers_secrets(monkeypatch, tmp_
 
 
 def test_every_process_runner_uses_the_minimal_environment(monkeypatch, tmp_path):
-    from runner.evaluation import run_once
-    from runner.processes import child_environment, child_home
-    from runner.profiling import run_command
+    from runner.base.processes import child_environment, child_home, run_command
+    from runner.evaluation.measure import run_once
 
     monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", "private-key-text-9876")
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-key-text-5432")

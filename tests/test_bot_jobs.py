@@ -107,7 +107,7 @@ def test_a_deterministic_failure_is_not_retried_and_a_transient_one_is_reported_
 
     gh, conn, gpu = env
     (tmp_path / "failing.py").write_text(
-        "import requests\nfrom runner.errors import ConfigError\n\n"
+        "import requests\nfrom runner.base.errors import ConfigError\n\n"
         f"def attempt(name):\n    open({str(tmp_path / 'attempts')!r}, 'a').write(name + '\\n')\n\n"
         "def bad_config(**kwargs):\n    attempt('bad_config')\n"
         "    raise ConfigError('x.yml', ['app.build: expected a command'])\n\n"

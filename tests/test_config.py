@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from runner.config import Config, load_config, parse_config
-from runner.errors import ConfigError
+from runner.base.config import Config, load_config, parse_config
+from runner.base.errors import ConfigError
 
 
 def test_defaults_match_the_method():

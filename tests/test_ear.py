@@ -10,9 +10,9 @@ from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
 from runner.analysis.hot import KernelTime
 from runner.analysis.roofline import Roofline
 from runner.analysis.stalls import StallLine
-from runner.ear import coverage, directional, hallucinations, localization, map_line, moved, scores
-from runner.profile import LINE_COLUMNS
-from runner.proposal import Edit, Proposal, Withheld
+from runner.evaluation.ear import coverage, directional, hallucinations, localization, map_line, moved, scores
+from runner.profiling.model import LINE_COLUMNS
+from runner.proposal.parser import Edit, Proposal, Withheld
 
 SRC = (FIXTURES / "responses" / "stream_main.cu").read_text()
 FILES = {"main.cu": SRC}

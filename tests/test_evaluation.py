@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from conftest import FIXTURES
 
-from runner.config import OutputSpec, load_config
-from runner.evaluation import compare, time_interleaved, validate
-from runner.stats import improvement
+from runner.base.config import OutputSpec, load_config
+from runner.evaluation.measure import compare, time_interleaved, validate
+from runner.evaluation.statistics import improvement
 
 APP = FIXTURES / "evalapp"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
@@ -150,8 +150,8 @@ def test_compare_reads_the_benchmarks_sectioned_format():
 
 
 def _proposed(variant: str):
-    from runner.proposal import Edit, Proposal
-    from runner.propose import Attempt, ProposeResult
+    from runner.proposal.parser import Edit, Proposal
+    from runner.proposal.stage import Attempt, ProposeResult
 
     src = (APP / "main.cpp").read_text()
     line = next(i for i, ln in enumerate(src.splitlines(), 1) if ln == "#define VARIANT BASE")
@@ -175,9 +175,9 @@ def _diag():
 def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant, verdicts):
     import json
 
-    from runner.corpus import export
-    from runner.runstore import create_run
-    from runner.verdict import evaluate
+    from runner.base.runstore import create_run
+    from runner.evaluation.corpus import export
+    from runner.evaluation.stage import evaluate
 
     text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
     (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
@@ -207,10 +207,10 @@ def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant,
 def test_direction_checks_of_a_reprofile_land_in_the_result_and_the_corpus(tmp_path):
     import json
 
-    from runner.ear import DirectionCheck
-    from runner.errors import OptimasError
-    from runner.runstore import create_run
-    from runner.verdict import add_direction, evaluate
+    from runner.base.errors import OptimasError
+    from runner.base.runstore import create_run
+    from runner.evaluation.ear import DirectionCheck
+    from runner.evaluation.stage import add_direction, evaluate
 
     text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
     (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
@@ -240,7 +240,7 @@ def test_corpus_updates_do_not_lose_concurrent_appends(tmp_path):
     import json
     import threading
 
-    from runner.corpus import append_record, update_record
+    from runner.evaluation.corpus import append_record, update_record
 
     corpus = tmp_path / "corpus.jsonl"
     append_record(corpus, {"run_id": "r0", "iteration": 1, "ear_directional": None})
@@ -259,7 +259,7 @@ def test_corpus_updates_do_not_lose_concurrent_appends(tmp_path):
     records = [json.loads(ln) for ln in corpus.read_text().splitlines()]
     assert len(records) == 151 and records[0]["ear_directional"] == 49 / 50
 
-    from runner.errors import OptimasError
+    from runner.base.errors import OptimasError
 
     append_record(corpus, {"run_id": "r9", "iteration": 1})
     corpus.write_text(corpus.read_text() + "{not json\n")
@@ -270,7 +270,7 @@ def test_corpus_updates_do_not_lose_concurrent_appends(tmp_path):
 
 
 def test_loop_control_stops_and_keeps_the_best():
-    from runner.loop import IterationSummary, cumulative, next_step
+    from runner.flows.loop import IterationSummary, cumulative, next_step
 
     def it(k, verdict, gain=None):
         return IterationSummary(iteration=k, run_dir=f"r{k}", verdict=verdict, improvement=gain)
@@ -287,9 +287,9 @@ def test_loop_control_stops_and_keeps_the_best():
 
 def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_measurements(tmp_path):
     from bot.worker import _summary, loop_report
-    from runner.loop import IterationSummary, LoopResult
-    from runner.runstore import create_run
-    from runner.verdict import evaluate
+    from runner.base.runstore import create_run
+    from runner.evaluation.stage import evaluate
+    from runner.flows.loop import IterationSummary, LoopResult
 
     text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
     (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")

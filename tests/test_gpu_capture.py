@@ -13,8 +13,8 @@ import pytest
 from conftest import H200, REPO
 
 from runner.analysis.evidence import Diagnostics
-from runner.errors import ProfileFormatError
-from runner.readers import NcuReportReader, NcuSourceCsvReader
+from runner.base.errors import ProfileFormatError
+from runner.profiling.readers import NcuReportReader, NcuSourceCsvReader
 
 pytestmark = pytest.mark.gpu
 

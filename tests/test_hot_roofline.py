@@ -10,8 +10,8 @@ from test_readers import ACCURACY, MATMUL, TRIAD
 
 from runner.analysis.hot import select_hot_kernels
 from runner.analysis.roofline import aggregate_launches, roofline
-from runner.errors import AnalysisError
-from runner.readers import NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader
+from runner.base.errors import AnalysisError
+from runner.profiling.readers import NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader
 
 
 def launches(*pairs: tuple[str, float]) -> pd.DataFrame:

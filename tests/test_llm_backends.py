@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from llm_servers import ChatServer, Reply
 
-from runner.config import LLMConfig
-from runner.llm import LLMError, LLMRequest, Message, ReplayBackend, make_backend, prompt_hash
+from runner.base.config import LLMConfig
+from runner.proposal.llm import LLMError, LLMRequest, Message, ReplayBackend, make_backend, prompt_hash
 
 MESSAGES = [Message(role="system", content="You optimize CUDA."), Message(role="user", content="Make it fast.")]
 

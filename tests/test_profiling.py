@@ -12,21 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO
 
-from runner.config import load_config
-from runner.profiling import (
-    CommandResult,
-    ProfilingAgent,
-    ProfilingError,
-    check_ncu_output,
-    detect_gpu,
-    kernel_regex,
-    list_gpus,
-    render,
-    require_tool,
-    restrict_to_configured,
-    run_command,
-)
-from runner.runstore import create_run
+from runner.base.config import load_config
+from runner.base.errors import ProfilingError
+from runner.base.gpu import detect_gpu, list_gpus, require_tool
+from runner.base.processes import CommandResult, render, run_command
+from runner.base.runstore import create_run
+from runner.profiling.agent import ProfilingAgent, check_ncu_output, kernel_regex, restrict_to_configured
 
 SEISMIC = FIXTURES / "seismic-h200"
 

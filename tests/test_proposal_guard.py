@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from runner.guard import apply_proposal
-from runner.proposal import Edit, Proposal, ResponseParseError, parse_response
+from runner.proposal.guard import apply_proposal
+from runner.proposal.parser import Edit, Proposal, ResponseParseError, parse_response
 
 R = FIXTURES / "responses"
 SRC = (R / "stream_main.cu").read_text()

@@ -15,10 +15,10 @@ import yaml
 from conftest import FIXTURES, REPO
 from llm_servers import ChatServer, Reply
 
-from runner.config import load_config
-from runner.pipeline import analyze
-from runner.propose import propose
-from runner.runstore import create_run
+from runner.analysis.stage import analyze
+from runner.base.config import load_config
+from runner.base.runstore import create_run
+from runner.proposal.stage import propose
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -170,9 +170,9 @@ def test_large_prompts_are_split_by_kernel_and_recombined(tmp_path: Path):
 
 
 def test_config_can_open_device_helpers_for_editing():
-    from runner.guard import apply_proposal
-    from runner.prompting import build_prompt
-    from runner.proposal import Edit, Proposal
+    from runner.proposal.guard import apply_proposal
+    from runner.proposal.parser import Edit, Proposal
+    from runner.proposal.prompt import build_prompt
 
     cap = FIXTURES / "seismic-h200"
     lc = load_config(REPO / "benchmarks" / "seismic" / "optimas.yml")

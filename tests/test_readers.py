@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from runner.errors import ProfileFormatError
-from runner.profile import merge, short_kernel_name
-from runner.readers import (
+from runner.base.errors import ProfileFormatError
+from runner.profiling.model import merge, short_kernel_name
+from runner.profiling.readers import (
     NcuDetailsCsvReader,
     NcuRawCsvReader,
     NcuReportReader,

@@ -11,10 +11,10 @@ from test_readers import ACCURACY, ATOMIC_HEADER, MATMUL, TRIAD
 
 from runner.analysis.counters import describe, load_metric_dictionary, prepare_matrix, select_counters
 from runner.analysis.stalls import salient_stalls
-from runner.config import CountersConfig
-from runner.errors import AnalysisError, ProfileFormatError
-from runner.profile import LINE_COLUMNS, STALL_REASONS
-from runner.readers import NcuRawCsvReader, NcuSourceCsvReader
+from runner.base.config import CountersConfig
+from runner.base.errors import AnalysisError, ProfileFormatError
+from runner.profiling.model import LINE_COLUMNS, STALL_REASONS
+from runner.profiling.readers import NcuRawCsvReader, NcuSourceCsvReader
 
 LIB = [r"/cuda[^/]*/(targets/[^/]+/)?include/"]
 
@@ -175,8 +175,8 @@ def test_counter_runs_from_reports_match_their_csv(tmp_path: Path, h200: Path):
     """The sweep's 12 .ncu-rep files, read one by one, give the N x C matrix the raw CSV gives."""
     import tarfile
 
-    from runner.profile import merge
-    from runner.readers import read_any
+    from runner.profiling.model import merge
+    from runner.profiling.readers import read_any
 
     with tarfile.open(h200 / "probe_sweep_accuracy_reports.tgz") as t:
         t.extractall(tmp_path, filter="data")

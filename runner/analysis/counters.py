@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from runner.errors import AnalysisError, ProfileFormatError
-from runner.profile import PCSAMP_METRIC_TO_REASON, STALL_MEANING
+from runner.base.errors import AnalysisError, ProfileFormatError
+from runner.profiling.model import PCSAMP_METRIC_TO_REASON, STALL_MEANING
 
 
 class SelectedCounter(BaseModel):

@@ -17,9 +17,9 @@ from runner.analysis.counters import CounterSelection, select_counters
 from runner.analysis.hot import KernelTime, select_hot_kernels
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
 from runner.analysis.stalls import StallLine, salient_stalls
-from runner.config import AnalysisConfig
-from runner.errors import AnalysisError
-from runner.profile import STALL_MEANING, Profile, short_kernel_name
+from runner.base.config import AnalysisConfig
+from runner.base.errors import AnalysisError
+from runner.profiling.model import STALL_MEANING, Profile, short_kernel_name
 
 
 class Evidence(BaseModel):

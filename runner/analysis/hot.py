@@ -7,7 +7,7 @@ import math
 import pandas as pd
 from pydantic import BaseModel
 
-from runner.errors import AnalysisError
+from runner.base.errors import AnalysisError
 
 # Cumulative shares are sums of floats; a set that covers alpha up to rounding covers it.
 _EPS = 1e-12

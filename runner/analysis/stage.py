@@ -1,0 +1,97 @@
+"""Stages wired together over a run directory (the CLI, the RQ job and the Action all call these).
+
+Each stage first computes everything in memory and only then writes into the run directory, so
+bad input stops a run before anything is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from runner.analysis.counters import load_metric_dictionary
+from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
+from runner.base.config import LoadedConfig
+from runner.base.runstore import Run, atomic_write_text
+from runner.profiling.model import Profile, merge
+from runner.profiling.readers import read_any, read_profiles
+
+Progress = Callable[[str], None]
+PROFILE_ROLES = ("report", "timing", "raw", "details", "source", "counters")
+
+
+def _size(p: Path) -> str:
+    n = p.stat().st_size
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
+
+
+def apply_source_map(profile: Profile, source_map: dict[str, str]) -> None:
+    """Rename source files recorded on the profiling machine to the paths given in the config."""
+    if not source_map or profile.lines.empty:
+        return
+    for col in ("file", "caller_file"):
+        profile.lines[col] = profile.lines[col].map(lambda f: source_map.get(f, f) if isinstance(f, str) else f)
+
+
+def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress = lambda _m: None) -> Diagnostics:
+    """Read the profiles and run the Analysis Agent (writes nothing)."""
+    cfg = lc.config.analysis
+    for role in ("report", "raw", "details", "source"):
+        for p in inputs.get(role, []):
+            progress(f"reading {role} {p} ({_size(p) if p.exists() else 'missing'})")
+    profile = read_profiles(reports=inputs.get("report", []), raw=inputs.get("raw", []),
+                            details=inputs.get("details", []), source=inputs.get("source", []),
+                            library_paths=cfg.library_paths)
+    apply_source_map(profile, lc.config.app.source_map)
+    counter_runs = None
+    if inputs.get("counters"):
+        progress(f"reading {len(inputs['counters'])} counter-run export(s)")
+        counter_runs = merge([read_any(p, cfg.library_paths) for p in inputs["counters"]])
+    dictionary = load_metric_dictionary(lc.resolve(cfg.counters.metric_dictionary)
+                                        if cfg.counters.metric_dictionary else None)
+    timing = None
+    if inputs.get("timing"):
+        progress(f"reading {len(inputs['timing'])} timing export(s)")
+        timing = read_profiles(raw=inputs["timing"]).launches
+    progress(f"analysing {len(profile.launches)} launches of {len(profile.kernels())} kernels")
+    return diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels)
+
+
+def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> tuple[Path, Path]:
+    """Record the inputs and write analysis/diagnostics.{json,md} into the run."""
+    atomic_write_text(run.path / "config.yml", lc.path.read_text(encoding="utf-8"))
+    run.manifest["config"] = {"path": str(lc.path), "sha256": lc.sha256}
+    run.manifest["device"] = {"name": diag.gpu.name, "compute_capability": diag.gpu.compute_capability}
+    for role in PROFILE_ROLES:
+        if inputs.get(role):
+            run.add_inputs(inputs[role], role)
+    json_path = run.write_text("analysis", "diagnostics.json", diag.model_dump_json(indent=2) + "\n")
+    md_path = run.write_text("analysis", "diagnostics.md",
+                             render_markdown(diag, lc.config.analysis.max_prompt_bytes))
+    run.stage_done("analysis", [json_path, md_path], evidence=len(diag.evidence),
+                   hot_kernels=[k.kernel for k in diag.hot_kernels])
+    return json_path, md_path
+
+
+def profile_inputs(lc: LoadedConfig, overrides: dict[str, list[Path] | None] | None = None) -> dict[str, list[Path]]:
+    """Profiles by role: the given overrides (command-line files) if any, else the config's `profiles`."""
+    if overrides and any(v for v in overrides.values()):
+        return {k: list(overrides.get(k) or []) for k in PROFILE_ROLES}
+    prof = lc.config.profiles
+    by_role = {"report": prof.reports, "timing": prof.timing, "raw": prof.raw, "details": prof.details,
+               "source": prof.source, "counters": prof.counters}
+    return {k: [lc.resolve(p) for p in v] for k, v in by_role.items()}
+
+
+def recorded_inputs(run: Run) -> dict[str, list[Path]]:
+    """The profiles a run's evidence was made from, by role, as its manifest records them."""
+    by_role: dict[str, list[Path]] = {k: [] for k in PROFILE_ROLES}
+    for entry in run.manifest.get("inputs", []):
+        if entry.get("role") in by_role:
+            by_role[entry["role"]].append(Path(entry["path"]))
+    return by_role
+
+
+def has_profiles(inputs: dict[str, list[Path]]) -> bool:
+    """Whether the inputs hold a profile to analyse (timing and counter runs alone are not enough)."""
+    return any(inputs.get(k) for k in ("report", "raw", "details"))

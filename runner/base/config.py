@@ -1,0 +1,277 @@
+"""Configuration: one YAML file for every knob, validated against a schema.
+
+Relative paths in the file are resolved against the file's own folder, so a config works from any
+working directory. Validation errors name the file, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runner.base.errors import ConfigError
+
+DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
+
+Fraction = Annotated[float, Field(gt=0.0, le=1.0)]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OutputSpec(_Strict):
+    """One output file of the application and how candidates' outputs are compared to it."""
+
+    path: str = Field(description="file the run command writes; may use {out}")
+    compare: Literal["bitwise", "tolerance"] = "bitwise"
+    # Tolerance mode, for outputs declared as floating-point reductions: a value passes when
+    # |candidate - baseline| <= atol + rtol * |baseline|, or when it is within `ulps` units in the
+    # last place. `format` says how to read values: 'optimas' (the benchmarks' sectioned files,
+    # each section typed) or 'raw' (the whole file is an array of `dtype`).
+    rtol: Annotated[float, Field(ge=0)] = 0.0
+    atol: Annotated[float, Field(ge=0)] = 0.0
+    ulps: Annotated[int, Field(ge=0)] = 0
+    format: Literal["optimas", "raw"] = "raw"
+    dtype: Literal["float32", "float64"] = "float32"
+
+
+class AppConfig(_Strict):
+    """The application under optimization.
+
+    Command templates are split like a shell would split them (no shell runs them) and these
+    placeholders are filled per run: {exe} the binary being built or run, {arch} the GPU's
+    architecture (sm_90), {lineinfo} '-lineinfo' in profiling builds and nothing otherwise,
+    {config} a configuration name, {seed}, {scale} the problem-size factor, {out} an output path.
+    """
+
+    name: str = "app"
+    workdir: str = Field(default=".", description="folder the commands run in, relative to the config")
+    workspace: str | None = Field(default=None, description="folder copied to build a candidate (it must hold "
+                                  "everything the build reads, e.g. shared headers); default: workdir")
+    sources: list[str] = Field(default_factory=list, description="CUDA source files, relative to workdir")
+    # Profiles name sources by the path they had where they were captured; map those to local files.
+    source_map: dict[str, str] = Field(default_factory=dict)
+    build: str | None = Field(default=None, description="build command template")
+    run: str | None = Field(default=None, description="run command template (validation runs)")
+    profile_run: str | None = Field(default=None, description="run command under the profiler (default: run)")
+    configurations: list[str] = Field(default_factory=list, description="named problem configurations")
+    profile_configuration: str | None = Field(default=None, description="the one profiled (default: first)")
+    seeds: list[int] = Field(default_factory=lambda: [1])
+    outputs: list[OutputSpec] = Field(default_factory=list)
+    kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
+    editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels) whose "
+                                "definitions the model may edit, e.g. __device__ helpers they call")
+    env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str] = Field(
+        default_factory=dict, description="environment variables set for the build, run and profiling commands "
+        "(they get a minimal environment otherwise: PATH, locale, CUDA variables, a HOME of their own)")
+    timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    kernel_time_regex: str | None = Field(default=None, description="regular expression with one group that "
+                                          "captures the kernel time (ms) the app prints, e.g. 'kernel_ms=([0-9.]+)'")
+
+
+class ProfilesConfig(_Strict):
+    """Recorded Nsight Compute exports. When any is given, collection is skipped."""
+
+    reports: list[str] = Field(default_factory=list, description=".ncu-rep files")
+    timing: list[str] = Field(default_factory=list, description="raw exports of a timing pass over every launch "
+                              "(hot kernels are chosen from these when given)")
+    raw: list[str] = Field(default_factory=list, description="ncu --csv --page raw exports")
+    details: list[str] = Field(default_factory=list, description="ncu --csv --page details exports")
+    source: list[str] = Field(default_factory=list, description="ncu --csv --page source --print-source cuda,sass")
+    counters: list[str] = Field(
+        default_factory=list, description="raw exports (or .ncu-rep) of N profiling runs for counter selection"
+    )
+
+    def all_paths(self) -> list[str]:
+        return [*self.reports, *self.timing, *self.raw, *self.details, *self.source, *self.counters]
+
+
+class CountersConfig(_Strict):
+    """eOMP sparse counter selection."""
+
+    kappa: Annotated[int, Field(ge=1, le=64)] = 5
+    tau: Annotated[int, Field(ge=1, le=1000)] = 3
+    ensemble: Annotated[int, Field(ge=1, le=100_000)] = 200
+    seed: int = 0
+    min_runs: Annotated[int, Field(ge=3)] = 4
+    exclude: list[str] = Field(
+        default_factory=lambda: [
+            r"^gpu__time_duration",  # the target itself
+            r"cycles_elapsed",  # elapsed cycles are runtime in another unit
+            r"(^|\.)(sm|smsp|tpc|gpc|l1tex|lts|dram|dramc|fbpa)__cycles_active",  # so are busy cycles
+            r"^smsp__pcsamp_sample_count",  # samples are taken at a fixed interval: time again
+            r"^config_",  # columns a sweep adds to name its configuration
+            r"^launch__",
+            r"^device__",
+            r"^profiler__",
+            r"\.peak_sustained",
+            r"^smsp__pcsamp_(interval|buffer|dropped|aggregated)",
+            r"^sass__",  # per-opcode instance tables; their scalar is only a rollup
+        ],
+        description="regular expressions of metric names never selected",
+    )
+    metric_dictionary: str | None = Field(
+        default=None, description="`ncu --query-metrics --csv` output; default: the bundled H200 dictionary"
+    )
+
+
+class AnalysisConfig(_Strict):
+    """Thresholds of the Analysis Agent."""
+
+    alpha: Fraction = 0.8
+    saturation: Fraction = 0.70
+    stall_share: Fraction = 0.30
+    min_line_share: Share = 0.02
+    max_stall_lines: Annotated[int, Field(ge=1, le=100)] = 4
+    max_prompt_bytes: Annotated[int, Field(ge=1000)] = 6000
+    library_paths: list[str] = Field(
+        default_factory=lambda: [r"/cuda[^/]*/(targets/[^/]+/)?include/", r"/cub/", r"/thrust/", r"/cuda/std/"],
+        description="regular expressions of source paths that belong to libraries, not the user",
+    )
+    counters: CountersConfig = Field(default_factory=CountersConfig)
+
+
+class ProfilingConfig(_Strict):
+    """The Profiling Agent: what to collect, with which tools."""
+
+    ncu: str = "ncu"
+    nvcc: str = "nvcc"
+    nvidia_smi: str = "nvidia-smi"
+    targeted_sections: list[str] = Field(default_factory=lambda: [
+        "SpeedOfLight", "SpeedOfLight_RooflineChart", "SourceCounters", "WarpStateStats", "LaunchStats", "Occupancy",
+    ])
+    counter_sections: list[str] = Field(default_factory=lambda: [
+        "SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "SchedulerStats", "WarpStateStats",
+        "Occupancy", "LaunchStats", "InstructionStats",
+    ])
+    launch_skip: Annotated[int, Field(ge=0)] = 0
+    launch_count: Annotated[int, Field(ge=1)] = 1
+    counter_scales: list[Annotated[float, Field(gt=0)]] = Field(
+        default_factory=lambda: [0.25, 0.5, 0.75, 1.0, 1.5, 2.0],
+        description="problem-size factors of the N counter runs (eOMP needs N > kappa)")
+    timeout_s: Annotated[float, Field(gt=0)] = 900.0
+
+
+class LLMConfig(_Strict):
+    """Model settings, read by the prompt and proposal stages. API keys come from the environment only."""
+
+    backend: Literal["offline", "replay", "openai", "gemini", "ollama"] = "offline"
+    model: str | None = None
+    base_url: str | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.15
+    max_tokens: Annotated[int, Field(ge=1)] = 8192
+    timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    retries: Annotated[int, Field(ge=0, le=20)] = 3
+    backoff_s: Annotated[float, Field(ge=0)] = 2.0
+    api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
+                                    "(default OPENAI_API_KEY / GEMINI_API_KEY); the key itself never goes in config")
+    price_input_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    price_output_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    replay_dir: str | None = Field(default=None, description="answers keyed by prompt hash, for the replay backend")
+    max_prompt_tokens: Annotated[int, Field(ge=1000)] = 32000
+    parse_retries: Annotated[int, Field(ge=0, le=10)] = 2
+
+
+class EvaluationConfig(_Strict):
+    """Settings of the evaluation stage (build, validate, time)."""
+
+    compile_retries: Annotated[int, Field(ge=0, le=20)] = 3
+    timed_runs: Annotated[int, Field(ge=2, le=1000)] = 5
+    # More interleaved pairs are timed, one at a time, while the interval of the speed ratio is wider
+    # than `timing_precision` (relative width), up to `max_timed_runs` each. The stop depends on the
+    # interval's width only, never on where it lies, so stopping early does not bias the verdict.
+    max_timed_runs: Annotated[int, Field(ge=2, le=1000)] = 20
+    timing_precision: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.04
+    warmup_runs: Annotated[int, Field(ge=0, le=100)] = 1
+    confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+    max_iterations: Annotated[int, Field(ge=1, le=100)] = 3
+    time_all_configurations: bool = True  # also time the configurations that were not profiled
+    # EAR directional consistency: a cited quantity must move the expected way by more than this
+    # share of its value before the change (smaller moves are run-to-run noise).
+    direction_min_change: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.02
+    diagnostics: Literal["PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"] = (
+        "PC+IA+Roofline"
+    )
+
+
+class Config(_Strict):
+    """The whole configuration (config.yml)."""
+
+    app: AppConfig = Field(default_factory=AppConfig)
+    profiles: ProfilesConfig = Field(default_factory=ProfilesConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    profiling: ProfilingConfig = Field(default_factory=ProfilingConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    runs_dir: str = "runs"
+
+
+class LoadedConfig(BaseModel):
+    """A validated config together with where it came from."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    path: Path
+    config: Config
+    sha256: str
+
+    def resolve(self, p: str) -> Path:
+        """Resolve a path written in the config against the config file's folder."""
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else (self.path.parent / q)
+
+
+def _describe(err: dict) -> str:
+    loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"{loc}: unknown key (check the spelling; see config.yml for every key)"
+    got = err.get("input")
+    shown = repr(got) if not isinstance(got, dict) else "a mapping"
+    ctx = err.get("ctx") or {}
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        bounds = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
+                  "less_than_equal": "<= {le}"}[kind].format(**ctx)
+        return f"{loc}: expected a value {bounds}, got {shown}"
+    return f"{loc}: {err['msg'].lower()}, got {shown}"
+
+
+def parse_config(text: str, path: Path | str) -> Config:
+    """Parse and validate YAML text; `path` only names the source in errors."""
+    try:
+        data = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(path, [f"not valid YAML{where}: {getattr(e, 'problem', e)}"]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(path, [_describe(x) for x in e.errors()]) from None
+
+
+def load_config(path: Path | str) -> LoadedConfig:
+    """Read, validate and hash a config file."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(p, ["file not found; pass --config with the path of a config.yml"]) from None
+    except OSError as e:
+        raise ConfigError(p, [f"cannot read: {e.strerror}"]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(p, ["not UTF-8 text; expected a YAML file"]) from None
+    cfg = parse_config(text, p)
+    return LoadedConfig(path=p.resolve(), config=cfg, sha256=hashlib.sha256(raw).hexdigest())

@@ -1,0 +1,169 @@
+"""Run directories: `runs/<UTC timestamp>-<uuid4>/`, one folder per stage, a manifest, atomic writes.
+
+A run is never overwritten: its folder is created exclusively, and every file is written to a
+temporary name in the same folder and renamed into place, so a reader sees either nothing or the
+whole file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from runner import __version__
+from runner.base.processes import child_environment
+
+STAGES = ("profile", "analysis", "prompt", "llm", "candidates", "evaluation")
+
+
+def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _tool_version(cmd: list[str], pattern: str) -> str | None:
+    exe = shutil.which(cmd[0])
+    if not exe:
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env=child_environment()).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(pattern, out)
+    return m.group(1) if m else out.strip().splitlines()[-1] if out.strip() else None
+
+
+def tool_versions() -> dict[str, str | None]:
+    """Versions of the tools a run depends on (None where a tool is absent)."""
+    try:
+        ncu_report = version("ncu-report")
+    except PackageNotFoundError:
+        ncu_report = None
+    return {
+        "optimas": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "nvcc": _tool_version(["nvcc", "--version"], r"release [\d.]+, V([\d.]+)"),
+        "ncu": _tool_version(["ncu", "--version"], r"Version ([\d.]+)"),
+        "ncu_report": ncu_report,
+    }
+
+
+class Run:
+    """One run directory and its manifest."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any]):
+        self.path = path
+        self.manifest = manifest
+
+    @property
+    def id(self) -> str:
+        return self.manifest["run_id"]
+
+    def stage_dir(self, stage: str) -> Path:
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        d = self.path / stage
+        d.mkdir(exist_ok=True)
+        return d
+
+    def write_text(self, stage: str, name: str, text: str) -> Path:
+        p = self.stage_dir(stage) / name
+        atomic_write_text(p, text)
+        return p
+
+    def write_json(self, stage: str, name: str, obj: Any) -> Path:
+        return self.write_text(stage, name, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+    def add_inputs(self, paths: list[Path | str], role: str) -> None:
+        """Record the SHA-256 and size of input files."""
+        for p in paths:
+            p = Path(p)
+            self.manifest["inputs"].append({"role": role, "path": str(p.resolve()), "bytes": p.stat().st_size,
+                                            "sha256": sha256_file(p)})
+        self.save()
+
+    def stage_done(self, stage: str, outputs: list[Path], **info: Any) -> None:
+        self.manifest["stages"][stage] = {
+            "finished": _now().isoformat(),
+            "outputs": [str(p.relative_to(self.path)) for p in outputs],
+            **info,
+        }
+        self.save()
+
+    def stage_failed(self, stage: str, error: str) -> None:
+        """Record that a stage stopped with an error; its partial files stay for inspection."""
+        self.manifest["stages"][stage] = {"failed": _now().isoformat(), "error": error}
+        self.save()
+
+    def save(self) -> None:
+        atomic_write_text(self.path / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def create_run(runs_dir: Path, command: list[str] | None = None) -> Run:
+    """Create a new, empty run directory with its manifest."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    created = _now()
+    run_id = f"{created.strftime('%Y%m%dT%H%M%S')}Z-{uuid.uuid4()}"
+    path = runs_dir / run_id
+    path.mkdir()  # exclusive: an existing run is never reused
+    run = Run(path, {
+        "run_id": run_id,
+        "created": created.isoformat(),
+        "command": command if command is not None else sys.argv,
+        "tools": tool_versions(),
+        "inputs": [],
+        "stages": {},
+    })
+    run.save()
+    return run
+
+
+def open_run(path: Path) -> Run:
+    """An existing run directory, to add stages to."""
+    manifest = path / "manifest.json"
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        from runner.base.errors import OptimasError
+
+        raise OptimasError(f"{path}: not a run directory (no manifest.json)") from None
+    return Run(path, data)

@@ -1,0 +1,237 @@
+"""Evidence-Aligned Reasoning (EAR): does a candidate act on the evidence it was given?
+
+1. coverage: share of edits that cite at least one evidence id the prompt showed;
+2. localization: share of edited lines within `distance` lines of a salient stall line (S*) of
+   the same kernel;
+3. directional consistency: after re-profiling the candidate, the share of cited evidence whose
+   quantity moved the expected way (a cited stall's share falls, a memory-bound kernel's memory
+   utilization rises, a counter with positive runtime weight falls ...) by more than
+   `evaluation.direction_min_change` of its value (smaller moves are noise), with before and after;
+4. hallucinations: applied-optimization claims with no matching change, and edits with no claim;
+5. correctness: validation passed on every configuration.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from runner.analysis.evidence import Diagnostics, Evidence
+from runner.base.cuda_source import functions
+from runner.proposal.parser import Edit, Proposal
+
+_ID = re.compile(r"\b([RSCK]\d+)\b")
+_LINES = re.compile(r"lines?\s+(\d+)(?:\s*-\s*(\d+))?", re.IGNORECASE)
+
+
+class DirectionCheck(BaseModel):
+    id: str
+    quantity: str
+    expected: Literal["fall", "rise"]
+    before: float | None
+    after: float | None
+    consistent: bool | None  # None: the quantity could not be measured after the change
+
+
+class Hallucinations(BaseModel):
+    claims_without_change: list[str] = Field(default_factory=list)
+    edits_without_claim: list[str] = Field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.claims_without_change) + len(self.edits_without_claim)
+
+
+class EARScores(BaseModel):
+    coverage: float | None
+    localization: float | None
+    directional: float | None
+    hallucinations: Hallucinations
+    hallucination_rate: float | None
+    correct: bool | None
+    applied: int
+    withheld: int
+    checks: list[DirectionCheck] = Field(default_factory=list)
+
+
+def coverage(proposal: Proposal, prompt_ids: list[str]) -> float | None:
+    shown = set(prompt_ids)
+    if not proposal.edits:
+        return None
+    return sum(1 for e in proposal.edits if shown & set(e.cites)) / len(proposal.edits)
+
+
+def _kernel_at(files: dict[str, str], file: str, line: int) -> str | None:
+    for f in functions(files.get(file, "")):
+        if f.is_kernel and f.start_line <= line <= f.end_line:
+            return f.name
+    return None
+
+
+def localization(proposal: Proposal, diag: Diagnostics, files: dict[str, str], distance: int = 3,
+                 shown: list[str] | None = None) -> float | None:
+    """Share of edited (original) lines near an S* line of the kernel they belong to; None without S*."""
+    stalls = [e for e in diag.evidence if e.kind == "stall" and (shown is None or e.id in shown)]
+    if not stalls or not proposal.edits:
+        return None
+    by_kernel: dict[str, list[tuple[str, int]]] = {}
+    for e in stalls:
+        name = (e.kernel or "").split("(")[0].split("<")[0].split("::")[-1].replace("void ", "").strip()
+        by_kernel.setdefault(name, []).append((posixpath.basename(e.stall.file), e.stall.line))
+    near = total = 0
+    for ed in proposal.edits:
+        for line in range(ed.start_line, ed.end_line + 1):
+            total += 1
+            kernel = _kernel_at(files, ed.file, line)
+            targets = by_kernel.get(kernel or "", [])
+            near += any(posixpath.basename(ed.file) == f and abs(line - ln) <= distance for f, ln in targets)
+    return near / total if total else None
+
+
+def map_line(edits: list[Edit], file: str, line: int) -> int:
+    """Where an original line sits after the edits (a line inside an edited region maps to its start)."""
+    shift = 0
+    for e in sorted((e for e in edits if e.file == file), key=lambda e: e.start_line):
+        if line > e.end_line:
+            shift += len(e.new_text.splitlines()) - (e.end_line - e.start_line + 1)
+        elif line >= e.start_line:
+            return e.start_line + shift
+    return line + shift
+
+
+def _stall_weight(lines: pd.DataFrame, kernel: str, file: str, first: int, last: int, reason: str) -> float | None:
+    """The share of all the kernel's samples that are `reason` stalls on lines first..last."""
+    df = lines[lines["kernel"] == kernel]
+    if df.empty:
+        return None
+    # Header lines with a known caller are counted in the caller's samples already (ncu attributes
+    # inlined code to the calling line too): leave them out of the kernel's total.
+    df = df[df["caller_line"].isna() | df["caller_file"].isna()]
+    total = float(df["samples"].sum())
+    if total <= 0:
+        return None
+    rows = df[(df["file"].map(posixpath.basename) == posixpath.basename(file)) & df["line"].between(first, last)]
+    return float(rows[reason].sum()) / total if not rows.empty else 0.0
+
+
+def stall_region(edits: list[Edit], file: str, line: int) -> tuple[tuple[int, int], tuple[int, int], str]:
+    """The lines whose stall share stands for a cited stall line, before and after the edits, and
+    how to name them. A line that an edit rewrote no longer exists: the whole rewritten region is
+    compared (before: the replaced lines; after: the lines that replaced them)."""
+    inside = next((e for e in edits if e.file == file and e.start_line <= line <= e.end_line), None)
+    if inside is None:
+        after = map_line(edits, file, line)
+        return (line, line), (after, after), f"line {line}"
+    start = map_line(edits, file, inside.start_line)
+    count = len(inside.new_text.splitlines())
+    return ((inside.start_line, inside.end_line), (start, start + count - 1),
+            f"lines {inside.start_line}-{inside.end_line} (rewritten; cited line {line})")
+
+
+def moved(before: float | None, after: float | None, expected: Literal["fall", "rise"],
+          min_change: float) -> bool | None:
+    """Whether a quantity moved the expected way by more than `min_change` of its before value
+    (run-to-run noise is not a move); None when either value is missing."""
+    if before is None or after is None:
+        return None
+    threshold = min_change * abs(before)
+    return after < before - threshold if expected == "fall" else after > before + threshold
+
+
+def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.DataFrame, after_lines: pd.DataFrame,
+                after: Diagnostics, before_metrics: dict[str, pd.Series], after_metrics: dict[str, pd.Series],
+                min_change: float = 0.02) -> list[DirectionCheck]:
+    """One check per cited evidence item (see the module docstring); metrics are per kernel. A
+    quantity counts as moved only by more than `min_change` (relative) in the expected direction."""
+    checks = []
+    for e in cited:
+        if e.kind == "stall" and e.stall:
+            s = e.stall
+            (b0, b1), (a0, a1), where = stall_region(proposal.edits, _edit_file(proposal, s.file), s.line)
+            b = _stall_weight(before_lines, e.kernel, s.file, b0, b1, s.reason)
+            # a region deleted outright (a1 < a0) holds no samples after: its stalls are gone
+            a = _stall_weight(after_lines, e.kernel, s.file, a0, a1, s.reason) if a1 >= a0 else (
+                0.0 if b is not None else None)
+            checks.append(DirectionCheck(id=e.id, quantity=f"{s.reason} share at {where}", expected="fall",
+                                         before=b, after=a, consistent=moved(b, a, "fall", min_change)))
+        elif e.kind == "roofline" and e.roofline:
+            r0 = e.roofline
+            r1 = next((x.roofline for x in after.evidence if x.kind == "roofline" and x.kernel == e.kernel), None)
+            field = "memory_rho" if r0.bound == "memory" else "compute_rho" if r0.bound == "compute" else None
+            if field is None:
+                b = max(r0.memory_rho, r0.compute_rho)
+                a = max(r1.memory_rho, r1.compute_rho) if r1 else None
+                name = "peak utilization (latency-bound)"
+            else:
+                b, a = getattr(r0, field), (getattr(r1, field) if r1 else None)
+                name = f"{field.replace('_rho', '')} utilization ({r0.bound}-bound)"
+            checks.append(DirectionCheck(id=e.id, quantity=name, expected="rise", before=b, after=a,
+                                         consistent=moved(b, a, "rise", min_change)))
+        elif e.kind == "counter" and e.counter:
+            metric, weight = e.counter["metric"], e.counter["weight"]
+            b = _metric(before_metrics.get(e.kernel), metric)
+            a = _metric(after_metrics.get(e.kernel), metric)
+            expected: Literal["fall", "rise"] = "fall" if weight > 0 else "rise"
+            checks.append(DirectionCheck(id=e.id, quantity=metric, expected=expected, before=b, after=a,
+                                         consistent=moved(b, a, expected, min_change)))
+    return checks
+
+
+def _edit_file(proposal: Proposal, profiled_file: str) -> str:
+    base = posixpath.basename(profiled_file)
+    return next((e.file for e in proposal.edits if posixpath.basename(e.file) == base), profiled_file)
+
+
+def _metric(series: pd.Series | None, name: str) -> float | None:
+    if series is None or name not in series.index or pd.isna(series[name]):
+        return None
+    return float(series[name])
+
+
+def hallucinations(proposal: Proposal) -> Hallucinations:
+    """Claims (APPLIED items) matching no edit, and edits matched by no claim.
+
+    A claim matches an edit when the line range it names overlaps the edit, or, naming no lines,
+    when it cites an id the edit cites."""
+    h = Hallucinations()
+    matched_edits: set[int] = set()
+    for claim in proposal.applied:
+        hits = set()
+        for m in _LINES.finditer(claim):
+            a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+            hits |= {i for i, e in enumerate(proposal.edits) if e.start_line <= b and a <= e.end_line}
+        if not _LINES.search(claim):
+            ids = set(_ID.findall(claim))
+            hits = {i for i, e in enumerate(proposal.edits) if ids & set(e.cites)}
+        if hits:
+            matched_edits |= hits
+        else:
+            h.claims_without_change.append(claim)
+    for i, e in enumerate(proposal.edits):
+        if i not in matched_edits:
+            h.edits_without_claim.append(f"{e.file}:{e.start_line}-{e.end_line}")
+    return h
+
+
+def direction_score(checks: list[DirectionCheck]) -> float | None:
+    """Directional consistency: the share of judged checks that moved the expected way (None when
+    no cited quantity could be measured after the change)."""
+    judged = [c for c in checks if c.consistent is not None]
+    return sum(c.consistent for c in judged) / len(judged) if judged else None
+
+
+def scores(proposal: Proposal, diag: Diagnostics, prompt_ids: list[str], files: dict[str, str],
+           correct: bool | None = None, checks: list[DirectionCheck] = (), distance: int = 3) -> EARScores:
+    """All five scores; `checks` come from `directional` when the candidate was re-profiled."""
+    h = hallucinations(proposal)
+    n = len(proposal.applied) + len(proposal.edits)
+    return EARScores(
+        coverage=coverage(proposal, prompt_ids), localization=localization(proposal, diag, files, distance, prompt_ids),
+        directional=direction_score(list(checks)),
+        hallucinations=h, hallucination_rate=(h.count / n) if n else None, correct=correct,
+        applied=len(proposal.applied) or len(proposal.edits), withheld=len(proposal.withheld), checks=list(checks))
+

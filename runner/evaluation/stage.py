@@ -1,0 +1,162 @@
+"""The evaluation stage: build baseline and candidate, validate, time, score EAR, give a verdict, and
+append the outcome to the corpus. Results go to the run's evaluation/ folder."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, Field
+
+from runner.analysis.evidence import Diagnostics
+from runner.base.config import LoadedConfig
+from runner.base.gpu import target_arch
+from runner.base.runstore import Run
+from runner.base.workspace import read_sources, workspace_dirs
+from runner.evaluation.corpus import append_record, update_record
+from runner.evaluation.ear import DirectionCheck, EARScores, direction_score, scores
+from runner.evaluation.measure import EvaluationError, Timing, Validation, time_interleaved, validate
+from runner.proposal.stage import ProposeResult, compile_candidate
+
+Progress = Callable[[str], None]
+
+
+class EvaluationResult(BaseModel):
+    verdict: Literal["improvement", "no-significant-gain", "slower", "invalid", "build-failed"]
+    reason: str = ""
+    validation: Validation | None = None
+    timing: Timing | None = None  # on the profiled configuration: the verdict's basis
+    timings: list[Timing] = Field(default_factory=list)  # every timed configuration, the profiled one first
+    ear: EARScores | None = None
+    seconds: dict[str, float] = Field(default_factory=dict)  # wall time per step
+
+    def summary(self) -> str:
+        parts = [self.verdict]
+        if self.timing:
+            parts.append(f"{self.timing.metric} {self.timing.result.summary()}")
+        for t in self.timings[1:]:
+            parts.append(f"{t.configuration}: {t.result.improvement:+.1%} ({t.result.ci_low:+.1%} to "
+                         f"{t.result.ci_high:+.1%})")
+        if self.validation:
+            parts.append("validation " + self.validation.summary())
+        if self.reason:
+            parts.append(self.reason)
+        return "; ".join(parts)
+
+
+def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, iteration: int = 1,
+             progress: Progress = lambda _m: None, corpus: Path | None = None) -> EvaluationResult:
+    """Judge an accepted candidate against the original sources (see the module docstring)."""
+    if proposed.status != "accepted" or proposed.proposal is None:
+        raise EvaluationError("there is no accepted candidate to evaluate")
+    work = run.stage_dir("evaluation")
+    _, workdir = workspace_dirs(lc)
+    original = read_sources(workdir, lc.config.app.sources)
+    arch = target_arch(lc)
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+    bins = work / "bin"
+    bins.mkdir(exist_ok=True)
+    base = compile_candidate(lc, original, arch, work / "baseline-build.log", exe=bins / "baseline")
+    cand = compile_candidate(lc, proposed.files, arch, work / "candidate-build.log", exe=bins / "candidate")
+    seconds["build"] = time.monotonic() - t0
+    ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=None)
+    if not base.ok or not cand.ok:
+        which = "baseline" if not base.ok else "candidate"
+        result = EvaluationResult(verdict="build-failed", reason=f"the {which} does not build", ear=ear,
+                                  seconds=seconds)
+        return _finish(lc, run, diag, proposed, result, iteration, corpus)
+    progress("validating on every configuration and seed")
+    t0 = time.monotonic()
+    validation = validate(lc, bins / "baseline", bins / "candidate", work / "outputs")
+    seconds["validate"] = time.monotonic() - t0
+    ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=validation.passed)
+    if not validation.passed:
+        result = EvaluationResult(verdict="invalid", validation=validation, ear=ear, seconds=seconds,
+                                  reason=validation.summary())
+        return _finish(lc, run, diag, proposed, result, iteration, corpus)
+    ev = lc.config.evaluation
+    count = (f"{ev.timed_runs} to {max(ev.timed_runs, ev.max_timed_runs)} runs each, until the interval is "
+             f"within {ev.timing_precision:.0%}" if ev.timing_precision > 0 else f"{ev.timed_runs} runs each")
+    progress(f"timing baseline and candidate, interleaved ({count})")
+    t0 = time.monotonic()
+    app = lc.config.app
+    primary = app.profile_configuration or app.configurations[0]
+    others = [c for c in app.configurations if c != primary] if lc.config.evaluation.time_all_configurations else []
+    timing = time_interleaved(lc, bins / "baseline", bins / "candidate", primary)
+    per_config = [timing] + [time_interleaved(lc, bins / "baseline", bins / "candidate", c) for c in others]
+    seconds["time"] = time.monotonic() - t0
+    r = timing.result
+    verdict = "improvement" if r.faster else ("slower" if r.significant else "no-significant-gain")
+    result = EvaluationResult(verdict=verdict, validation=validation, timing=timing, timings=per_config, ear=ear,
+                              seconds=seconds)
+    return _finish(lc, run, diag, proposed, result, iteration, corpus)
+
+
+def _finish(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, result: EvaluationResult,
+            iteration: int, corpus: Path | None) -> EvaluationResult:
+    path = run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
+    run.stage_done("evaluation", [path], verdict=result.verdict)
+    record = make_record(lc, run, diag, proposed, result, iteration)
+    # Beside the runs, wherever --runs-dir put them (the loop passes the top-level runs folder).
+    append_record(corpus or run.path.parent / "corpus.jsonl", record)
+    return result
+
+
+def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteration: int) -> EvaluationResult:
+    """Add a re-profile's direction checks (EAR 3) to an evaluated run's result.json and corpus
+    record; returns the updated result (its `ear.directional` None when nothing could be judged)."""
+    path = run.path / "evaluation" / "result.json"
+    result = EvaluationResult.model_validate_json(path.read_text())
+    if result.ear is None:
+        raise EvaluationError(f"{path}: no EAR scores to add the direction checks to")
+    score = direction_score(checks)
+    result.ear = result.ear.model_copy(update={"checks": list(checks), "directional": score})
+    run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
+    update_record(corpus, run.id, iteration, {"ear_directional": score})
+    return result
+
+
+def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, result: EvaluationResult,
+                iteration: int) -> dict[str, Any]:
+    """The corpus record of one evaluated candidate (the paper's schema, plus interval, EAR and ids)."""
+    p = proposed.proposal
+    t = result.timing
+    accepted = next((a for a in reversed(proposed.attempts) if a.outcome == "accepted"), None)
+    tools = run.manifest.get("tools", {})
+    ear = result.ear
+    return {
+        "App": lc.config.app.name,
+        "Prompt": proposed.diagnostics,
+        "LLM": f"{accepted.backend}:{accepted.model}" if accepted else None,
+        "HW": (run.manifest.get("device") or {}).get("name") or diag.gpu.name,
+        "SW": f"nvcc {tools.get('nvcc')}, ncu {tools.get('ncu')}, optimas {tools.get('optimas')}",
+        "Compile": result.verdict != "build-failed",
+        "Exec": bool(result.validation and result.validation.passed),
+        "Opt_Code": proposed.diff,
+        "Applied": p.applied if p else [],
+        "Ignored": [f"{w.suggestion}: {w.reason}" for w in p.withheld] if p else [],
+        "Errors": [f"attempt {a.number}: {a.outcome}: {a.detail[:500]}" for a in proposed.attempts
+                   if a.outcome != "accepted"] + ([result.reason] if result.reason else []),
+        "Base_RT": t.result.baseline_median if t else None,
+        "Opt_RT": t.result.candidate_median if t else None,
+        "RT_metric": t.metric if t else None,
+        "diagnostics": proposed.diagnostics,
+        "iteration": iteration,
+        "verdict": result.verdict,
+        "improvement": t.result.improvement if t else None,
+        "ci_low": t.result.ci_low if t else None,
+        "ci_high": t.result.ci_high if t else None,
+        "p_value": t.result.p_value if t else None,
+        "ear_coverage": ear.coverage if ear else None,
+        "ear_localization": ear.localization if ear else None,
+        "ear_directional": ear.directional if ear else None,
+        "ear_hallucinations": ear.hallucinations.count if ear else None,
+        "ear_correct": ear.correct if ear else None,
+        "applied_count": ear.applied if ear else None,
+        "withheld_count": ear.withheld if ear else None,
+        "config_sha256": lc.sha256,
+        "run_id": run.id,
+    }

@@ -1,0 +1,224 @@
+"""The closed loop: profile -> analyze -> propose -> evaluate, and while the candidate is a
+significant improvement, re-profile the new code and go again (up to evaluation.max_iterations),
+keeping the best. Every candidate that validates is re-profiled with the same collection, which
+scores its directional consistency (EAR 3) in its result.json and corpus record.
+
+Iteration 1 lives in the run directory itself; iteration k > 1 is a run of its own under
+`<run>/iterations/`, its app workspace a copy holding the previous candidate's sources.
+`<run>/loop.json` summarizes every iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from runner.analysis.evidence import Diagnostics
+from runner.analysis.roofline import aggregate_launches
+from runner.analysis.stage import analyze, recorded_inputs, write_analysis
+from runner.base.config import LoadedConfig
+from runner.base.errors import OptimasError, ProfilingError
+from runner.base.gpu import can_run_here, detect_gpu, require_tool
+from runner.base.runstore import Run, create_run
+from runner.base.workspace import workspace_dirs
+from runner.evaluation.ear import DirectionCheck, directional
+from runner.evaluation.stage import EvaluationResult, add_direction, evaluate
+from runner.profiling.agent import ProfilingAgent
+from runner.profiling.model import Profile, merge
+from runner.profiling.readers import read_any, read_profiles
+from runner.proposal.stage import ProposeResult, propose
+
+Progress = Callable[[str], None]
+
+
+class IterationSummary(BaseModel):
+    iteration: int
+    run_dir: str
+    verdict: str
+    improvement: float | None = None  # over this iteration's baseline (the previous best)
+    ci_low: float | None = None
+    ci_high: float | None = None
+    directional: float | None = None  # filled in once the candidate has been re-profiled
+    checks: list[DirectionCheck] = Field(default_factory=list)
+    reprofile_error: str | None = None
+
+
+class LoopResult(BaseModel):
+    iterations: list[IterationSummary]
+    best: int | None  # iteration whose candidate is kept; None: the original stays
+    cumulative_improvement: float | None  # product of the kept iterations' improvements
+    stopped_because: str
+
+
+def next_step(history: list[IterationSummary], max_iterations: int) -> str | None:
+    """Why the loop stops now, or None to go on."""
+    last = history[-1]
+    if last.verdict != "improvement":
+        return f"iteration {last.iteration}: {last.verdict.replace('-', ' ')}"
+    if len(history) >= max_iterations:
+        return f"reached evaluation.max_iterations ({max_iterations})"
+    return None
+
+
+def cumulative(history: list[IterationSummary]) -> tuple[int | None, float | None]:
+    """The last improving iteration and the compound gain of the improving chain before it."""
+    total, best = 1.0, None
+    for it in history:
+        if it.verdict != "improvement" or it.improvement is None:
+            break
+        total *= 1.0 + it.improvement
+        best = it.iteration
+    return best, (total - 1.0) if best else None
+
+
+def with_sources(lc: LoadedConfig, files: dict[str, str], where: Path) -> LoadedConfig:
+    """A config whose workspace is a copy holding `files` (the candidate becomes the baseline)."""
+    space, workdir = workspace_dirs(lc)
+    copy = where / "workspace"
+    shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
+    new_workdir = copy / workdir.relative_to(space)
+    for name, text in files.items():
+        (new_workdir / name).write_text(text)
+    app = lc.config.app.model_copy(update={"workdir": str(new_workdir), "workspace": str(copy)})
+    return lc.model_copy(update={"config": lc.config.model_copy(update={"app": app})})
+
+
+def _profile_of(inputs: dict[str, list[Path]]) -> tuple[Profile, dict[str, pd.Series]]:
+    """The targeted profile's lines and, per kernel, the metrics of the counter run at scale 1
+    (the app's own size), else of the targeted report."""
+    prof = read_profiles(reports=inputs.get("report", []))
+    metrics = {}
+    scale1 = [p for p in inputs.get("counters", []) if p.stem == "scale_1"]
+    counters = merge([read_any(p) for p in scale1]) if scale1 else prof
+    for k in counters.kernels():
+        rows = counters.kernel_metrics(k)
+        if len(rows):
+            metrics[k] = aggregate_launches(rows, counters.kernel_durations(k))
+    return prof, metrics
+
+
+def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configuration: str | None = None,
+             progress: Progress = lambda _m: None) -> LoopResult:
+    """The whole loop on this machine's GPU (see the module docstring)."""
+    max_it = lc.config.evaluation.max_iterations
+    corpus = run.path.parent / "corpus.jsonl"
+    history: list[IterationSummary] = []
+    current, it_run = lc, run
+    inputs = ProfilingAgent(current, it_run, progress, configuration).collect()
+    diag = analyze(current, inputs, progress)
+    write_analysis(it_run, current, inputs, diag)
+    stop = ""
+    for k in range(1, max_it + 1):
+        progress(f"iteration {k}: proposing")
+        proposed = propose(current, diag, it_run, diagnostics, progress=progress)
+        if proposed.status != "accepted":
+            history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
+            stop = f"iteration {k}: no usable candidate ({proposed.reason[:200]})"
+            break
+        result: EvaluationResult = evaluate(current, it_run, diag, proposed, iteration=k, progress=progress,
+                                            corpus=corpus)
+        summary = IterationSummary(iteration=k, run_dir=str(it_run.path), verdict=result.verdict)
+        if result.timing:
+            r = result.timing.result
+            summary.improvement, summary.ci_low, summary.ci_high = r.improvement, r.ci_low, r.ci_high
+        history.append(summary)
+        stop = next_step(history, max_it) or ""
+        progress(f"iteration {k}: {result.summary()}")
+        if not (result.validation and result.validation.passed):
+            break  # nothing to re-profile: the candidate did not build or is wrong
+        # Re-profile the candidate: its directions (EAR 3), and the next iteration's evidence.
+        try:
+            after = reprofile_candidate(current, it_run, diag, proposed, inputs, k, corpus, configuration, progress,
+                                        iterations=run.path / "iterations")
+        except OptimasError as e:
+            summary.reprofile_error = str(e)[:500]
+            stop = stop or f"iteration {k}: re-profiling the candidate failed ({str(e)[:200]})"
+            break
+        summary.checks, summary.directional = after.result.ear.checks, after.result.ear.directional
+        if stop:
+            break
+        current, it_run, inputs, diag = after.config, after.run, after.inputs, after.diag
+    best, total = cumulative(history)
+    loop = LoopResult(iterations=history, best=best, cumulative_improvement=total, stopped_because=stop)
+    run.write_json("evaluation", "loop.json", json.loads(loop.model_dump_json()))
+    return loop
+
+
+class Reprofiled(NamedTuple):
+    """A candidate profiled as the new baseline: its config, run, profiles and evidence, and the
+    candidate's evaluation with its direction checks added (`result.ear`)."""
+    config: LoadedConfig
+    run: Run
+    inputs: dict[str, list[Path]]
+    diag: Diagnostics
+    result: EvaluationResult
+
+
+def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
+                        before_inputs: dict[str, list[Path]], iteration: int, corpus: Path,
+                        configuration: str | None = None, progress: Progress = lambda _m: None,
+                        iterations: Path | None = None) -> Reprofiled:
+    """Profile `proposed`'s sources with the same collection, in a new run under `iterations`
+    (default `<run>/iterations/`), and score its directional consistency against `before_inputs`;
+    the score is added to the evaluated `run`'s result.json and corpus record."""
+    progress(f"iteration {iteration}: re-profiling the candidate")
+    new_run = create_run(iterations or run.path / "iterations")
+    new_lc = with_sources(lc, proposed.files, new_run.path)
+    after = ProfilingAgent(new_lc, new_run, progress, configuration).collect()
+    after_diag = analyze(new_lc, after, progress)
+    write_analysis(new_run, new_lc, after, after_diag)
+    cited = {c for e in proposed.proposal.edits for c in e.cites}
+    evidence = [e for e in diag.evidence if e.id in cited]
+    before, bm = _profile_of(before_inputs)
+    after_prof, am = _profile_of(after)
+    checks = directional(evidence, proposed.proposal, before.lines, after_prof.lines, after_diag, bm, am,
+                         lc.config.evaluation.direction_min_change)
+    return Reprofiled(new_lc, new_run, after, after_diag, add_direction(run, checks, corpus, iteration))
+
+
+class Iteration(NamedTuple):
+    """One iteration from recorded profiles: the proposal and, where this machine could run the
+    app, its evaluation; `note` says what was left out and why."""
+    proposed: ProposeResult
+    result: EvaluationResult | None
+    note: str
+
+
+def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
+                      configuration: str | None = None,
+                      progress: Progress = lambda _m: None) -> tuple[EvaluationResult, str]:
+    """Evaluate a candidate made from recorded profiles, then, where ncu and the GPU the profiles
+    came from are here, re-profile it to score its directions (EAR 3). Returns the result and why
+    directions were not scored ("" when they were)."""
+    result = evaluate(lc, run, diag, proposed, progress=progress)
+    if not (result.validation and result.validation.passed):
+        return result, "the candidate did not validate"
+    try:
+        require_tool("ncu", lc.config.profiling.ncu)
+        gpu = detect_gpu(lc.config.profiling.nvidia_smi)
+    except ProfilingError as e:
+        return result, str(e)
+    if diag.gpu.name and gpu.name != diag.gpu.name:
+        return result, f"the profiles were recorded on {diag.gpu.name}, this GPU is {gpu.name}"
+    after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1, run.path.parent / "corpus.jsonl",
+                                configuration, progress)
+    scored = after.result.ear.directional is not None
+    return after.result, "" if scored else "no cited quantity could be measured after"
+
+
+def one_iteration(lc: LoadedConfig, run: Run, diag: Diagnostics, diagnostics: str | None = None,
+                  configuration: str | None = None, progress: Progress = lambda _m: None) -> Iteration:
+    """Propose from a run's recorded evidence and evaluate where the app can run here."""
+    proposed = propose(lc, diag, run, diagnostics, progress=progress)
+    if proposed.status != "accepted":
+        return Iteration(proposed, None, f"no usable candidate: {proposed.reason}")
+    ok, why = can_run_here(lc)
+    if not ok:
+        return Iteration(proposed, None, why)
+    result, why = evaluate_recorded(lc, run, diag, proposed, configuration, progress)
+    return Iteration(proposed, result, f"directional consistency not scored: {why}" if why else "")

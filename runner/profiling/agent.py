@@ -1,0 +1,197 @@
+"""The Profiling Agent: build the application, time every kernel cheaply, then collect the
+expensive evidence (roofline, PC sampling, counter sweeps) for the hot kernels only.
+
+Steps, each recorded in the run directory (`profile/`) with its exact command in the manifest:
+
+1. build twice: with -lineinfo for profiling, without it for timing (`-arch` from the GPU found);
+2. timing pass: `ncu --metrics gpu__time_duration.sum` over every launch (one replay pass each);
+3. hot kernels from that (alpha of total time);
+4. targeted collection of the hot kernels (`-k regex:^(a|b)$`, launch skip/count, roofline and
+   source sections, imported source) in one profiler run, exported as raw and source CSV pages;
+5. counter runs of the hottest kernel over N problem sizes for eOMP.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from runner.analysis.hot import select_hot_kernels
+from runner.base.config import LoadedConfig
+from runner.base.errors import ProfilingError
+from runner.base.gpu import detect_gpu, require_tool
+from runner.base.processes import CommandResult, Progress, child_environment, render, run_command
+from runner.base.runstore import Run
+from runner.profiling.model import short_kernel_name
+from runner.profiling.readers import NcuRawCsvReader
+
+PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVGPUCTRPERM). Run as root, or let "
+             "all users profile: add 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' to a file in "
+             "/etc/modprobe.d/ and reload the nvidia module (or reboot); in a container, start it with "
+             "--cap-add=SYS_ADMIN. See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+
+
+def check_ncu_output(result: CommandResult, log: Path, what: str) -> None:
+    """Turn ncu's failure modes into errors that say what to do."""
+    out = result.output
+    if "ERR_NVGPUCTRPERM" in out:
+        raise ProfilingError(PERM_HELP)
+    if "No kernels were profiled" in out:
+        raise ProfilingError(f"{what}: no kernel matched the filter, so nothing was profiled (log: {log})")
+    if result.returncode != 0:
+        tail = "\n".join(out.strip().splitlines()[-8:])
+        raise ProfilingError(f"{what} failed with exit code {result.returncode}; the application or ncu failed "
+                             f"under the profiler (log: {log}). Last lines:\n{tail}")
+
+
+def kernel_regex(*demangled: str) -> str:
+    """An ncu `-k regex:` that matches exactly these demangled kernel names."""
+    return "regex:^(" + "|".join(re.escape(k) for k in demangled) + ")$"
+
+
+class ProfilingAgent:
+    """Collects the profiles one run of the pipeline needs, into `run/profile/`."""
+
+    def __init__(self, lc: LoadedConfig, run: Run, progress: Progress = lambda _m: None,
+                 configuration: str | None = None):
+        self.lc = lc
+        self.cfg = lc.config
+        self.run = run
+        self.progress = progress
+        self.dir = run.stage_dir("profile")
+        self.commands: list[dict] = []
+        app = self.cfg.app
+        if not app.build or not app.run:
+            raise ProfilingError(f"{lc.path}: app.build and app.run are needed to profile (or give recorded "
+                                 "profiles in the `profiles` section)")
+        if not app.configurations:
+            raise ProfilingError(f"{lc.path}: app.configurations is empty; name at least one configuration")
+        self.workdir = lc.resolve(app.workdir)
+        if not self.workdir.is_dir():
+            raise ProfilingError(f"{lc.path}: app.workdir {self.workdir} is not a folder")
+        self.configuration = configuration or app.profile_configuration or app.configurations[0]
+        if self.configuration not in app.configurations:
+            raise ProfilingError(f"{lc.path}: configuration {self.configuration!r} is not one of "
+                                 f"app.configurations {app.configurations}")
+
+    def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False) -> CommandResult:
+        log = self.dir / "logs" / f"{name}.log"
+        self.progress(f"{what}: {shlex.join(argv)}")
+        result = run_command(argv, self.workdir, timeout_s, log, self.progress, what,
+                             child_environment(self.cfg.app.env))
+        self.commands.append({"name": name, "argv": argv, "cwd": str(self.workdir), "returncode": result.returncode,
+                              "seconds": round(result.seconds, 3), "log": str(log.relative_to(self.run.path))})
+        self.run.manifest.setdefault("commands", []).append(self.commands[-1])
+        self.run.save()
+        if ncu:
+            check_ncu_output(result, log, what)
+        elif result.returncode != 0:
+            tail = "\n".join(result.output.strip().splitlines()[-8:])
+            raise ProfilingError(f"{what} failed with exit code {result.returncode} (log: {log}):\n{tail}")
+        return result
+
+    def _app_argv(self, exe: Path, scale: float = 1.0) -> list[str]:
+        app = self.cfg.app
+        return render(app.profile_run or app.run, exe=exe, config=self.configuration, seed=app.seeds[0],
+                      scale=scale, out=self.dir / "outputs" / "profiled.out", arch=self.gpu.arch, lineinfo="")
+
+    def _export(self, ncu: str, report: Path, page: str) -> Path:
+        extra = ["--print-units", "base"] if page == "raw" else ["--print-source", "cuda,sass"]
+        dst = report.with_name(f"{report.stem}_{page}.csv")
+        argv = [ncu, "-i", str(report), "--csv", "--page", page, *extra]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=child_environment())
+        if r.returncode != 0:
+            raise ProfilingError(f"exporting the {page} page of {report} failed: {r.stderr.strip()[-500:]}")
+        dst.write_text(r.stdout)
+        self.commands.append({"name": f"export-{report.stem}-{page}", "argv": argv, "output": str(dst)})
+        return dst
+
+    def collect(self) -> dict[str, list[Path]]:
+        """Run every step; returns the analysis inputs by role."""
+        prof = self.cfg.profiling
+        app = self.cfg.app
+        ncu = require_tool("ncu", prof.ncu)
+        require_tool("nvcc", prof.nvcc)
+        self.gpu = detect_gpu(prof.nvidia_smi)
+        self.run.manifest["device"] = {"name": self.gpu.name, "compute_capability": self.gpu.compute_capability,
+                                       "driver": self.gpu.driver}
+        self.progress(f"GPU: {self.gpu.name} ({self.gpu.arch}, driver {self.gpu.driver})")
+        bins = self.dir / "bin"
+        bins.mkdir(exist_ok=True)
+        exe_prof, exe_time = bins / f"{app.name}-lineinfo", bins / f"{app.name}"
+        for exe, lineinfo, name in ((exe_prof, "-lineinfo", "build-profiling"), (exe_time, "", "build-timing")):
+            argv = render(app.build, exe=exe, arch=self.gpu.arch, lineinfo=lineinfo, config=self.configuration,
+                          seed=app.seeds[0], scale=1, out="")
+            self._exec(argv, name, app.timeout_s, name)
+
+        # 1. timing pass over every launch
+        timing = self.dir / "timing"
+        argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(timing),
+                *self._app_argv(exe_prof)]
+        self._exec(argv, "timing", prof.timeout_s, "timing pass", ncu=True)
+        timing_raw = self._export(ncu, timing.with_suffix(".ncu-rep"), "raw")
+        launches = NcuRawCsvReader().read(timing_raw).launches
+        kernels = select_hot_kernels(launches, self.cfg.analysis.alpha)
+        hot = [k.kernel for k in kernels if k.hot]
+        if app.kernels:
+            hot = restrict_to_configured([k.kernel for k in kernels], app.kernels)
+        self.progress(f"hot kernels: {', '.join(hot)}")
+
+        # 2. targeted collection: one ncu run for all hot kernels, then one per kernel it missed
+        sections = [a for s in prof.targeted_sections for a in ("--section", s)]
+        reports, sources = [], []
+        pending = list(hot)
+        while pending:
+            i = len(reports)
+            out = self.dir / f"hot{i}"
+            pattern = kernel_regex(*pending)
+            argv = [ncu, "--clock-control", "none", "--kernel-name-base", "demangled", "-k", pattern,
+                    "--launch-skip", str(prof.launch_skip), "--launch-count", str(prof.launch_count * len(pending)),
+                    *sections, "--import-source", "yes", "-f", "-o", str(out), *self._app_argv(exe_prof)]
+            names = pending[0] if len(pending) == 1 else f"{len(pending)} hot kernels"
+            self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}", ncu=True)
+            rep = out.with_suffix(".ncu-rep")
+            reports.append(rep)
+            raw = self._export(ncu, rep, "raw")
+            sources.append(self._export(ncu, rep, "source"))
+            got = set(NcuRawCsvReader().read(raw).launches["kernel"])
+            if not got & set(pending):
+                raise ProfilingError(f"targeted collection captured none of {pending}; see {self.dir / 'logs'}")
+            # A kernel launched many times before another one appears can use up the launch count.
+            pending = [k for k in pending if k not in got]
+
+        # 3. counter runs of the hottest kernel over N problem sizes
+        counters = []
+        sections = [a for s in prof.counter_sections for a in ("--section", s)]
+        cdir = self.dir / "counters"
+        cdir.mkdir(exist_ok=True)
+        for scale in prof.counter_scales:
+            # ncu appends .ncu-rep to -o; a dot in the name ("scale_0.25") would read as a suffix.
+            out = cdir / f"scale_{scale:g}".replace(".", "_")
+            argv = [ncu, "--clock-control", "none", "--kernel-name-base", "demangled", "-k", kernel_regex(hot[0]),
+                    "--launch-skip", str(prof.launch_skip), "--launch-count", "1", *sections, "-f", "-o", str(out),
+                    *self._app_argv(exe_prof, scale)]
+            self._exec(argv, f"counters-{scale:g}", prof.timeout_s, f"counter run at scale {scale:g}", ncu=True)
+            counters.append(out.with_suffix(".ncu-rep"))
+        inputs = {"timing": [timing_raw], "report": reports, "counters": counters}
+        self.run.stage_done("profile", [timing_raw, *reports, *sources, *counters], gpu=self.gpu.name,
+                            hot_kernels=hot, configuration=self.configuration,
+                            inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
+                                    for role, paths in inputs.items()})
+        return inputs
+
+
+def restrict_to_configured(launched: list[str], configured: list[str]) -> list[str]:
+    """The launched kernels (in the given order) that the config names; every name must match one."""
+    missing = [k for k in configured if not any(_same_kernel(k, name) for name in launched)]
+    if missing:
+        raise ProfilingError(f"configured kernel(s) {missing} (app.kernels) not found; the application launched: "
+                             + ", ".join(launched))
+    return [name for name in launched if any(_same_kernel(k, name) for k in configured)]
+
+
+def _same_kernel(configured: str, demangled: str) -> bool:
+    """A configured kernel name matches a demangled one by full signature or by function name."""
+    return configured == demangled or configured == short_kernel_name(demangled)

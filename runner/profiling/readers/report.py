@@ -1,0 +1,176 @@
+"""Reader for Nsight Compute reports (`.ncu-rep`) through NVIDIA's `ncu_report` module (no GPU needed)."""
+
+from __future__ import annotations
+
+import math
+import struct
+from pathlib import Path
+
+import pandas as pd
+
+from runner.base.errors import ProfileFormatError
+from runner.profiling.model import (
+    DURATION_METRIC,
+    LINE_COLUMNS,
+    PCSAMP_METRIC_TO_REASON,
+    STALL_REASONS,
+    Profile,
+    aggregate_lines,
+    empty_lines,
+)
+
+REPORT_MAGIC = b"NVR\x00"
+_HOW = ("Collect it with: ncu --set full --import-source yes -o <name> <app> (from an app built with "
+        "nvcc -lineinfo)")
+
+
+def check_report_file(path: Path) -> None:
+    """Raise unless `path` is a whole .ncu-rep file.
+
+    The format is the magic `NVR\\0` followed by length-prefixed blocks (u32 little-endian size,
+    then the block). `ncu_report` silently loads the complete prefix of a cut file, so a
+    truncated report is detected here by walking the block sizes to the end of the file.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ProfileFormatError(path, "file not found", "a path to an existing .ncu-rep report") from None
+    except IsADirectoryError:
+        raise ProfileFormatError(path, "is a directory", "a .ncu-rep file") from None
+    if not data.startswith(REPORT_MAGIC):
+        raise ProfileFormatError(path, "not an Nsight Compute report (no NVR header)", "a .ncu-rep file "
+                                 "written by ncu -o", _HOW)
+    pos = len(REPORT_MAGIC)
+    while pos < len(data):
+        if pos + 4 > len(data):
+            break
+        (size,) = struct.unpack_from("<I", data, pos)
+        pos += 4 + size
+    if pos != len(data):
+        raise ProfileFormatError(path, f"the report is cut off ({len(data)} bytes; its last block needs {pos})",
+                                 "a complete .ncu-rep file (was the copy or the profiling run interrupted?)", _HOW)
+
+
+class NcuReportReader:
+    """Reads launches, every scalar metric and per-line PC sampling from a .ncu-rep file."""
+
+    page = "report"
+
+    def read(self, path: Path | str) -> Profile:
+        import ncu_report  # NVIDIA's module; imported here so CSV-only use does not load its library
+
+        path = Path(path)
+        check_report_file(path)
+        try:
+            ctx = ncu_report.load_report(str(path))
+        except Exception as e:  # the module raises bare Exceptions for unreadable reports
+            raise ProfileFormatError(path, f"ncu_report could not load it ({e})", "a .ncu-rep file", _HOW) from None
+        launch_rows: list[dict] = []
+        metric_rows: list[dict[str, float]] = []
+        units: dict[str, str] = {}
+        line_records: list[dict] = []
+        device = None
+        n = 0
+        unmapped_total = 0
+        for r in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(r)
+            for a in range(rng.num_actions()):
+                action = rng.action_by_idx(a)
+                kernel = action.name(ncu_report.IAction.NameBase_DEMANGLED)
+                values: dict[str, float] = {}
+                strings: dict[str, str] = {}
+                for name in action.metric_names():
+                    m = action.metric_by_name(name)
+                    if m is None:
+                        continue
+                    v = m.value()
+                    if isinstance(v, str):
+                        strings[name] = v
+                    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                        values[name] = float(v)
+                        units.setdefault(name, m.unit())
+                device = device or strings.get("device__attribute_display_name")
+                launch_rows.append({
+                    "launch_id": str(n), "process_id": strings.get("process__id", ""), "process_name": "",
+                    "kernel": kernel,
+                    "block": _dim(values, "launch__block_dim"), "grid": _dim(values, "launch__grid_dim"),
+                    "device": str(int(values.get("device__attribute_device_index", 0))),
+                    "cc": _cc(values),
+                    "duration_ns": values.get(DURATION_METRIC, math.nan), "origin": str(path),
+                })
+                metric_rows.append(values)
+                records, unmapped = _pc_sampling_lines(action, kernel)
+                line_records.extend(records)
+                unmapped_total += unmapped
+                n += 1
+        if not launch_rows:
+            raise ProfileFormatError(path, "the report holds no kernel launches", "a report with profiled kernels",
+                                     _HOW)
+        if unmapped_total and not line_records:
+            # Samples exist but no PC maps to a source line: the binary lacks line information.
+            raise ProfileFormatError(
+                path, f"{unmapped_total} sampled instructions and none with a source line: the application was "
+                      "built without -lineinfo", "source-line information",
+                "Rebuild with nvcc -lineinfo and profile again with --import-source yes")
+        lines = empty_lines()
+        if line_records:
+            df = pd.DataFrame.from_records(line_records, columns=LINE_COLUMNS)
+            df["line"] = df["line"].astype("Int64")
+            df["caller_line"] = df["caller_line"].astype("Int64")
+            lines = aggregate_lines(df)
+        return Profile(launches=pd.DataFrame(launch_rows), metrics=pd.DataFrame(metric_rows).astype("float64"),
+                       units=units, lines=lines, device_name=device, inputs=[str(path)])
+
+
+def _dim(values: dict[str, float], prefix: str) -> str:
+    dims = [values.get(f"{prefix}_{c}") for c in "xyz"]
+    if any(d is None for d in dims):
+        return ""
+    return "(" + ", ".join(str(int(d)) for d in dims) + ")"
+
+
+def _cc(values: dict[str, float]) -> str:
+    major = values.get("device__attribute_compute_capability_major")
+    minor = values.get("device__attribute_compute_capability_minor")
+    return f"{int(major)}.{int(minor)}" if major is not None and minor is not None else ""
+
+
+def _pc_sampling_lines(action, kernel: str) -> tuple[list[dict], int]:
+    """Per-line stall samples from the instanced `smsp__pcsamp_*` metrics (instances are PCs).
+
+    `source_info(pc)` already maps inlined library code to the calling user line, so no caller
+    attribution is needed here. Also returns how many sampled PCs had no source line (code built
+    without -lineinfo, such as a precompiled library's kernels).
+    """
+    per_pc: dict[int, dict[str, float]] = {}
+    for suffix, reason in [("sample_count", "samples"),
+                           *((f"warps_issue_stalled_{k}", f"stall_{v}") for k, v in PCSAMP_METRIC_TO_REASON.items())]:
+        m = action.metric_by_name(f"smsp__pcsamp_{suffix}")
+        if m is None or m.num_instances() == 0 or not m.has_correlation_ids():
+            continue
+        pcs = m.correlation_ids()
+        for i in range(m.num_instances()):
+            per_pc.setdefault(pcs.as_uint64(i), {})[reason] = float(m.as_uint64(i))
+    if not per_pc:
+        return [], 0
+    files = action.source_files()
+    texts = {name: files[name].splitlines() for name in files.keys()}
+    out: dict[tuple[str, int], dict] = {}
+    unmapped = 0
+    for pc, counts in per_pc.items():
+        info = action.source_info(pc)
+        if info is None or not info.file_name():
+            unmapped += 1
+            continue
+        key = (info.file_name(), info.line())
+        rec = out.get(key)
+        if rec is None:
+            text = texts.get(key[0], [])
+            src = text[key[1] - 1].strip() if 0 < key[1] <= len(text) else ""
+            rec = out[key] = {"kernel": kernel, "file": key[0], "line": key[1], "source": src, "samples": 0.0,
+                              "caller_file": None, "caller_line": None,
+                              **{f"stall_{r}": 0.0 for r in STALL_REASONS}}
+        for k, v in counts.items():
+            rec[k] += v
+    return list(out.values()), unmapped
+

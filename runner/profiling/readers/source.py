@@ -1,0 +1,198 @@
+"""Streaming reader for `ncu --csv --page source --print-source cuda,sass` exports.
+
+Layout, per profiled launch and source file:
+
+    "File Path","/opt/app/k.cu"
+    "Function Name","kern(float *, int)"
+    "Line No","Source","Address","Source",<metric columns...>
+    "12","for (...) {","-","-",<the line's summed metrics>          <- CUDA line row
+    "","","0x7f..10","      LDG.E R2, ...",<the instruction's metrics> <- SASS rows of that line
+    "","","...","...","-",...                                          <- gap marker
+
+Only lines that own instructions are listed. Inlined library code (atomics, CUB) appears twice: in
+the caller's file under the calling line, and in a block of its own for the header file, with the
+same instruction addresses. That shared address is how a header line is tied back to its caller.
+
+Files can be gigabytes; the reader streams them and keeps only per-line sums and the address map.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from runner.base.errors import ProfileFormatError
+from runner.profiling.model import LINE_COLUMNS, STALL_REASONS, Profile, aggregate_lines, empty_lines
+from runner.profiling.readers.ncu_csv import HOW, detect_page, open_text, wrong_page_error
+
+DEFAULT_LIBRARY_PATHS = (r"/cuda[^/]*/(targets/[^/]+/)?include/", r"/cub/", r"/thrust/", r"/cuda/std/")
+
+_SASS_PREFIX = '"",""'
+
+
+def _sass_address(line: str) -> str:
+    # SASS rows start with "","","<address>" and every field is quoted.
+    end = line.find('"', 7)
+    return line[7:end]
+
+
+class NcuSourceCsvReader:
+    """Reads per-line PC-sampling data; ties library-header lines to the user line that calls them."""
+
+    page = "source"
+
+    def __init__(self, library_paths: tuple[str, ...] | list[str] = DEFAULT_LIBRARY_PATHS):
+        self._library = re.compile("|".join(f"(?:{p})" for p in library_paths)) if library_paths else None
+
+    def is_library(self, file: str) -> bool:
+        return bool(self._library and self._library.search(file))
+
+    def read(self, path: Path | str) -> Profile:
+        path = Path(path)
+        sums: dict[tuple[str, str, int], list] = {}
+        user_addr: dict[tuple[str, str], tuple[str, int]] = {}
+        lib_addrs: dict[tuple[str, str, int], set[str]] = {}
+        n_stall = len(STALL_REASONS)
+        file = kernel = None
+        stall_idx: list[int | None] = []
+        samples_idx = -1
+        n_fields = 0
+        in_library = False
+        cur_line: tuple[str, str, int] | None = None
+        saw_block = False
+        no_lineinfo = False
+        last = ""
+        with open_text(path) as f:
+            for lineno, line in enumerate(f, start=1):
+                last = line
+                if line.startswith(_SASS_PREFIX):
+                    if cur_line is None:
+                        continue
+                    addr = _sass_address(line)
+                    if addr == "...":
+                        continue
+                    if in_library:
+                        lib_addrs.setdefault(cur_line, set()).add(addr)
+                    else:
+                        user_addr.setdefault((cur_line[0], addr), (cur_line[1], cur_line[2]))
+                    continue
+                if line.startswith('"File Path"'):
+                    file = next(csv.reader([line]))[1]
+                    in_library = self.is_library(file)
+                    kernel = None
+                    cur_line = None
+                    saw_block = True
+                    continue
+                if line.startswith('"Function Name"'):
+                    kernel = next(csv.reader([line]))[1]
+                    continue
+                if line.startswith('"Line No"'):
+                    header = next(csv.reader([line]))
+                    n_fields = len(header)
+                    stall_idx, samples_idx = self._columns(path, header)
+                    continue
+                if not saw_block and "No lineinfo available" in line:
+                    no_lineinfo = True  # ncu's warning for each kernel it cannot show as CUDA source
+                if not line.strip() or (not saw_block and not line.startswith('"')):
+                    continue  # blank lines, and ncu's ==PROF== log lines before the table
+                if not saw_block:
+                    first = next(csv.reader([line]))
+                    raise wrong_page_error(path, detect_page(first), "source")
+                row = next(csv.reader([line]))
+                if len(row) != n_fields:
+                    row = _split_unescaped(line, n_fields) or row
+                if len(row) != n_fields or kernel is None or file is None:
+                    raise ProfileFormatError(
+                        path, f"line {lineno} has {len(row)} fields where its block's header has {n_fields} "
+                              "(the file looks truncated or edited)", "a complete source-page export", HOW["source"])
+                try:
+                    lno = int(row[0])
+                except ValueError:
+                    raise ProfileFormatError(path, f"line {lineno}: line number {row[0]!r} is not an integer",
+                                             "a source-page export", HOW["source"]) from None
+                cur_line = (kernel, file, lno)
+                acc = sums.get(cur_line)
+                if acc is None:
+                    acc = sums[cur_line] = [row[1], 0.0] + [0.0] * n_stall
+                acc[1] += _num(row[samples_idx])
+                for k, j in enumerate(stall_idx):
+                    if j is not None:
+                        acc[2 + k] += _num(row[j])
+        if last and not last.endswith("\n"):
+            raise ProfileFormatError(path, "the last row is cut off (the file looks truncated)",
+                                     "a complete source-page export", HOW["source"])
+        if not saw_block and no_lineinfo:
+            raise _no_lineinfo_error(path)
+        if not saw_block:
+            raise ProfileFormatError(path, "not an Nsight Compute CSV export (no 'File Path' block found)",
+                                     "a source-page export", HOW["source"])
+        if not sums:
+            raise _no_lineinfo_error(path)
+        return Profile(lines=self._table(sums, user_addr, lib_addrs), inputs=[str(path)])
+
+    def _columns(self, path: Path, header: list[str]) -> tuple[list[int | None], int]:
+        if len(header) < 5 or header[2:4] != ["Address", "Source"]:
+            raise ProfileFormatError(path, "the source page lacks its SASS columns or metrics",
+                                     "an export made with --print-source cuda,sass", HOW["source"])
+        pos = {h: i for i, h in enumerate(header)}
+        samples = pos.get("Warp Stall Sampling (All Samples)", pos.get("# Samples"))
+        if samples is None:
+            raise ProfileFormatError(path, "no PC-sampling columns ('Warp Stall Sampling (All Samples)')",
+                                     "a source page of a report with the SourceCounters section", HOW["source"])
+        return [pos.get(f"stall_{r}") for r in STALL_REASONS], samples
+
+    def _table(self, sums, user_addr, lib_addrs) -> pd.DataFrame:
+        records = []
+        for (kernel, file, line), acc in sums.items():
+            caller_file = caller_line = None
+            if (kernel, file, line) in lib_addrs:
+                for addr in sorted(lib_addrs[(kernel, file, line)]):
+                    hit = user_addr.get((kernel, addr))
+                    if hit:
+                        caller_file, caller_line = hit
+                        break
+            rec = {"kernel": kernel, "file": file, "line": line, "source": acc[0].strip(), "samples": acc[1],
+                   "caller_file": caller_file, "caller_line": caller_line}
+            rec.update({f"stall_{r}": acc[2 + k] for k, r in enumerate(STALL_REASONS)})
+            records.append(rec)
+        if not records:
+            return empty_lines()
+        df = pd.DataFrame.from_records(records, columns=LINE_COLUMNS)
+        df["line"] = df["line"].astype("Int64")
+        df["caller_line"] = df["caller_line"].astype("Int64")
+        return aggregate_lines(df)
+
+
+def _split_unescaped(line: str, n_fields: int) -> list[str] | None:
+    """Fields of a row whose source text holds double quotes. ncu quotes every field but does not
+    double the quotes inside source text (e.g. an inline-asm constraint `"=r"(ret)` in a CUDA
+    header), so the CSV parser miscounts. Every field is quoted, so split on the `","` between
+    fields; extra pieces come from the source text (column 1) and are joined back."""
+    body = line.rstrip("\r\n")
+    if len(body) < 2 or not (body.startswith('"') and body.endswith('"')):
+        return None
+    parts = body[1:-1].split('","')
+    extra = len(parts) - n_fields
+    if extra < 0:
+        return None
+    return [parts[0], '","'.join(parts[1:2 + extra]), *parts[2 + extra:]]
+
+
+def _num(text: str) -> float:
+    if not text or text == "-":
+        return 0.0
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def _no_lineinfo_error(path: Path) -> ProfileFormatError:
+    return ProfileFormatError(
+        path, "no CUDA source lines in the export: the application was built without -lineinfo",
+        "per-line metrics of CUDA source",
+        "Rebuild with nvcc -lineinfo, profile again with --import-source yes, then " + HOW["source"][0].lower()
+        + HOW["source"][1:])

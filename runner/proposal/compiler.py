@@ -1,0 +1,107 @@
+"""nvcc as a tool: build a candidate, and read ptxas's resource report as compiler evidence (K*)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from runner.base.config import LoadedConfig
+from runner.base.errors import OptimasError
+from runner.base.processes import child_environment, render
+
+
+class KernelResources(BaseModel):
+    """What ptxas reports for one kernel."""
+
+    kernel: str  # function name as demangled by ptxas (c++filt-style), or mangled if it could not be
+    registers: int
+    shared_bytes: int = 0
+    stack_bytes: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+
+
+class CompileResult(BaseModel):
+    ok: bool
+    command: list[str]
+    output: str  # compiler messages, trimmed
+    resources: list[KernelResources] = []
+
+
+_ENTRY = re.compile(r"ptxas info\s*: Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"ptxas info\s*: Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"ptxas info\s*: Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def demangle(names: list[str]) -> dict[str, str]:
+    """Mangled -> demangled through c++filt when present (names stay as they are otherwise)."""
+    exe = shutil.which("cu++filt") or shutil.which("c++filt")
+    if not exe or not names:
+        return {n: n for n in names}
+    r = subprocess.run([exe], input="\n".join(names), capture_output=True, text=True, timeout=30,
+                       env=child_environment())
+    out = r.stdout.splitlines()
+    return {n: (out[i] if i < len(out) and r.returncode == 0 else n) for i, n in enumerate(names)}
+
+
+def parse_ptxas(output: str) -> list[KernelResources]:
+    """Per-kernel resources from `nvcc -Xptxas -v` output (entry functions only)."""
+    entries: dict[str, dict] = {}
+    current: str | None = None
+    entry_names: set[str] = set()
+    for line in output.splitlines():
+        if m := _ENTRY.search(line):
+            entry_names.add(m.group(1))
+            current = m.group(1)
+            entries.setdefault(current, {})
+        elif m := _PROPS.search(line):
+            current = m.group(1)
+            entries.setdefault(current, {})
+        elif current and (m := _FRAME.search(line)):
+            entries[current].update(stack=int(m.group(1)), spill_st=int(m.group(2)), spill_ld=int(m.group(3)))
+        elif current and (m := _USED.search(line)):
+            entries[current].update(regs=int(m.group(1)), smem=int(m.group(2) or 0))
+    names = demangle(sorted(n for n in entries if n in entry_names))
+    out = []
+    for mangled in sorted(entry_names):
+        e = entries.get(mangled, {})
+        if "regs" not in e:
+            continue
+        out.append(KernelResources(kernel=names.get(mangled, mangled), registers=e["regs"],
+                                   shared_bytes=e.get("smem", 0), stack_bytes=e.get("stack", 0),
+                                   spill_store_bytes=e.get("spill_st", 0), spill_load_bytes=e.get("spill_ld", 0)))
+    return out
+
+
+def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, verbose: bool = True,
+          timeout_s: float | None = None) -> CompileResult:
+    """Build the app in `workdir` with its build command (timing build, no -lineinfo).
+
+    With `verbose`, `-Xptxas -v` is added and the per-kernel resources are parsed.
+    """
+    app = lc.config.app
+    if not app.build:
+        raise OptimasError(f"{lc.path}: app.build is not set; the compiler stage needs the build command")
+    with tempfile.TemporaryDirectory(prefix="optimas-build-") as tmp:
+        target = exe or Path(tmp) / "app"
+        argv = render(app.build, exe=target, arch=arch, lineinfo="", config="", seed=app.seeds[0], scale=1, out="")
+        if not shutil.which(argv[0]):
+            raise OptimasError(f"the build command's compiler {argv[0]!r} (app.build) is not installed or not on PATH")
+        is_nvcc = "nvcc" in Path(argv[0]).name
+        if verbose and is_nvcc:
+            argv += ["-Xptxas", "-v"]
+        try:
+            r = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout_s or app.timeout_s,
+                               env=child_environment(app.env))
+        except subprocess.TimeoutExpired:
+            return CompileResult(ok=False, command=argv, output=f"the build timed out after {timeout_s}s")
+    text = r.stdout + r.stderr
+    messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
+    return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
+                         resources=parse_ptxas(text) if verbose and is_nvcc else [])

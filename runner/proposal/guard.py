@@ -1,0 +1,150 @@
+"""Guarded application of a Proposal: apply its edits, produce a unified diff, and reject what breaks
+a rule, naming the rule and the lines.
+
+Rules: overlapping-edits, outside-allowed-region, host-code, signature-changed, kernel-removed,
+new-kernel, duplicate-kernel, no-op.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+import unidiff
+from pydantic import BaseModel, Field
+
+from runner.base.cuda_source import Function, functions, strip_comments_and_strings
+from runner.proposal.parser import Edit, Proposal
+
+
+class Violation(BaseModel):
+    rule: str
+    file: str
+    start_line: int
+    end_line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.file}:{self.start_line}-{self.end_line}: {self.message}"
+
+
+class GuardResult(BaseModel):
+    ok: bool
+    violations: list[Violation] = Field(default_factory=list)
+    files: dict[str, str] = Field(default_factory=dict)  # the edited files (all sources, edited or not)
+    diff: str = ""
+
+    def reasons(self) -> str:
+        return "\n".join(str(v) for v in self.violations)
+
+
+def _normal_params(f: Function) -> list[str]:
+    """Parameter types without names, cv/__restrict__ qualifiers, default values or spacing."""
+    out = []
+    for p in f.params:
+        p = re.sub(r"=.*$", "", p)
+        p = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", " ", p).strip()
+        if len(re.findall(r"[A-Za-z_]\w*", p)) > 1:  # drop the parameter's name
+            p = re.sub(r"[A-Za-z_]\w*\s*(\[[^\]]*\])*\s*$", "", p)
+        out.append(re.sub(r"\s+", "", p))
+    return out
+
+
+def _code_only(text: str) -> str:
+    return re.sub(r"\s+", "", strip_comments_and_strings(text))
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    return a.file == b.file and a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def apply_proposal(proposal: Proposal, files: dict[str, str],
+                   editable: dict[str, list[tuple[int, int]]]) -> GuardResult:
+    """Apply the edits if every rule holds; otherwise report each violation."""
+    v: list[Violation] = []
+    edits = sorted(proposal.edits, key=lambda e: (e.file, e.start_line))
+    for x, y in zip(edits, edits[1:], strict=False):
+        if _overlaps(x, y):
+            v.append(Violation(rule="overlapping-edits", file=y.file, start_line=y.start_line, end_line=y.end_line,
+                               message=f"overlaps the edit of lines {x.start_line}-{x.end_line}"))
+    for e in edits:
+        n_lines = len(files[e.file].splitlines())
+        if e.end_line > n_lines:
+            v.append(Violation(rule="outside-allowed-region", file=e.file, start_line=e.start_line, end_line=e.end_line,
+                               message=f"the file has only {n_lines} lines"))
+            continue
+        allowed = any(a <= e.start_line and e.end_line <= b for a, b in editable.get(e.file, []))
+        if not allowed:
+            host = [f for f in functions(files[e.file]) if not f.is_device
+                    and f.start_line <= e.end_line and e.start_line <= f.end_line]
+            if host:
+                v.append(Violation(rule="host-code", file=e.file, start_line=e.start_line, end_line=e.end_line,
+                                   message=f"changes host function {host[0].name} (validation, output and launch "
+                                           "code stay as they are)"))
+            else:
+                ranges = ", ".join(f"{a}-{b}" for a, b in editable.get(e.file, [])) or "none"
+                v.append(Violation(rule="outside-allowed-region", file=e.file, start_line=e.start_line,
+                                   end_line=e.end_line, message=f"editable lines of {e.file} are {ranges}"))
+        old = "\n".join(files[e.file].splitlines()[e.start_line - 1:e.end_line])
+        if _code_only(old) == _code_only(e.new_text):
+            v.append(Violation(rule="no-op", file=e.file, start_line=e.start_line, end_line=e.end_line,
+                               message="only whitespace or comments change"))
+    if v:
+        return GuardResult(ok=False, violations=v)
+
+    new_files = dict(files)
+    for name in {e.file for e in edits}:
+        lines = files[name].splitlines()
+        for e in sorted((e for e in edits if e.file == name), key=lambda e: -e.start_line):
+            lines[e.start_line - 1:e.end_line] = e.new_text.splitlines()
+        new_files[name] = "\n".join(lines) + ("\n" if files[name].endswith("\n") else "")
+
+    for name in {e.file for e in edits}:
+        v += _kernel_rules(name, files[name], new_files[name], edits)
+    if v:
+        return GuardResult(ok=False, violations=v)
+    diff = unified_diff(files, new_files)
+    unidiff.PatchSet(diff)  # our own diff must parse; a failure here is a bug, not bad input
+    return GuardResult(ok=True, files=new_files, diff=diff)
+
+
+def _kernel_rules(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:
+    v: list[Violation] = []
+    old_k = {f.name: f for f in functions(old) if f.is_kernel}
+    new_all = [f for f in functions(new) if f.is_kernel]
+    counts: dict[str, int] = {}
+    for f in new_all:
+        counts[f.name] = counts.get(f.name, 0) + 1
+    first = min((e.start_line for e in edits if e.file == name), default=1)
+    last = max((e.end_line for e in edits if e.file == name), default=1)
+    for k, n in counts.items():
+        if k not in old_k:
+            v.append(Violation(rule="new-kernel", file=name, start_line=first, end_line=last,
+                               message=f"adds __global__ function {k}; no new kernels"))
+        elif n > 1:
+            v.append(Violation(rule="duplicate-kernel", file=name, start_line=first, end_line=last,
+                               message=f"__global__ function {k} now appears {n} times"))
+    new_k = {f.name: f for f in new_all}
+    for k, f in old_k.items():
+        g = new_k.get(k)
+        if g is None:
+            v.append(Violation(rule="kernel-removed", file=name, start_line=f.start_line, end_line=f.end_line,
+                               message=f"kernel {k} is gone"))
+        elif _normal_params(f) != _normal_params(g):
+            v.append(Violation(rule="signature-changed", file=name, start_line=f.start_line,
+                               end_line=f.body_start_line,
+                               message=f"kernel {k}'s parameters changed from ({', '.join(f.params)}) to "
+                                       f"({', '.join(g.params)}); keep the launch interface"))
+    return v
+
+
+def unified_diff(old: dict[str, str], new: dict[str, str]) -> str:
+    """A unified diff (a/ b/ paths) of every file that changed."""
+    parts = []
+    for name in sorted(old):
+        if old[name] == new.get(name, old[name]):
+            continue
+        parts.extend(difflib.unified_diff(old[name].splitlines(keepends=True), new[name].splitlines(keepends=True),
+                                          fromfile=f"a/{name}", tofile=f"b/{name}"))
+    text = "".join(parts)
+    return text if text.endswith("\n") or not text else text + "\n"

@@ -1,0 +1,187 @@
+"""The offline backend: deterministic rules instead of a model.
+
+It reads the structured prompt inputs (diagnostics, sources, editable ranges), maps salient
+evidence to well-known safe transformations, and answers in the same structured format a model
+is asked for, citing the evidence each edit acts on:
+
+- `const` on pointer parameters a kernel only reads, and `__restrict__` on its pointer parameters,
+  when its loads stall on memory (stall_long_sb lines) or the roofline says memory-bound. The rule
+  assumes distinct pointer parameters do not alias; validation against the original outputs is
+  what catches a launch that passes the same buffer twice.
+- `#pragma unroll 4` on a loop whose line (or whose body line) is a salient stall line.
+Suggestions it cannot make safely are listed as not applied, with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from pydantic import BaseModel, ConfigDict
+
+from runner.analysis.evidence import Diagnostics
+from runner.base.cuda_source import Function, functions, kernel_by_name, strip_comments_and_strings
+from runner.profiling.model import short_kernel_name
+from runner.proposal.llm.base import LLMError, LLMRequest, LLMResponse, Usage
+
+
+class OfflineContext(BaseModel):
+    """What the offline backend reads instead of the prompt text."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    diagnostics: Diagnostics
+    files: dict[str, str]
+    editable: dict[str, list[tuple[int, int]]]
+    evidence_ids: list[str]
+    hot_kernels: list[str]
+
+
+_ASSIGN = r"\s*(=(?!=)|\+=|-=|\*=|/=|%=|\|=|&=|\^=|<<=|>>=|\+\+|--)"
+
+
+def _written(body: str, name: str) -> bool:
+    """Is pointer `name` written through, passed on, or atomically updated in this body?"""
+    n = re.escape(name)
+    if re.search(rf"\b{n}\s*\[[^\]]*\]{_ASSIGN}", body) or re.search(rf"\*\s*\(?\s*{n}\b[^;]*?\)?{_ASSIGN}", body):
+        return True
+    if re.search(rf"\b(atomic\w*|memcpy|memset)\s*\(\s*&?\s*{n}\b", body):
+        return True
+    # Passed to a function (other than __ldg) as a plain pointer: the callee might write through it.
+    for m in re.finditer(rf"\b(\w+)\s*\(([^;]*?)\b{n}\b(?!\s*\[)", body):
+        if m.group(1) not in ("__ldg", "if", "for", "while", "switch", "return", "sizeof", "static_cast"):
+            return True
+    return False
+
+
+def _pointer_name(param: str) -> str | None:
+    if "*" not in param or "&" in param:
+        return None
+    m = re.search(r"([A-Za-z_]\w*)\s*$", param)
+    return m.group(1) if m else None
+
+
+def _qualified(param: str, make_const: bool) -> str:
+    p = param.strip()
+    name = _pointer_name(p)
+    if not name:
+        return p
+    head = p[: p.rfind(name)].rstrip()
+    if make_const and not re.search(r"\bconst\b", head.split("*")[0]):
+        head = "const " + head
+    if "__restrict__" not in head:
+        head = head + " __restrict__"
+    return f"{head} {name}"
+
+
+def _signature_edit(text: str, f: Function) -> tuple[str, list[str]] | None:
+    """New text of the kernel's declaration lines with const/__restrict__ pointers, and what changed."""
+    clean = strip_comments_and_strings(text).splitlines()
+    body = "\n".join(clean[f.body_start_line - 1:f.end_line])
+    region = "\n".join(text.splitlines()[f.start_line - 1:f.body_start_line])
+    changes = []
+    new_region = region
+    for param in f.params:
+        name = _pointer_name(param)
+        if not name:
+            continue
+        make_const = not _written(body, name)
+        new = _qualified(param, make_const)
+        if " ".join(new.split()) == " ".join(param.split()):
+            continue
+        pattern = r"\s*".join(re.escape(tok) for tok in param.split())
+        new_region, n = re.subn(pattern, new, new_region, count=1)
+        if n:
+            changes.append(name + (" const" if make_const and "const" not in param else "") + " __restrict__")
+    return (new_region, changes) if changes else None
+
+
+class OfflineBackend:
+    """Rule-based answers for the main job's embedded default and as an EAR baseline."""
+
+    name = "offline"
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        ctx = request.context
+        if not isinstance(ctx, OfflineContext):
+            raise LLMError("the offline backend needs the structured prompt context (it reads evidence, not text)")
+        t0 = time.monotonic()
+        text = answer(ctx)
+        return LLMResponse(text=text, backend=self.name, model="offline-rules", usage=Usage(prompt_tokens=0,
+                           completion_tokens=0), seconds=time.monotonic() - t0, label="rule-based (no model)")
+
+
+def answer(ctx: OfflineContext) -> str:
+    """The structured answer for these inputs (deterministic)."""
+    d = ctx.diagnostics
+    shown = set(ctx.evidence_ids)
+    edits: list[str] = []
+    applied: list[str] = []
+    withheld: list[str] = []
+    for kernel in ctx.hot_kernels:
+        short = short_kernel_name(kernel)
+        stalls = [e for e in d.evidence if e.kind == "stall" and e.kernel == kernel and e.id in shown]
+        roof = next((e for e in d.evidence if e.kind == "roofline" and e.kernel == kernel and e.id in shown), None)
+        for fname, text in ctx.files.items():
+            f = kernel_by_name(functions(text), kernel)
+            if f is None or not any(a <= f.start_line and f.end_line <= b for a, b in ctx.editable.get(fname, [])):
+                continue
+            # Stall lines of this kernel may lie in device functions inlined into it: they count too.
+            mem_stalls = [s for s in stalls if s.stall and s.stall.reason == "stall_long_sb"]
+            cites = [s.id for s in mem_stalls] + ([roof.id] if roof and roof.roofline
+                                                  and roof.roofline.bound == "memory" else [])
+            sig = _signature_edit(text, f) if cites else None
+            if sig:
+                new_region, changes = sig
+                edits.append(_edit(fname, f.start_line, f.body_start_line, cites,
+                                   f"{short}: loads stall on memory ({', '.join(cites)}); const/__restrict__ on "
+                                   f"pointer parameters ({', '.join(changes)}) lets the compiler use the read-only "
+                                   "data path and keep loads in flight.", new_region))
+                applied.append(f"lines {f.start_line}-{f.body_start_line}: const and __restrict__ on pointer "
+                               f"parameters of {short} ({', '.join(cites)})")
+            elif not cites:
+                withheld.append(f"const/__restrict__ on {short}'s pointers: no memory-stall or memory-bound evidence "
+                                "for this kernel")
+            loops = _unroll_targets(text, f, stalls, after=f.body_start_line)
+            for line_no, sid in loops:
+                original = text.splitlines()[line_no - 1]
+                indent = original[: len(original) - len(original.lstrip())]
+                edits.append(_edit(fname, line_no, line_no, [sid],
+                                   f"{short}: the loop at line {line_no} is a salient stall line ({sid}); unrolling "
+                                   "by 4 lets independent iterations' loads overlap.",
+                                   f"{indent}#pragma unroll 4\n{original}"))
+                applied.append(f"lines {line_no}-{line_no}: #pragma unroll 4 on the loop of {short} ({sid})")
+        if roof and roof.roofline and roof.roofline.bound == "compute":
+            withheld.append(f"strength reduction of {short}'s index arithmetic ({roof.id}: compute-bound): needs "
+                            "rewriting expressions, which the rules cannot prove bit-for-bit safe")
+    withheld.append("shared-memory tiling and kernel fusion: restructure data movement beyond what the rules can "
+                    "prove safe")
+    withheld.append("__launch_bounds__: the launch block size is not in the evidence, and a wrong bound fails launches")
+    lines = edits + ["APPLIED:"] + [f"- {a}" for a in applied] + ["NOT APPLIED:"]
+    lines += [f"- {w.split(': ', 1)[0]}: {w.split(': ', 1)[1]}" if ": " in w else f"- {w}" for w in withheld]
+    if not edits:
+        lines.insert(0, "No rule applies to the evidence given; nothing to edit.")
+    return "\n".join(lines) + "\n"
+
+
+def _edit(fname: str, a: int, b: int, cites: list[str], why: str, code: str) -> str:
+    return f"EDIT file={fname} lines={a}-{b} cites={','.join(cites)}\nWHY: {why}\n```cuda\n{code}\n```\n"
+
+
+def _unroll_targets(text: str, f: Function, stalls, after: int) -> list[tuple[int, str]]:
+    """(line of a `for`, stall id) for salient lines that are a loop head or a loop's one-line body."""
+    lines = text.splitlines()
+    out: list[tuple[int, str]] = []
+    for s in stalls:
+        ln = s.stall.line if s.stall else 0
+        if not (after < ln <= f.end_line):
+            continue
+        for cand in (ln, ln - 1, ln - 2):
+            if cand <= after:
+                break
+            src = lines[cand - 1].strip()
+            if src.startswith("for") and not lines[cand - 2].strip().startswith("#pragma"):
+                if cand not in {c for c, _ in out}:
+                    out.append((cand, s.id))
+                break
+    return out

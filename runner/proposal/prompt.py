@@ -1,0 +1,192 @@
+"""Prompt construction: the hot kernels' source with line numbers, the GPU and its measured peaks,
+the evidence of the chosen diagnostic configuration, compiler feedback (K*), guardrails and the
+response format. Prompts are Jinja2 templates under templates/prompt/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+from pydantic import BaseModel
+
+from runner.analysis.evidence import Diagnostics, render_markdown
+from runner.base.cuda_source import Function, called_names, functions, kernel_by_name, numbered
+from runner.base.errors import OptimasError
+from runner.profiling.model import short_kernel_name
+from runner.proposal.compiler import KernelResources
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "prompt"
+
+# Which evidence kinds each diagnostic configuration shows (K* compiler feedback always is).
+DIAGNOSTIC_KINDS: dict[str, set[str]] = {
+    "none": set(),
+    "PC": {"stall"},
+    "IA": {"counter"},
+    "Roofline": {"roofline"},
+    "PC+IA": {"stall", "counter"},
+    "PC+Roofline": {"stall", "roofline"},
+    "IA+Roofline": {"counter", "roofline"},
+    "PC+IA+Roofline": {"stall", "counter", "roofline"},
+}
+
+GUARDRAILS = [
+    "Keep every kernel's name, parameter list and launch interface; adding const, __restrict__ or "
+    "__launch_bounds__ is allowed.",
+    "Add no new __global__ kernel and do not duplicate one.",
+    "Edit only inside the hot kernels shown (their signature and body), unless the prompt allows more.",
+    "Do not touch host code: input generation, validation, output writing and kernel launches stay as they are.",
+    "Results must stay bit-for-bit identical: do not reorder floating-point operations or change precision.",
+    "Make no formatting-only or comment-only changes.",
+    "Every edit cites the evidence ids it targets; cite only ids listed in the prompt.",
+    "List the suggestions you considered but did not apply, with the reason.",
+]
+
+
+class SourceBlock(BaseModel):
+    title: str
+    file: str
+    start: int
+    end: int
+    text: str
+
+
+class KEvidence(BaseModel):
+    id: str
+    kernel: str
+    text: str
+    resources: KernelResources
+
+
+class Prompt(BaseModel):
+    """One rendered prompt and what it was made of."""
+
+    system: str
+    user: str
+    diagnostics: str
+    hot_kernels: list[str]
+    evidence_ids: list[str]  # every id the prompt shows (R/S/C/K)
+    editable: dict[str, list[tuple[int, int]]]  # file -> line ranges the model may edit
+
+    @property
+    def approx_tokens(self) -> int:
+        return (len(self.system) + len(self.user)) // 4
+
+
+def compiler_evidence(resources: list[KernelResources], kernels: list[str]) -> list[KEvidence]:
+    """K* items for the given kernels (matched by function name)."""
+    out = []
+    for k in kernels:
+        base = short_kernel_name(k).split("<")[0].split("::")[-1]
+        for r in resources:
+            if short_kernel_name(r.kernel).split("<")[0].split("::")[-1] == base:
+                spills = (f"{r.spill_store_bytes} B spill stores, {r.spill_load_bytes} B spill loads"
+                          if r.spill_store_bytes or r.spill_load_bytes else "no spills")
+                text = (f"{r.registers} registers per thread, {r.shared_bytes} B static shared memory, "
+                        f"{r.stack_bytes} B stack frame, {spills} (ptxas)")
+                out.append(KEvidence(id=f"K{len(out) + 1}", kernel=base, text=text, resources=r))
+                break
+    return out
+
+
+def _source_blocks(files: dict[str, str], hot: list[str],
+                   extra: list[str] = ()) -> tuple[list[SourceBlock], dict[str, list[tuple[int, int]]]]:
+    blocks: list[SourceBlock] = []
+    editable: dict[str, list[tuple[int, int]]] = {}
+    for name, text in files.items():
+        funcs = functions(text)
+        kernels = [f for f in (kernel_by_name(funcs, k) for k in hot) if f is not None]
+        if not kernels:
+            continue
+        by_name = {f.name: f for f in funcs if f.is_device}
+        helpers: dict[str, Function] = {}
+        todo = list(kernels)
+        while todo:
+            f = todo.pop()
+            for callee in called_names(text, f):
+                g = by_name.get(callee)
+                if g and not g.is_kernel and g.name not in helpers:
+                    helpers[g.name] = g
+                    todo.append(g)
+        first = min(f.start_line for f in funcs)
+        if first > 1:
+            blocks.append(SourceBlock(title="Declarations", file=name, start=1, end=first - 1,
+                                      text=numbered(text, 1, first - 1)))
+        for g in sorted(helpers.values(), key=lambda f: f.start_line):
+            may_edit = g.name in extra
+            blocks.append(SourceBlock(title=f"Device function {g.name}" + ("" if may_edit else " (read-only)"),
+                                      file=name, start=g.start_line, end=g.end_line,
+                                      text=numbered(text, g.start_line, g.end_line)))
+            if may_edit:
+                editable.setdefault(name, []).append((g.start_line, g.end_line))
+        for k in sorted(kernels, key=lambda f: f.start_line):
+            blocks.append(SourceBlock(title=f"Hot kernel {k.name}", file=name, start=k.start_line, end=k.end_line,
+                                      text=numbered(text, k.start_line, k.end_line)))
+            editable.setdefault(name, []).append((k.start_line, k.end_line))
+    return blocks, editable
+
+
+def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics: str = "PC+IA+Roofline",
+                 resources: list[KernelResources] = (), kernels: list[str] | None = None,
+                 compile_errors: str | None = None, parse_error: str | None = None,
+                 max_evidence_bytes: int | None = 6000, editable: list[str] = ()) -> Prompt:
+    """Render the prompt for the hot kernels (or `kernels`) of one diagnostic configuration."""
+    if diagnostics not in DIAGNOSTIC_KINDS:
+        raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
+                           + ", ".join(DIAGNOSTIC_KINDS))
+    hot = kernels or [k.kernel for k in diag.hot_kernels]
+    kinds = DIAGNOSTIC_KINDS[diagnostics]
+    shown = [e for e in diag.evidence if e.kind in kinds and (e.kernel in hot or e.kind == "counter")]
+    sub = diag.model_copy(update={"evidence": shown, "notes": []})
+    evidence_md = _evidence_section(sub, max_evidence_bytes) if shown else ""
+    blocks, ranges = _source_blocks(files, hot, editable)
+    if not blocks:
+        raise OptimasError("none of the hot kernels (" + ", ".join(short_kernel_name(k) for k in hot)
+                           + f") is defined in the sources given ({', '.join(files) or 'none'}); check app.sources")
+    k_items = compiler_evidence(list(resources), hot)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, autoescape=False)
+    response_format = (TEMPLATES / "response_format.md").read_text()
+    system = env.get_template("system.md.j2").render(guardrails=GUARDRAILS, response_format=response_format.strip())
+    peaks = _peaks(diag)
+    user = env.get_template("user.md.j2").render(
+        app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics), evidence_md=evidence_md,
+        compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, sources=blocks,
+        hot_kernels=[short_kernel_name(k) for k in hot])
+    ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
+    return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot, evidence_ids=ids,
+                  editable=ranges)
+
+
+def _evidence_section(d: Diagnostics, max_bytes: int | None) -> str:
+    md = render_markdown(d, max_bytes)
+    # The prompt has its own header and GPU line; keep the evidence sections only.
+    parts = md.split("\n## ", 1)
+    body = "## " + parts[1] if len(parts) == 2 else md
+    lines = [ln for ln in body.splitlines() if not ln.startswith("## Hot kernels") and not _is_hot_line(ln)]
+    return "\n".join(lines).replace("## ", "### ").strip()
+
+
+def _is_hot_line(line: str) -> bool:
+    return line.startswith("- ") and " us over " in line and "launch" in line
+
+
+def _label(diagnostics: str) -> str:
+    names = {"PC": "PC sampling (S)", "IA": "counters (C)", "Roofline": "roofline (R)"}
+    if diagnostics == "none":
+        return "none (code only)"
+    return ", ".join(names[p] for p in diagnostics.split("+")) + ", compiler feedback (K)"
+
+
+def _peaks(diag: Diagnostics) -> str:
+    g = diag.gpu
+    parts = []
+    if g.dram_peak_bytes_per_s:
+        parts.append(f"DRAM {g.dram_peak_bytes_per_s / 1e12:.2f} TB/s")
+    if g.fp32_peak_flops:
+        parts.append(f"FP32 {g.fp32_peak_flops / 1e12:.1f} TFLOP/s")
+    if g.fp64_peak_flops:
+        parts.append(f"FP64 {g.fp64_peak_flops / 1e12:.1f} TFLOP/s")
+    if g.sm_count:
+        parts.append(f"{g.sm_count} SMs")
+    return ", ".join(parts)

@@ -1,0 +1,252 @@
+"""The proposal stage: prompt -> model -> parse -> guard -> compile, with bounded retries that feed
+the parse error, the guard's reasons or the compiler's errors back to the model.
+
+Every attempt is kept in the run directory: prompt/ (system.md, user.md per attempt), llm/
+(raw answers, calls.jsonl with token usage and cost) and candidates/<n>/ (proposal.json,
+diff.patch, the edited files, the build log).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal
+
+from pydantic import BaseModel, Field
+
+from runner.analysis.evidence import Diagnostics
+from runner.base.config import DEFAULT_ARCH, LoadedConfig
+from runner.base.gpu import target_arch
+from runner.base.runstore import Run, atomic_write_text
+from runner.base.workspace import build_compiler, read_sources, workspace_dirs
+from runner.proposal.compiler import CompileResult, KernelResources, build
+from runner.proposal.guard import GuardResult, apply_proposal
+from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
+from runner.proposal.parser import Proposal, ResponseParseError, parse_response
+from runner.proposal.prompt import Prompt, build_prompt
+
+Progress = Callable[[str], None]
+
+
+class Attempt(BaseModel):
+    number: int
+    outcome: Literal["unparsable", "rejected", "compile-error", "accepted"]
+    detail: str = ""
+    backend: str
+    model: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    seconds: float = 0.0
+
+
+class ProposeResult(BaseModel):
+    status: Literal["accepted", "failed"]
+    reason: str = ""
+    diagnostics: str
+    attempts: list[Attempt] = Field(default_factory=list)
+    proposal: Proposal | None = None
+    diff: str = ""
+    compiled: bool | None = None  # None: nvcc not available here, the candidate was not compiled
+    candidate_dir: str | None = None
+    evidence_ids: list[str] = Field(default_factory=list)  # what the accepted answer's prompt showed
+    files: dict[str, str] = Field(default_factory=dict, exclude=True)  # the candidate's sources
+
+
+def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
+                      exe: Path | None = None) -> CompileResult:
+    """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
+    `exe`, the binary is kept there."""
+    space, workdir = workspace_dirs(lc)
+    with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
+        copy = Path(tmp) / "ws"
+        shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
+        cwd = copy / workdir.relative_to(space)
+        for name, text in files.items():
+            (cwd / name).write_text(text)
+        result = build(lc, cwd, arch, exe=exe, verbose=True)
+    if log:
+        log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
+    return result
+
+
+@dataclass
+class _Stage:
+    lc: LoadedConfig
+    diag: Diagnostics
+    run: Run
+    diagnostics: str
+    files: dict[str, str]
+    resources: list[KernelResources]
+    arch: str
+    have_nvcc: bool
+    backend: Backend
+    progress: Progress
+
+
+def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | None = None,
+            backend: Backend | None = None, progress: Progress = lambda _m: None) -> ProposeResult:
+    """Ask the backend for an optimization of the hot kernels and keep the first usable candidate.
+
+    When the prompt for all hot kernels exceeds llm.max_prompt_tokens, each kernel gets a prompt
+    of its own; the accepted edits are then combined (they touch different kernels) and checked
+    again as one candidate.
+    """
+    cfg = lc.config
+    diagnostics = diagnostics or cfg.evaluation.diagnostics
+    _, workdir = workspace_dirs(lc)
+    files = read_sources(workdir, cfg.app.sources)
+    compiler = build_compiler(lc)
+    have_nvcc = compiler is not None and shutil.which(compiler) is not None
+    arch = target_arch(lc) if have_nvcc else DEFAULT_ARCH
+    resources: list[KernelResources] = []
+    if have_nvcc:
+        progress("compiling the original with ptxas -v for compiler feedback (K*)")
+        base = compile_candidate(lc, files, arch, run.stage_dir("prompt") / "original-build.log")
+        if not base.ok:
+            return ProposeResult(status="failed", diagnostics=diagnostics,
+                                 reason="the original sources do not build: " + base.output[-1500:])
+        resources = base.resources
+    else:
+        progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
+    st = _Stage(lc, diag, run, diagnostics, files, resources, arch, have_nvcc,
+                backend or make_backend(cfg.llm, lc.path.parent), progress)
+    result = ProposeResult(status="failed", diagnostics=diagnostics)
+    whole = build_prompt(cfg.app.name, diag, files, diagnostics, resources,
+                         max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable)
+    parts: list[list[str] | None] = [None]
+    if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(whole.hot_kernels) > 1:
+        parts = [[k] for k in whole.hot_kernels]
+        progress(f"the prompt (~{whole.approx_tokens} tokens) exceeds llm.max_prompt_tokens: one prompt per kernel")
+    accepted: list[tuple[Proposal, GuardResult, CompileResult | None, Path, list[str]]] = []
+    reasons = []
+    for kernels in parts:
+        outcome = _attempts(st, kernels, result, first=whole if kernels is None else None)
+        if isinstance(outcome, str):
+            reasons.append(outcome)
+        else:
+            accepted.append(outcome)
+    if not accepted:
+        result.reason = "; ".join(reasons)
+    else:
+        proposal, guard, built, cand, ids = accepted[0] if len(accepted) == 1 else _combine(st, accepted)
+        result.status, result.proposal, result.diff = "accepted", proposal, guard.diff
+        result.evidence_ids, result.files = ids, guard.files
+        result.compiled = None if built is None else built.ok
+        result.candidate_dir = str(cand.relative_to(run.path))
+        if reasons:
+            result.reason = "some kernels got no usable edit: " + "; ".join(reasons)
+    path = run.write_json("candidates", "result.json", json.loads(result.model_dump_json()))
+    run.stage_done("candidates", [path], status=result.status, attempts=len(result.attempts))
+    return result
+
+
+def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, first: Prompt | None = None):
+    """The retry loop for one prompt: (proposal, guard, build, folder) when accepted, else the reason.
+    `first`: the first attempt's prompt when it is already built."""
+    cfg = st.lc.config
+    parse_error: str | None = None
+    compile_errors: str | None = None
+    parse_left, compile_left = cfg.llm.parse_retries, cfg.evaluation.compile_retries
+    while True:
+        n = len(result.attempts) + 1
+        if first is None:
+            first = build_prompt(cfg.app.name, st.diag, st.files, st.diagnostics, st.resources, kernels=kernels,
+                                 compile_errors=compile_errors, parse_error=parse_error,
+                                 max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable)
+        prompt, first = first, None
+        st.run.write_text("prompt", f"system-{n}.md", prompt.system)
+        st.run.write_text("prompt", f"user-{n}.md", prompt.user)
+        st.progress(f"attempt {n}: asking {st.backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
+        resp = st.backend.complete(_request(cfg, prompt, st.diag, st.files))
+        st.run.write_text("llm", f"answer-{n}.txt", resp.text)
+        _log_call(st.run, n, prompt, resp)
+        att = Attempt(number=n, outcome="unparsable", backend=resp.backend, model=resp.model,
+                      prompt_tokens=resp.usage.prompt_tokens, completion_tokens=resp.usage.completion_tokens,
+                      cost_usd=resp.cost_usd, seconds=resp.seconds)
+        result.attempts.append(att)
+        try:
+            proposal = parse_response(resp.text, st.files)
+        except ResponseParseError as e:
+            att.detail = str(e)
+            if parse_left <= 0:
+                return f"the answer could not be used: {e}"
+            parse_left -= 1
+            parse_error, compile_errors = str(e), None
+            continue
+        guard = apply_proposal(proposal, st.files, prompt.editable)
+        if not guard.ok:
+            att.outcome, att.detail = "rejected", guard.reasons()
+            if parse_left <= 0:
+                result.proposal = proposal
+                return "the edits break the rules:\n" + guard.reasons()
+            parse_left -= 1
+            parse_error, compile_errors = "Your edits were rejected:\n" + guard.reasons(), None
+            continue
+        cand = st.run.stage_dir("candidates") / str(n)
+        cand.mkdir(exist_ok=True)
+        built = compile_candidate(st.lc, guard.files, st.arch, cand / "build.log") if st.have_nvcc else None
+        _save_candidate(cand, proposal, guard, built)
+        if built is not None and not built.ok:
+            att.outcome, att.detail = "compile-error", built.output[-3000:]
+            if compile_left <= 0:
+                result.proposal = proposal
+                return "the candidate does not compile:\n" + built.output[-1500:]
+            compile_left -= 1
+            compile_errors, parse_error = built.output[-6000:], None
+            continue
+        att.outcome = "accepted"
+        return proposal, guard, built, cand, prompt.evidence_ids
+
+
+def _combine(st: _Stage, accepted):
+    """One candidate from the per-kernel proposals; the first alone if the combination fails."""
+    edits = [e for p, *_ in accepted for e in p.edits]  # entries: (proposal, guard, build, folder, ids)
+    merged = Proposal(shape=accepted[0][0].shape, edits=edits, applied=[a for p, *_ in accepted for a in p.applied],
+                      withheld=[w for p, *_ in accepted for w in p.withheld],
+                      raw="\n\n".join(p.raw for p, *_ in accepted))
+    editable = {f: [(e.start_line, e.end_line) for e in edits if e.file == f] for f in {e.file for e in edits}}
+    guard = apply_proposal(merged, st.files, editable)
+    cand = st.run.stage_dir("candidates") / "combined"
+    cand.mkdir(exist_ok=True)
+    if not guard.ok:
+        st.progress("the per-kernel edits do not combine (" + guard.reasons() + "); keeping the first")
+        return accepted[0]
+    built = compile_candidate(st.lc, guard.files, st.arch, cand / "build.log") if st.have_nvcc else None
+    _save_candidate(cand, merged, guard, built)
+    if built is not None and not built.ok:
+        st.progress("the combined candidate does not compile; keeping the first kernel's")
+        return accepted[0]
+    ids = list(dict.fromkeys(i for *_, part_ids in accepted for i in part_ids))
+    return merged, guard, built, cand, ids
+
+
+def _request(cfg, prompt: Prompt, diag: Diagnostics, files: dict[str, str]) -> LLMRequest:
+    return LLMRequest(
+        messages=[Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)],
+        model=cfg.llm.model or cfg.llm.backend, temperature=cfg.llm.temperature, max_tokens=cfg.llm.max_tokens,
+        context=OfflineContext(diagnostics=diag, files=files, editable=prompt.editable,
+                               evidence_ids=prompt.evidence_ids, hot_kernels=prompt.hot_kernels))
+
+
+def _log_call(run: Run, n: int, prompt: Prompt, resp: LLMResponse) -> None:
+    path = run.stage_dir("llm") / "calls.jsonl"
+    entry = {"attempt": n, "backend": resp.backend, "model": resp.model, "label": resp.label,
+             "prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens,
+             "cost_usd": resp.cost_usd, "seconds": round(resp.seconds, 3), "attempts": resp.attempts,
+             "diagnostics": prompt.diagnostics, "evidence_ids": prompt.evidence_ids}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def _save_candidate(cand: Path, proposal: Proposal, guard: GuardResult, built: CompileResult | None) -> None:
+    atomic_write_text(cand / "proposal.json", proposal.model_dump_json(indent=2) + "\n")
+    atomic_write_text(cand / "diff.patch", guard.diff)
+    for name, text in guard.files.items():
+        atomic_write_text(cand / "src" / name, text)
+    if built is not None:
+        resources = [r.model_dump() for r in built.resources]
+        atomic_write_text(cand / "resources.json", json.dumps(resources, indent=2) + "\n")
