@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from bot.github_client import app_from_env
 from bot.jobs import CONFIG_PATH, publisher, redis_connection, release_job_key, report_failure, settings
 from bot.review import plan_review, review_body
 from runner.base.errors import OptimasError
-from runner.base.processes import child_environment, child_home
+from runner.base.processes import CommandResult, child_environment, child_home, run_process
 from runner.base.redaction import describe, install_log_redaction, redact, register_env_secrets, register_secret
 
 log = logging.getLogger(__name__)
@@ -60,19 +59,18 @@ def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: st
     dest.mkdir(parents=True)
     env = git_environment(token)
 
-    def git(*args: str) -> subprocess.CompletedProcess:
-        try:
-            return subprocess.run(["git", "-C", str(dest), *args], capture_output=True, text=True, timeout=timeout_s,
-                                  env=env)
-        except subprocess.TimeoutExpired:
-            raise FetchError(f"git {args[0]} of {repo}#{pr} did not finish within {timeout_s:g} s",
-                             transient=True) from None
+    def git(*args: str) -> CommandResult:
+        r = run_process(["git", "-C", str(dest), *args], timeout_s=timeout_s, env=env, merge_stderr=False,
+                        what=f"git {args[0]}")
+        if r.timed_out:
+            raise FetchError(f"git {args[0]} of {repo}#{pr} did not finish within {timeout_s:g} s", transient=True)
+        return r
 
     git("init", "-q")
     r = git("fetch", "-q", "--depth", "1", url, f"refs/pull/{pr}/head")
     if r.returncode != 0:
-        raise FetchError(f"fetching {repo}#{pr} failed: {redact(r.stderr.strip())[-500:]}", transient=True)
-    got = git("rev-parse", "FETCH_HEAD").stdout.strip()
+        raise FetchError(f"fetching {repo}#{pr} failed: {redact(r.errors.strip())[-500:]}", transient=True)
+    got = git("rev-parse", "FETCH_HEAD").output.strip()
     if got != head_sha:
         raise FetchError(f"the head of {repo}#{pr} moved on to {got[:7]} since {head_sha[:7]} was pinned")
     git("checkout", "-q", "FETCH_HEAD")
@@ -89,7 +87,7 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
     if job is not None:
         job.meta["check_run"] = check
         job.save_meta()
-    log.info("%s#%d@%s: fetching and running (job %s)", repo, pr, head_sha[:7], run_key)
+    log.info("fetching %s#%d@%s into a fresh workspace", repo, pr, head_sha[:7])
     try:
         outcome, sha = _fetch_and_run(gh, repo, installation_id, pr, head_sha)
     except Exception as e:
@@ -106,6 +104,7 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
         pub.complete_check(check, "neutral", "Head moved on", summary)
         _release(job)
         return {"status": "stale", "head": current}
+    log.info("publishing: %s", outcome["headline"])
     posted = 0
     if outcome["postable"]:
         comments, outside = plan_review(outcome["edits"], pub.changed_files())
@@ -138,6 +137,7 @@ def _fetch_and_run(gh, repo: str, installation_id: int, pr: int, head_sha: str) 
         cfg_file = ws / CONFIG_PATH
         cfg_file.write_text(text)  # the default branch's config, whatever the PR head holds
         # Runs are kept on the worker host (OPTIMAS_RUNS_DIR) for inspection; the checkout is not.
+        log.info("fetched; running Optimas with the default branch's %s", CONFIG_PATH)
         outcome = _pipeline(cfg_file, Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs")))
     return outcome, sha
 
@@ -306,6 +306,29 @@ def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool, artif
     return "\n".join(lines)
 
 
+class _JobTag(logging.Filter):
+    """Tags each record with the job it belongs to (its description: repo#PR@head)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        job = get_current_job()
+        record.job = f"[{job.description or job.id}]" if job is not None else "[-]"
+        return True
+
+
+def log_jobs_and_stages() -> None:
+    """The stages' progress (loggers `optimas.<stage>`) and the bot's own records in the worker's
+    log (stderr), each line with the job and the stage it comes from."""
+    handler = logging.StreamHandler()
+    handler.addFilter(_JobTag())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(job)s %(name)s: %(message)s", "%H:%M:%S"))
+    for name in ("optimas", "bot"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _JobTag) for h in logger.handlers for f in h.filters):
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
+
+
 class OptimasWorker(Worker):
     """The RQ worker for both queues. RQ runs no failure callback when a job's work horse is killed
     (out of memory, a GPU fault, SIGKILL); this worker reports it on the PR all the same.
@@ -320,6 +343,7 @@ class OptimasWorker(Worker):
 
     def __init__(self, *args, **kwargs):
         install_log_redaction()
+        log_jobs_and_stages()
         register_env_secrets()
         register_secret(urlparse(settings().redis_url).password)
         if os.environ.get("OPTIMAS_APP_ID"):

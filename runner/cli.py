@@ -19,29 +19,44 @@ too little to analyse, 4 profiling could not run (tools, GPU, permissions, the a
 from __future__ import annotations
 
 import argparse
+import logging
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
 from runner.analysis.stage import has_profiles, profile_inputs
-from runner.base.config import LoadedConfig, load_config
+from runner.base.config import BACKENDS, DIAGNOSTICS, PROFILE_ROLES, LoadedConfig, load_config
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.gpu import can_run_here
 
 RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
 CONFIGURATION_HELP = "configuration to profile (default: app.profile_configuration)"
-ROLES = ("report", "timing", "raw", "details", "source", "counters")
-DIAGNOSTICS = ["none", "PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"]
 
 
 class NoCandidate(OptimasError):
     exit_code = 5
 
 
-def _progress(msg: str) -> None:
-    print(f"[optimas {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+class _StderrHandler(logging.Handler):
+    """Progress records on whatever sys.stderr is when they are emitted."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr, flush=True)
+
+
+def _configure_logging() -> None:
+    """The stages' progress (loggers `optimas.*`) on stderr, once per process."""
+    logger = logging.getLogger("optimas")
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("[optimas %(asctime)s] %(message)s", datefmt="%H:%M:%S"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+_progress = logging.getLogger("optimas.cli").info
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -68,7 +83,7 @@ def _add_inputs(p: argparse.ArgumentParser, run_help: str) -> None:
 def _add_diagnostics(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diagnostics", choices=DIAGNOSTICS, default=None,
                    help="evidence shown to the model (default: evaluation.diagnostics)")
-    p.add_argument("--backend", choices=["offline", "replay", "openai", "gemini", "ollama"], default=None,
+    p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="model backend (default: llm.backend)")
 
 
@@ -119,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     _add_inputs(p, "use the evidence of this run (analysing it first if needed)")
     p.add_argument("--only", nargs="+", choices=DIAGNOSTICS, default=None, help="a subset of configurations")
-    p.add_argument("--backend", choices=["offline", "replay", "openai", "gemini", "ollama"], default=None,
+    p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="model backend (default: llm.backend)")
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
@@ -128,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _profile_inputs(args: argparse.Namespace, lc: LoadedConfig) -> dict[str, list[Path]]:
     """Profiles from the command line, else from the config's `profiles` section."""
-    return profile_inputs(lc, {k: getattr(args, k, None) for k in ROLES})
+    return profile_inputs(lc, {k: getattr(args, k, None) for k in PROFILE_ROLES})
 
 
 def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[str, list[Path]]:
@@ -298,14 +313,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from runner.flows.ablation import ORDER, ablate
+    from runner.flows.ablation import ablate
 
     lc = _load(args)
     _, diag = _evidence(args, lc, allow_profiling=False)
     ok, why = can_run_here(lc)
     if not ok:
         _progress(f"candidates are proposed and compiled but not evaluated: {why}")
-    rows, out = ablate(lc, diag, args.runs_dir or lc.resolve(lc.config.runs_dir), ok, _progress, args.only or ORDER)
+    rows, out = ablate(lc, diag, args.runs_dir or lc.resolve(lc.config.runs_dir), ok, _progress,
+                       args.only or DIAGNOSTICS)
     print((out / "ablation.md").read_text(), end="")
     print(f"\nTable: {out / 'ablation.md'}, {out / 'ablation.csv'}; plot: {out / 'ablation.svg'}")
     return 0
@@ -379,6 +395,7 @@ COMMANDS = {"run": cmd_run, "profile": cmd_profile, "analyze": cmd_analyze, "pro
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _configure_logging()
     try:
         return COMMANDS[args.command](args)
     except OptimasError as e:

@@ -125,6 +125,8 @@ def test_a_fetch_that_times_out_never_shows_the_installation_token(env, monkeypa
     assert remote.requests and all(f"Authorization: Basic {basic}" in r for r in remote.requests)
     assert in_argv == []
     assert token not in log and basic not in log and "did not finish within 3 s" in log
+    # the worker's log says which job is in which stage
+    assert f"[{REPO}#2@{HEAD[:7]}] bot.worker: fetching {REPO}#2@{HEAD[:7]} into a fresh workspace" in log
     assert token not in outgoing(gh) and basic not in outgoing(gh)
     (check,) = gh.check_runs.values()
     assert check["conclusion"] == "failure" and "did not finish within 3 s" in check["output"]["summary"]

@@ -7,18 +7,16 @@ bad input stops a run before anything is written.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
 from runner.analysis.counters import load_metric_dictionary
 from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
-from runner.base.config import LoadedConfig
+from runner.base.config import PROFILE_ROLES, LoadedConfig
+from runner.base.progress import Progress, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles
 
-Progress = Callable[[str], None]
-PROFILE_ROLES = ("report", "timing", "raw", "details", "source", "counters")
-
+PROGRESS = progress_for("analysis")
 
 def _size(p: Path) -> str:
     n = p.stat().st_size
@@ -33,7 +31,7 @@ def apply_source_map(profile: Profile, source_map: dict[str, str]) -> None:
         profile.lines[col] = profile.lines[col].map(lambda f: source_map.get(f, f) if isinstance(f, str) else f)
 
 
-def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress = lambda _m: None) -> Diagnostics:
+def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress = PROGRESS) -> Diagnostics:
     """Read the profiles and run the Analysis Agent (writes nothing)."""
     cfg = lc.config.analysis
     for role in ("report", "raw", "details", "source"):

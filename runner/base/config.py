@@ -16,6 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runner.base.errors import ConfigError
 
 DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
+# The diagnostic configurations of the paper, in the ablation's order ("none": code only).
+DIAGNOSTICS = ("none", "PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline")
+Diagnostic = Literal[DIAGNOSTICS]  # type: ignore[valid-type]
+BACKENDS = ("offline", "replay", "openai", "gemini", "ollama")
+Backend = Literal[BACKENDS]  # type: ignore[valid-type]
+# The kinds of recorded profile input, as the config's `profiles` section and the CLI name them.
+PROFILE_ROLES = ("report", "timing", "raw", "details", "source", "counters")
 
 Fraction = Annotated[float, Field(gt=0.0, le=1.0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -161,7 +168,7 @@ class ProfilingConfig(_Strict):
 class LLMConfig(_Strict):
     """Model settings, read by the prompt and proposal stages. API keys come from the environment only."""
 
-    backend: Literal["offline", "replay", "openai", "gemini", "ollama"] = "offline"
+    backend: Backend = "offline"
     model: str | None = None
     base_url: str | None = None
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.15
@@ -195,9 +202,7 @@ class EvaluationConfig(_Strict):
     # EAR directional consistency: a cited quantity must move the expected way by more than this
     # share of its value before the change (smaller moves are run-to-run noise).
     direction_min_change: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.02
-    diagnostics: Literal["PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"] = (
-        "PC+IA+Roofline"
-    )
+    diagnostics: Diagnostic = "PC+IA+Roofline"
 
 
 class Config(_Strict):

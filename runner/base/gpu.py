@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
 from runner.base.errors import ProfilingError
-from runner.base.processes import child_environment
+from runner.base.processes import run_process
 from runner.base.workspace import build_compiler
 
 
@@ -45,14 +44,13 @@ def require_tool(name: str, configured: str) -> str:
 def list_gpus(nvidia_smi: str) -> list[Gpu]:
     """Every GPU nvidia-smi lists, in its order; ProfilingError when there is none."""
     exe = require_tool("nvidia-smi", nvidia_smi)
-    try:
-        r = subprocess.run([exe, "--query-gpu=index,uuid,name,compute_cap,driver_version", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=60, env=child_environment())
-    except subprocess.TimeoutExpired:
-        raise ProfilingError("nvidia-smi did not answer within 60 s; is the GPU driver healthy?") from None
-    rows = [[x.strip() for x in ln.split(",")] for ln in r.stdout.splitlines() if ln.strip()]
+    r = run_process([exe, "--query-gpu=index,uuid,name,compute_cap,driver_version", "--format=csv,noheader"],
+                    timeout_s=60, merge_stderr=False, what="nvidia-smi")
+    if r.timed_out:
+        raise ProfilingError("nvidia-smi did not answer within 60 s; is the GPU driver healthy?")
+    rows = [[x.strip() for x in ln.split(",")] for ln in r.output.splitlines() if ln.strip()]
     if r.returncode != 0 or not rows or any(len(row) < 5 for row in rows):
-        detail = (r.stdout + r.stderr).strip().splitlines()
+        detail = (r.output + r.errors).strip().splitlines()
         said = detail[-1] if detail else f"exit {r.returncode}"
         raise ProfilingError(f"no NVIDIA GPU found: nvidia-smi says {said}")
     return [Gpu(index=i, uuid=u, name=n, compute_capability=cc, driver=d) for i, u, n, cc, d, *_ in rows]
@@ -87,12 +85,11 @@ def _mig_parent(nvidia_smi: str, mig: str) -> str:
     `nvidia-smi -L` prints each under its GPU's line: "GPU 0: ... (UUID: GPU-...)", then
     "  MIG 1g.10gb Device 0: (UUID: MIG-...)"."""
     exe = require_tool("nvidia-smi", nvidia_smi)
-    try:
-        r = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=60, env=child_environment())
-    except subprocess.TimeoutExpired:
-        raise ProfilingError("nvidia-smi -L did not answer within 60 s; is the GPU driver healthy?") from None
+    r = run_process([exe, "-L"], timeout_s=60, merge_stderr=False, what="nvidia-smi -L")
+    if r.timed_out:
+        raise ProfilingError("nvidia-smi -L did not answer within 60 s; is the GPU driver healthy?")
     parent = None
-    for line in r.stdout.splitlines():
+    for line in r.output.splitlines():
         m = _UUID.search(line)
         if not m:
             continue

@@ -22,9 +22,10 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, cast
+from typing import IO, cast
 
 from runner.base.errors import ProfilingError
+from runner.base.progress import Progress
 
 # Passed through from the caller's environment when set.
 PASSED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "TERM")
@@ -76,15 +77,25 @@ def child_environment(declared: Mapping[str, str] | None = None, source: Mapping
     return env
 
 
-Progress = Callable[[str], None]
-
-
 @dataclass
 class CommandResult:
     argv: list[str]
-    returncode: int
+    returncode: int | None  # None: killed at the timeout
     seconds: float
-    output: str
+    output: str  # stdout and stderr, interleaved (stderr only when stdout went to a file or merge_stderr is off)
+    timed_out: bool = False
+    errors: str = ""  # stderr, when merge_stderr is off
+    log: Path | None = None
+
+    def manifest_entry(self, name: str, cwd: Path | None = None, relative_to: Path | None = None) -> dict:
+        """What a run's manifest records of this command."""
+        entry: dict = {"name": name, "argv": self.argv, "returncode": self.returncode,
+                       "seconds": round(self.seconds, 3), "timed_out": self.timed_out}
+        if cwd is not None:
+            entry["cwd"] = str(cwd)
+        if self.log is not None:
+            entry["log"] = str(self.log.relative_to(relative_to) if relative_to else self.log)
+        return entry
 
 
 class _Placeholders(dict):
@@ -104,32 +115,54 @@ def render(template: str, **values: object) -> list[str]:
     return [w for w in out if w != ""]
 
 
-def run_command(argv: list[str], cwd: Path, timeout_s: float, log: Path, progress: Progress | None = None,
-                what: str = "command", env: dict[str, str] | None = None) -> CommandResult:
-    """Run `argv`, stream its output to `log`, kill its whole process group at the timeout.
+def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.0, env: dict[str, str] | None = None,
+                log: Path | None = None, stdin: str | None = None, stdout: Path | None = None,
+                progress: Progress | None = None, what: str = "command", merge_stderr: bool = True) -> CommandResult:
+    """The one way Optimas runs an external command: a session of its own with a minimal environment
+    (`env`, default child_environment()), output streamed to `log` (and captured), or stdout to the
+    file `stdout` (stderr apart with `merge_stderr` off); at the timeout its whole process group is
+    killed and the result says so.
 
     ncu prints a `==PROF== Profiling "kernel" - N (i/n)` line per profiled launch; these are
-    passed on to `progress` at most every two seconds.
+    passed on to `progress` at most every two seconds. A program that is not there raises
+    ProfilingError naming `what`.
     """
     start = time.monotonic()
-    log.parent.mkdir(parents=True, exist_ok=True)
     chunks: list[str] = []
-    with open(log, "w", encoding="utf-8", errors="replace") as f:
-        f.write("$ " + shlex.join(argv) + "\n")
-        f.flush()
+    err_chunks: list[str] = []
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        f = stack.enter_context(open(log, "w", encoding="utf-8", errors="replace")) if log is not None else None
+        out_file = stack.enter_context(open(stdout, "w", encoding="utf-8", errors="replace")) if stdout else None
+        if f is not None:
+            f.write("$ " + shlex.join(argv) + "\n")
+            f.flush()
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=out_file if out_file is not None else subprocess.PIPE,
+                                    stderr=subprocess.PIPE if out_file is not None or not merge_stderr
+                                    else subprocess.STDOUT, text=True,
                                     errors="replace", start_new_session=True,
                                     env=child_environment() if env is None else env)
         except FileNotFoundError:
             raise ProfilingError(f"{what}: cannot run {argv[0]!r}: not found") from None
-        stdout = cast(IO[str], proc.stdout)
+        stream = cast(IO[str], proc.stderr if out_file is not None else proc.stdout)
+
+        def drain(errors: IO[str]) -> None:
+            for line in errors:
+                err_chunks.append(line)
+
+        drainer = threading.Thread(target=drain, args=(cast(IO[str], proc.stderr),), daemon=True)
+        if out_file is None and not merge_stderr:
+            drainer.start()
 
         def pump() -> None:
             last_note = 0.0
-            for line in stdout:
+            for line in stream:
                 chunks.append(line)
-                f.write(line)
+                if f is not None:
+                    f.write(line)
                 now = time.monotonic()
                 if progress and line.startswith("==PROF== Profiling") and now - last_note >= 2.0:
                     progress(f"{what}: {line.strip()[len('==PROF== '):]}")
@@ -137,15 +170,34 @@ def run_command(argv: list[str], cwd: Path, timeout_s: float, log: Path, progres
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
+        if stdin is not None:
+            feed = cast(IO[str], proc.stdin)
+            with contextlib.suppress(BrokenPipeError):
+                feed.write(stdin)
+            feed.close()
+        timed_out = False
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            reader.join(timeout=5)
+        reader.join(timeout=5 if timed_out else None)
+        if drainer.is_alive():
+            drainer.join(timeout=5 if timed_out else None)
+        if timed_out and f is not None:
             f.write(f"\n[optimas] killed after {timeout_s:g} s\n")
-            raise ProfilingError(f"{what} timed out after {timeout_s:g} s and was killed (log: {log}); raise "
-                                 "app.timeout_s or profiling.timeout_s if it needs longer") from None
-        reader.join()
-    return CommandResult(argv=argv, returncode=proc.returncode, seconds=time.monotonic() - start,
-                         output="".join(chunks))
+    return CommandResult(argv=argv, returncode=None if timed_out else proc.returncode,
+                         seconds=time.monotonic() - start, output="".join(chunks), timed_out=timed_out, log=log,
+                         errors="".join(err_chunks))
+
+
+def run_command(argv: list[str], cwd: Path, timeout_s: float, log: Path, progress: Progress | None = None,
+                what: str = "command", env: dict[str, str] | None = None) -> CommandResult:
+    """run_process for the profiler's steps: a timeout is an error that says what to raise."""
+    result = run_process(argv, cwd, timeout_s, env=env, log=log, progress=progress, what=what)
+    if result.timed_out:
+        raise ProfilingError(f"{what} timed out after {timeout_s:g} s and was killed (log: {log}); raise "
+                             "app.timeout_s or profiling.timeout_s if it needs longer")
+    return result

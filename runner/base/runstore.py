@@ -14,7 +14,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -23,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from runner import __version__
-from runner.base.processes import child_environment
+from runner.base.errors import OptimasError
+from runner.base.processes import run_process
 
 STAGES = ("profile", "analysis", "prompt", "llm", "candidates", "evaluation")
 
@@ -60,9 +60,10 @@ def _tool_version(cmd: list[str], pattern: str) -> str | None:
     if not exe:
         return None
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env=child_environment()).stdout
-    except (OSError, subprocess.SubprocessError):
+        r = run_process([exe, *cmd[1:]], timeout_s=20, merge_stderr=False, what=f"{cmd[0]} version probe")
+    except (OptimasError, OSError):
         return None
+    out = "" if r.timed_out else r.output
     m = re.search(pattern, out)
     return m.group(1) if m else out.strip().splitlines()[-1] if out.strip() else None
 
@@ -163,7 +164,5 @@ def open_run(path: Path) -> Run:
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        from runner.base.errors import OptimasError
-
         raise OptimasError(f"{path}: not a run directory (no manifest.json)") from None
     return Run(path, data)

@@ -13,9 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
-import subprocess
-import time
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from runner.base.config import LoadedConfig, OutputSpec
 from runner.base.errors import OptimasError
-from runner.base.processes import child_environment, render
+from runner.base.processes import child_environment, render, run_process
 from runner.evaluation.statistics import Improvement, improvement
 
 POISON = b"\xde\xad\xbe\xef" * 256
@@ -76,19 +73,10 @@ class Timing(BaseModel):
 
 
 def run_once(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | None = None) -> RunOutcome:
-    """Run a binary with a minimal environment (`env`, default: child_environment()); on timeout kill
-    its whole process group and report returncode None."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", start_new_session=True,
-                            env=child_environment() if env is None else env)
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-        return RunOutcome(argv=argv, returncode=proc.returncode, seconds=time.perf_counter() - t0, stdout=out)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return RunOutcome(argv=argv, returncode=None, seconds=time.perf_counter() - t0, stdout=out or "")
+    """Run a binary with a minimal environment (`env`, default: child_environment()); on timeout its
+    whole process group is killed and returncode is None."""
+    r = run_process(argv, cwd, timeout_s, env=env, what=f"running {Path(argv[0]).name}")
+    return RunOutcome(argv=argv, returncode=r.returncode, seconds=r.seconds, stdout=r.output)
 
 
 def _values(data: bytes, spec: OutputSpec) -> list[np.ndarray]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from runner.analysis.evidence import Diagnostics
 from runner.base.config import LoadedConfig
 from runner.base.gpu import target_arch
+from runner.base.progress import Progress, progress_for
 from runner.base.runstore import Run
 from runner.base.workspace import read_sources, workspace_dirs
 from runner.evaluation.corpus import append_record, update_record
@@ -20,8 +21,7 @@ from runner.evaluation.ear import DirectionCheck, EARScores, direction_score, sc
 from runner.evaluation.measure import EvaluationError, Timing, Validation, time_interleaved, validate
 from runner.proposal.stage import ProposeResult, compile_candidate
 
-Progress = Callable[[str], None]
-
+PROGRESS = progress_for("evaluation")
 
 class EvaluationResult(BaseModel):
     verdict: Literal["improvement", "no-significant-gain", "slower", "invalid", "build-failed"]
@@ -47,7 +47,7 @@ class EvaluationResult(BaseModel):
 
 
 def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, iteration: int = 1,
-             progress: Progress = lambda _m: None, corpus: Path | None = None) -> EvaluationResult:
+             progress: Progress = PROGRESS, corpus: Path | None = None) -> EvaluationResult:
     """Judge an accepted candidate against the original sources (see the module docstring)."""
     if proposed.status != "accepted" or proposed.proposal is None:
         raise EvaluationError("there is no accepted candidate to evaluate")

@@ -7,20 +7,19 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable
 
 from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics
-from runner.base.config import LoadedConfig
+from runner.base.config import DIAGNOSTICS, LoadedConfig
+from runner.base.progress import Progress, progress_for
 from runner.base.runstore import atomic_write_text, create_run
 from runner.proposal.prompt import DIAGNOSTIC_KINDS
 from runner.proposal.stage import propose
 
-Progress = Callable[[str], None]
-ORDER = ["none", "PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline"]
-
+PROGRESS = progress_for("flows")
 
 class AblationRow(BaseModel):
     diagnostics: str
@@ -41,7 +40,8 @@ class AblationRow(BaseModel):
 
 
 def ablate(lc: LoadedConfig, diag: Diagnostics, runs_dir: Path, evaluate_here: bool,
-           progress: Progress = lambda _m: None, configurations: list[str] = ORDER) -> tuple[list[AblationRow], Path]:
+           progress: Progress = PROGRESS,
+           configurations: Sequence[str] = DIAGNOSTICS) -> tuple[list[AblationRow], Path]:
     """One run per diagnostic configuration; returns the rows and the folder with the table and plot."""
     from runner.base.workspace import read_sources, workspace_dirs
     from runner.evaluation.ear import scores

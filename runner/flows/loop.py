@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import pandas as pd
 from pydantic import BaseModel, Field
@@ -24,6 +24,7 @@ from runner.analysis.stage import analyze, recorded_inputs, write_analysis
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError, ProfilingError
 from runner.base.gpu import can_run_here, detect_gpu, require_tool
+from runner.base.progress import Progress, progress_for
 from runner.base.runstore import Run, create_run
 from runner.base.workspace import workspace_dirs
 from runner.evaluation.ear import DirectionCheck, directional
@@ -33,8 +34,7 @@ from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles
 from runner.proposal.stage import ProposeResult, propose
 
-Progress = Callable[[str], None]
-
+PROGRESS = progress_for("flows")
 
 class IterationSummary(BaseModel):
     iteration: int
@@ -103,7 +103,7 @@ def _profile_of(inputs: dict[str, list[Path]]) -> tuple[Profile, dict[str, pd.Se
 
 
 def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configuration: str | None = None,
-             progress: Progress = lambda _m: None) -> LoopResult:
+             progress: Progress = PROGRESS) -> LoopResult:
     """The whole loop on this machine's GPU (see the module docstring)."""
     max_it = lc.config.evaluation.max_iterations
     corpus = run.path.parent / "corpus.jsonl"
@@ -161,7 +161,7 @@ class Reprofiled(NamedTuple):
 
 def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
                         before_inputs: dict[str, list[Path]], iteration: int, corpus: Path,
-                        configuration: str | None = None, progress: Progress = lambda _m: None,
+                        configuration: str | None = None, progress: Progress = PROGRESS,
                         iterations: Path | None = None) -> Reprofiled:
     """Profile `proposed`'s sources with the same collection, in a new run under `iterations`
     (default `<run>/iterations/`), and score its directional consistency against `before_inputs`;
@@ -191,7 +191,7 @@ class Iteration(NamedTuple):
 
 def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
                       configuration: str | None = None,
-                      progress: Progress = lambda _m: None) -> tuple[EvaluationResult, str]:
+                      progress: Progress = PROGRESS) -> tuple[EvaluationResult, str]:
     """Evaluate a candidate made from recorded profiles, then, where ncu and the GPU the profiles
     came from are here, re-profile it to score its directions (EAR 3). Returns the result and why
     directions were not scored ("" when they were)."""
@@ -212,7 +212,7 @@ def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: P
 
 
 def one_iteration(lc: LoadedConfig, run: Run, diag: Diagnostics, diagnostics: str | None = None,
-                  configuration: str | None = None, progress: Progress = lambda _m: None) -> Iteration:
+                  configuration: str | None = None, progress: Progress = PROGRESS) -> Iteration:
     """Propose from a run's recorded evidence and evaluate where the app can run here."""
     proposed = propose(lc, diag, run, diagnostics, progress=progress)
     if proposed.status != "accepted":

@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
 from runner.analysis.hot import select_hot_kernels
 from runner.base.config import LoadedConfig
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
-from runner.base.processes import CommandResult, Progress, child_environment, render, run_command
+from runner.base.processes import CommandResult, child_environment, render, run_command, run_process
+from runner.base.progress import Progress, progress_for
 from runner.base.runstore import Run
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
+
+PROGRESS = progress_for("profiling")
 
 PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVGPUCTRPERM). Run as root, or let "
              "all users profile: add 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' to a file in "
@@ -54,7 +56,7 @@ def kernel_regex(*demangled: str) -> str:
 class ProfilingAgent:
     """Collects the profiles one run of the pipeline needs, into `run/profile/`."""
 
-    def __init__(self, lc: LoadedConfig, run: Run, progress: Progress = lambda _m: None,
+    def __init__(self, lc: LoadedConfig, run: Run, progress: Progress = PROGRESS,
                  configuration: str | None = None):
         self.lc = lc
         self.cfg = lc.config
@@ -81,10 +83,7 @@ class ProfilingAgent:
         self.progress(f"{what}: {shlex.join(argv)}")
         result = run_command(argv, self.workdir, timeout_s, log, self.progress, what,
                              child_environment(self.cfg.app.env))
-        self.commands.append({"name": name, "argv": argv, "cwd": str(self.workdir), "returncode": result.returncode,
-                              "seconds": round(result.seconds, 3), "log": str(log.relative_to(self.run.path))})
-        self.run.manifest.setdefault("commands", []).append(self.commands[-1])
-        self.run.save()
+        self._record(result.manifest_entry(name, self.workdir, self.run.path))
         if ncu:
             check_ncu_output(result, log, what)
         elif result.returncode != 0:
@@ -97,15 +96,28 @@ class ProfilingAgent:
         return render(app.profile_run or app.run, exe=exe, config=self.configuration, seed=app.seeds[0],
                       scale=scale, out=self.dir / "outputs" / "profiled.out", arch=self.gpu.arch, lineinfo="")
 
+    def _record(self, entry: dict) -> None:
+        """One command in the run's manifest, saved at once (a run that dies later keeps it)."""
+        self.commands.append(entry)
+        self.run.manifest.setdefault("commands", []).append(entry)
+        self.run.save()
+
     def _export(self, ncu: str, report: Path, page: str) -> Path:
         extra = ["--print-units", "base"] if page == "raw" else ["--print-source", "cuda,sass"]
         dst = report.with_name(f"{report.stem}_{page}.csv")
         argv = [ncu, "-i", str(report), "--csv", "--page", page, *extra]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=child_environment())
+        name = f"export-{report.stem}-{page}"
+        timeout = self.cfg.profiling.timeout_s
+        r = run_process(argv, self.workdir, timeout, log=self.dir / "logs" / f"{name}.log", stdout=dst,
+                        what=f"exporting the {page} page of {report.name}")
+        entry = r.manifest_entry(name, self.workdir, self.run.path)
+        entry["output"] = str(dst.relative_to(self.run.path))
+        self._record(entry)
+        if r.timed_out:
+            raise ProfilingError(f"exporting the {page} page of {report} timed out after {timeout:g} s and was killed; "
+                                 "raise profiling.timeout_s if it needs longer")
         if r.returncode != 0:
-            raise ProfilingError(f"exporting the {page} page of {report} failed: {r.stderr.strip()[-500:]}")
-        dst.write_text(r.stdout)
-        self.commands.append({"name": f"export-{report.stem}-{page}", "argv": argv, "output": str(dst)})
+            raise ProfilingError(f"exporting the {page} page of {report} failed: {r.output.strip()[-500:]}")
         return dst
 
     def collect(self) -> dict[str, list[Path]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from pydantic import BaseModel
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
-from runner.base.processes import child_environment, render
+from runner.base.processes import child_environment, render, run_process
 
 
 class KernelResources(BaseModel):
@@ -44,9 +43,8 @@ def demangle(names: list[str]) -> dict[str, str]:
     exe = shutil.which("cu++filt") or shutil.which("c++filt")
     if not exe or not names:
         return {n: n for n in names}
-    r = subprocess.run([exe], input="\n".join(names), capture_output=True, text=True, timeout=30,
-                       env=child_environment())
-    out = r.stdout.splitlines()
+    r = run_process([exe], timeout_s=30, stdin="\n".join(names), merge_stderr=False, what="demangling kernel names")
+    out = r.output.splitlines()
     return {n: (out[i] if i < len(out) and r.returncode == 0 else n) for i, n in enumerate(names)}
 
 
@@ -96,12 +94,12 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         is_nvcc = "nvcc" in Path(argv[0]).name
         if verbose and is_nvcc:
             argv += ["-Xptxas", "-v"]
-        try:
-            r = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=timeout_s or app.timeout_s,
-                               env=child_environment(app.env))
-        except subprocess.TimeoutExpired:
-            return CompileResult(ok=False, command=argv, output=f"the build timed out after {timeout_s}s")
-    text = r.stdout + r.stderr
+        limit = timeout_s or app.timeout_s
+        r = run_process(argv, workdir, limit, env=child_environment(app.env), what="the build (app.build)")
+        if r.timed_out:
+            return CompileResult(ok=False, command=argv,
+                                 output=f"the build timed out after {limit:g} s and was killed")
+    text = r.output
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
                          resources=parse_ptxas(text) if verbose and is_nvcc else [])

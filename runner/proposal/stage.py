@@ -13,13 +13,14 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from runner.analysis.evidence import Diagnostics
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
 from runner.base.gpu import target_arch
+from runner.base.progress import Progress, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import build_compiler, read_sources, workspace_dirs
 from runner.proposal.compiler import CompileResult, KernelResources, build
@@ -28,8 +29,7 @@ from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, Offli
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
 from runner.proposal.prompt import Prompt, build_prompt
 
-Progress = Callable[[str], None]
-
+PROGRESS = progress_for("proposal")
 
 class Attempt(BaseModel):
     number: int
@@ -88,7 +88,7 @@ class _Stage:
 
 
 def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | None = None,
-            backend: Backend | None = None, progress: Progress = lambda _m: None) -> ProposeResult:
+            backend: Backend | None = None, progress: Progress = PROGRESS) -> ProposeResult:
     """Ask the backend for an optimization of the hot kernels and keep the first usable candidate.
 
     When the prompt for all hot kernels exceeds llm.max_prompt_tokens, each kernel gets a prompt

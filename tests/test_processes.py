@@ -1,0 +1,60 @@
+"""The one process runner every external command goes through (runner.base.processes.run_process)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.base.config import load_config
+from runner.base.errors import ProfilingError
+from runner.base.processes import run_command, run_process
+from runner.proposal.compiler import build
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text().split()
+    return stat[2] != "Z"  # a zombie waiting for its reaper is dead
+
+
+def test_a_timeout_kills_the_whole_process_group_and_says_so(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    log = tmp_path / "logs" / "slow.log"
+    r = run_process(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; echo started; wait"], tmp_path, 1.0, log=log)
+    assert r.timed_out and r.returncode is None and 1.0 <= r.seconds < 10
+    assert "started" in r.output
+    child = int(pidfile.read_text())
+    for _ in range(50):
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(child)  # the grandchild went with its group
+    text = log.read_text()
+    assert text.startswith("$ sh -c ") and "[optimas] killed after 1 s" in text
+    assert r.manifest_entry("slow", tmp_path, tmp_path) == {
+        "name": "slow", "argv": r.argv, "returncode": None, "seconds": round(r.seconds, 3), "timed_out": True,
+        "cwd": str(tmp_path), "log": "logs/slow.log"}
+    with pytest.raises(ProfilingError, match="timed out after 1 s and was killed"):
+        run_command(["sleep", "5"], tmp_path, 1.0, tmp_path / "x.log", what="the app")
+
+
+def test_stdout_to_a_file_stdin_and_stderr_apart(tmp_path):
+    out = tmp_path / "page.csv"
+    r = run_process(["sh", "-c", "cat; echo oops >&2"], tmp_path, 10, stdin="a,b\n1,2\n", stdout=out)
+    assert out.read_text() == "a,b\n1,2\n" and r.output == "oops\n" and r.returncode == 0
+    r = run_process(["sh", "-c", "echo data; echo warning >&2; exit 3"], tmp_path, 10, merge_stderr=False)
+    assert (r.output, r.errors, r.returncode) == ("data\n", "warning\n", 3)
+    with pytest.raises(ProfilingError, match="the probe: cannot run 'no-such-program-x': not found"):
+        run_process(["no-such-program-x"], tmp_path, 10, what="the probe")
+
+
+def test_a_build_that_times_out_says_after_how_long(tmp_path):
+    (tmp_path / "optimas.yml").write_text("app:\n  build: sleep 30\n  timeout_s: 1\n")
+    result = build(load_config(tmp_path / "optimas.yml"), tmp_path, "sm_90", verbose=False)
+    assert not result.ok and result.output == "the build timed out after 1 s and was killed"
