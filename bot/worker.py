@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import logging
 import os
 import tempfile
@@ -143,22 +142,25 @@ def _fetch_and_run(gh, repo: str, installation_id: int, pr: int, head_sha: str) 
 
 
 def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
-    """Evidence (recorded profiles in the config, else the closed loop on this GPU), proposal,
-    evaluation where possible; what to publish."""
-    from runner.analysis.stage import analyze, has_profiles, profile_inputs, write_analysis
+    """One Optimas run (runner.flows.optimize: recorded profiles in the config, else the closed loop
+    on this GPU); what to publish."""
+    from runner.analysis.stage import profile_inputs
     from runner.base.config import load_config
-    from runner.base.runstore import create_run
-    from runner.base.workspace import read_sources, workspace_dirs
-    from runner.flows.loop import one_iteration
+    from runner.flows.optimize import optimize
 
     lc = load_config(cfg_file)
-    run = create_run(runs)
-    inputs = profile_inputs(lc)
-    if not has_profiles(inputs):
-        return _loop_outcome(lc, cfg_file.parent, run)
-    diag = analyze(lc, inputs)
-    write_analysis(run, lc, inputs, diag)
-    it = one_iteration(lc, run, diag)
+    result = optimize(lc, runs, profile_inputs(lc))
+    if result.loop is not None:
+        return loop_outcome(result, lc, cfg_file.parent)
+    return recorded_outcome(result, lc, cfg_file.parent)
+
+
+def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
+    """What to publish of one iteration from recorded profiles: its edits as suggestions, each
+    with the evidence it cites and what was measured (or why nothing was)."""
+    from runner.base.workspace import workspace_dirs
+
+    it, diag, run = result.iteration, result.diag, result.run
     proposed = it.proposed
     if proposed.status != "accepted":
         return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
@@ -174,12 +176,9 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
     else:
         from runner.evaluation.ear import scores
 
-        ear = scores(proposed.proposal, diag, proposed.evidence_ids,
-                     read_sources(workspace_dirs(lc)[1], lc.config.app.sources))
+        ear = scores(proposed.proposal, diag, proposed.evidence_ids, result.original)
     _, workdir = workspace_dirs(lc)
-    root = cfg_file.parent
     texts = {e.id: e.text for e in diag.evidence}
-    original = read_sources(workdir, lc.config.app.sources)
     edits = []
     for e in proposed.proposal.edits:
         cited = "; ".join(f"{i}: {texts[i][:160]}" for i in e.cites if i in texts) or "no evidence cited"
@@ -187,69 +186,45 @@ def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
         path = str((workdir / e.file).resolve().relative_to(root.resolve()))
         edits.append({"file": path, "start_line": e.start_line, "end_line": e.end_line, "new_text": e.new_text,
                       "explanation": f"**Optimas** ({', '.join(e.cites)}): {e.rationale}\n\n{cited}\n\n{effect}",
-                      "diff": edit_diff(path, original[e.file], e.start_line, e.end_line, e.new_text)})
+                      "diff": edit_diff(path, result.original[e.file], e.start_line, e.end_line, e.new_text)})
     postable = verdict in ("improvement", "not measured")
     headline = (f"Optimas: {measured}" if measured else "Optimas: a candidate that compiles and keeps the "
                 "launch interface (not validated or timed on this worker)")
     return {"verdict": verdict, "postable": postable, "edits": edits, "run": run.id, "headline": headline,
             "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence), "validation": validation,
-            "ear": ear, "run_dir": str(run.path), "per_config": per_config}
+            "ear": ear, "per_config": per_config}
 
 
-def _loop_outcome(lc, root: Path, run) -> dict[str, Any]:
-    """The closed loop on this GPU; the kept candidate, as edits of the PR head's files."""
-    from runner.base.workspace import read_sources, workspace_dirs
-    from runner.flows.loop import run_loop
+def loop_outcome(result, lc, root: Path) -> dict[str, Any]:
+    """What to publish of a closed loop: each iteration's verdict, gain with its interval and
+    directional consistency; the hot kernels and evidence of the first profile; the kept
+    iteration's (else the last one's) validation, per-configuration timings and EAR; and the kept
+    candidate as edits of the PR head's files."""
+    from runner.base.workspace import workspace_dirs
 
-    loop = run_loop(lc, run)
-    outcome = loop_report(loop, run.path, run.id)
-    if loop.best is None:
-        return outcome
-    best = next(it for it in loop.iterations if it.iteration == loop.best)
-    _, workdir = workspace_dirs(lc)
-    original = read_sources(workdir, lc.config.app.sources)
-    src = Path(best.run_dir) / "candidates"
-    kept = json.loads((src / "result.json").read_text())
-    cand = Path(best.run_dir) / kept["candidate_dir"] / "src"
-    final = {name: (cand / name).read_text() for name in original if (cand / name).exists()}
-    headline = (f"Optimas: {loop.cumulative_improvement:+.1%} over {loop.best} iteration(s), each significant "
-                "at 95%")
-    outcome.update(postable=True, headline=headline,
-                   edits=loop_edits(original, final, workdir, root, headline))
-    return outcome
-
-
-def loop_report(loop, run_path: Path, run_id: str) -> dict[str, Any]:
-    """What the summary shows of a closed loop: each iteration's verdict, gain with its interval and
-    directional consistency; the hot kernels and evidence of the first profile; and the kept
-    iteration's (else the last one's) validation, per-configuration timings and EAR."""
-    from runner.analysis.evidence import Diagnostics
-
+    loop, diag, ev = result.loop, result.diag, result.shown
     per_iteration = []
     for it in loop.iterations:
         gain = "" if it.improvement is None else f" {it.improvement:+.1%} ({it.ci_low:+.1%} to {it.ci_high:+.1%})"
         direction = "" if it.directional is None else f", directional consistency {it.directional:.2f}"
         per_iteration.append(f"iteration {it.iteration}: {it.verdict}{gain}{direction}")
-    diag = Diagnostics.model_validate_json((run_path / "analysis" / "diagnostics.json").read_text())
-    shown = next((it for it in loop.iterations if it.iteration == loop.best), None) or (
-        loop.iterations[-1] if loop.iterations else None)
-    ev = _evaluation_of(Path(shown.run_dir)) if shown else None
-    return {
-        "verdict": loop.stopped_because, "postable": False, "edits": [], "run": run_id, "run_dir": str(run_path),
+    shown = loop.best or (loop.iterations[-1].iteration if loop.iterations else None)
+    outcome = {
+        "verdict": loop.stopped_because, "postable": False, "edits": [], "run": result.run.id,
         "headline": "Closed loop: " + loop.stopped_because,
         "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence),
-        "per_config": per_iteration + ([f"iteration {shown.iteration}, {t.configuration}: {t.result.summary()}"
+        "per_config": per_iteration + ([f"iteration {shown}, {t.configuration}: {t.result.summary()}"
                                         for t in ev.timings] if ev else []),
         "validation": ev.validation.summary() if ev and ev.validation else None,
         "ear": ev.ear if ev else None}
-
-
-def _evaluation_of(run_dir: Path):
-    """An iteration's evaluation result, if it was evaluated."""
-    from runner.evaluation.stage import EvaluationResult
-
-    path = run_dir / "evaluation" / "result.json"
-    return EvaluationResult.model_validate_json(path.read_text()) if path.is_file() else None
+    if result.final is None:
+        return outcome
+    _, workdir = workspace_dirs(lc)
+    headline = (f"Optimas: {loop.cumulative_improvement:+.1%} over {loop.best} iteration(s), each significant "
+                "at 95%")
+    outcome.update(postable=True, headline=headline,
+                   edits=loop_edits(result.original, result.final, workdir, root, headline))
+    return outcome
 
 
 def edit_diff(path: str, original: str, start: int, end: int, new_text: str) -> str:
@@ -307,11 +282,14 @@ def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool, artif
 
 
 class _JobTag(logging.Filter):
-    """Tags each record with the job it belongs to (its description: repo#PR@head)."""
+    """Tags each record with the job it belongs to (its description: repo#PR@head) and the stage
+    it comes from (progress records carry it; others are named by their logger)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         job = get_current_job()
         record.job = f"[{job.description or job.id}]" if job is not None else "[-]"
+        if not hasattr(record, "stage"):
+            record.stage = record.name
         return True
 
 
@@ -320,7 +298,7 @@ def log_jobs_and_stages() -> None:
     log (stderr), each line with the job and the stage it comes from."""
     handler = logging.StreamHandler()
     handler.addFilter(_JobTag())
-    handler.setFormatter(logging.Formatter("%(asctime)s %(job)s %(name)s: %(message)s", "%H:%M:%S"))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(job)s %(stage)s: %(message)s", "%H:%M:%S"))
     for name in ("optimas", "bot"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _JobTag) for h in logger.handlers for f in h.filters):

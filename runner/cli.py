@@ -29,6 +29,7 @@ from runner.analysis.stage import has_profiles, profile_inputs
 from runner.base.config import BACKENDS, DIAGNOSTICS, PROFILE_ROLES, LoadedConfig, load_config
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.gpu import can_run_here
+from runner.base.progress import progress_for
 
 RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
 CONFIGURATION_HELP = "configuration to profile (default: app.profile_configuration)"
@@ -56,7 +57,7 @@ def _configure_logging() -> None:
         logger.propagate = False
 
 
-_progress = logging.getLogger("optimas.cli").info
+_progress = progress_for("cli")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -342,20 +343,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     evaluation. Without them, on a GPU: the closed loop (profile, analyze, propose, evaluate,
     re-profile while the gain is significant)."""
 
-    lc = _load(args)
-    recorded = getattr(args, "run", None) or has_profiles(_profile_inputs(args, lc))
-    if not recorded:
-        from runner.base.runstore import create_run
-        from runner.flows.loop import run_loop
+    from runner.flows.optimize import optimize
 
-        run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
-        _progress(f"run {run.id} in {run.path}: closed loop, up to {lc.config.evaluation.max_iterations} iterations")
-        try:
-            loop = run_loop(lc, run, args.diagnostics, args.configuration, _progress)
-        except OptimasError as e:
-            run.stage_failed("loop", str(e))
-            raise
-        print(f"# Closed loop ({run.path})")
+    lc = _load(args)
+    run = diag = None
+    if getattr(args, "run", None):
+        run, diag = _evidence(args, lc, allow_profiling=False)
+    result = optimize(lc, args.runs_dir or lc.resolve(lc.config.runs_dir), _profile_inputs(args, lc),
+                      args.diagnostics, args.configuration, _progress, run=run, diag=diag)
+    if result.loop is not None:
+        loop = result.loop
+        print(f"# Closed loop ({result.run.path})")
         for it in loop.iterations:
             gain = "" if it.improvement is None else f" {it.improvement:+.1%} ({it.ci_low:+.1%} to {it.ci_high:+.1%})"
             direction = "" if it.directional is None else f", directional consistency {it.directional:.2f}"
@@ -364,12 +362,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"kept: {'iteration ' + str(loop.best) if loop.best else 'the original'}{total}; "
               f"stopped: {loop.stopped_because}")
         return 0
-    from runner.flows.loop import one_iteration
-
-    run, diag = _evidence(args, lc, allow_profiling=False)
-    _print_analysis(run)
-    it = one_iteration(lc, run, diag, args.diagnostics, args.configuration, progress=_progress)
-    code = _report_proposal(run, it.proposed)
+    it = result.iteration
+    _print_analysis(result.run)
+    code = _report_proposal(result.run, it.proposed)
     if it.result is None:
         _progress(f"stopped after the proposal: {it.note}")
         return code

@@ -138,9 +138,9 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
 def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypatch, remote, tmp_path, caplog):
     caplog.set_level("INFO", logger="optimas")
     gh, sha, gpu_job = deliver_and_work(monkeypatch, remote)
-    # the job's progress goes through logging, stage by stage (the worker prints these records)
-    stages = {r.name for r in caplog.records if r.name.startswith("optimas.")}
-    assert {"optimas.analysis", "optimas.flows"} <= stages
+    # the job's progress goes through logging, each record naming its stage (the worker prints them)
+    stages = {r.stage for r in caplog.records if r.name.startswith("optimas.")}
+    assert {"analysis", "proposal"} <= stages
     result = gpu_job.latest_result()
     assert result is not None and result.type.name == "SUCCESSFUL", getattr(result, "exc_string", "")
     (review,) = gh.reviews

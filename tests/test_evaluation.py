@@ -286,10 +286,11 @@ def test_loop_control_stops_and_keeps_the_best():
 
 
 def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_measurements(tmp_path):
-    from bot.worker import _summary, loop_report
+    from bot.worker import _summary, loop_outcome
     from runner.base.runstore import create_run
     from runner.evaluation.stage import evaluate
     from runner.flows.loop import IterationSummary, LoopResult
+    from runner.flows.optimize import Optimization
 
     text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
     (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
@@ -304,7 +305,9 @@ def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_
                          ci_low=r.ci_low, ci_high=r.ci_high, directional=0.5),
         IterationSummary(iteration=2, run_dir=str(second.path), verdict="no-candidate")],
         best=1, cumulative_improvement=r.improvement, stopped_because="iteration 2: no usable candidate (x)")
-    out = loop_report(loop, run.path, run.id)
+    # the kept iteration's evaluation is shown; no kept sources given: nothing to suggest
+    out = loop_outcome(Optimization("loop", run, _diag(), {}, loop=loop, shown=result), lc, tmp_path)
+    assert out["postable"] is False and out["edits"] == [] and out["run"] == run.id
     assert out["per_config"][0] == (f"iteration 1: {result.verdict} {r.improvement:+.1%} ({r.ci_low:+.1%} to "
                                     f"{r.ci_high:+.1%}), directional consistency 0.50")
     assert out["per_config"][1] == "iteration 2: no-candidate"

@@ -11,7 +11,7 @@ from pathlib import Path
 from runner.analysis.counters import load_metric_dictionary
 from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
 from runner.base.config import PROFILE_ROLES, LoadedConfig
-from runner.base.progress import Progress, progress_for
+from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles
@@ -31,6 +31,7 @@ def apply_source_map(profile: Profile, source_map: dict[str, str]) -> None:
         profile.lines[col] = profile.lines[col].map(lambda f: source_map.get(f, f) if isinstance(f, str) else f)
 
 
+@in_stage("analysis")
 def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress = PROGRESS) -> Diagnostics:
     """Read the profiles and run the Analysis Agent (writes nothing)."""
     cfg = lc.config.analysis

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from runner.analysis.evidence import Diagnostics
 from runner.base.config import LoadedConfig
 from runner.base.gpu import target_arch
-from runner.base.progress import Progress, progress_for
+from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.base.workspace import read_sources, workspace_dirs
 from runner.evaluation.corpus import append_record, update_record
@@ -46,6 +46,7 @@ class EvaluationResult(BaseModel):
         return "; ".join(parts)
 
 
+@in_stage("evaluation")
 def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, iteration: int = 1,
              progress: Progress = PROGRESS, corpus: Path | None = None) -> EvaluationResult:
     """Judge an accepted candidate against the original sources (see the module docstring)."""

@@ -22,7 +22,7 @@ from runner.base.config import LoadedConfig
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
 from runner.base.processes import CommandResult, child_environment, render, run_command, run_process
-from runner.base.progress import Progress, progress_for
+from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
@@ -120,6 +120,7 @@ class ProfilingAgent:
             raise ProfilingError(f"exporting the {page} page of {report} failed: {r.output.strip()[-500:]}")
         return dst
 
+    @in_stage("profiling")
     def collect(self) -> dict[str, list[Path]]:
         """Run every step; returns the analysis inputs by role."""
         prof = self.cfg.profiling

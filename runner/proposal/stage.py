@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from runner.analysis.evidence import Diagnostics
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
 from runner.base.gpu import target_arch
-from runner.base.progress import Progress, progress_for
+from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import build_compiler, read_sources, workspace_dirs
 from runner.proposal.compiler import CompileResult, KernelResources, build
@@ -87,6 +87,7 @@ class _Stage:
     progress: Progress
 
 
+@in_stage("proposal")
 def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | None = None,
             backend: Backend | None = None, progress: Progress = PROGRESS) -> ProposeResult:
     """Ask the backend for an optimization of the hot kernels and keep the first usable candidate.
