@@ -16,11 +16,10 @@ when it finishes, fails or is cancelled, so an explicit re-run of the same commi
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import logging
-from typing import Any, Iterator
+from typing import Any
 
 import redis
 from rq import Callback, Queue, Retry
@@ -29,17 +28,16 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 
 from bot.app import heads_key
-from bot.github_client import WRITE_PERMISSIONS, app_from_env
-from bot.publish import Publisher
+from bot.context import JobContext
+from bot.github_client import WRITE_PERMISSIONS
 from bot.settings import WorkerSettings
 from runner.base.redaction import describe
 
 log = logging.getLogger(__name__)
 
 CONFIG_PATH = ".optimas.yml"
-GPU_JOB = "bot.worker.optimize_pr"
+GPU_JOB = "bot.gpu_job.optimize_pr"
 JOB_KEY_TTL_S = 7 * 24 * 3600
-PR_LOCK_S = 60
 ACTIVE = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 
 HELP = """**Optimas** profiles this pull request's CUDA code on a GPU, asks a model for an optimization that
@@ -62,54 +60,24 @@ def settings() -> WorkerSettings:
     return WorkerSettings.from_env()
 
 
-def redis_connection() -> redis.Redis:
-    return redis.Redis.from_url(settings().redis_url)
-
-
 def key_prefix() -> str:
     """Namespace of the bot's Redis keys (OPTIMAS_KEY_PREFIX; tests and staging use their own)."""
     return settings().key_prefix
-
-
-def _pr_key(repo: str, pr: int) -> str:
-    return f"{key_prefix()}:pr:{repo}#{pr}"
-
-
-def _job_key_name(key: str) -> str:
-    return f"{key_prefix()}:jobkey:{key}"
-
-
-@contextlib.contextmanager
-def pr_lock(conn: redis.Redis, repo: str, pr: int) -> Iterator[None]:
-    """Serializes the read, cancel, enqueue, record sequence of one PR across control workers."""
-    with conn.lock(f"{key_prefix()}:lock:pr:{repo}#{pr}", timeout=PR_LOCK_S, blocking_timeout=PR_LOCK_S):
-        yield
-
-
-def publisher(installation_id: int, repo: str, pr: int) -> Publisher:
-    conn = redis_connection()
-    return Publisher(app_from_env(), installation_id, repo, pr,
-                     lock=lambda: conn.lock(f"{key_prefix()}:writes:{installation_id}", timeout=120,
-                                            blocking_timeout=600))
-
-
-def _reply(installation_id: int, repo: str, pr: int, body: str) -> None:
-    """A reply on the PR, once per control job whatever its retries."""
-    from rq import get_current_job
-
-    job = get_current_job()
-    publisher(installation_id, repo, pr).post_comment(body, key=f"job-{job.id}" if job else body[:64])
 
 
 def job_key(repo: str, pr: int, head_sha: str, config_sha: str) -> str:
     return hashlib.sha256(f"{repo}#{pr}@{head_sha}:{config_sha}".encode()).hexdigest()
 
 
-def release_job_key(conn: redis.Redis, job: Job) -> None:
+def _job_key_name(prefix: str, key: str) -> str:
+    return f"{prefix}:jobkey:{key}"
+
+
+def release_job_key(conn: redis.Redis, job: Job, prefix: str | None = None) -> None:
     """Free the job's key if it still names this job (a finished, failed or cancelled run)."""
     key = (job.meta or {}).get("job_key")
     if key:
-        conn.eval(_RELEASE, 1, _job_key_name(key), job.id)
+        conn.eval(_RELEASE, 1, _job_key_name(prefix or key_prefix(), key), job.id)
 
 
 def _is_active(conn: redis.Redis, job_id: str) -> bool:
@@ -143,17 +111,18 @@ def _cancel(conn: redis.Redis, job_id: str, reason: str) -> str:
     return outcome
 
 
-def _approved_head(conn: redis.Redis, repo: str, pr: int, approved_at: str | None) -> str | None:
+def _approved_head(ctx: JobContext, approved_at: str | None) -> str | None:
     """The newest head recorded from deliveries that GitHub timestamped before the approval."""
     try:
         when = dt.datetime.fromisoformat((approved_at or "").replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
-    seen = conn.zrevrangebyscore(heads_key(key_prefix(), repo, pr), f"({when}", "-inf", start=0, num=1)
+    seen = ctx.conn.zrevrangebyscore(heads_key(ctx.settings.key_prefix, ctx.repo, ctx.pr), f"({when}", "-inf",
+                                     start=0, num=1)
     return seen[0].decode() if seen else None
 
 
-def pin(conn: redis.Redis, repo: str, pr: int, current: str, head_sha: str | None, trigger: str,
+def pin(ctx: JobContext, current: str, head_sha: str | None, trigger: str,
         approved_at: str | None) -> tuple[str | None, str | None]:
     """(commit to run, None), or (None, why not: a reply for the writer, or None to stay quiet).
 
@@ -165,7 +134,7 @@ def pin(conn: redis.Redis, repo: str, pr: int, current: str, head_sha: str | Non
             return current, None
         return None, (f"`{head_sha}` is not the head of this pull request (the head is `{current[:12]}`), so "
                       f"nothing was run. To run the head, check it and comment `/optimas run {current[:12]}`.")
-    seen = _approved_head(conn, repo, pr, approved_at)
+    seen = _approved_head(ctx, approved_at)
     if seen == current:
         return current, None
     return None, (f"The head `{current[:12]}` may have been pushed after your comment (the head I had seen before "
@@ -176,42 +145,39 @@ def pin(conn: redis.Redis, repo: str, pr: int, current: str, head_sha: str | Non
 def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_sha: str | None,
                    trigger: str, approved_at: str | None = None) -> dict[str, Any]:
     """Decide whether and what to run for a trigger (see the module docstring)."""
-    ws = settings()
-    gh = app_from_env()
-    conn = redis_connection()
-    permission = gh.permission(installation_id, repo, sender)
+    ctx = JobContext.create(repo, installation_id, pr)
+    ws, conn = ctx.settings, ctx.conn
+    permission = ctx.app.permission(installation_id, repo, sender)
     if permission not in WRITE_PERMISSIONS:
         # One reply per PR and user per interval: a non-writer cannot make the bot talk at will.
-        fresh = conn.set(f"{ws.key_prefix}:replied:{repo}#{pr}:{sender}", 1, nx=True,
-                         ex=max(1, int(ws.reply_interval_s)))
+        fresh = conn.set(ctx.key("replied", f"{repo}#{pr}", sender), 1, nx=True, ex=max(1, int(ws.reply_interval_s)))
         if fresh:
-            _reply(installation_id, repo, pr,
-                   f"Thanks for your interest, @{sender}! Optimas runs need write access to {repo}; a maintainer "
-                   f"can start one by adding the `{ws.label}` label or commenting `/optimas run`.")
+            ctx.reply(f"Thanks for your interest, @{sender}! Optimas runs need write access to {repo}; a "
+                      f"maintainer can start one by adding the `{ws.label}` label or commenting `/optimas run`.")
         return {"status": "not allowed", "permission": permission, "replied": bool(fresh)}
-    repository = gh.client(installation_id).get_repo(repo)
+    repository = ctx.client.get_repo(repo)
     pull = repository.get_pull(pr)
     if pull.state != "open":
         return {"status": "pull request is not open"}
-    head, refusal = pin(conn, repo, pr, pull.head.sha, head_sha, trigger, approved_at)
+    head, refusal = pin(ctx, pull.head.sha, head_sha, trigger, approved_at)
     if head is None:
         if refusal:
-            _reply(installation_id, repo, pr, f"@{sender}: {refusal}")
+            ctx.reply(f"@{sender}: {refusal}")
             return {"status": "refused", "head_sha": pull.head.sha}
         return {"status": "stale", "head_sha": pull.head.sha}
-    config = gh.config_from_default_branch(installation_id, repo, CONFIG_PATH)
+    config = ctx.app.config_from_default_branch(installation_id, repo, CONFIG_PATH)
     if config is None:
-        _reply(installation_id, repo, pr, f"Optimas needs a `{CONFIG_PATH}` on the default branch "
-               f"({repository.default_branch}) to know how to build, run and validate this code.")
+        ctx.reply(f"Optimas needs a `{CONFIG_PATH}` on the default branch ({repository.default_branch}) to know "
+                  "how to build, run and validate this code.")
         return {"status": "no config"}
     _, config_sha = config
     fork = pull.head.repo is None or pull.head.repo.full_name != repo
     key = job_key(repo, pr, head, config_sha)
-    with pr_lock(conn, repo, pr):
-        running = conn.get(_job_key_name(key))
+    with ctx.pr_lock():
+        running = conn.get(_job_key_name(ws.key_prefix, key))
         if running and _is_active(conn, running.decode()):
             return {"status": "duplicate", "job_key": key, "job": running.decode()}
-        previous = conn.get(_pr_key(repo, pr))
+        previous = conn.get(ctx.pr_key)
         superseded = _cancel(conn, previous.decode(), f"superseded by a run of `{head[:7]}`") if previous else None
         job = Queue(ws.gpu_queue, connection=conn).enqueue(
             GPU_JOB, kwargs={"repo": repo, "installation_id": installation_id, "pr": pr, "head_sha": head,
@@ -221,46 +187,47 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
             on_stopped=Callback("bot.jobs.report_stopped", timeout=60),
             description=f"{repo}#{pr}@{head[:7]}", meta={"job_key": key})
         with conn.pipeline() as p:
-            p.set(_pr_key(repo, pr), job.id)
-            p.set(_job_key_name(key), job.id, ex=JOB_KEY_TTL_S)
+            p.set(ctx.pr_key, job.id)
+            p.set(_job_key_name(ws.key_prefix, key), job.id, ex=JOB_KEY_TTL_S)
             p.execute()
-    log.info("%s#%d: queued GPU job %s for %s (%s)", repo, pr, job.id, head[:7], trigger)
+    ctx.log.info("queued GPU job %s for %s (%s)", job.id, head[:7], trigger)
     return {"status": "queued", "job": job.id, "head_sha": head, "superseded": superseded, "fork": fork}
 
 
 def cancel_pr(repo: str, installation_id: int, sender: str, pr: int,
               why: str = "the run was cancelled") -> dict[str, Any]:
     """Cancel the PR's queued or running job (unlabelled or closed)."""
-    conn = redis_connection()
-    with pr_lock(conn, repo, pr):
-        current = conn.get(_pr_key(repo, pr))
+    ctx = JobContext.create(repo, installation_id, pr)
+    with ctx.pr_lock():
+        current = ctx.conn.get(ctx.pr_key)
         if not current:
             return {"status": "nothing to cancel"}
-        outcome = _cancel(conn, current.decode(), why)
-        conn.delete(_pr_key(repo, pr))
+        outcome = _cancel(ctx.conn, current.decode(), why)
+        ctx.conn.delete(ctx.pr_key)
     return {"status": outcome, "job": current.decode()}
 
 
 def post_help(repo: str, installation_id: int, sender: str, pr: int, unknown: bool = False) -> dict[str, Any]:
+    ctx = JobContext.create(repo, installation_id, pr)
     prefix = f"@{sender}, I don't know that command.\n\n" if unknown else ""
-    _reply(installation_id, repo, pr, prefix + HELP.format(label=settings().label))
+    ctx.reply(prefix + HELP.format(label=ctx.settings.label))
     return {"status": "posted"}
 
 
 def post_status(repo: str, installation_id: int, sender: str, pr: int) -> dict[str, Any]:
-    conn = redis_connection()
-    current = conn.get(_pr_key(repo, pr))
+    ctx = JobContext.create(repo, installation_id, pr)
+    current = ctx.conn.get(ctx.pr_key)
     if not current:
-        text = (f"No Optimas run for this pull request yet. Add the `{settings().label}` label or comment "
+        text = (f"No Optimas run for this pull request yet. Add the `{ctx.settings.label}` label or comment "
                 "`/optimas run`.")
     else:
         try:
-            job = Job.fetch(current.decode(), connection=conn)
+            job = Job.fetch(current.decode(), connection=ctx.conn)
             status = job.get_status()
             text = f"Optimas run `{job.id}` ({job.description}): {getattr(status, 'value', status)}."
         except NoSuchJobError:
             text = "The last Optimas run for this pull request has expired from the queue."
-    _reply(installation_id, repo, pr, text)
+    ctx.reply(text)
     return {"status": "posted"}
 
 
@@ -288,7 +255,7 @@ def _complete_check(job: Job, conclusion: str, title: str, summary: str) -> None
     kw = job.kwargs or {}
     if not {"repo", "installation_id", "pr", "head_sha"} <= set(kw):
         return
-    pub = publisher(kw["installation_id"], kw["repo"], kw["pr"])
+    pub = JobContext.create(kw["repo"], kw["installation_id"], kw["pr"], job.connection).publisher
     check_id = (job.get_meta(refresh=True) or {}).get("check_run")
     if check_id is None:
         found = pub.find_check(kw["head_sha"], job.id)
@@ -310,9 +277,10 @@ def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, trace
     if not {"repo", "installation_id", "pr"} <= set(kw):
         return
     reason = describe(exc_value, 1000) if exc_value is not None else "the job stopped"
-    log.warning("job %s for %s#%s failed: %s", job.id, kw["repo"], kw["pr"], reason)
+    ctx = JobContext.create(kw["repo"], kw["installation_id"], kw["pr"], connection)
+    ctx.log.warning("job %s failed: %s", job.id, reason)
     _complete_check(job, "failure", "Optimas failed", reason)
-    publisher(kw["installation_id"], kw["repo"], kw["pr"]).post_comment(
+    ctx.publisher.post_comment(
         f"The Optimas job `{job.id}` failed: {reason}\n\nNothing was posted for this run; "
         "comment `/optimas run` to try again.", key=f"failure-{job.id}")
 

@@ -17,8 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-import redis
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, redis_or_fail
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github_server import FakeGitHub
@@ -82,11 +81,7 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
                      pr_files: list[dict] | None = None, prepare=None):
     """Deliver a signed labeled event, run the control and GPU workers; (fake GitHub, PR head, GPU job).
     `prepare(fake_github)` runs before the GPU job."""
-    conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
-    try:
-        conn.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.skip("no Redis at 127.0.0.1:6379")
+    conn = redis_or_fail()
     remotes, sha = remote
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
@@ -208,7 +203,11 @@ def test_gpu_worker_runs_the_closed_loop_and_publishes(monkeypatch, tmp_path):
     assert check["status"] == "completed" and check["head_sha"] == sha
     (summary,) = [c for c in gh.comments if MARKER in c["body"]]
     body = summary["body"]
-    assert "Closed loop:" in body or "over 1 iteration" in body
+    loop = json.loads(next((tmp_path / "worker-runs").glob("*/evaluation/loop.json")).read_text())
+    if loop["best"] is None:  # the summary says what the loop did: kept nothing, and why it stopped
+        assert f"Closed loop: {loop['stopped_because']}" in body and gh.reviews == []
+    else:
+        assert f"over {loop['best']} iteration(s), each significant" in body and len(gh.reviews) == 1
     assert "- iteration 1:" in body and "Hot kernels:" in body and "EAR: evidence coverage" in body
     for review in gh.reviews:
         assert review["commit_id"] == sha

@@ -126,7 +126,7 @@ def test_a_fetch_that_times_out_never_shows_the_installation_token(env, monkeypa
     assert in_argv == []
     assert token not in log and basic not in log and "did not finish within 3 s" in log
     # the worker's log says which job is in which stage
-    assert f"[{REPO}#2@{HEAD[:7]}] bot.worker: fetching {REPO}#2@{HEAD[:7]} into a fresh workspace" in log
+    assert f"[{REPO}#2@{HEAD[:7]}] bot.gpu_job: fetching {REPO}#2@{HEAD[:7]} into a fresh workspace" in log
     assert token not in outgoing(gh) and basic not in outgoing(gh)
     (check,) = gh.check_runs.values()
     assert check["conclusion"] == "failure" and "did not finish within 3 s" in check["output"]["summary"]
@@ -163,9 +163,9 @@ def test_every_failure_path_redacts_what_it_says(env, tmp_path):
     gh, conn, gpu = env
     text = " ".join(SECRETS.values())
     (tmp_path / "leaky.py").write_text(
-        "from rq import get_current_job\nfrom bot.jobs import publisher\n\n"
+        "from rq import get_current_job\nfrom bot.context import JobContext\n\n"
         "def work(repo, installation_id, pr, head_sha):\n"
-        "    publisher(installation_id, repo, pr).start_check(head_sha, get_current_job().id)\n"
+        "    JobContext.create(repo, installation_id, pr).publisher.start_check(head_sha, get_current_job().id)\n"
         f"    raise RuntimeError({text!r})\n")
     from rq import Callback
 
@@ -353,7 +353,7 @@ def test_concurrent_control_jobs_for_one_pr_enqueue_one_active_gpu_job(env):
     q.delete(delete_jobs=True)
     assert [r["status"] for r in results] == ["queued"] * 8
     active = [r["job"] for r in results if Job.fetch(r["job"], connection=conn).get_status() in jobs.ACTIVE]
-    assert active == [conn.get(jobs._pr_key(REPO, 2)).decode()]
+    assert active == [conn.get(f"{jobs.key_prefix()}:pr:{REPO}#2").decode()]
 
 
 # 6. A finished, failed or cancelled run releases its key: an explicit re-run is honoured.

@@ -27,7 +27,7 @@ def test_a_maintainer_triggers_a_gpu_job_pinned_to_the_head(env):
     result = job.return_value()
     assert result["status"] == "queued" and result["head_sha"] == HEAD and result["fork"] is False
     (gpu_job,) = gpu.jobs
-    assert gpu_job.func_name == "bot.worker.optimize_pr"
+    assert gpu_job.func_name == "bot.gpu_job.optimize_pr"
     assert gpu_job.kwargs["head_sha"] == HEAD and gpu_job.kwargs["config_sha"].startswith("sha-")
     assert gpu_job.timeout == 3 * 3600
     # authenticated as the installation, through a token made with the app's JWT
@@ -134,7 +134,7 @@ def test_transient_failures_are_told_from_lasting_ones():
     import requests
     from github import GithubException
 
-    from bot.worker import FetchError
+    from bot.gpu_job import FetchError
 
     assert jobs.is_transient(GithubException(502, {"message": "Bad Gateway"}, None))
     assert not jobs.is_transient(GithubException(404, {"message": "Not Found"}, None))
@@ -275,7 +275,7 @@ def test_writes_of_one_installation_are_serialized_across_publishers(env, pem):
 
 
 def test_one_worker_per_gpu_each_pinned_to_its_gpu(tmp_path):
-    """`python -m bot.workers --gpus 0,1` starts two real RQ workers; every job sees the GPU of the
+    """`python -m bot.gpu_workers --gpus 0,1` starts two real RQ workers; every job sees the GPU of the
     worker that ran it, and only that GPU."""
     import os
     import subprocess
@@ -290,7 +290,7 @@ def test_one_worker_per_gpu_each_pinned_to_its_gpu(tmp_path):
     q = Queue(f"test-gpus-{uuid.uuid4().hex[:8]}", connection=conn)
     for _ in range(6):
         q.enqueue("pinjob.where", seen)
-    r = subprocess.run([sys.executable, "-m", "bot.workers", "--gpus", "0,1", "--burst", "--queue", q.name,
+    r = subprocess.run([sys.executable, "-m", "bot.gpu_workers", "--gpus", "0,1", "--burst", "--queue", q.name,
                         "--url", "redis://127.0.0.1:6379/0"], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": f"{tmp_path}:{os.getcwd()}"})
     assert r.returncode == 0, r.stderr[-2000:]
@@ -304,7 +304,7 @@ def test_one_worker_per_gpu_each_pinned_to_its_gpu(tmp_path):
 
 
 def test_workers_refuse_bad_gpu_lists(tmp_path):
-    from bot.workers import main
+    from bot.gpu_workers import main
 
     assert main(["--gpus", "0,0"]) == 2
     assert main(["--gpus", " , "]) == 2

@@ -70,7 +70,7 @@ def test_a_review_holds_at_most_max_comments_suggestions():
 
 
 def test_loop_edits_map_the_kept_candidate_onto_the_pr_heads_lines(tmp_path):
-    from bot.worker import loop_edits
+    from bot.gpu_job import loop_edits
 
     root = tmp_path / "src"
     workdir = root / "app"
@@ -84,7 +84,7 @@ def test_loop_edits_map_the_kept_candidate_onto_the_pr_heads_lines(tmp_path):
 
 
 def test_an_edit_outside_the_diff_is_shown_as_a_unified_diff():
-    from bot.worker import edit_diff
+    from bot.gpu_job import edit_diff
 
     d = edit_diff("app/k.cu", "a\nb\nc\n", 2, 2, "B\nB2")
     assert d.startswith("--- a/app/k.cu\n+++ b/app/k.cu\n@@ -1,3 +1,4 @@")

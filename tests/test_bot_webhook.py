@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 import redis
-from conftest import FIXTURES
+from conftest import FIXTURES, redis_or_fail
 from rq import Queue
 from werkzeug.serving import make_server
 
@@ -31,12 +31,7 @@ def payload(path: str) -> dict:
 
 @pytest.fixture
 def conn():
-    c = redis.Redis.from_url("redis://127.0.0.1:6379/0")
-    try:
-        c.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.skip("no Redis at 127.0.0.1:6379 (.ci/run starts one)")
-    return c
+    return redis_or_fail()
 
 
 @pytest.fixture

@@ -286,7 +286,7 @@ def test_loop_control_stops_and_keeps_the_best():
 
 
 def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_measurements(tmp_path):
-    from bot.worker import _summary, loop_outcome
+    from bot.gpu_job import _summary, loop_outcome
     from runner.base.runstore import create_run
     from runner.evaluation.stage import evaluate
     from runner.flows.loop import IterationSummary, LoopResult

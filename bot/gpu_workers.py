@@ -2,8 +2,8 @@
 and keep them under one process: a signal to it reaches every worker, and it exits non-zero when
 any worker failed.
 
-    python -m bot.workers                 # every GPU nvidia-smi lists
-    python -m bot.workers --gpus 0,2      # those GPUs only
+    python -m bot.gpu_workers                 # every GPU nvidia-smi lists
+    python -m bot.gpu_workers --gpus 0,2      # those GPUs only
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def run_workers(gpus: Sequence[str], url: str, queue: str = WorkerSettings.gpu_q
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bot.workers", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bot.gpu_workers", description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpus", default=None, help="GPU indices or UUIDs, e.g. 0,1 (default: every GPU listed)")
     ap.add_argument("--url", default=os.environ.get("OPTIMAS_REDIS_URL", "redis://127.0.0.1:6379/0"),
                     help="Redis URL (default: $OPTIMAS_REDIS_URL)")

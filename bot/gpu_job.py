@@ -1,0 +1,275 @@
+"""The GPU job (queue optimas-gpu): fetch the pinned commit into a fresh workspace, run Optimas with
+the repo's config (read from the default branch), and publish the outcome on the pull request: a
+check run, one review with suggestions, one summary comment."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import requests
+from github import GithubException
+from rq import get_current_job
+
+from bot.context import JobContext
+from bot.jobs import CONFIG_PATH, release_job_key
+from bot.review import plan_review, review_body
+from runner.base.errors import OptimasError
+from runner.base.processes import CommandResult, child_environment, child_home, run_process
+from runner.base.redaction import describe, redact, register_secret
+
+log = logging.getLogger(__name__)
+
+
+class FetchError(OptimasError):
+    exit_code = 4
+
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient  # a network failure may pass; a moved head will not
+
+
+def git_environment(token: str) -> dict[str, str]:
+    """git's environment: the minimal child environment, no prompts, and the installation token as
+    an HTTP Authorization header given through git's environment-only configuration
+    (GIT_CONFIG_COUNT/KEY/VALUE), so that it is in no argument, URL or file."""
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    register_secret(basic)
+    return {**child_environment(), "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true",
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
+
+
+def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: str = "https://github.com/{repo}.git",
+          timeout_s: float = 600.0) -> None:
+    """The PR's head (refs/pull/N/head: same-repo and fork PRs alike) into `dest`, checked to be
+    the pinned SHA. The token reaches git through its environment only (git_environment)."""
+    url = git_url.format(repo=repo)
+    dest.mkdir(parents=True)
+    env = git_environment(token)
+
+    def git(*args: str) -> CommandResult:
+        r = run_process(["git", "-C", str(dest), *args], timeout_s=timeout_s, env=env, merge_stderr=False,
+                        what=f"git {args[0]}")
+        if r.timed_out:
+            raise FetchError(f"git {args[0]} of {repo}#{pr} did not finish within {timeout_s:g} s", transient=True)
+        return r
+
+    git("init", "-q")
+    r = git("fetch", "-q", "--depth", "1", url, f"refs/pull/{pr}/head")
+    if r.returncode != 0:
+        raise FetchError(f"fetching {repo}#{pr} failed: {redact(r.errors.strip())[-500:]}", transient=True)
+    got = git("rev-parse", "FETCH_HEAD").output.strip()
+    if got != head_sha:
+        raise FetchError(f"the head of {repo}#{pr} moved on to {got[:7]} since {head_sha[:7]} was pinned")
+    git("checkout", "-q", "FETCH_HEAD")
+
+
+def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_sha: str, fork: bool,
+                trigger: str) -> dict[str, Any]:
+    """Run Optimas on one pinned commit and publish: check run, review, summary comment."""
+    ctx = JobContext.create(repo, installation_id, pr)
+    job = get_current_job()
+    run_key = job.id if job else f"{pr}-{head_sha[:12]}"
+    pub = ctx.publisher
+    check = pub.start_check(head_sha, external_id=run_key)
+    if job is not None:
+        job.meta["check_run"] = check
+        job.save_meta()
+    log.info("fetching %s#%d@%s into a fresh workspace", repo, pr, head_sha[:7])
+    try:
+        outcome, sha = _fetch_and_run(ctx, head_sha)
+    except Exception as e:
+        # The check run must not stay "in progress"; the failure callback tells the PR why, and RQ
+        # retries what may pass. The original error is re-raised whatever happens here.
+        with contextlib.suppress(GithubException, requests.RequestException):
+            pub.complete_check(check, "failure", "Optimas failed", describe(e))
+        raise
+    summary = _summary(outcome, head_sha, sha != config_sha, ctx.settings.artifacts_url)
+    current = pub.head_sha()
+    if current != head_sha:
+        pub.upsert_summary(summary + f"\n\nThe head moved on to `{current[:7]}` while this ran: no suggestions "
+                                     "were posted for the old commit. Comment `/optimas run` for the new one.")
+        pub.complete_check(check, "neutral", "Head moved on", summary)
+        _release(ctx, job)
+        return {"status": "stale", "head": current}
+    log.info("publishing: %s", outcome["headline"])
+    posted = 0
+    if outcome["postable"]:
+        comments, outside = plan_review(outcome["edits"], pub.changed_files())
+        diff_outside = "\n".join(e["diff"] for e in outside)
+        pub.post_review(head_sha, review_body(outcome["headline"], diff_outside), comments, run_key)
+        posted = len(comments)
+    pub.upsert_summary(summary)
+    pub.complete_check(check, "success" if outcome["postable"] else "neutral", outcome["headline"], summary)
+    _release(ctx, job)
+    return {"status": "published", "suggestions": posted, "verdict": outcome["verdict"]}
+
+
+def _release(ctx: JobContext, job) -> None:
+    if job is not None:
+        release_job_key(ctx.conn, job, ctx.settings.key_prefix)
+
+
+def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]:
+    """Fetch the pinned commit into a fresh workspace and run the pipeline with the default
+    branch's config; returns the outcome and the config's blob SHA."""
+    with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp, child_home(Path(tmp) / "home"):
+        ws = Path(tmp) / "src"
+        token = ctx.app.installation_token(ctx.installation_id)
+        fetch(ctx.repo, ctx.pr, head_sha, token, ws, ctx.settings.git_url, ctx.settings.fetch_timeout_s)
+        config = ctx.app.config_from_default_branch(ctx.installation_id, ctx.repo, CONFIG_PATH)
+        if config is None:
+            raise OptimasError(f"{CONFIG_PATH} is gone from the default branch")
+        text, sha = config
+        cfg_file = ws / CONFIG_PATH
+        cfg_file.write_text(text)  # the default branch's config, whatever the PR head holds
+        # Runs are kept on the worker host (OPTIMAS_RUNS_DIR) for inspection; the checkout is not.
+        log.info("fetched; running Optimas with the default branch's %s", CONFIG_PATH)
+        outcome = _pipeline(cfg_file, Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs")))
+    return outcome, sha
+
+
+def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
+    """One Optimas run (runner.flows.optimize: recorded profiles in the config, else the closed loop
+    on this GPU); what to publish."""
+    from runner.analysis.stage import profile_inputs
+    from runner.base.config import load_config
+    from runner.flows.optimize import optimize
+
+    lc = load_config(cfg_file)
+    result = optimize(lc, runs, profile_inputs(lc))
+    if result.loop is not None:
+        return loop_outcome(result, lc, cfg_file.parent)
+    return recorded_outcome(result, lc, cfg_file.parent)
+
+
+def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
+    """What to publish of one iteration from recorded profiles: its edits as suggestions, each
+    with the evidence it cites and what was measured (or why nothing was)."""
+    from runner.base.workspace import workspace_dirs
+
+    it, diag, run = result.iteration, result.diag, result.run
+    proposed = it.proposed
+    if proposed.status != "accepted":
+        return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
+                "headline": f"No usable candidate: {proposed.reason[:200]}"}
+    verdict, measured, validation, per_config = "not measured", None, None, []
+    why = it.note if it.result is None else ""  # why the candidate was not evaluated here
+    if it.result is not None:
+        ev = it.result
+        verdict, ear = ev.verdict, ev.ear
+        measured = ev.timing.result.summary() if ev.timing else None
+        validation = ev.validation.summary() if ev.validation else None
+        per_config = [f"{t.configuration}: {t.result.summary()}" for t in ev.timings]
+    else:
+        from runner.evaluation.ear import scores
+
+        ear = scores(proposed.proposal, diag, proposed.evidence_ids, result.original)
+    _, workdir = workspace_dirs(lc)
+    texts = {e.id: e.text for e in diag.evidence}
+    edits = []
+    for e in proposed.proposal.edits:
+        cited = "; ".join(f"{i}: {texts[i][:160]}" for i in e.cites if i in texts) or "no evidence cited"
+        effect = f"Measured: {measured}." if measured else f"Not measured on this worker ({why})."
+        path = str((workdir / e.file).resolve().relative_to(root.resolve()))
+        edits.append({"file": path, "start_line": e.start_line, "end_line": e.end_line, "new_text": e.new_text,
+                      "explanation": f"**Optimas** ({', '.join(e.cites)}): {e.rationale}\n\n{cited}\n\n{effect}",
+                      "diff": edit_diff(path, result.original[e.file], e.start_line, e.end_line, e.new_text)})
+    postable = verdict in ("improvement", "not measured")
+    headline = (f"Optimas: {measured}" if measured else "Optimas: a candidate that compiles and keeps the "
+                "launch interface (not validated or timed on this worker)")
+    return {"verdict": verdict, "postable": postable, "edits": edits, "run": run.id, "headline": headline,
+            "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence), "validation": validation,
+            "ear": ear, "per_config": per_config}
+
+
+def loop_outcome(result, lc, root: Path) -> dict[str, Any]:
+    """What to publish of a closed loop: each iteration's verdict, gain with its interval and
+    directional consistency; the hot kernels and evidence of the first profile; the kept
+    iteration's (else the last one's) validation, per-configuration timings and EAR; and the kept
+    candidate as edits of the PR head's files."""
+    from runner.base.workspace import workspace_dirs
+
+    loop, diag, ev = result.loop, result.diag, result.shown
+    per_iteration = []
+    for it in loop.iterations:
+        gain = "" if it.improvement is None else f" {it.improvement:+.1%} ({it.ci_low:+.1%} to {it.ci_high:+.1%})"
+        direction = "" if it.directional is None else f", directional consistency {it.directional:.2f}"
+        per_iteration.append(f"iteration {it.iteration}: {it.verdict}{gain}{direction}")
+    shown = loop.best or (loop.iterations[-1].iteration if loop.iterations else None)
+    outcome = {
+        "verdict": loop.stopped_because, "postable": False, "edits": [], "run": result.run.id,
+        "headline": "Closed loop: " + loop.stopped_because,
+        "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence),
+        "per_config": per_iteration + ([f"iteration {shown}, {t.configuration}: {t.result.summary()}"
+                                        for t in ev.timings] if ev else []),
+        "validation": ev.validation.summary() if ev and ev.validation else None,
+        "ear": ev.ear if ev else None}
+    if result.final is None:
+        return outcome
+    _, workdir = workspace_dirs(lc)
+    headline = (f"Optimas: {loop.cumulative_improvement:+.1%} over {loop.best} iteration(s), each significant "
+                "at 95%")
+    outcome.update(postable=True, headline=headline,
+                   edits=loop_edits(result.original, result.final, workdir, root, headline))
+    return outcome
+
+
+def edit_diff(path: str, original: str, start: int, end: int, new_text: str) -> str:
+    """A unified diff of one edit, for the review body when it lies outside the PR's diff."""
+    from runner.proposal.guard import unified_diff
+
+    lines = original.splitlines()
+    new = "\n".join(lines[: start - 1] + new_text.splitlines() + lines[end:])
+    return unified_diff({path: original}, {path: new + ("\n" if original.endswith("\n") else "")}).rstrip("\n")
+
+
+def loop_edits(original: dict[str, str], final: dict[str, str], workdir: Path, root: Path,
+               explanation: str) -> list[dict[str, Any]]:
+    """Review edits (PR-root paths, PR-head line numbers) that turn the original sources into the
+    loop's kept candidate, whatever iterations it took to get there."""
+    from runner.proposal.parser import diff_edits
+
+    out = []
+    for name, text in original.items():
+        if name not in final or final[name] == text:
+            continue
+        path = str((workdir / name).resolve().relative_to(root.resolve()))
+        for e in diff_edits(name, text, final[name]):
+            out.append({"file": path, "start_line": e.start_line, "end_line": e.end_line, "new_text": e.new_text,
+                        "explanation": explanation,
+                        "diff": edit_diff(path, text, e.start_line, e.end_line, e.new_text)})
+    return out
+
+
+def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool, artifacts_url: str | None = None) -> str:
+    """The summary comment. It names the run by its id only (the worker host's paths are nobody's
+    business) and links the artifacts where the operator serves them (OPTIMAS_ARTIFACTS_URL)."""
+    lines = [f"### Optimas on `{head_sha[:7]}`", "", outcome["headline"], ""]
+    if outcome.get("hot"):
+        lines.append("Hot kernels: " + ", ".join(f"`{k.split('(')[0]}`" for k in outcome["hot"]))
+        lines.append(f"Evidence items: {outcome.get('evidence')}; verdict: {outcome['verdict']}; "
+                     f"run `{outcome['run']}`")
+    if outcome.get("validation"):
+        lines.append(f"Validation: {outcome['validation']}")
+    for line in outcome.get("per_config", []):
+        lines.append(f"- {line}")
+    ear = outcome.get("ear")
+    if ear is not None:
+        def num(x):
+            return "n/a" if x is None else f"{x:.2f}"
+
+        lines.append(f"EAR: evidence coverage {num(ear.coverage)}, localization {num(ear.localization)}, "
+                     f"directional {num(ear.directional)}, hallucinations {ear.hallucinations.count}, "
+                     f"correct {'n/a' if ear.correct is None else ear.correct}")
+    if artifacts_url and outcome.get("run"):
+        lines.append(f"Artifacts: {artifacts_url.rstrip('/')}/{outcome['run']}")
+    if config_changed:
+        lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
+    return "\n".join(lines)
