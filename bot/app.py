@@ -23,6 +23,8 @@ import json
 
 import redis
 from flask import Flask, Response, jsonify, request
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry as RedisRetry
 from rq import Callback, Queue, Retry
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -65,7 +67,10 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
     # One byte over the cap: a body that announces no length (chunked) is read at most that far,
     # and a read that reaches it is too large (werkzeug would cut it at the cap without a word).
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
-    conn = connection or redis.Redis.from_url(settings.redis_url, socket_connect_timeout=0.5, socket_timeout=0.5)
+    # Few, short retries: with Redis down a delivery gets its 503 in about a second, and GitHub
+    # redelivers it later.
+    conn = connection or redis.Redis.from_url(settings.redis_url, socket_connect_timeout=0.5, socket_timeout=0.5,
+                                              retry=RedisRetry(ExponentialBackoff(cap=0.2, base=0.05), 2))
     control = Queue(settings.control_queue, connection=conn)
 
     @app.errorhandler(RequestEntityTooLarge)

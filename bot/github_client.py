@@ -43,11 +43,12 @@ class GitHubApp:
     """One GitHub App: a PyGithub client per installation, tokens cached by PyGithub."""
 
     def __init__(self, app_id: int | str, private_key: str, api_url: str = "https://api.github.com",
-                 seconds_between_writes: float = 1.0):
+                 seconds_between_writes: float = 1.0, seconds_between_requests: float = 0.25):
         register_secret(private_key)
         self.app_auth = Auth.AppAuth(app_id, private_key, jwt_expiry=300, jwt_issued_at=-60)
         self.api_url = api_url
         self.seconds_between_writes = seconds_between_writes
+        self.seconds_between_requests = seconds_between_requests
         self._clients: dict[int, Github] = {}
         self._auths: dict[int, Auth.AppInstallationAuth] = {}
 
@@ -58,7 +59,8 @@ class GitHubApp:
             # have landed, and only the publisher can look for it before writing again.
             retry = GithubRetry(total=5, allowed_methods=frozenset({"GET", "HEAD"}))
             self._clients[installation_id] = Github(auth=auth, base_url=self.api_url, timeout=30, retry=retry,
-                                                    seconds_between_writes=self.seconds_between_writes)
+                                                    seconds_between_writes=self.seconds_between_writes,
+                                                    seconds_between_requests=self.seconds_between_requests)
             self._auths[installation_id] = auth
         return self._clients[installation_id]
 
@@ -100,4 +102,8 @@ def app_from_env() -> GitHubApp:
     app_id = os.environ.get("OPTIMAS_APP_ID")
     if not app_id:
         raise GitHubAppError("OPTIMAS_APP_ID is not set: the GitHub App's id")
-    return GitHubApp(app_id, private_key_from_env(), os.environ.get("OPTIMAS_GITHUB_API_URL", "https://api.github.com"))
+    from bot.settings import WorkerSettings
+
+    ws = WorkerSettings.from_env()
+    return GitHubApp(app_id, private_key_from_env(), os.environ.get("OPTIMAS_GITHUB_API_URL", "https://api.github.com"),
+                     seconds_between_writes=ws.write_interval_s, seconds_between_requests=ws.request_interval_s)

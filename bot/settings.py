@@ -73,11 +73,18 @@ class WorkerSettings:
     artifacts_url: str | None = None
     # A user without write access gets one reply per PR in this many seconds at most.
     reply_interval_s: float = 3600.0
+    # Requests to GitHub: the pause between two requests and between two writes of one client
+    # (PyGithub's defaults, after GitHub's guidance against secondary rate limits), and the first
+    # backoff of a retried write (doubling).
+    request_interval_s: float = 0.25
+    write_interval_s: float = 1.0
+    write_backoff_s: float = 2.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
         """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_GPU_QUEUE, OPTIMAS_GIT_URL,
-        OPTIMAS_FETCH_TIMEOUT_S, OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S."""
+        OPTIMAS_FETCH_TIMEOUT_S, OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S, OPTIMAS_GITHUB_REQUEST_INTERVAL_S,
+        OPTIMAS_GITHUB_WRITE_INTERVAL_S, OPTIMAS_GITHUB_WRITE_BACKOFF_S."""
         e = os.environ if env is None else env
         git_url = e.get("OPTIMAS_GIT_URL", cls.git_url)
         if "{token}" in git_url or "@" in git_url.split("://", 1)[-1].split("/", 1)[0]:
@@ -91,4 +98,7 @@ class WorkerSettings:
                    gpu_queue=e.get("OPTIMAS_GPU_QUEUE", cls.gpu_queue), git_url=git_url,
                    fetch_timeout_s=_number(e, "OPTIMAS_FETCH_TIMEOUT_S", cls.fetch_timeout_s, 1),
                    artifacts_url=e.get("OPTIMAS_ARTIFACTS_URL") or None,
-                   reply_interval_s=_number(e, "OPTIMAS_REPLY_INTERVAL_S", cls.reply_interval_s, 0))
+                   reply_interval_s=_number(e, "OPTIMAS_REPLY_INTERVAL_S", cls.reply_interval_s, 0),
+                   request_interval_s=_number(e, "OPTIMAS_GITHUB_REQUEST_INTERVAL_S", cls.request_interval_s, 0),
+                   write_interval_s=_number(e, "OPTIMAS_GITHUB_WRITE_INTERVAL_S", cls.write_interval_s, 0),
+                   write_backoff_s=_number(e, "OPTIMAS_GITHUB_WRITE_BACKOFF_S", cls.write_backoff_s, 0))

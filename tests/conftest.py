@@ -67,6 +67,9 @@ def env(monkeypatch, pem):
     prefix = f"test-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("OPTIMAS_GPU_QUEUE", gpu)
     monkeypatch.setenv("OPTIMAS_KEY_PREFIX", prefix)
+    monkeypatch.setenv("OPTIMAS_GITHUB_WRITE_INTERVAL_S", "0")  # the loopback API needs no pacing
+    monkeypatch.setenv("OPTIMAS_GITHUB_REQUEST_INTERVAL_S", "0")
+    monkeypatch.setenv("OPTIMAS_GITHUB_WRITE_BACKOFF_S", "0.01")
     with FakeGitHub() as gh:
         monkeypatch.setenv("OPTIMAS_APP_ID", "12345")
         monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", pem)

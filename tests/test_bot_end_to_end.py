@@ -91,6 +91,9 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
     monkeypatch.setenv("OPTIMAS_KEY_PREFIX", f"e2e-{suffix}")
     monkeypatch.setenv("OPTIMAS_GIT_URL", f"file://{remotes}/{{repo}}.git")
     monkeypatch.setenv("OPTIMAS_RUNS_DIR", str(remotes.parent / "worker-runs"))
+    monkeypatch.setenv("OPTIMAS_GITHUB_WRITE_INTERVAL_S", "0")  # the loopback API needs no pacing
+    monkeypatch.setenv("OPTIMAS_GITHUB_REQUEST_INTERVAL_S", "0")
+    monkeypatch.setenv("OPTIMAS_GITHUB_WRITE_BACKOFF_S", "0.01")
     with FakeGitHub() as gh:
         monkeypatch.setenv("OPTIMAS_APP_ID", "1")
         monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", key)

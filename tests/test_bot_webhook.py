@@ -15,6 +15,8 @@ import uuid
 import pytest
 import redis
 from conftest import FIXTURES, redis_or_fail
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry as RedisRetry
 from rq import Queue
 from werkzeug.serving import make_server
 
@@ -172,7 +174,9 @@ def test_body_that_is_not_json(server):
 
 def test_redis_down_answers_503_and_redelivery_works_later(conn):
     settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}")
-    down = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    # the same few, short retries as the app's own client (create_app)
+    down = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2,
+                       retry=RedisRetry(ExponentialBackoff(cap=0.2, base=0.05), 2))
     delivery = str(uuid.uuid4())
     for connection, expected in ((down, 503), (conn, 202)):
         app = create_app(settings, connection)
