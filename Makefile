@@ -17,8 +17,9 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) run.py --config config.yml
 
+# Tests run on every core (pytest-xdist); `$(PY) -m pytest -q` runs them one at a time.
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 bench: venv
 	$(PY) benchmarks/bench_analysis.py

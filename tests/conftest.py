@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -93,3 +97,24 @@ def run_job(conn, function: str, **kwargs) -> Job:
     job = Job.fetch(job.id, connection=conn)
     q.delete(delete_jobs=False)
     return job
+
+
+def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """`optimas ARGS` in this process (runner.cli.main), from `cwd`, with its exit code, stdout and
+    stderr, as a subprocess would give them; sys.argv is what the command line would have been."""
+    from runner.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd, old_argv = os.getcwd(), sys.argv
+    os.chdir(cwd)
+    sys.argv = ["optimas", *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse refusing the arguments
+                code = e.code if isinstance(e.code, int) else 1
+    finally:
+        os.chdir(old_cwd)
+        sys.argv = old_argv
+    return subprocess.CompletedProcess(["optimas", *args], code, out.getvalue(), err.getvalue())

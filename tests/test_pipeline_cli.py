@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from runner.analysis.counters import load_metric_dictionary
 from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
@@ -83,7 +83,7 @@ def test_runs_are_unique_and_manifest_hashes_inputs(tmp_path: Path, h200: Path):
 # ---------------------------------------------------------------- command line
 
 def _cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return run_cli(*args, cwd=cwd)
 
 
 def test_analyze_on_bundled_config(tmp_path: Path):

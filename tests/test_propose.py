@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, run_cli
 from llm_servers import ChatServer, Reply
 
 from runner.analysis.stage import analyze
@@ -24,8 +23,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=600)
+    return run_cli(*args)
 
 
 def example_config(tmp_path: Path, **llm) -> Path:
@@ -163,9 +161,10 @@ def test_large_prompts_are_split_by_kernel_and_recombined(tmp_path: Path):
     assert all(p.read_text().count("### Hot kernel ") == 1 for p in prompts)  # one kernel each
     shown = {p.read_text().split("### Hot kernel ", 1)[1].split(" ", 1)[0] for p in prompts}
     assert shown == {"update_field", "damp_boundary_layer", "stencil_rhs", "energy_partial"}
-    if result.candidate_dir == "candidates/combined":
-        files = {e.file for e in result.proposal.edits}
-        assert files == {"main.cu"} and len(result.proposal.edits) >= 2
+    # every kernel's answer was accepted, and the four were recombined into one candidate
+    assert [a.outcome for a in result.attempts] == ["accepted"] * 4
+    assert result.candidate_dir == "candidates/combined"
+    assert {e.file for e in result.proposal.edits} == {"main.cu"} and len(result.proposal.edits) >= 4
     assert result.compiled is True
 
 
