@@ -55,6 +55,17 @@ def redis_or_fail() -> redis.Redis:
     return conn
 
 
+def app_environment(monkeypatch, gh: FakeGitHub, pem: str, prefix: str, gpu_queue: str, app_id: str = "12345"):
+    """A worker's environment for the App against the loopback GitHub API: its id and key, a Redis
+    namespace and GPU queue of the test's own, and no request pacing (the loopback API needs none)."""
+    for name, value in {"OPTIMAS_GPU_QUEUE": gpu_queue, "OPTIMAS_KEY_PREFIX": prefix, "OPTIMAS_APP_ID": app_id,
+                        "OPTIMAS_PRIVATE_KEY": pem, "OPTIMAS_GITHUB_API_URL": gh.url,
+                        "OPTIMAS_GITHUB_WRITE_INTERVAL_S": "0", "OPTIMAS_GITHUB_REQUEST_INTERVAL_S": "0",
+                        "OPTIMAS_GITHUB_WRITE_BACKOFF_S": "0.01"}.items():
+        monkeypatch.setenv(name, value)
+    app_from_env.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def pem() -> str:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -69,16 +80,8 @@ def env(monkeypatch, pem):
     conn = redis_or_fail()
     gpu = f"test-gpu-{uuid.uuid4().hex[:8]}"
     prefix = f"test-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setenv("OPTIMAS_GPU_QUEUE", gpu)
-    monkeypatch.setenv("OPTIMAS_KEY_PREFIX", prefix)
-    monkeypatch.setenv("OPTIMAS_GITHUB_WRITE_INTERVAL_S", "0")  # the loopback API needs no pacing
-    monkeypatch.setenv("OPTIMAS_GITHUB_REQUEST_INTERVAL_S", "0")
-    monkeypatch.setenv("OPTIMAS_GITHUB_WRITE_BACKOFF_S", "0.01")
     with FakeGitHub() as gh:
-        monkeypatch.setenv("OPTIMAS_APP_ID", "12345")
-        monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", pem)
-        monkeypatch.setenv("OPTIMAS_GITHUB_API_URL", gh.url)
-        app_from_env.cache_clear()
+        app_environment(monkeypatch, gh, pem, prefix, gpu)
         gh.permissions = {"maintainer": "write", "visitor": "read"}
         gh.files = {".optimas.yml": "app: {name: demo}\n"}
         gh.add_pull(GH_REPO, 2, HEAD)

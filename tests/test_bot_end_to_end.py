@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, redis_or_fail
+from conftest import FIXTURES, REPO, app_environment, redis_or_fail
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github_server import FakeGitHub
@@ -87,18 +87,10 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
     suffix = uuid.uuid4().hex[:8]
     settings = Settings(webhook_secret=SECRET, control_queue=f"e2e-control-{suffix}", key_prefix=f"e2e-{suffix}")
-    monkeypatch.setenv("OPTIMAS_GPU_QUEUE", f"e2e-gpu-{suffix}")
-    monkeypatch.setenv("OPTIMAS_KEY_PREFIX", f"e2e-{suffix}")
     monkeypatch.setenv("OPTIMAS_GIT_URL", f"file://{remotes}/{{repo}}.git")
     monkeypatch.setenv("OPTIMAS_RUNS_DIR", str(remotes.parent / "worker-runs"))
-    monkeypatch.setenv("OPTIMAS_GITHUB_WRITE_INTERVAL_S", "0")  # the loopback API needs no pacing
-    monkeypatch.setenv("OPTIMAS_GITHUB_REQUEST_INTERVAL_S", "0")
-    monkeypatch.setenv("OPTIMAS_GITHUB_WRITE_BACKOFF_S", "0.01")
     with FakeGitHub() as gh:
-        monkeypatch.setenv("OPTIMAS_APP_ID", "1")
-        monkeypatch.setenv("OPTIMAS_PRIVATE_KEY", key)
-        monkeypatch.setenv("OPTIMAS_GITHUB_API_URL", gh.url)
-        app_from_env.cache_clear()
+        app_environment(monkeypatch, gh, key, f"e2e-{suffix}", f"e2e-gpu-{suffix}", app_id="1")
         gh.permissions = {"Codertocat": "admin"}
         gh.files = {".optimas.yml": config}
         gh.add_pull(GH_REPO, 2, sha)

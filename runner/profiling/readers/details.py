@@ -12,14 +12,10 @@ from runner.base.errors import ProfileFormatError
 from runner.profiling.model import DURATION_METRIC, Profile, empty_lines
 from runner.profiling.readers.ncu_csv import (
     HOW,
-    detect_page,
     ends_with_newline,
-    open_text,
+    page_rows,
     parse_number,
-    read_header,
-    skip_preamble,
     unit_scale,
-    wrong_page_error,
 )
 
 # The details page names metrics by their display label; these map to raw metric names so that the
@@ -46,12 +42,7 @@ class NcuDetailsCsvReader:
 
     def read(self, path: Path | str) -> Profile:
         path = Path(path)
-        with open_text(path) as f:
-            lines = skip_preamble(f)
-            header = read_header(path, lines)
-            page = detect_page(header)
-            if page != "details":
-                raise wrong_page_error(path, page, "details")
+        with page_rows(path, "details") as (header, lines):
             idx = {h: i for i, h in enumerate(header)}
             order: list[tuple[str, str]] = []
             ident: dict[tuple[str, str], list[str]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import re
@@ -80,6 +81,19 @@ def read_header(path: Path, lines: Iterator[str]) -> list[str]:
         raise ProfileFormatError(path, "not an Nsight Compute CSV export (no row holds ncu's header)",
                                  "an export made with ncu --csv")
     raise ProfileFormatError(path, "empty file (no CSV rows)", "an Nsight Compute CSV export")
+
+
+@contextlib.contextmanager
+def page_rows(path: Path, page: str) -> Iterator[tuple[list[str], Iterator[str]]]:
+    """(header, the remaining lines) of an export of `page`, past ncu's preamble; an export of
+    another page is refused with what to run instead."""
+    with open_text(path) as f:
+        lines = skip_preamble(f)
+        header = read_header(path, lines)
+        found = detect_page(header)
+        if found != page:
+            raise wrong_page_error(path, found, page)
+        yield header, lines
 
 
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}

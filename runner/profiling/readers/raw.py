@@ -12,14 +12,10 @@ from runner.base.errors import ProfileFormatError
 from runner.profiling.model import DURATION_METRIC, Profile, empty_lines
 from runner.profiling.readers.ncu_csv import (
     HOW,
-    detect_page,
     ends_with_newline,
-    open_text,
+    page_rows,
     parse_number,
-    read_header,
-    skip_preamble,
     unit_scale,
-    wrong_page_error,
 )
 
 DEVICE_NAME = "device__attribute_display_name"
@@ -34,12 +30,7 @@ class NcuRawCsvReader:
 
     def read(self, path: Path | str) -> Profile:
         path = Path(path)
-        with open_text(path) as f:
-            lines = skip_preamble(f)
-            header = read_header(path, lines)
-            page = detect_page(header)
-            if page != "raw":
-                raise wrong_page_error(path, page, "raw")
+        with page_rows(path, "raw") as (header, lines):
             rows = list(csv.reader(lines))
         return self._build(path, header, rows)
 
