@@ -17,9 +17,11 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) run.py --config config.yml
 
-# Tests run on every core (pytest-xdist); `$(PY) -m pytest -q` runs them one at a time.
+# Tests run on every core (pytest-xdist), then the timing tests alone (their verdicts need a quiet
+# CPU); `$(PY) -m pytest -q` runs everything one at a time.
 test: venv
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto -m "not timing"
+	$(PY) -m pytest -q -m timing
 
 bench: venv
 	$(PY) benchmarks/bench_analysis.py

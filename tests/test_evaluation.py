@@ -16,7 +16,9 @@ from runner.evaluation.measure import compare, time_interleaved, validate
 from runner.evaluation.statistics import improvement
 
 APP = FIXTURES / "evalapp"
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+# Timing verdicts need the CPU to themselves: `make test` runs these after the parallel part.
+pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed"), pytest.mark.timing]
+
 VARIANTS = ["BASE", "FAST", "WRONG", "TOLERANT", "NONDET", "HANG", "CRASH", "NOOUT", "NOISY"]
 
 
@@ -186,8 +188,14 @@ def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant,
     result = evaluate(lc, run, _diag(), _proposed(variant))
     assert result.verdict in verdicts  # NOISY is never faster, usually significantly slower
     assert set(result.seconds) >= {"build", "validate"}
-    if result.timing:  # both configurations timed, the profiled one (small) first
+    if variant == "WRONG":  # rejected by validation: never timed
+        assert result.timing is None and result.timings == []
+    else:  # both configurations timed, the profiled one (small) first; the verdict follows the interval
         assert [t.configuration for t in result.timings] == ["small", "large"]
+        r = result.timing.result
+        assert r.faster == (r.ci_low > 0) and r.significant == (r.ci_low > 0 or r.ci_high < 0)
+        assert result.verdict == ("improvement" if r.ci_low > 0 else "slower" if r.ci_high < 0
+                                  else "no-significant-gain")
     saved = json.loads((run.path / "evaluation" / "result.json").read_text())
     assert saved["verdict"] == result.verdict
     corpus = tmp_path / "runs" / "corpus.jsonl"
