@@ -20,7 +20,7 @@ from bot.context import JobContext
 from bot.jobs import CONFIG_PATH, release_job_key
 from bot.review import plan_review, review_body
 from runner.base.errors import OptimasError
-from runner.base.processes import CommandResult, child_environment, child_home, run_process
+from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
 from runner.base.redaction import describe, redact, register_secret
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,12 @@ def _release(ctx: JobContext, job) -> None:
 def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]:
     """Fetch the pinned commit into a fresh workspace and run the pipeline with the default
     branch's config; returns the outcome and the config's blob SHA."""
-    with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp, child_home(Path(tmp) / "home"):
+    with (tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp, child_home(Path(tmp) / "home"),
+          track_process_groups(Path(tmp) / "process-groups") as groups):
+        job = get_current_job()
+        if job is not None:  # the stopped and failure callbacks kill what a killed horse leaves running
+            job.meta["process_groups"] = str(groups)
+            job.save_meta()
         ws = Path(tmp) / "src"
         token = ctx.app.installation_token(ctx.installation_id)
         fetch(ctx.repo, ctx.pr, head_sha, token, ws, ctx.settings.git_url, ctx.settings.fetch_timeout_s)

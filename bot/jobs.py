@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -31,6 +32,7 @@ from bot.app import heads_key
 from bot.context import JobContext
 from bot.github_client import WRITE_PERMISSIONS
 from bot.settings import WorkerSettings
+from runner.base.processes import kill_process_groups
 from runner.base.redaction import describe
 
 log = logging.getLogger(__name__)
@@ -264,10 +266,21 @@ def _complete_check(job: Job, conclusion: str, title: str, summary: str) -> None
         pub.complete_check(check_id, conclusion, title, summary)
 
 
+def kill_leftovers(job: Job) -> None:
+    """Kill the commands a killed GPU job left running (builds, the app, ncu run in sessions of their
+    own, so killing the job's process does not end them)."""
+    groups = (job.get_meta(refresh=True) or {}).get("process_groups")
+    if groups:
+        killed = kill_process_groups(Path(groups))
+        if killed:
+            log.info("job %s: killed %d process group(s) it left running", job.id, len(killed))
+
+
 def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, traceback) -> None:
     """RQ failure callback, run on every failed attempt before RQ decides on a retry. A transient
     failure with retries left stays quiet (RQ runs the job again); any other failure ends the
     retries and the PR learns that the job failed, and why: one comment per job."""
+    kill_leftovers(job)
     if exc_value is not None and not is_transient(exc_value):
         job.retries_left = 0  # RQ reads this right after the callback: no retry of a deterministic failure
     elif job.retries_left:
@@ -288,6 +301,7 @@ def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, trace
 def report_stopped(job: Job, connection: redis.Redis) -> None:
     """RQ stopped callback (a superseded or cancelled run, stopped while running): release its key
     and complete its check run as cancelled, saying why."""
+    kill_leftovers(job)
     release_job_key(connection, job)
     reason = (job.get_meta(refresh=True) or {}).get("stop_reason", "the run was stopped")
     log.info("job %s stopped: %s", job.id, reason)

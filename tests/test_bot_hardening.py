@@ -427,6 +427,8 @@ def test_superseded_and_cancelled_running_jobs_complete_their_check_runs(env, mo
         assert run(conn, "bot.jobs.cancel_pr", repo=REPO, installation_id=1, sender="m", pr=2,
                    why="the `optimas` label was removed").return_value()["status"] == "stopped"
         assert _wait(lambda: gh.check_runs[2].get("status") == "completed")
+        # the stopped jobs' git fetches ran in sessions of their own: the stopped callback killed them
+        assert _wait(lambda: not [c for c in cmdlines() if remote.url in c], 10)
     finally:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.communicate()

@@ -58,3 +58,30 @@ def test_a_build_that_times_out_says_after_how_long(tmp_path):
     (tmp_path / "optimas.yml").write_text("app:\n  build: sleep 30\n  timeout_s: 1\n")
     result = build(load_config(tmp_path / "optimas.yml"), tmp_path, "sm_90", verbose=False)
     assert not result.ok and result.output == "the build timed out after 1 s and was killed"
+
+
+def test_commands_left_by_a_killed_caller_can_be_killed(tmp_path):
+    """While run_process waits, its command's group is listed; kill_process_groups ends it (as the
+    bot's stopped callback does for a stopped job), and a finished command is no longer listed."""
+    import contextvars
+    import threading
+
+    from runner.base.processes import kill_process_groups, track_process_groups
+
+    groups = tmp_path / "groups"
+    results = []
+    with track_process_groups(groups):
+        ctx = contextvars.copy_context()
+        t = threading.Thread(target=ctx.run, args=(lambda: results.append(run_process(["sleep", "30"], tmp_path,
+                                                                                      60)),))
+        t.start()
+        for _ in range(50):
+            if groups.read_text().strip():
+                break
+            time.sleep(0.1)
+        (pgid,) = [int(x) for x in groups.read_text().split()]
+        assert kill_process_groups(groups) == [pgid]
+        t.join(timeout=10)
+    (r,) = results
+    assert r.returncode == -9 and r.seconds < 10 and groups.read_text() == ""
+    assert kill_process_groups(groups) == []

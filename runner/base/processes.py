@@ -36,6 +36,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NEVER = re.compile(r"(?i)(secret|token|passw|private|api_?key|credential|^optimas_)")
 
 _home: contextvars.ContextVar[Path | None] = contextvars.ContextVar("optimas_child_home", default=None)
+_groups: contextvars.ContextVar[Path | None] = contextvars.ContextVar("optimas_process_groups", default=None)
+_groups_lock = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -47,6 +49,51 @@ def child_home(path: Path) -> Iterator[Path]:
         yield path
     finally:
         _home.reset(token)
+
+
+@contextlib.contextmanager
+def track_process_groups(path: Path) -> Iterator[Path]:
+    """While this block runs, every command started in it is listed in `path` (its process group,
+    one per line) until it ends. Commands run in sessions of their own, so a process that is killed
+    (an RQ work horse stopped by a newer run) leaves them running: whoever killed it calls
+    kill_process_groups(path)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    token = _groups.set(path)
+    try:
+        yield path
+    finally:
+        _groups.reset(token)
+
+
+def _note_group(pgid: int, running: bool) -> None:
+    path = _groups.get()
+    if path is None:
+        return
+    with _groups_lock:
+        live = {int(x) for x in path.read_text().split()} if path.exists() else set()
+        live = live | {pgid} if running else live - {pgid}
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(f"{g}\n" for g in sorted(live)))
+        os.replace(tmp, path)
+
+
+def kill_process_groups(path: Path) -> list[int]:
+    """SIGKILL the process groups listed in `path` that still lead their session (a listed group
+    whose leader is gone and whose id was reused is left alone); returns the groups killed."""
+    try:
+        listed = [int(x) for x in path.read_text().split()]
+    except (OSError, ValueError):
+        return []
+    killed = []
+    for pgid in listed:
+        try:
+            if os.getsid(pgid) == pgid:
+                os.killpg(pgid, signal.SIGKILL)
+                killed.append(pgid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
 
 
 def _default_home() -> Path:
@@ -147,6 +194,7 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
                                     env=child_environment() if env is None else env)
         except FileNotFoundError:
             raise ProfilingError(f"{what}: cannot run {argv[0]!r}: not found") from None
+        _note_group(proc.pid, running=True)  # a new session: its group id is the child's pid
         stream = cast(IO[str], proc.stderr if out_file is not None else proc.stdout)
 
         def drain(errors: IO[str]) -> None:
@@ -183,6 +231,7 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        _note_group(proc.pid, running=False)
         reader.join(timeout=5 if timed_out else None)
         if drainer.is_alive():
             drainer.join(timeout=5 if timed_out else None)
