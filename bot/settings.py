@@ -33,7 +33,6 @@ class Settings:
     command: str = "/optimas"
     app_slug: str = "optimas"
     control_queue: str = "optimas-control"
-    gpu_queue: str = "optimas-gpu"
     key_prefix: str = "optimas"  # namespace of every Redis key the bot writes
     delivery_ttl_s: int = 7 * 24 * 3600  # GitHub redelivers for a few days at most
     api_url: str = "https://api.github.com"
