@@ -26,6 +26,20 @@ GH_REPO = "Codertocat/Hello-World"
 HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def build_cache(tmp_path_factory):
+    """Builds of the same sources, command and compiler are done once per test run (and per xdist
+    worker): OPTIMAS_BUILD_CACHE, inherited by the CLI and worker processes the tests start."""
+    path = tmp_path_factory.mktemp("build-cache")
+    old = os.environ.get("OPTIMAS_BUILD_CACHE")
+    os.environ["OPTIMAS_BUILD_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("OPTIMAS_BUILD_CACHE", None)
+    else:
+        os.environ["OPTIMAS_BUILD_CACHE"] = old
+
+
 @pytest.fixture
 def h200() -> Path:
     """Real Nsight Compute exports captured on an H200 (see fixtures/ncu-h200/CAPTURE.md)."""

@@ -85,3 +85,28 @@ def test_commands_left_by_a_killed_caller_can_be_killed(tmp_path):
     (r,) = results
     assert r.returncode == -9 and r.seconds < 10 and groups.read_text() == ""
     assert kill_process_groups(groups) == []
+
+
+def test_the_same_build_is_done_once_with_a_build_cache(tmp_path, monkeypatch):
+    """OPTIMAS_BUILD_CACHE: the same workspace contents, command and compiler build once; an edited
+    source builds again; a kept binary comes back from the cache."""
+    from runner.proposal.stage import compile_candidate
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "k.cu").write_text("int main() { return 0; }\n")
+    count = tmp_path / "builds"
+    (app / "optimas.yml").write_text(
+        "app:\n  sources: [k.cu]\n"
+        f"  build: sh -c 'echo built >> {count}; cp k.cu {{exe}}'\n")
+    lc = load_config(app / "optimas.yml")
+    monkeypatch.setenv("OPTIMAS_BUILD_CACHE", str(tmp_path / "cache"))
+    first = compile_candidate(lc, {}, "sm_90", exe=tmp_path / "a")
+    again = compile_candidate(lc, {}, "sm_90", exe=tmp_path / "b")
+    assert first.ok and again == first and count.read_text().count("built") == 1
+    assert (tmp_path / "b").read_text() == "int main() { return 0; }\n"
+    edited = compile_candidate(lc, {"k.cu": "int main() { return 1; }\n"}, "sm_90")
+    assert edited.ok and count.read_text().count("built") == 2
+    monkeypatch.delenv("OPTIMAS_BUILD_CACHE")
+    compile_candidate(lc, {}, "sm_90")
+    assert count.read_text().count("built") == 3  # no cache: every build runs

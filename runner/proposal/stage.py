@@ -8,7 +8,9 @@ diff.patch, the edited files, the build log).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -59,7 +61,8 @@ class ProposeResult(BaseModel):
 def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
                       exe: Path | None = None) -> CompileResult:
     """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
-    `exe`, the binary is kept there."""
+    `exe`, the binary is kept there. With OPTIMAS_BUILD_CACHE set (a folder), a build of the same
+    workspace contents, command, architecture, environment and compiler is done once."""
     space, workdir = workspace_dirs(lc)
     with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
         copy = Path(tmp) / "ws"
@@ -67,10 +70,51 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
         cwd = copy / workdir.relative_to(space)
         for name, text in files.items():
             (cwd / name).write_text(text)
-        result = build(lc, cwd, arch, exe=exe, verbose=True)
+        cache = os.environ.get("OPTIMAS_BUILD_CACHE")
+        entry = Path(cache) / _build_key(lc, copy, workdir.relative_to(space), arch) if cache else None
+        result = _cached(entry, exe)
+        if result is None:
+            result = build(lc, cwd, arch, exe=exe, verbose=True)
+            if entry is not None:
+                _store(entry, result, exe)
     if log:
         log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
     return result
+
+
+def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str) -> str:
+    """What a build depends on: every file of the workspace copy, the build command, the
+    architecture, the declared environment and the compiler (its path, size and time)."""
+    h = hashlib.sha256()
+    compiler = shutil.which(build_compiler(lc) or "") or ""
+    stat = os.stat(compiler) if compiler else None
+    h.update(json.dumps([lc.config.app.build, arch, str(workdir), sorted(lc.config.app.env.items()), compiler,
+                         stat.st_size if stat else None, stat.st_mtime_ns if stat else None]).encode())
+    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(tree)).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _cached(entry: Path | None, exe: Path | None) -> CompileResult | None:
+    if entry is None or not (entry / "result.json").is_file():
+        return None
+    result = CompileResult.model_validate_json((entry / "result.json").read_text())
+    if exe is not None and result.ok:
+        if not (entry / "exe").is_file():
+            return None  # built before without keeping the binary
+        shutil.copy2(entry / "exe", exe)
+    return result
+
+
+def _store(entry: Path, result: CompileResult, exe: Path | None) -> None:
+    """Write a cache entry; the result goes last, so a half-written entry is never read."""
+    entry.mkdir(parents=True, exist_ok=True)
+    if exe is not None and result.ok and exe.is_file():
+        part = entry / f"exe.{os.getpid()}"
+        shutil.copy2(exe, part)
+        os.replace(part, entry / "exe")  # whole, even with another process storing the same build
+    atomic_write_text(entry / "result.json", result.model_dump_json())
 
 
 @dataclass
