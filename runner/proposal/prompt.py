@@ -1,6 +1,6 @@
 """Prompt construction: the hot kernels' source with line numbers, the GPU and its measured peaks,
 the evidence of the chosen diagnostic configuration, compiler feedback (K*), guardrails and the
-response format. Prompts are Jinja2 templates under templates/prompt/.
+response format. Prompts are Jinja2 templates under runner/proposal/templates/ (package data).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from runner.base.errors import OptimasError
 from runner.profiling.model import short_kernel_name
 from runner.proposal.compiler import KernelResources
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "prompt"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 # Which evidence kinds each diagnostic configuration shows (K* compiler feedback always is).
 DIAGNOSTIC_KINDS: dict[str, set[str]] = {
