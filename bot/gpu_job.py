@@ -45,10 +45,10 @@ def git_environment(token: str) -> dict[str, str]:
             "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
 
 
-def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: str = "https://github.com/{repo}.git",
-          timeout_s: float = 600.0) -> None:
+def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: str, timeout_s: float) -> None:
     """The PR's head (refs/pull/N/head: same-repo and fork PRs alike) into `dest`, checked to be
-    the pinned SHA. The token reaches git through its environment only (git_environment)."""
+    the pinned SHA; `git_url` and `timeout_s` come from WorkerSettings. The token reaches git through
+    its environment only (git_environment)."""
     url = git_url.format(repo=repo)
     dest.mkdir(parents=True)
     env = git_environment(token)

@@ -97,23 +97,24 @@ def on(*keys: str) -> Callable[[Handler], Handler]:
 SHA = re.compile(r"[0-9a-fA-F]{7,40}")
 
 
-def _labels(pr: dict[str, Any]) -> set[str]:
-    labels = field_of(pr, "labels", list, default=[])
+def _labels(payload: dict[str, Any]) -> set[str]:
+    labels = field_of(payload, "pull_request.labels", list, default=[])
     return {label.get("name", "") for label in labels if isinstance(label, dict)}
 
 
-def _pull(ctx: Context) -> tuple[dict[str, Any], int, str]:
-    """The event's pull request, its number and head SHA, validated."""
-    pr = field_of(ctx.payload, "pull_request", dict)
-    number = field_of(pr, "number", int)
-    sha = field_of(pr, "head.sha", str)
+def _pull(ctx: Context) -> tuple[int, str]:
+    """The event's pull request number and head SHA, validated."""
+    # Paths from the payload's root, so that an error names the field as the sender sees it.
+    field_of(ctx.payload, "pull_request", dict)
+    number = field_of(ctx.payload, "pull_request.number", int)
+    sha = field_of(ctx.payload, "pull_request.head.sha", str)
     if not re.fullmatch(r"[0-9a-f]{40}", sha):
         raise PayloadError("payload.pull_request.head.sha: expected a 40-digit hexadecimal commit SHA")
-    return pr, number, sha
+    return number, sha
 
 
-def _with_head(ctx: Context, decision: Decision, pr: dict[str, Any], number: int, sha: str) -> Decision:
-    decision.head = Head(ctx.repo, number, sha, field_of(pr, "updated_at", str, default=""))
+def _with_head(ctx: Context, decision: Decision, number: int, sha: str) -> Decision:
+    decision.head = Head(ctx.repo, number, sha, field_of(ctx.payload, "pull_request.updated_at", str, default=""))
     return decision
 
 
@@ -124,32 +125,32 @@ def ping(ctx: Context) -> Decision:
 
 @on("pull_request.labeled")
 def labeled(ctx: Context) -> Decision:
-    pr, number, sha = _pull(ctx)
+    number, sha = _pull(ctx)
     if field_of(ctx.payload, "label.name", str, default="") != ctx.settings.label:
-        return _with_head(ctx, Decision(reason=f"label is not {ctx.settings.label!r}"), pr, number, sha)
+        return _with_head(ctx, Decision(reason=f"label is not {ctx.settings.label!r}"), number, sha)
     return _with_head(ctx, ctx.job(JOB_TRIGGER, f"{ctx.repo}#{number} labelled {ctx.settings.label}", pr=number,
-                                   head_sha=sha, trigger="label"), pr, number, sha)
+                                   head_sha=sha, trigger="label"), number, sha)
 
 
 @on("pull_request.synchronize", "pull_request.opened", "pull_request.reopened", "pull_request.edited")
 def synchronize(ctx: Context) -> Decision:
-    pr, number, sha = _pull(ctx)
+    number, sha = _pull(ctx)
     if ctx.action != "synchronize":
-        return _with_head(ctx, Decision(reason=f"pull request {ctx.action}: head recorded"), pr, number, sha)
-    if ctx.settings.label not in _labels(pr):
+        return _with_head(ctx, Decision(reason=f"pull request {ctx.action}: head recorded"), number, sha)
+    if ctx.settings.label not in _labels(ctx.payload):
         return _with_head(ctx, Decision(reason=f"new commits on a PR without the {ctx.settings.label!r} label"),
-                          pr, number, sha)
+                          number, sha)
     return _with_head(ctx, ctx.job(JOB_TRIGGER, f"{ctx.repo}#{number} has a new head {sha[:7]}", pr=number,
-                                   head_sha=sha, trigger="synchronize"), pr, number, sha)
+                                   head_sha=sha, trigger="synchronize"), number, sha)
 
 
 @on("pull_request.unlabeled")
 def unlabeled(ctx: Context) -> Decision:
-    pr, number, sha = _pull(ctx)
+    number, sha = _pull(ctx)
     if field_of(ctx.payload, "label.name", str, default="") != ctx.settings.label:
-        return _with_head(ctx, Decision(reason=f"label is not {ctx.settings.label!r}"), pr, number, sha)
+        return _with_head(ctx, Decision(reason=f"label is not {ctx.settings.label!r}"), number, sha)
     return _with_head(ctx, ctx.job(JOB_CANCEL, f"{ctx.repo}#{number} unlabelled", pr=number,
-                                   why=f"the `{ctx.settings.label}` label was removed"), pr, number, sha)
+                                   why=f"the `{ctx.settings.label}` label was removed"), number, sha)
 
 
 @on("pull_request.closed")
@@ -160,14 +161,14 @@ def closed(ctx: Context) -> Decision:
 
 @on("issue_comment.created")
 def comment(ctx: Context) -> Decision:
-    issue = field_of(ctx.payload, "issue", dict)
-    if not field_of(issue, "pull_request", dict, default=None):
+    field_of(ctx.payload, "issue", dict)
+    if not field_of(ctx.payload, "issue.pull_request", dict, default=None):
         return Decision(reason="a comment on an issue, not a pull request")
     words = field_of(ctx.payload, "comment.body", str, default="").strip().split()
     if not words or words[0] != ctx.settings.command:
         return Decision(reason=f"not an {ctx.settings.command} command")
     verb = words[1] if len(words) > 1 else "help"
-    pr = field_of(issue, "number", int)
+    pr = field_of(ctx.payload, "issue.number", int)
     if verb == "run":
         # A comment carries no head SHA. `/optimas run <sha>` names the commit the writer approves;
         # plain `/optimas run` approves the head the bot had seen before the comment was made
@@ -195,7 +196,7 @@ def decide(event: str, payload: Any, settings: Settings) -> Decision:
     if handler is None:
         return Decision(reason=f"no handler for {key}")
     sender = field_of(payload, "sender", dict, default={})
-    login = field_of(sender, "login", str, default="")
+    login = field_of(payload, "sender.login", str, default="")
     if event != "ping" and (sender.get("type") == "Bot" or login == f"{settings.app_slug}[bot]"):
         return Decision(reason=f"ignoring an event from the bot {login}")
     installation = field_of(payload, "installation.id", int, default=None)

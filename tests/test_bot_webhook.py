@@ -286,7 +286,17 @@ def _wrong_shapes() -> list[tuple[str, str, object]]:
 def test_signed_payloads_of_the_wrong_shape_are_400_never_500(server, name, event, body):
     url, queue = server
     status, answer = post(url, event, body)
-    assert status == 400 and "payload" in answer["error"], answer
+    # the error names the field from the payload's root
+    field = {"array": "payload: expected a JSON object", "null": "payload: expected a JSON object",
+             "string": "payload: expected a JSON object", "number": "payload: expected a JSON object",
+             "labeled without pull_request": "payload.pull_request: missing",
+             "labeled without head": "payload.pull_request.head.sha: missing",
+             "head.sha a number": "payload.pull_request.head.sha: expected a string",
+             "sender a string": "payload.sender: expected an object",
+             "number a string": "payload.pull_request.number: expected an integer",
+             "comment body a list": "payload.comment.body: expected a string",
+             "no repository": "payload.repository.full_name", "action a list": "payload.action: expected a string"}
+    assert status == 400 and field[name] in answer["error"], answer
     assert queue.count == 0
 
 

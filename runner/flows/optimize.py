@@ -19,7 +19,6 @@ from runner.base.runstore import Run, create_run
 from runner.base.workspace import read_sources, workspace_dirs
 from runner.evaluation.stage import EvaluationResult
 from runner.flows.loop import Iteration, LoopResult, one_iteration, run_loop
-from runner.proposal.stage import ProposeResult
 
 PROGRESS = progress_for("flows")
 
@@ -38,10 +37,6 @@ class Optimization:
     loop: LoopResult | None = None
     final: dict[str, str] | None = None
     shown: EvaluationResult | None = None
-
-    @property
-    def proposed(self) -> ProposeResult | None:
-        return self.iteration.proposed if self.iteration else None
 
 
 def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | None = None,
