@@ -28,9 +28,12 @@ HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 
 @pytest.fixture(scope="session", autouse=True)
 def build_cache(tmp_path_factory):
-    """Builds of the same sources, command and compiler are done once per test run (and per xdist
-    worker): OPTIMAS_BUILD_CACHE, inherited by the CLI and worker processes the tests start."""
-    path = tmp_path_factory.mktemp("build-cache")
+    """Builds of the same sources, command and compiler are done once per test run, across xdist
+    workers: OPTIMAS_BUILD_CACHE, inherited by the CLI and worker processes the tests start."""
+    # pytest-xdist gives each worker a base folder inside the run's own: the workers share the cache
+    base = tmp_path_factory.getbasetemp()
+    path = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "build-cache"
+    path.mkdir(exist_ok=True)
     old = os.environ.get("OPTIMAS_BUILD_CACHE")
     os.environ["OPTIMAS_BUILD_CACHE"] = str(path)
     yield path
@@ -47,12 +50,14 @@ def h200() -> Path:
 
 
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run only where an NVIDIA GPU, nvcc and ncu are present (the device, not CI)."""
+    """GPU tests run only where an NVIDIA GPU, nvcc and ncu are present (the device, not CI). Tests
+    marked `slow` go first, so that a long one never starts last on one worker while the others idle."""
     have_gpu = all(shutil.which(t) for t in ("nvidia-smi", "nvcc", "ncu"))
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with nvcc and ncu")
     for item in items:
         if "gpu" in item.keywords and not have_gpu:
             item.add_marker(skip)
+    items.sort(key=lambda item: "slow" not in item.keywords)  # stable: the rest keep their order
 
 
 def redis_or_fail() -> redis.Redis:

@@ -25,6 +25,7 @@ def test_there_are_eight_applications_with_three_configurations():
             assert (lc.resolve(lc.config.app.workdir) / src).is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 @pytest.mark.parametrize("app", APPS)
 def test_application_compiles(app: str, tmp_path: Path):

@@ -96,7 +96,7 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
         gh.add_pull(GH_REPO, 2, sha)
         gh.pr_files[2] = pr_files if pr_files is not None else PROBE_PR_FILES
         srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         payload = json.loads((FIXTURES / "github" / "payload-examples" / "pull_request" /
                               "labeled.payload.json").read_text())
         payload["label"]["name"] = "optimas"
@@ -124,6 +124,7 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
     return gh, sha, gpu_job
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypatch, remote, tmp_path, caplog):
     caplog.set_level("INFO", logger="optimas")

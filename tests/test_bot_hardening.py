@@ -18,6 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from conftest import GH_REPO as REPO
 from conftest import HEAD
 from conftest import REPO as ROOT
@@ -101,6 +102,7 @@ def outgoing(gh) -> str:
 
 # 1. The installation token is in no argument, URL, comment, check run or log line.
 
+@pytest.mark.slow
 def test_a_fetch_that_times_out_never_shows_the_installation_token(env, monkeypatch):
     gh, conn, gpu = env
     token = gh.token(1)
@@ -280,7 +282,7 @@ def test_the_webhook_records_heads_that_run_comments_pin(env, monkeypatch):
     settings = Settings(webhook_secret=b"s", control_queue=f"test-control-{uuid.uuid4().hex[:8]}",
                         key_prefix=jobs.key_prefix())
     srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     examples = ROOT / "tests" / "fixtures" / "github" / "payload-examples"
 
     def deliver(event: str, payload: dict):
@@ -338,6 +340,7 @@ def test_a_failure_report_is_posted_once_however_often_it_runs(env):
 
 # 5. Concurrent control workers for one PR leave exactly one active GPU job.
 
+@pytest.mark.slow
 def test_concurrent_control_jobs_for_one_pr_enqueue_one_active_gpu_job(env):
     gh, conn, gpu = env
     gh.vary_content_sha = True  # the config changes between reads: every trigger has a job key of its own

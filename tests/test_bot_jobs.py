@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 import redis
 from conftest import GH_REPO as REPO
 from conftest import HEAD
@@ -250,16 +251,18 @@ def test_writes_of_one_installation_are_serialized_across_publishers(env, pem):
     from bot.publish import Publisher
 
     gh, conn, gpu = env
-    gh.write_delay_s = 0.6  # longer than PyGithub's own 0.25 s spacing of one client's requests
     prefix = jobs.key_prefix()
 
     def overlapping(use_lock: bool) -> bool:
-        gh.write_spans.clear()
-        pubs = []
+        gh.write_delay_s, pubs = 0.0, []
         for _ in range(2):  # two worker processes: separate clients, no shared pacing
-            app = GitHubApp("12345", pem, os.environ["OPTIMAS_GITHUB_API_URL"], seconds_between_writes=0)
+            app = GitHubApp("12345", pem, os.environ["OPTIMAS_GITHUB_API_URL"], seconds_between_writes=0,
+                            seconds_between_requests=0)
             lock = (lambda: conn.lock(f"{prefix}:writes:1", timeout=30, blocking_timeout=30)) if use_lock else None
+            app.installation_token(1)  # the token and its first use before the race, not inside it
             pubs.append(Publisher(app, 1, REPO, 2, lock=lock))
+        gh.write_delay_s = 0.3  # each write is slow enough for the other process's writes to fall inside it
+        gh.write_spans.clear()
         threads = [threading.Thread(target=p.start_check, args=(HEAD, f"job-{use_lock}-{i}"))
                    for i, p in enumerate(pubs)]
         for t in threads:
@@ -274,6 +277,7 @@ def test_writes_of_one_installation_are_serialized_across_publishers(env, pem):
     assert not overlapping(use_lock=True)
 
 
+@pytest.mark.slow
 def test_one_worker_per_gpu_each_pinned_to_its_gpu(tmp_path):
     """`python -m bot.gpu_workers --gpus 0,1` starts two real RQ workers; every job sees the GPU of the
     worker that ran it, and only that GPU."""

@@ -41,7 +41,7 @@ def server(conn):
     settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}")
     app = create_app(settings, conn)
     srv = make_server("127.0.0.1", 0, app, threaded=True)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     t.start()
     queue = Queue(settings.control_queue, connection=conn)
     yield f"http://127.0.0.1:{srv.server_port}", queue
@@ -232,7 +232,7 @@ def small_server(conn):
     settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}",
                         max_body_bytes=1024 * 1024)
     srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     yield srv.server_port, Queue(settings.control_queue, connection=conn)
     srv.shutdown()
 

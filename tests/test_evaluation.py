@@ -16,22 +16,30 @@ from runner.evaluation.measure import compare, time_interleaved, validate
 from runner.evaluation.statistics import improvement
 
 APP = FIXTURES / "evalapp"
-# Timing verdicts need the CPU to themselves: `make test` runs these after the parallel part.
-pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed"), pytest.mark.timing]
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+# Tests whose verdicts rest on measured times carry `timing`: they need the CPU to themselves, and
+# `make test` runs them after the parallel part.
+timing = pytest.mark.timing
 
-VARIANTS = ["BASE", "FAST", "WRONG", "TOLERANT", "NONDET", "HANG", "CRASH", "NOOUT", "NOISY"]
+
+class Variants:
+    """The evaluation app built with -DVARIANT=<name> (BASE, FAST, WRONG, TOLERANT, NONDET, HANG,
+    CRASH, NOOUT, NOISY), each on first use."""
+
+    def __init__(self, out: Path):
+        self.out = out
+
+    def __getitem__(self, variant: str) -> Path:
+        exe = self.out / variant.lower()
+        if not exe.is_file():
+            subprocess.run(["g++", "-O2", "-std=c++17", f"-DVARIANT={variant}", "-o", str(exe), str(APP / "main.cpp")],
+                           check=True, capture_output=True)
+        return exe
 
 
 @pytest.fixture(scope="module")
-def exes(tmp_path_factory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("bin")
-    built = {}
-    for v in VARIANTS:
-        exe = out / v.lower()
-        subprocess.run(["g++", "-O2", "-std=c++17", f"-DVARIANT={v}", "-o", str(exe), str(APP / "main.cpp")],
-                       check=True, capture_output=True)
-        built[v] = exe
-    return built
+def exes(tmp_path_factory) -> Variants:
+    return Variants(tmp_path_factory.mktemp("bin"))
 
 
 def config(tmp_path: Path, outputs: str | None = None, evaluation: str = ""):
@@ -77,6 +85,7 @@ def test_nondeterministic_candidate_is_rejected(tmp_path, exes):
     assert statuses(v) <= {"nondeterministic", "mismatch"} and "nondeterministic" in statuses(v)
 
 
+@pytest.mark.slow
 def test_hung_candidate_is_killed(tmp_path, exes):
     lc = config(tmp_path)
     text = lc.path.read_text().replace("timeout_s: 5", "timeout_s: 1")
@@ -92,6 +101,7 @@ def test_crash_and_missing_output_fail(tmp_path, exes):
     assert statuses(noout) == {"missing-output"}  # the poisoned file was left as it was
 
 
+@timing
 def test_a_faster_candidate_is_a_significant_improvement(tmp_path, exes):
     t = time_interleaved(config(tmp_path, evaluation="  timing_precision: 0\n"), exes["BASE"], exes["FAST"])
     assert t.metric == "kernel_ms" and len(t.baseline) == len(t.candidate) == 7 and t.stop == "fixed"
@@ -99,6 +109,7 @@ def test_a_faster_candidate_is_a_significant_improvement(tmp_path, exes):
     assert t.result.ci_low > 0
 
 
+@timing
 def test_a_noisy_candidate_is_not_called_an_improvement(tmp_path, exes):
     t = time_interleaved(config(tmp_path), exes["BASE"], exes["NOISY"])
     assert not t.result.faster and t.result.candidate_cv > t.result.baseline_cv
@@ -107,6 +118,7 @@ def test_a_noisy_candidate_is_not_called_an_improvement(tmp_path, exes):
     assert not same.significant and not same.faster and same.ci_low < 0 < same.ci_high
 
 
+@timing
 def test_timing_adds_pairs_while_the_interval_is_too_wide(tmp_path, exes):
     """A noisy candidate never gives a 1%-wide interval: pairs are added up to the maximum."""
     lc = config(tmp_path, evaluation="  max_timed_runs: 12\n  timing_precision: 0.01\n")
@@ -116,6 +128,7 @@ def test_timing_adds_pairs_while_the_interval_is_too_wide(tmp_path, exes):
     assert "12 runs each" in t.result.summary()
 
 
+@timing
 def test_timing_stops_at_the_minimum_when_the_interval_is_precise_enough(tmp_path, exes):
     lc = config(tmp_path, evaluation="  max_timed_runs: 12\n  timing_precision: 0.99\n")
     t = time_interleaved(lc, exes["BASE"], exes["BASE"])
@@ -172,6 +185,7 @@ def _diag():
     return Diagnostics(gpu=GpuInfo(name="cpu"), alpha=0.8, kernels=[])
 
 
+@timing
 @pytest.mark.parametrize("variant, verdicts", [("FAST", {"improvement"}), ("WRONG", {"invalid"}),
                                                ("NOISY", {"slower", "no-significant-gain"})])
 def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant, verdicts):
@@ -212,6 +226,7 @@ def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant,
     assert n == 1 and pd.read_parquet(tmp_path / "corpus.parquet")["App"].tolist() == ["evalapp"]
 
 
+@pytest.mark.slow
 def test_direction_checks_of_a_reprofile_land_in_the_result_and_the_corpus(tmp_path):
     import json
 

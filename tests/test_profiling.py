@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -65,19 +64,6 @@ def test_no_gpu_is_reported(tmp_path: Path):
     smi.chmod(0o755)
     with pytest.raises(ProfilingError, match="no NVIDIA GPU found: nvidia-smi says No devices were found"):
         detect_gpu(str(smi))
-
-
-def test_run_command_kills_the_whole_process_group_at_the_timeout(tmp_path: Path):
-    log = tmp_path / "log.txt"
-    marker = tmp_path / "child-survived"
-    script = f"(sleep 3; touch {marker}) & echo started; sleep 30"
-    t0 = time.monotonic()
-    with pytest.raises(ProfilingError, match="timed out after 1 s and was killed"):
-        run_command(["sh", "-c", script], tmp_path, 1.0, log, what="app")
-    assert time.monotonic() - t0 < 10
-    time.sleep(3.5)
-    assert not marker.exists()  # the grandchild died with its group
-    assert "started" in log.read_text() and "killed after 1 s" in log.read_text()
 
 
 def test_run_command_reports_progress_lines(tmp_path: Path):

@@ -77,6 +77,7 @@ def test_propose_on_the_bundled_example_with_the_offline_backend(tmp_path: Path)
     assert (run / "candidates" / "1" / "diff.patch").read_text().startswith("--- a/probe_kernels.cu")
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_offline_edit_to_a_benchmark_kernel_compiles(tmp_path: Path):
     cap = FIXTURES / "seismic-h200"
@@ -146,6 +147,7 @@ def test_exhausted_retries_fail_with_the_reason(tmp_path: Path, monkeypatch):
     assert len(s.requests) == 2
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_large_prompts_are_split_by_kernel_and_recombined(tmp_path: Path):
     cap = FIXTURES / "seismic-h200"
@@ -210,6 +212,7 @@ def test_ablation_table_over_diagnostic_configurations(tmp_path: Path):
     assert len([p for p in tmp_path.iterdir() if p.name != out.name and p.is_dir()]) == 5
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("app", ["accuracy", "seismic"])
 def test_replayed_answers_still_match_their_prompts(tmp_path: Path, app: str):
