@@ -112,7 +112,8 @@ def test_a_faster_candidate_is_a_significant_improvement(tmp_path, exes):
 @timing
 def test_a_noisy_candidate_is_not_called_an_improvement(tmp_path, exes):
     t = time_interleaved(config(tmp_path), exes["BASE"], exes["NOISY"])
-    assert not t.result.faster and t.result.candidate_cv > t.result.baseline_cv
+    # its times are scaled by uniform(1, 3): a CV near 0.29 by construction, whatever the machine adds
+    assert not t.result.faster and t.result.candidate_cv > 0.1
     assert "noise: baseline CV" in t.result.summary()
     same = improvement([10, 11, 9, 10.5, 9.5, 10.2, 9.8], [10.1, 9.9, 10.4, 9.6, 10.3, 9.7, 10.0])
     assert not same.significant and not same.faster and same.ci_low < 0 < same.ci_high
