@@ -1,0 +1,1 @@
+"""The CUPTI tracer: kernel times and device-to-host results of an unmodified CUDA program."""

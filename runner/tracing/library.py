@@ -1,0 +1,107 @@
+"""Build the tracer library (native/optimas_tracer.cpp) with the toolkit's nvcc against its CUPTI,
+once per toolkit and tracer source, into a cache shared by every run of this user."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.base.errors import OptimasError
+from runner.base.processes import child_environment, run_process
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).parent / "native" / "optimas_tracer.cpp"
+LIBRARY = "liboptimas_tracer.so"
+
+
+class TracerError(OptimasError):
+    """The tracer cannot be built or used here."""
+
+    exit_code = 4
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    nvcc: Path
+    release: str  # "13.0, V13.0.88": nvcc --version's release line
+    cupti_include: Path
+    cupti_lib: Path
+
+
+def _first(candidates: list[Path], name: str) -> Path | None:
+    return next((c for c in candidates if (c / name).exists()), None)
+
+
+def find_toolkit(nvcc: str = "nvcc") -> Toolkit:
+    """The toolkit of `nvcc` and its CUPTI (extras/CUPTI in NVIDIA's installers, include/ and lib64/
+    or lib/ in distribution packages); TracerError naming what is missing."""
+    found = shutil.which(nvcc)
+    if not found:
+        raise TracerError(f"nvcc not found ({nvcc!r} is not on PATH): the tracer is built with the CUDA "
+                          "toolkit's nvcc; install the toolkit or set profiling.nvcc")
+    path = Path(found).resolve()
+    r = run_process([str(path), "--version"], path.parent, 60, env=child_environment())
+    m = re.search(r"release (\S+ V\S+)", r.output)
+    if r.returncode != 0 or not m:
+        raise TracerError(f"{path} --version did not say its release (exit {r.returncode}): {r.output[-300:]}")
+    # nvcc may be a wrapper script outside the toolkit: its dry run names the toolkit's root (TOP)
+    dry = run_process([str(path), "--dryrun", "-c", str(SOURCE), "-o", os.devnull], path.parent, 60,
+                      env=child_environment())
+    top = re.search(r"^#\$ TOP=(.+)$", dry.output, re.MULTILINE)
+    root = Path(top.group(1).strip()).resolve() if top else path.parent.parent
+    include = _first([root / "extras" / "CUPTI" / "include", root / "include",
+                      root / "targets" / "x86_64-linux" / "include"], "cupti.h")
+    lib = _first([root / "extras" / "CUPTI" / "lib64", root / "lib64", root / "lib",
+                  root / "targets" / "x86_64-linux" / "lib"], "libcupti.so")
+    if include is None or lib is None:
+        missing = "cupti.h" if include is None else "libcupti.so"
+        raise TracerError(f"CUPTI not found in the toolkit at {root} ({missing} is in none of extras/CUPTI, "
+                          "include, lib64, lib): install the toolkit's CUPTI (cuda-cupti) package")
+    return Toolkit(nvcc=path, release=m.group(1), cupti_include=include, cupti_lib=lib)
+
+
+def cache_root() -> Path:
+    """OPTIMAS_CACHE_DIR, else $XDG_CACHE_HOME/optimas, else ~/.cache/optimas."""
+    if os.environ.get("OPTIMAS_CACHE_DIR"):
+        return Path(os.environ["OPTIMAS_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "optimas"
+
+
+def tracer_library(nvcc: str = "nvcc", cache: Path | None = None) -> Path:
+    """The tracer built for this toolkit: from the cache, or built now (a few seconds, once)."""
+    tk = find_toolkit(nvcc)
+    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), tk.release.encode(), str(tk.nvcc).encode(),
+                                     str(tk.cupti_include).encode(), str(tk.cupti_lib).encode()])).hexdigest()[:16]
+    folder = (cache or cache_root()) / "tracer" / f"{tk.release.split(',')[0]}-{key}"
+    target = folder / LIBRARY
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    part = folder / f"{LIBRARY}.{os.getpid()}"
+    argv = [str(tk.nvcc), "-shared", "-Xcompiler", "-fPIC", "-O2", "-std=c++17", f"-I{tk.cupti_include}",
+            str(SOURCE), f"-L{tk.cupti_lib}", "-lcupti", "-ldl", "-Xlinker", f"-rpath={tk.cupti_lib}", "-o", str(part)]
+    log.info("building the CUPTI tracer for CUDA %s", tk.release)
+    r = run_process(argv, folder, 600, env=child_environment(), log=folder / "build.log")
+    if r.returncode != 0 or not part.is_file():
+        part.unlink(missing_ok=True)
+        why = "timed out" if r.timed_out else f"exit {r.returncode}"
+        raise TracerError(f"building the tracer failed ({why}); see {folder / 'build.log'}: "
+                          f"{r.output.strip()[-600:]}")
+    os.replace(part, target)  # whole, even when another process built it at the same time
+    return target
+
+
+def trace_environment(library: Path, trace_dir: Path, keep_bytes: int = 0) -> dict[str, str]:
+    """What a traced process needs in its environment: the driver loads the tracer, which writes
+    its records into `trace_dir` (and keeps up to `keep_bytes` of results)."""
+    env = {"CUDA_INJECTION64_PATH": str(library), "OPTIMAS_TRACE_DIR": str(trace_dir)}
+    if keep_bytes:
+        env["OPTIMAS_TRACE_KEEP_BYTES"] = str(keep_bytes)
+    return env

@@ -1,0 +1,147 @@
+"""The tracer's records (one file per process, written by native/optimas_tracer.cpp) as a typed model.
+
+A record file is tab-separated text, one record per line, its first field the record's kind:
+  # optimas-trace 1                      format version
+  P  pid  cupti-version  kept-bytes-budget
+  N  id  mangled-name  demangled-name     a kernel, named once
+  K  id  start-ns  end-ns  gx,gy,gz  bx,by,bz  registers  static-smem  dynamic-smem  stream  device
+     context  correlation  graph          one kernel execution (graph 0: not from a CUDA graph)
+  D  seq  api  bytes  hash  offset  kept  a copy into host memory, once complete
+  M  seq  managed  bytes  hash  offset  kept   a managed allocation's contents when freed or at exit
+  U  seq  api                             an asynchronous copy never synchronized before exit
+  X  kernels  results  dropped            the process ended normally; no X: it crashed or was killed
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from runner.base.errors import OptimasError
+
+FORMAT = "# optimas-trace 1"
+
+
+class TraceFormatError(OptimasError):
+    """A trace record file that is not what the tracer writes."""
+
+    exit_code = 4
+
+
+class KernelLaunch(BaseModel):
+    """One kernel execution, as CUPTI's activity record reports it."""
+
+    kernel: str  # demangled, as ncu shows it
+    mangled: str
+    start_ns: int
+    end_ns: int
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    registers: int
+    static_shared: int
+    dynamic_shared: int
+    stream: int
+    device: int
+    context: int
+    correlation: int
+    graph: int = 0  # the CUDA graph it ran in, 0 when launched directly
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+class DeviceResult(BaseModel):
+    """One result the program read back from the GPU: a device-to-host copy or managed memory."""
+
+    seq: int  # program order of issue
+    source: str  # the runtime API function, or "managed"
+    bytes: int
+    hash: str  # 64-bit hash of the bytes, hex
+    offset: int = 0  # where its kept bytes start in the process's .bin file
+    kept: int = 0  # how many of its bytes were kept (OPTIMAS_TRACE_KEEP_BYTES)
+
+
+class ProcessTrace(BaseModel):
+    """Everything the tracer saw in one process."""
+
+    path: Path
+    pid: int
+    cupti_version: int
+    launches: list[KernelLaunch] = Field(default_factory=list)
+    results: list[DeviceResult] = Field(default_factory=list)  # in program order
+    unsynchronized: list[str] = Field(default_factory=list)  # copies never synchronized: their API names
+    complete: bool = False  # the process reached its normal exit
+    dropped: int = 0  # activity records CUPTI dropped (buffers full): launches are missing
+
+    def kernel_ns(self) -> dict[str, int]:
+        """Total execution time per kernel (demangled name), in ns."""
+        total: dict[str, int] = defaultdict(int)
+        for k in self.launches:
+            total[k.kernel] += k.duration_ns
+        return dict(total)
+
+    def kept_bytes(self, result: DeviceResult) -> bytes:
+        """The bytes of a result that were kept (empty when none were)."""
+        if not result.kept:
+            return b""
+        with self.path.with_suffix(".bin").open("rb") as f:
+            f.seek(result.offset)
+            return f.read(result.kept)
+
+
+def _ints(text: str) -> tuple[int, int, int]:
+    x, y, z = (int(v) for v in text.split(","))
+    return x, y, z
+
+
+def read_trace(path: Path) -> ProcessTrace:
+    """One process's record file; TraceFormatError naming the file and line when it is malformed."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as e:
+        raise TraceFormatError(f"cannot read the trace {path}: {e.strerror}") from None
+    if not lines or lines[0] != FORMAT:
+        raise TraceFormatError(f"{path} is not an Optimas trace (expected a first line {FORMAT!r})")
+    names: dict[str, tuple[str, str]] = {}
+    trace: ProcessTrace | None = None
+    for number, line in enumerate(lines[1:], start=2):
+        f = line.split("\t")
+        try:
+            if f[0] == "P":
+                trace = ProcessTrace(path=path, pid=int(f[1]), cupti_version=int(f[2]))
+                continue
+            if trace is None:
+                raise ValueError("record before the P line")
+            if f[0] == "N":
+                names[f[1]] = (f[3], f[2])
+            elif f[0] == "K":
+                kernel, mangled = names[f[1]]
+                trace.launches.append(KernelLaunch(
+                    kernel=kernel, mangled=mangled, start_ns=int(f[2]), end_ns=int(f[3]), grid=_ints(f[4]),
+                    block=_ints(f[5]), registers=int(f[6]), static_shared=int(f[7]), dynamic_shared=int(f[8]),
+                    stream=int(f[9]), device=int(f[10]), context=int(f[11]), correlation=int(f[12]),
+                    graph=int(f[13])))
+            elif f[0] in ("D", "M"):
+                trace.results.append(DeviceResult(seq=int(f[1]), source=f[2], bytes=int(f[3]), hash=f[4],
+                                                  offset=int(f[5]), kept=int(f[6])))
+            elif f[0] == "U":
+                trace.unsynchronized.append(f[2])
+            elif f[0] == "X":
+                trace.complete, trace.dropped = True, int(f[3])
+            else:
+                raise ValueError(f"unknown record kind {f[0]!r}")
+        except (ValueError, IndexError, KeyError) as e:
+            raise TraceFormatError(f"{path}:{number}: malformed {f[0]!r} record ({e})") from None
+    if trace is None:
+        raise TraceFormatError(f"{path} has no P (process) record")
+    trace.results.sort(key=lambda r: r.seq)
+    trace.launches.sort(key=lambda k: k.start_ns)
+    return trace
+
+
+def read_traces(folder: Path) -> list[ProcessTrace]:
+    """Every process's trace in a folder (a program may start several CUDA processes), by pid."""
+    return sorted((read_trace(p) for p in folder.glob("trace-*.tsv")), key=lambda t: t.pid)

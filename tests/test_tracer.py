@@ -1,0 +1,109 @@
+"""The CUPTI tracer: built here with the real nvcc against the toolkit's CUPTI; on the device, run
+inside an unmodified program (tests marked gpu)."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FIXTURES
+
+from runner.base.processes import child_environment, run_process
+from runner.tracing.library import TracerError, find_toolkit, trace_environment, tracer_library
+from runner.tracing.trace import TraceFormatError, read_trace, read_traces
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+PROBE = FIXTURES / "tracer" / "probe.cu"
+
+
+def _hash(lib: Path, data: bytes, split: int | None = None) -> str:
+    f = ctypes.CDLL(str(lib)).optimas_tracer_hash
+    f.restype = ctypes.c_uint64
+    f.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    k = len(data) if split is None else split
+    return f"{f(data[:k], k, data[k:], len(data) - k):016x}"
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory) -> Path:
+    return tracer_library("nvcc", cache=tmp_path_factory.mktemp("cache"))
+
+
+@needs_nvcc
+def test_the_tracer_is_built_once_per_toolkit_and_loads(library: Path):
+    assert library.is_file() and library.name == "liboptimas_tracer.so"
+    assert find_toolkit().release.split(",")[0] in library.parent.name  # cached per toolkit release
+    stamp = library.stat().st_mtime_ns
+    assert tracer_library("nvcc", cache=library.parents[2]) == library and library.stat().st_mtime_ns == stamp
+    # the hash of a result fed in pitched rows equals the hash of the same bytes in one piece
+    data = np.arange(1000, dtype=np.float32).tobytes() + b"abc"
+    whole = _hash(library, data)
+    assert all(_hash(library, data, k) == whole for k in (0, 1, 7, 8, 9, 2001, len(data)))
+    assert _hash(library, data[:-1]) != whole and _hash(library, data[:-1] + b"d") != whole
+
+
+def test_a_toolkit_without_cupti_is_named(tmp_path: Path):
+    bin_dir = tmp_path / "cuda" / "bin"
+    bin_dir.mkdir(parents=True)
+    nvcc = bin_dir / "nvcc"
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    nvcc.chmod(0o755)
+    with pytest.raises(TracerError, match=r"CUPTI not found in the toolkit at .*cuda \(cupti.h is in none"):
+        tracer_library(str(nvcc), cache=tmp_path / "cache")
+    with pytest.raises(TracerError, match="nvcc not found .'no-such-nvcc'"):
+        tracer_library("no-such-nvcc", cache=tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_malformed_traces_name_the_file_and_line(tmp_path: Path):
+    bad = tmp_path / "trace-1.tsv"
+    bad.write_text("kernel,time\n")
+    with pytest.raises(TraceFormatError, match="is not an Optimas trace"):
+        read_trace(bad)
+    bad.write_text("# optimas-trace 1\nP\t1\t130001\t0\nK\t0\t1\t2\n")
+    with pytest.raises(TraceFormatError, match=r"trace-1.tsv:3: malformed 'K' record"):
+        read_trace(bad)
+
+
+def _run_probe(tmp: Path, library: Path, exe: Path, *args: str, keep: int = 0):
+    traces = tmp / f"traces-{len(list(tmp.glob('traces-*')))}"
+    traces.mkdir()
+    env = child_environment(trace_environment(library, traces, keep))
+    r = run_process([str(exe), *args], tmp, 120, env=env)
+    assert r.returncode == 0 and "PASS" in r.output, r.output
+    (trace,) = read_traces(traces)
+    return trace
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cudart", ["static", "shared"])
+def test_the_tracer_sees_every_kernel_and_every_result_of_an_unmodified_program(tmp_path, library, cudart):
+    exe = tmp_path / "probe"
+    subprocess.run(["nvcc", "-O2", "-arch=sm_90", f"-cudart={cudart}", "-o", str(exe), str(PROBE)], check=True)
+    t = _run_probe(tmp_path, library, exe, keep=1 << 20)
+    assert t.complete and t.dropped == 0 and not t.unsynchronized
+    names = [k.kernel for k in t.launches]
+    assert names.count("void scale<float, 4>(T1 *, int)") + names.count("void scale<float, 4>(float *, int)") == 1
+    assert sum("scale<float, 2>" in n for n in names) == 1  # cudaLaunchKernel
+    assert sum(n.startswith("spin(") for n in names) == 4  # two streams, then twice in the graph
+    graph = [k for k in t.launches if k.graph]
+    assert len(graph) == 4 and {k.kernel.split("(")[0] for k in graph} == {"spin", "void scale<float, 1>"}
+    assert len({k.stream for k in t.launches if k.kernel.startswith("spin(") and not k.graph}) == 2
+    assert all(k.duration_ns > 0 and k.registers > 0 for k in t.launches)
+    sources = [r.source for r in t.results]
+    assert sources == ["cudaMemcpy", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpyAsync", "cudaMemcpyAsync",
+                       "cudaMemcpyFromSymbol", "cudaMemcpy2D", "cudaMemcpy3D", "managed"], sources
+    n = 1 << 20
+    assert [r.bytes for r in t.results] == [4 * n] * 5 + [256, 8 * 400, 3 * 4 * 64, 4096]
+    first = (np.arange(n, dtype=np.float32) * np.float32(0.5) * np.float32(4)).tobytes()
+    assert t.results[0].hash == _hash(library, first)  # what the device computed, read before the host changed it
+    assert t.kept_bytes(t.results[0]) == first[: t.results[0].kept] and t.results[0].kept == 4 * n
+    again = _run_probe(tmp_path, library, exe)
+    assert [r.hash for r in again.results] == [r.hash for r in t.results]  # deterministic run to run
+    wrong = _run_probe(tmp_path, library, exe, "wrong")
+    differs = [a.source for a, b in zip(t.results, wrong.results, strict=True) if a.hash != b.hash]
+    assert differs == ["cudaMemcpyFromSymbol"]  # one element of one result; the program still said PASS
