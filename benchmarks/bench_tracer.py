@@ -1,0 +1,122 @@
+"""The CUPTI tracer on the benchmark applications, on a GPU: hot-kernel selection from one traced
+run against the ncu timing pass (wall time, hot set, kernel names), and the tracer's overhead on
+the kernel time the application reports itself (untraced and traced runs interleaved).
+
+Usage: python3 benchmarks/bench_tracer.py [--apps stream,seismic] [--runs 10] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from runner.analysis.hot import select_hot_kernels  # noqa: E402
+from runner.base.config import load_config  # noqa: E402
+from runner.base.processes import child_environment, render, run_process  # noqa: E402
+from runner.profiling.readers import NcuRawCsvReader  # noqa: E402
+from runner.profiling.readers.trace import profile_of  # noqa: E402
+from runner.tracing.library import trace_environment, tracer_library  # noqa: E402
+from runner.tracing.trace import read_traces  # noqa: E402
+
+APPS = ["stream", "accuracy", "sobol", "shmembench", "adjacent", "extrema", "xslookup", "seismic"]
+
+
+def checked(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    r = run_process(argv, cwd, timeout, env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"failed ({r.returncode}): {' '.join(argv)}\n{r.output[-2000:]}")
+    return time.perf_counter() - t0, r.output
+
+
+def one_app(app: str, runs: int, lib: Path, work: Path) -> dict:
+    lc = load_config(BENCH / app / "optimas.yml")
+    cfg = lc.config.app
+    cwd = lc.resolve(cfg.workdir)
+    env = child_environment(cfg.env)
+    exe = work / app
+    checked(render(cfg.build, exe=exe, arch="sm_90", lineinfo="", config="", seed=1, scale=1, out=""), cwd, env)
+    conf = cfg.profile_configuration or cfg.configurations[0]
+    argv = render(cfg.profile_run or cfg.run, exe=exe, config=conf, seed=cfg.seeds[0], scale=1, out="/dev/null",
+                  arch="", lineinfo="")
+    alpha = lc.config.analysis.alpha
+
+    rep = work / f"{app}-timing"
+    ncu_s, _ = checked(["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(rep),
+                        *argv], cwd, env)
+    t0 = time.perf_counter()
+    r = run_process(["ncu", "-i", f"{rep}.ncu-rep", "--csv", "--page", "raw"], cwd, 600, env=env,
+                    stdout=work / f"{app}-raw.csv", merge_stderr=False)
+    export_s = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"ncu export failed: {r.output[-1000:]}")
+    ncu_launches = NcuRawCsvReader().read(work / f"{app}-raw.csv").launches
+    ncu_hot = [k.kernel for k in select_hot_kernels(ncu_launches, alpha) if k.hot]
+
+    traces = work / f"{app}-traces"
+    traces.mkdir()
+    trace_s, _ = checked(argv, cwd, {**env, **trace_environment(lib, traces)})
+    t0 = time.perf_counter()
+    traced = read_traces(traces)
+    trace_launches = profile_of(traced, str(traces)).launches
+    read_s = time.perf_counter() - t0
+    trace_hot = [k.kernel for k in select_hot_kernels(trace_launches, alpha) if k.hot]
+
+    pattern = re.compile(cfg.kernel_time_regex) if cfg.kernel_time_regex else None
+    plain, with_tracer, trace_total = [], [], []
+    for i in range(runs + 1):  # the first pair warms up
+        _, out = checked(argv, cwd, env)
+        tdir = work / f"{app}-t{i}"
+        tdir.mkdir()
+        _, tout = checked(argv, cwd, {**env, **trace_environment(lib, tdir)})
+        if i == 0 or not pattern:
+            continue
+        plain.append(float(pattern.search(out).group(1)))
+        with_tracer.append(float(pattern.search(tout).group(1)))
+        trace_total.append(sum(sum(t.kernel_ns().values()) for t in read_traces(tdir)) / 1e6)
+    p, w = statistics.median(plain), statistics.median(with_tracer)
+    return {
+        "app": app, "configuration": conf, "launches": len(trace_launches), "ncu_launches": len(ncu_launches),
+        "hot_selection_s": {"ncu_timing_pass": round(ncu_s + export_s, 3), "traced_run": round(trace_s + read_s, 3),
+                            "speedup": round((ncu_s + export_s) / (trace_s + read_s), 1)},
+        "hot_ncu": ncu_hot, "hot_trace": trace_hot, "same_hot_set": ncu_hot == trace_hot,
+        "kernel_ms_untraced_median": p, "kernel_ms_traced_median": w, "overhead": round(w / p - 1, 4),
+        "trace_kernel_total_ms_median": statistics.median(trace_total) if trace_total else None,
+        "untraced": plain, "traced": with_tracer,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--apps", default=",".join(APPS))
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--out", type=Path, default=BENCH / "results")
+    args = ap.parse_args()
+    lib = tracer_library()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for app in args.apps.split(","):
+            work = Path(tmp) / app
+            work.mkdir()
+            res = one_app(app, args.runs, lib, work)
+            results.append(res)
+            print(json.dumps({k: v for k, v in res.items() if k not in ("untraced", "traced")}), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / "tracer-bench.json"
+    out.write_text(json.dumps({"command": "python3 benchmarks/bench_tracer.py " + " ".join(sys.argv[1:]),
+                               "results": results}, indent=1))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
