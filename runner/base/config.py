@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.base.errors import ConfigError
 
@@ -203,6 +203,10 @@ class EvaluationConfig(_Strict):
     # share of its value before the change (smaller moves are run-to-run noise).
     direction_min_change: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.02
     diagnostics: Diagnostic = "PC+IA+Roofline"
+    # What times a run: `tracer` (kernel execution times from the CUPTI tracer, no help from the
+    # program), `app` (the time it prints, app.kernel_time_regex), `wall` (process wall time);
+    # `auto`: app when a kernel_time_regex is given, else tracer.
+    timer: Literal["auto", "tracer", "app", "wall"] = "auto"
 
 
 class Config(_Strict):
@@ -215,6 +219,13 @@ class Config(_Strict):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     runs_dir: str = "runs"
+
+    @model_validator(mode="after")
+    def _app_timer_needs_a_regex(self) -> Config:
+        if self.evaluation.timer == "app" and not self.app.kernel_time_regex:
+            raise ValueError("evaluation.timer 'app' reads the time the program prints: set app.kernel_time_regex "
+                             "too, or use 'tracer'")
+        return self
 
 
 class LoadedConfig(BaseModel):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +25,9 @@ from runner.base.config import LoadedConfig, OutputSpec
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
 from runner.evaluation.statistics import Improvement, improvement
+from runner.profiling.model import short_kernel_name
+from runner.tracing.library import trace_environment, tracer_library
+from runner.tracing.trace import ProcessTrace, read_traces
 
 POISON = b"\xde\xad\xbe\xef" * 256
 
@@ -61,7 +66,9 @@ class Validation(BaseModel):
 
 class Timing(BaseModel):
     configuration: str
-    metric: Literal["kernel_ms", "wall_ms"]
+    # kernel_ms: the time the app prints (app.kernel_time_regex); traced_kernel_ms: the execution
+    # time of the counted kernels as the CUPTI tracer measured it; wall_ms: the process's wall time.
+    metric: Literal["kernel_ms", "traced_kernel_ms", "wall_ms"]
     baseline: list[float]
     candidate: list[float]
     baseline_wall_ms: list[float]
@@ -70,6 +77,43 @@ class Timing(BaseModel):
     # How the run count was decided: "fixed" (timed_runs), "precise" (the interval got narrower than
     # evaluation.timing_precision) or "max-runs" (it did not, within evaluation.max_timed_runs).
     stop: Literal["fixed", "precise", "max-runs"] = "fixed"
+    # With the tracer: the kernels whose time is counted (the hot kernels, and any kernel that only
+    # the candidate runs), and the improvement of each hot kernel that both run.
+    kernels: list[str] = Field(default_factory=list)
+    per_kernel: dict[str, Improvement] = Field(default_factory=dict)
+
+
+def timer_of(lc: LoadedConfig) -> Literal["app", "tracer", "wall"]:
+    """What times a run: evaluation.timer, where `auto` is the app's own timer when the config
+    gives app.kernel_time_regex, else the tracer."""
+    timer = lc.config.evaluation.timer
+    if timer != "auto":
+        return timer
+    return "app" if lc.config.app.kernel_time_regex else "tracer"
+
+
+def kernel_key(name: str) -> str:
+    """A kernel's name without parameters or spaces: ncu and the tracer's demangler space and order
+    qualifiers differently (`const float *` against `float const*`), the name itself agrees."""
+    return re.sub(r"\s+", "", short_kernel_name(name))
+
+
+def traced_kernel_ms(traces: list[ProcessTrace], argv: list[str]) -> dict[str, float]:
+    """Execution time per kernel (by kernel_key) over every traced process of one run, in ms."""
+    if not traces:
+        raise EvaluationError(f"the tracer wrote no record for {shlex.join(argv)}: the program never initialized "
+                              "CUDA, or the tracer could not load (its messages start with '[optimas tracer]')")
+    dropped = sum(t.dropped for t in traces)
+    if dropped:
+        raise EvaluationError(f"CUPTI dropped {dropped} kernel records of {shlex.join(argv)}: its times are "
+                              "incomplete")
+    totals: dict[str, float] = {}
+    for t in traces:
+        for name, ns in t.kernel_ns().items():
+            totals[kernel_key(name)] = totals.get(kernel_key(name), 0.0) + ns / 1e6
+    if not totals:
+        raise EvaluationError(f"the tracer saw no kernel execution in {shlex.join(argv)}")
+    return totals
 
 
 def run_once(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | None = None) -> RunOutcome:
@@ -77,6 +121,21 @@ def run_once(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str] |
     whole process group is killed and returncode is None."""
     r = run_process(argv, cwd, timeout_s, env=env, what=f"running {Path(argv[0]).name}")
     return RunOutcome(argv=argv, returncode=r.returncode, seconds=r.seconds, stdout=r.output)
+
+
+def run_traced(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str], library: Path,
+               keep_bytes: int = 0) -> tuple[RunOutcome, list[ProcessTrace]]:
+    """run_once with the tracer loaded; the records of every CUDA process the run started."""
+    folder = Path(tempfile.mkdtemp(prefix="optimas-trace-"))
+    try:
+        r = run_once(argv, cwd, timeout_s, {**env, **trace_environment(library, folder, keep_bytes)})
+        traces = read_traces(folder) if r.returncode == 0 else []
+        if keep_bytes:  # their kept bytes are read later: keep the files, in a folder the caller owns
+            return r, traces
+    finally:
+        if not keep_bytes:
+            shutil.rmtree(folder, ignore_errors=True)
+    return r, traces
 
 
 def _values(data: bytes, spec: OutputSpec) -> list[np.ndarray]:
@@ -202,9 +261,11 @@ def _why(r: RunOutcome) -> str:
 
 
 def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, configuration: str | None = None,
-                     runs: int | None = None) -> Timing:
-    """Baseline and candidate alternately (A B A B ...), after warm-up; kernel time when the app
-    prints it (app.kernel_time_regex), else process wall time. At least `runs` (default
+                     runs: int | None = None, kernels: list[str] | None = None) -> Timing:
+    """Baseline and candidate alternately (A B A B ...), after warm-up, timed as timer_of(lc) says:
+    the tracer's kernel times (the `kernels` given, the hot ones, plus any kernel only the candidate
+    runs; all kernels when none are given), the time the app prints, or process wall time. Each
+    process is one sample, whatever number of launches it made. At least `runs` (default
     evaluation.timed_runs) pairs; then one more pair at a time while the speed ratio's interval is
     wider than evaluation.timing_precision, up to evaluation.max_timed_runs pairs."""
     app, ev = lc.config.app, lc.config.evaluation
@@ -213,8 +274,12 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     most = max(runs, ev.max_timed_runs) if ev.timing_precision > 0 else runs
     cwd = lc.resolve(app.workdir)
     template = app.profile_run or app.run
-    pattern = re.compile(app.kernel_time_regex) if app.kernel_time_regex else None
-    metric = "kernel_ms" if pattern else "wall_ms"
+    timer = timer_of(lc)
+    pattern = re.compile(app.kernel_time_regex) if timer == "app" and app.kernel_time_regex else None
+    library = tracer_library(lc.config.profiling.nvcc) if timer == "tracer" else None
+    metric = {"app": "kernel_ms", "tracer": "traced_kernel_ms", "wall": "wall_ms"}[timer]
+    hot = {kernel_key(k) for k in kernels or []}
+    per_run: dict[str, list[dict[str, float]]] = {"b": [], "c": []}
 
     def argv(exe: Path) -> list[str]:
         return render(template, exe=exe, config=cfg, seed=app.seeds[0], scale=1, out=os.devnull, arch="",
@@ -225,12 +290,17 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
 
     def pair(keep: bool) -> None:
         for side, exe in (("b", baseline_exe), ("c", candidate_exe)):
-            r = run_once(argv(exe), cwd, app.timeout_s, env)
+            if library is not None:
+                r, traces = run_traced(argv(exe), cwd, app.timeout_s, env, library)
+            else:
+                r, traces = run_once(argv(exe), cwd, app.timeout_s, env), []
             if r.returncode != 0:
                 raise EvaluationError(f"timing run failed: {shlex.join(r.argv)}: {_why(r)}")
             if not keep:
                 continue
             samples[side + "w"].append(r.seconds * 1000.0)
+            if library is not None:
+                per_run[side].append(traced_kernel_ms(traces, r.argv))
             if pattern:
                 m = pattern.search(r.stdout)
                 if not m:
@@ -238,7 +308,15 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
                                           f"the output of {shlex.join(r.argv)}")
                 samples[side].append(float(m.group(1)))
 
+    def counted() -> list[str]:
+        seen_b = {k for run in per_run["b"] for k in run}
+        seen_c = {k for run in per_run["c"] for k in run}
+        return sorted((hot or seen_b | seen_c) | (seen_c - seen_b))
+
     def timed() -> tuple[list[float], list[float]]:
+        if library is not None:
+            keys = counted()
+            return tuple([sum(run.get(k, 0.0) for k in keys) for run in per_run[side]] for side in "bc")
         return (samples["b"], samples["c"]) if pattern else (samples["bw"], samples["cw"])
 
     def measured() -> Improvement:
@@ -257,5 +335,13 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     else:
         stop = "precise" if result.ratio_width <= ev.timing_precision else "max-runs"
     base, cand = timed()
+    per_kernel = {}
+    if library is not None:
+        for k in sorted(hot):
+            b = [run[k] for run in per_run["b"] if k in run]
+            c = [run[k] for run in per_run["c"] if k in run]
+            if len(b) >= 2 and len(c) >= 2:
+                per_kernel[k] = improvement(b, c, confidence=ev.confidence)
     return Timing(configuration=cfg, metric=metric, baseline=base, candidate=cand, baseline_wall_ms=samples["bw"],
-                  candidate_wall_ms=samples["cw"], result=result, stop=stop)
+                  candidate_wall_ms=samples["cw"], result=result, stop=stop,
+                  kernels=counted() if library is not None else [], per_kernel=per_kernel)

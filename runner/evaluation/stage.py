@@ -86,8 +86,10 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     app = lc.config.app
     primary = app.profile_configuration or app.configurations[0]
     others = [c for c in app.configurations if c != primary] if lc.config.evaluation.time_all_configurations else []
-    timing = time_interleaved(lc, bins / "baseline", bins / "candidate", primary)
-    per_config = [timing] + [time_interleaved(lc, bins / "baseline", bins / "candidate", c) for c in others]
+    hot = [k.kernel for k in diag.hot_kernels]
+    timing = time_interleaved(lc, bins / "baseline", bins / "candidate", primary, kernels=hot)
+    per_config = [timing] + [time_interleaved(lc, bins / "baseline", bins / "candidate", c, kernels=hot)
+                             for c in others]
     seconds["time"] = time.monotonic() - t0
     r = timing.result
     verdict = "improvement" if r.faster else ("slower" if r.significant else "no-significant-gain")
