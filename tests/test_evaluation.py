@@ -24,7 +24,7 @@ timing = pytest.mark.timing
 
 class Variants:
     """The evaluation app built with -DVARIANT=<name> (BASE, FAST, WRONG, TOLERANT, NONDET, HANG,
-    CRASH, NOOUT, NOISY), each on first use."""
+    CRASH, NOOUT, NOISY, STEADY), each on first use."""
 
     def __init__(self, out: Path):
         self.out = out
@@ -132,7 +132,7 @@ def test_timing_adds_pairs_while_the_interval_is_too_wide(tmp_path, exes):
 @timing
 def test_timing_stops_at_the_minimum_when_the_interval_is_precise_enough(tmp_path, exes):
     lc = config(tmp_path, evaluation="  max_timed_runs: 12\n  timing_precision: 0.99\n")
-    t = time_interleaved(lc, exes["BASE"], exes["BASE"])
+    t = time_interleaved(lc, exes["STEADY"], exes["STEADY"])  # no timer noise: the interval is precise at once
     assert t.stop == "precise" and len(t.baseline) == 7 and t.result.ratio_width <= 0.99
 
 

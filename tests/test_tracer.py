@@ -107,3 +107,25 @@ def test_the_tracer_sees_every_kernel_and_every_result_of_an_unmodified_program(
     wrong = _run_probe(tmp_path, library, exe, "wrong")
     differs = [a.source for a, b in zip(t.results, wrong.results, strict=True) if a.hash != b.hash]
     assert differs == ["cudaMemcpyFromSymbol"]  # one element of one result; the program still said PASS
+
+
+@pytest.mark.gpu
+def test_validation_and_timing_of_a_program_that_writes_no_file(tmp_path, library):
+    from runner.base.config import load_config
+    from runner.evaluation.measure import time_interleaved, validate
+
+    base, wrong = tmp_path / "probe", tmp_path / "probe-wrong"
+    for exe, flag in ((base, "0"), (wrong, "1")):
+        subprocess.run(["nvcc", "-O2", "-arch=sm_90", f"-DPROBE_WRONG={flag}", "-o", str(exe), str(PROBE)], check=True)
+    (tmp_path / "optimas.yml").write_text(
+        f"app:\n  workdir: {tmp_path}\n  run: '{{exe}}'\n  configurations: [default]\n  seeds: [1]\n"
+        "evaluation:\n  timed_runs: 5\n  timing_precision: 0\n")
+    lc = load_config(tmp_path / "optimas.yml")
+    same = validate(lc, base, base, tmp_path / "v1")
+    assert same.passed and same.cases[0].modes == ["gpu-results:bitwise"]
+    caught = validate(lc, base, wrong, tmp_path / "v2")
+    assert not caught.passed and caught.cases[0].status == "mismatch"
+    assert caught.cases[0].detail == "GPU result 6 (cudaMemcpyFromSymbol, 256 bytes) differs from the baseline's"
+    t = time_interleaved(lc, base, base, kernels=["spin(float *, int, int)"])
+    assert t.metric == "traced_kernel_ms" and len(t.baseline) == 5 and t.kernels == ["spin"]
+    assert set(t.per_kernel) == {"spin"} and abs(t.result.improvement) < 0.05

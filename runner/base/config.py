@@ -48,6 +48,21 @@ class OutputSpec(_Strict):
     dtype: Literal["float32", "float64"] = "float32"
 
 
+class GpuResultsSpec(_Strict):
+    """How the program's device-to-host results (every copy into host memory and the final contents
+    of managed memory, in program order, as the CUPTI tracer sees them) validate a candidate."""
+
+    # auto: compared bit for bit when the app declares no output files, not compared otherwise.
+    compare: Literal["auto", "bitwise", "tolerance", "off"] = "auto"
+    # Tolerance mode reads each result as an array of `dtype` and applies OutputSpec's rule.
+    rtol: Annotated[float, Field(ge=0)] = 0.0
+    atol: Annotated[float, Field(ge=0)] = 0.0
+    ulps: Annotated[int, Field(ge=0)] = 0
+    dtype: Literal["float32", "float64"] = "float32"
+    keep_bytes: Annotated[int, Field(ge=0)] = Field(
+        default=256 << 20, description="bytes of results kept per process for tolerance mode (beyond: mismatch)")
+
+
 class AppConfig(_Strict):
     """The application under optimization.
 
@@ -71,6 +86,7 @@ class AppConfig(_Strict):
     profile_configuration: str | None = Field(default=None, description="the one profiled (default: first)")
     seeds: list[int] = Field(default_factory=lambda: [1])
     outputs: list[OutputSpec] = Field(default_factory=list)
+    gpu_results: GpuResultsSpec = Field(default_factory=GpuResultsSpec)
     kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels) whose "
                                 "definitions the model may edit, e.g. __device__ helpers they call")

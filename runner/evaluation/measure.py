@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from runner.base.config import LoadedConfig, OutputSpec
+from runner.base.config import GpuResultsSpec, LoadedConfig, OutputSpec
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
 from runner.evaluation.statistics import Improvement, improvement
@@ -124,18 +124,19 @@ def run_once(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str] |
 
 
 def run_traced(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str], library: Path,
-               keep_bytes: int = 0) -> tuple[RunOutcome, list[ProcessTrace]]:
-    """run_once with the tracer loaded; the records of every CUDA process the run started."""
-    folder = Path(tempfile.mkdtemp(prefix="optimas-trace-"))
+               folder: Path | None = None, keep_bytes: int = 0) -> tuple[RunOutcome, list[ProcessTrace]]:
+    """run_once with the tracer loaded; the records of every CUDA process the run started. The
+    records go to `folder` when given (kept bytes are read from there later), else to a temporary
+    folder removed once they are read."""
+    own = folder is None
+    where = Path(tempfile.mkdtemp(prefix="optimas-trace-")) if own else folder
+    where.mkdir(parents=True, exist_ok=True)
     try:
-        r = run_once(argv, cwd, timeout_s, {**env, **trace_environment(library, folder, keep_bytes)})
-        traces = read_traces(folder) if r.returncode == 0 else []
-        if keep_bytes:  # their kept bytes are read later: keep the files, in a folder the caller owns
-            return r, traces
+        r = run_once(argv, cwd, timeout_s, {**env, **trace_environment(library, where, keep_bytes)})
+        return r, (read_traces(where) if r.returncode == 0 else [])
     finally:
-        if not keep_bytes:
-            shutil.rmtree(folder, ignore_errors=True)
-    return r, traces
+        if own:
+            shutil.rmtree(where, ignore_errors=True)
 
 
 def _values(data: bytes, spec: OutputSpec) -> list[np.ndarray]:
@@ -195,6 +196,41 @@ def compare(candidate: bytes, baseline: bytes, spec: OutputSpec) -> tuple[bool, 
     return True, ""
 
 
+def results_mode(lc: LoadedConfig) -> Literal["bitwise", "tolerance", "off"]:
+    """How GPU results are compared: app.gpu_results.compare, where `auto` is bitwise for an app
+    that declares no output files and off otherwise."""
+    mode = lc.config.app.gpu_results.compare
+    if mode == "auto":
+        return "off" if lc.config.app.outputs else "bitwise"
+    return mode
+
+
+def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spec: GpuResultsSpec,
+                    mode: Literal["bitwise", "tolerance"]) -> tuple[bool, str]:
+    """(equal enough, why not) for two runs' device-to-host results, in program order."""
+    cand = [(t, r) for t in candidate for r in t.results]
+    base = [(t, r) for t in baseline for r in t.results]
+    if len(cand) != len(base):
+        return False, f"{len(cand)} results read back from the GPU where the baseline reads {len(base)}"
+    rule = OutputSpec(path="gpu result", compare="tolerance", format="raw", dtype=spec.dtype, rtol=spec.rtol,
+                      atol=spec.atol, ulps=spec.ulps)
+    for i, ((ct, cr), (bt, br)) in enumerate(zip(cand, base, strict=True), start=1):
+        what = f"GPU result {i} ({br.source}, {br.bytes} bytes)"
+        if cr.bytes != br.bytes:
+            return False, f"GPU result {i} ({br.source}) has {cr.bytes} bytes where the baseline's has {br.bytes}"
+        if cr.hash == br.hash:
+            continue
+        if mode == "bitwise":
+            return False, f"{what} differs from the baseline's"
+        if cr.kept < cr.bytes or br.kept < br.bytes:
+            return False, (f"{what} differs from the baseline's and only {min(cr.kept, br.kept)} of its bytes were "
+                           "kept for the tolerance check (app.gpu_results.keep_bytes)")
+        ok, why = compare(ct.kept_bytes(cr), bt.kept_bytes(br), rule)
+        if not ok:
+            return False, f"{what}: {why}"
+    return True, ""
+
+
 def _outputs(lc: LoadedConfig, out: Path) -> list[tuple[OutputSpec, Path]]:
     return [(spec, Path(spec.path.format(out=out))) for spec in lc.config.app.outputs]
 
@@ -204,10 +240,11 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
     app = lc.config.app
     cwd = lc.resolve(app.workdir)
     work.mkdir(parents=True, exist_ok=True)
+    library = tracer_library(lc.config.profiling.nvcc) if results_mode(lc) != "off" else None
     cases = []
     for cfg in app.configurations:
         for seed in app.seeds:
-            cases.append(_validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed))
+            cases.append(_validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library))
     return Validation(passed=all(c.status == "pass" for c in cases), cases=cases)
 
 
@@ -215,42 +252,74 @@ def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[s
     return render(lc.config.app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="")
 
 
-def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed) -> CaseResult:
+def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None) -> CaseResult:
+    traces = work / f"traces-{cfg}-{seed}"
+    try:
+        return _validate_traced_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces)
+    finally:
+        shutil.rmtree(traces, ignore_errors=True)  # kept bytes can be large; the verdict says what differed
+
+
+def _validate_traced_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces) -> CaseResult:
     timeout = lc.config.app.timeout_s
     tag = f"{cfg}-{seed}"
+    mode = results_mode(lc)
+    spec = lc.config.app.gpu_results
+    keep = spec.keep_bytes if mode == "tolerance" else 0
     case = CaseResult(configuration=cfg, seed=seed, status="pass",
-                      modes=[s.compare for s in lc.config.app.outputs])
+                      modes=[s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if library else []))
     base_out = work / f"baseline-{tag}.out"
     env = child_environment(lc.config.app.env)
-    b = run_once(_argv(lc, baseline_exe, cfg, seed, base_out), cwd, timeout, env)
+
+    def execute(exe: Path, out: Path, name: str) -> tuple[RunOutcome, list[ProcessTrace]]:
+        argv = _argv(lc, exe, cfg, seed, out)
+        if library is None:
+            return run_once(argv, cwd, timeout, env), []
+        return run_traced(argv, cwd, timeout, env, library, traces / name, keep)
+
+    b, base_results = execute(baseline_exe, base_out, "baseline")
     if b.returncode != 0:
         case.status, case.detail = "baseline-failed", _why(b)
         return case
+    if library is not None and not lc.config.app.outputs and not any(t.results for t in base_results):
+        case.status = "baseline-failed"
+        case.detail = ("the baseline reads no result back from the GPU (no device-to-host copy, no managed memory): "
+                       "declare the files it writes in app.outputs")
+        return case
     baseline = {str(p): p.read_bytes() for _, p in _outputs(lc, base_out) if p.exists()}
-    results = []
+    results, gpu_results = [], []
     for attempt in (1, 2):
         out = work / f"candidate-{tag}-{attempt}.out"
         for _, p in _outputs(lc, out):
             p.write_bytes(POISON)  # a candidate that does not write its output fails the comparison
-        r = run_once(_argv(lc, candidate_exe, cfg, seed, out), cwd, timeout, env)
+        r, traced = execute(candidate_exe, out, f"candidate-{attempt}")
         if r.returncode is None:
             case.status, case.detail = "timeout", f"killed after {timeout:g} s"
             return case
         if r.returncode != 0:
             case.status, case.detail = "failed", _why(r)
             return case
-        results.append([(spec, p.read_bytes() if p.exists() else None) for spec, p in _outputs(lc, out)])
-    for (spec, first), (_, second), (_, bpath) in zip(results[0], results[1], _outputs(lc, base_out), strict=True):
+        results.append([(o, p.read_bytes() if p.exists() else None) for o, p in _outputs(lc, out)])
+        gpu_results.append(traced)
+    for (o, first), (_, second), (_, bpath) in zip(results[0], results[1], _outputs(lc, base_out), strict=True):
         if first is None or first == POISON:
-            case.status, case.detail = "missing-output", f"{spec.path} was not written"
+            case.status, case.detail = "missing-output", f"{o.path} was not written"
             return case
         if first != second:
-            case.status, case.detail = "nondeterministic", f"{spec.path} differs between two runs of the candidate"
+            case.status, case.detail = "nondeterministic", f"{o.path} differs between two runs of the candidate"
             return case
-        ok, why = compare(first, baseline.get(str(bpath), b""), spec)
+        ok, why = compare(first, baseline.get(str(bpath), b""), o)
         if not ok:
-            case.status, case.detail = "mismatch", f"{spec.path}: {why}"
+            case.status, case.detail = "mismatch", f"{o.path}: {why}"
             return case
+    if library is not None:
+        ok, why = compare_results(gpu_results[1], gpu_results[0], spec, mode)
+        if not ok:
+            case.status, case.detail = "nondeterministic", f"between two runs of the candidate: {why}"
+            return case
+        ok, why = compare_results(gpu_results[0], base_results, spec, mode)
+        if not ok:
+            case.status, case.detail = "mismatch", why
     return case
 
 
