@@ -129,3 +129,83 @@ def test_validation_and_timing_of_a_program_that_writes_no_file(tmp_path, librar
     t = time_interleaved(lc, base, base, kernels=["spin(float *, int, int)"])
     assert t.metric == "traced_kernel_ms" and len(t.baseline) == 5 and t.kernels == ["spin"]
     assert set(t.per_kernel) == {"spin"} and abs(t.result.improvement) < 0.05
+
+
+def _process(tmp: Path, name: str, values: list[np.ndarray], kept: bool = True, pid: int = 1):
+    """A process's trace as the reader returns it, with its results' bytes kept in a .bin file."""
+    from runner.tracing.trace import DeviceResult, ProcessTrace
+
+    blobs = [v.tobytes() for v in values]
+    bin_path = tmp / f"{name}.bin"
+    bin_path.write_bytes(b"".join(blobs) if kept else b"")
+    results, offset = [], 0
+    for i, b in enumerate(blobs):
+        digest = f"{hash(b) & (2**64 - 1):016x}"  # any stable function of the bytes will do here
+        results.append(DeviceResult(seq=i, source="cudaMemcpy", bytes=len(b), hash=digest, offset=offset,
+                                    kept=len(b) if kept else 0))
+        offset += len(b)
+    return ProcessTrace(path=tmp / f"{name}.tsv", pid=pid, cupti_version=130001, results=results, complete=True)
+
+
+def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
+    from runner.base.config import GpuResultsSpec
+    from runner.evaluation.measure import compare_results
+
+    a = np.linspace(0, 1, 100, dtype=np.float32)
+    close = a.copy()
+    close[7] = np.nextafter(close[7], np.float32(2))
+    base = [_process(tmp_path, "base", [a, a[:10]])]
+    spec = GpuResultsSpec()
+    assert compare_results([_process(tmp_path, "same", [a, a[:10]])], base, spec, "bitwise") == (True, "")
+    near = [_process(tmp_path, "near", [close, a[:10]])]
+    assert compare_results(near, base, spec, "bitwise") == (
+        False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's")
+    assert compare_results(near, base, GpuResultsSpec(compare="tolerance", ulps=1), "tolerance") == (True, "")
+    ok, why = compare_results(near, base, GpuResultsSpec(compare="tolerance", rtol=1e-9), "tolerance")
+    assert not ok and why.startswith("GPU result 1 (cudaMemcpy, 400 bytes): section 0, value 7")
+    unkept = [_process(tmp_path, "unkept", [close, a[:10]], kept=False)]
+    ok, why = compare_results(unkept, base, GpuResultsSpec(compare="tolerance", ulps=1), "tolerance")
+    assert not ok and "only 0 of its bytes were kept" in why
+    assert compare_results([_process(tmp_path, "short", [a])], base, spec, "bitwise") == (
+        False, "1 results read back from the GPU where the baseline reads 2")
+    assert compare_results([_process(tmp_path, "size", [a, a[:11]])], base, spec, "bitwise") == (
+        False, "GPU result 2 (cudaMemcpy) has 44 bytes where the baseline's has 40")
+
+
+def test_timer_and_gpu_results_defaults_follow_the_config(tmp_path: Path):
+    from runner.base.config import ConfigError, load_config
+    from runner.evaluation.measure import kernel_key, results_mode, timer_of
+
+    def cfg(text: str):
+        (tmp_path / "c.yml").write_text(text)
+        return load_config(tmp_path / "c.yml")
+
+    plain = cfg("app:\n  run: '{exe}'\n")
+    assert timer_of(plain) == "tracer" and results_mode(plain) == "bitwise"
+    printed = cfg("app:\n  run: '{exe}'\n  kernel_time_regex: 'ms=([0-9.]+)'\n  outputs: [{path: out.bin}]\n")
+    assert timer_of(printed) == "app" and results_mode(printed) == "off"
+    with pytest.raises(ConfigError, match="evaluation.timer 'app' reads the time the program prints"):
+        cfg("evaluation:\n  timer: app\n")
+    # ncu and the tracer's demangler write qualifiers differently; the kernel is the same
+    assert kernel_key("void ns::k<int, 4>(const float *, int)") == kernel_key("void ns::k<int, 4>(float const*, int)")
+    assert kernel_key("matmul(const float *, float *, int)") == "matmul"
+
+
+def test_traced_times_need_complete_records(tmp_path: Path):
+    from runner.evaluation.measure import EvaluationError, traced_kernel_ms
+    from runner.tracing.trace import KernelLaunch, ProcessTrace
+
+    def launch(name: str, ns: int) -> KernelLaunch:
+        return KernelLaunch(kernel=name, mangled=name, start_ns=0, end_ns=ns, grid=(1, 1, 1), block=(1, 1, 1),
+                            registers=8, static_shared=0, dynamic_shared=0, stream=7, device=0, context=1,
+                            correlation=1)
+
+    t = ProcessTrace(path=tmp_path / "t.tsv", pid=1, cupti_version=1, complete=True,
+                     launches=[launch("k(float *)", 2_000_000), launch("k(float*)", 1_000_000), launch("j()", 5)])
+    assert traced_kernel_ms([t], ["app"]) == {"k": 3.0, "j": 5e-6}
+    with pytest.raises(EvaluationError, match="the tracer wrote no record for app"):
+        traced_kernel_ms([], ["app"])
+    with pytest.raises(EvaluationError, match="CUPTI dropped 3 kernel records"):
+        traced_kernel_ms([t.model_copy(update={"dropped": 3})], ["app"])
+    with pytest.raises(EvaluationError, match="saw no kernel execution"):
+        traced_kernel_ms([t.model_copy(update={"launches": []})], ["app"])
