@@ -22,6 +22,7 @@ sys.path.insert(0, str(BENCH.parent))
 from runner.analysis.hot import select_hot_kernels  # noqa: E402
 from runner.base.config import load_config  # noqa: E402
 from runner.base.processes import child_environment, render, run_process  # noqa: E402
+from runner.evaluation.measure import kernel_key  # noqa: E402
 from runner.profiling.readers import NcuRawCsvReader  # noqa: E402
 from runner.profiling.readers.trace import profile_of  # noqa: E402
 from runner.tracing.library import trace_environment, tracer_library  # noqa: E402
@@ -71,27 +72,39 @@ def one_app(app: str, runs: int, lib: Path, work: Path) -> dict:
     read_s = time.perf_counter() - t0
     trace_hot = [k.kernel for k in select_hot_kernels(trace_launches, alpha) if k.hot]
 
+    # Kernel durations: ncu's gpu__time_duration against the tracer's, per kernel (one run each).
+    ncu_ms = ncu_launches.groupby(ncu_launches["kernel"].map(kernel_key))["duration_ns"].sum() / 1e6
+    trace_ms = trace_launches.groupby(trace_launches["kernel"].map(kernel_key))["duration_ns"].sum() / 1e6
+
     pattern = re.compile(cfg.kernel_time_regex) if cfg.kernel_time_regex else None
-    plain, with_tracer, trace_total = [], [], []
-    for i in range(runs + 1):  # the first pair warms up
+    plain, with_tracer, eager, trace_total = [], [], [], []
+    for i in range(runs + 1):  # the first round warms up
         _, out = checked(argv, cwd, env)
-        tdir = work / f"{app}-t{i}"
+        tdir, edir = work / f"{app}-t{i}", work / f"{app}-e{i}"
         tdir.mkdir()
+        edir.mkdir()
         _, tout = checked(argv, cwd, {**env, **trace_environment(lib, tdir)})
+        # The same with every module loaded when the context is created, not at a kernel's first launch.
+        _, eout = checked(argv, cwd, {**env, **trace_environment(lib, edir), "CUDA_MODULE_LOADING": "EAGER"})
         if i == 0 or not pattern:
             continue
         plain.append(float(pattern.search(out).group(1)))
         with_tracer.append(float(pattern.search(tout).group(1)))
+        eager.append(float(pattern.search(eout).group(1)))
         trace_total.append(sum(sum(t.kernel_ns().values()) for t in read_traces(tdir)) / 1e6)
-    p, w = statistics.median(plain), statistics.median(with_tracer)
+    p, w, e = statistics.median(plain), statistics.median(with_tracer), statistics.median(eager)
     return {
         "app": app, "configuration": conf, "launches": len(trace_launches), "ncu_launches": len(ncu_launches),
         "hot_selection_s": {"ncu_timing_pass": round(ncu_s + export_s, 3), "traced_run": round(trace_s + read_s, 3),
                             "speedup": round((ncu_s + export_s) / (trace_s + read_s), 1)},
-        "hot_ncu": ncu_hot, "hot_trace": trace_hot, "same_hot_set": ncu_hot == trace_hot,
-        "kernel_ms_untraced_median": p, "kernel_ms_traced_median": w, "overhead": round(w / p - 1, 4),
+        "hot_ncu": ncu_hot, "hot_trace": trace_hot,
+        "same_hot_set": {kernel_key(k) for k in ncu_hot} == {kernel_key(k) for k in trace_hot},
+        "kernel_ms_ncu": {k: round(v, 4) for k, v in ncu_ms.items()},
+        "kernel_ms_trace": {k: round(v, 4) for k, v in trace_ms.items()},
+        "app_timer_ms_untraced_median": p, "app_timer_ms_traced_median": w, "app_timer_ms_traced_eager_median": e,
+        "app_timer_overhead": round(w / p - 1, 4), "app_timer_overhead_eager": round(e / p - 1, 4),
         "trace_kernel_total_ms_median": statistics.median(trace_total) if trace_total else None,
-        "untraced": plain, "traced": with_tracer,
+        "untraced": plain, "traced": with_tracer, "traced_eager": eager,
     }
 
 
@@ -109,7 +122,8 @@ def main() -> int:
             work.mkdir()
             res = one_app(app, args.runs, lib, work)
             results.append(res)
-            print(json.dumps({k: v for k, v in res.items() if k not in ("untraced", "traced")}), flush=True)
+            print(json.dumps({k: v for k, v in res.items() if k not in ("untraced", "traced", "traced_eager")}),
+                  flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / "tracer-bench.json"
     out.write_text(json.dumps({"command": "python3 benchmarks/bench_tracer.py " + " ".join(sys.argv[1:]),
