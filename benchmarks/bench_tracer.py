@@ -21,8 +21,8 @@ sys.path.insert(0, str(BENCH.parent))
 
 from runner.analysis.hot import select_hot_kernels  # noqa: E402
 from runner.base.config import load_config  # noqa: E402
+from runner.base.cuda_source import kernel_key  # noqa: E402
 from runner.base.processes import child_environment, render, run_process  # noqa: E402
-from runner.evaluation.measure import kernel_key  # noqa: E402
 from runner.profiling.readers import NcuRawCsvReader  # noqa: E402
 from runner.profiling.readers.trace import profile_of  # noqa: E402
 from runner.tracing.library import trace_environment, tracer_library  # noqa: E402

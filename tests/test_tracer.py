@@ -174,7 +174,8 @@ def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
 
 def test_timer_and_gpu_results_defaults_follow_the_config(tmp_path: Path):
     from runner.base.config import ConfigError, load_config
-    from runner.evaluation.measure import kernel_key, results_mode, timer_of
+    from runner.base.cuda_source import kernel_key
+    from runner.evaluation.measure import results_mode, timer_of
 
     def cfg(text: str):
         (tmp_path / "c.yml").write_text(text)

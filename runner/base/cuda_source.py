@@ -192,3 +192,30 @@ def called_names(text: str, f: Function) -> set[str]:
     """Identifiers followed by '(' inside a function's body."""
     body = "\n".join(strip_comments_and_strings(text).splitlines()[f.body_start_line - 1:f.end_line])
     return set(re.findall(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\(", body))
+
+
+def short_kernel_name(demangled: str) -> str:
+    """`void ns::k<int, 4>(float *, int)` -> `ns::k<int, 4>`; plain C names are returned as they are."""
+    s = demangled.strip()
+    if s.endswith(")"):
+        depth = 0
+        for i in range(len(s) - 1, -1, -1):
+            c = s[i]
+            if c == ")":
+                depth += 1
+            elif c == "(":
+                depth -= 1
+                if depth == 0:
+                    s = s[:i]
+                    break
+    # Demangled template instances carry their return type ("void k<int>(...)").
+    if s.startswith("void ") and "<" in s:
+        s = s[len("void "):]
+    return s.strip()
+
+
+def kernel_key(name: str) -> str:
+    """A kernel's name without parameters or spaces. Demanglers disagree on the rest: ncu writes
+    `k<float, 4>(T1 *, int)` and `const float *`, the C++ runtime `k<float, 4>(float*, int)` and
+    `float const*`; the name itself agrees."""
+    return re.sub(r"\s+", "", short_kernel_name(name))

@@ -22,10 +22,10 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from runner.base.config import GpuResultsSpec, LoadedConfig, OutputSpec
+from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
 from runner.evaluation.statistics import Improvement, improvement
-from runner.profiling.model import short_kernel_name
 from runner.tracing.library import trace_environment, tracer_library
 from runner.tracing.trace import ProcessTrace, read_traces
 
@@ -90,12 +90,6 @@ def timer_of(lc: LoadedConfig) -> Literal["app", "tracer", "wall"]:
     if timer != "auto":
         return timer
     return "app" if lc.config.app.kernel_time_regex else "tracer"
-
-
-def kernel_key(name: str) -> str:
-    """A kernel's name without parameters or spaces: ncu and the tracer's demangler space and order
-    qualifiers differently (`const float *` against `float const*`), the name itself agrees."""
-    return re.sub(r"\s+", "", short_kernel_name(name))
 
 
 def traced_kernel_ms(traces: list[ProcessTrace], argv: list[str]) -> dict[str, float]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from runner.base.cuda_source import short_kernel_name as short_kernel_name  # re-exported: readers and stages use it
+
 # Canonical stall reason names, as the source page spells them (without the "stall_" prefix).
 STALL_REASONS: tuple[str, ...] = (
     "barrier", "branch_resolving", "dispatch", "drain", "imc", "lg", "long_sb", "math", "membar",
@@ -65,26 +67,6 @@ LAUNCH_COLUMNS = ["launch_id", "process_id", "process_name", "kernel", "block", 
 LINE_KEY = ["kernel", "file", "line"]
 LINE_COLUMNS = [*LINE_KEY, "source", "samples", "caller_file", "caller_line",
                 *(f"stall_{r}" for r in STALL_REASONS)]
-
-
-def short_kernel_name(demangled: str) -> str:
-    """`void ns::k<int, 4>(float *, int)` -> `ns::k<int, 4>`; plain C names are returned as they are."""
-    s = demangled.strip()
-    if s.endswith(")"):
-        depth = 0
-        for i in range(len(s) - 1, -1, -1):
-            c = s[i]
-            if c == ")":
-                depth += 1
-            elif c == "(":
-                depth -= 1
-                if depth == 0:
-                    s = s[:i]
-                    break
-    # Demangled template instances carry their return type ("void k<int>(...)").
-    if s.startswith("void ") and "<" in s:
-        s = s[len("void "):]
-    return s.strip()
 
 
 def empty_lines() -> pd.DataFrame:
