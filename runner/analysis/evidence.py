@@ -18,6 +18,7 @@ from runner.analysis.hot import KernelTime, select_hot_kernels
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
 from runner.analysis.stalls import StallLine, salient_stalls
 from runner.base.config import AnalysisConfig
+from runner.base.cuda_source import kernel_key
 from runner.base.errors import AnalysisError
 from runner.profiling.model import STALL_MEANING, Profile, short_kernel_name
 
@@ -93,6 +94,10 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
     from the profile's own launches. `only` restricts them to the named kernels (function names or
     full signatures).
     """
+    if timing is not None:
+        # A traced timing run spells kernels as the C++ runtime demangles them; the profile as ncu does.
+        spelled = {kernel_key(k): k for k in profile.kernels()}
+        timing = timing.assign(kernel=[spelled.get(kernel_key(k), k) for k in timing["kernel"]])
     kernels = select_hot_kernels(timing if timing is not None else profile.launches, cfg.alpha)
     if only:
         wanted = set(only)

@@ -14,7 +14,7 @@ from runner.base.config import PROFILE_ROLES, LoadedConfig
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.profiling.model import Profile, merge
-from runner.profiling.readers import read_any, read_profiles
+from runner.profiling.readers import read_any, read_profiles, read_timing
 
 PROGRESS = progress_for("analysis")
 
@@ -51,7 +51,7 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress 
     timing = None
     if inputs.get("timing"):
         progress(f"reading {len(inputs['timing'])} timing export(s)")
-        timing = read_profiles(raw=inputs["timing"]).launches
+        timing = read_timing(inputs["timing"]).launches
     progress(f"analysing {len(profile.launches)} launches of {len(profile.kernels())} kernels")
     return diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels)
 

@@ -173,6 +173,9 @@ class ProfilingConfig(_Strict):
         "SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "SchedulerStats", "WarpStateStats",
         "Occupancy", "LaunchStats", "InstructionStats",
     ])
+    # Where every launch's duration comes from, to choose the hot kernels: one run under the CUPTI
+    # tracer, or ncu's timing pass (a replay of every launch: slow for programs with many launches).
+    hot_kernels: Literal["tracer", "ncu"] = "tracer"
     launch_skip: Annotated[int, Field(ge=0)] = 0
     launch_count: Annotated[int, Field(ge=1)] = 1
     counter_scales: list[Annotated[float, Field(gt=0)]] = Field(

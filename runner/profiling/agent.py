@@ -4,9 +4,11 @@ expensive evidence (roofline, PC sampling, counter sweeps) for the hot kernels o
 Steps, each recorded in the run directory (`profile/`) with its exact command in the manifest:
 
 1. build twice: with -lineinfo for profiling, without it for timing (`-arch` from the GPU found);
-2. timing pass: `ncu --metrics gpu__time_duration.sum` over every launch (one replay pass each);
+2. every launch's duration: one run under the CUPTI tracer (`profiling.hot_kernels: tracer`, the
+   default), or ncu's timing pass, `ncu --metrics gpu__time_duration.sum` (one replay per launch);
 3. hot kernels from that (alpha of total time);
-4. targeted collection of the hot kernels (`-k regex:^(a|b)$`, launch skip/count, roofline and
+4. targeted collection of the hot kernels (`-k regex:^(a|b)$`, by mangled name when the tracer
+   named them, launch skip/count, roofline and
    source sections, imported source) in one profiler run, exported as raw and source CSV pages;
 5. counter runs of the hottest kernel over N problem sizes for eOMP.
 """
@@ -15,10 +17,14 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 from pathlib import Path
+
+import pandas as pd
 
 from runner.analysis.hot import select_hot_kernels
 from runner.base.config import LoadedConfig
+from runner.base.cuda_source import kernel_key
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
 from runner.base.processes import CommandResult, child_environment, render, run_command, run_process
@@ -26,6 +32,9 @@ from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
+from runner.profiling.readers.trace import profile_of
+from runner.tracing.library import trace_environment, tracer_library
+from runner.tracing.trace import read_traces
 
 PROGRESS = progress_for("profiling")
 
@@ -78,11 +87,12 @@ class ProfilingAgent:
             raise ProfilingError(f"{lc.path}: configuration {self.configuration!r} is not one of "
                                  f"app.configurations {app.configurations}")
 
-    def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False) -> CommandResult:
+    def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False,
+              env: dict[str, str] | None = None) -> CommandResult:
         log = self.dir / "logs" / f"{name}.log"
         self.progress(f"{what}: {shlex.join(argv)}")
         result = run_command(argv, self.workdir, timeout_s, log, self.progress, what,
-                             child_environment(self.cfg.app.env))
+                             child_environment({**self.cfg.app.env, **(env or {})}))
         self._record(result.manifest_entry(name, self.workdir, self.run.path))
         if ncu:
             check_ncu_output(result, log, what)
@@ -139,13 +149,17 @@ class ProfilingAgent:
                           seed=app.seeds[0], scale=1, out="")
             self._exec(argv, name, app.timeout_s, name)
 
-        # 1. timing pass over every launch
-        timing = self.dir / "timing"
-        argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(timing),
-                *self._app_argv(exe_prof)]
-        self._exec(argv, "timing", prof.timeout_s, "timing pass", ncu=True)
-        timing_raw = self._export(ncu, timing.with_suffix(".ncu-rep"), "raw")
-        launches = NcuRawCsvReader().read(timing_raw).launches
+        # 1. every launch's duration: one run under the tracer, or ncu's timing pass (a replay per launch)
+        mangled: dict[str, str] = {}  # the tracer's kernel names -> their mangled names, for ncu's -k
+        if prof.hot_kernels == "tracer":
+            timing_files, launches, mangled = self._traced_timing(exe_time)
+        else:
+            timing = self.dir / "timing"
+            argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(timing),
+                    *self._app_argv(exe_prof)]
+            self._exec(argv, "timing", prof.timeout_s, "timing pass", ncu=True)
+            timing_files = [self._export(ncu, timing.with_suffix(".ncu-rep"), "raw")]
+            launches = NcuRawCsvReader().read(timing_files[0]).launches
         kernels = select_hot_kernels(launches, self.cfg.analysis.alpha)
         hot = [k.kernel for k in kernels if k.hot]
         if app.kernels:
@@ -159,8 +173,7 @@ class ProfilingAgent:
         while pending:
             i = len(reports)
             out = self.dir / f"hot{i}"
-            pattern = kernel_regex(*pending)
-            argv = [ncu, "--clock-control", "none", "--kernel-name-base", "demangled", "-k", pattern,
+            argv = [ncu, "--clock-control", "none", *self._kernel_filter(pending, mangled),
                     "--launch-skip", str(prof.launch_skip), "--launch-count", str(prof.launch_count * len(pending)),
                     *sections, "--import-source", "yes", "-f", "-o", str(out), *self._app_argv(exe_prof)]
             names = pending[0] if len(pending) == 1 else f"{len(pending)} hot kernels"
@@ -169,11 +182,11 @@ class ProfilingAgent:
             reports.append(rep)
             raw = self._export(ncu, rep, "raw")
             sources.append(self._export(ncu, rep, "source"))
-            got = set(NcuRawCsvReader().read(raw).launches["kernel"])
-            if not got & set(pending):
+            got = {kernel_key(k) for k in NcuRawCsvReader().read(raw).launches["kernel"]}
+            if not got & {kernel_key(k) for k in pending}:
                 raise ProfilingError(f"targeted collection captured none of {pending}; see {self.dir / 'logs'}")
             # A kernel launched many times before another one appears can use up the launch count.
-            pending = [k for k in pending if k not in got]
+            pending = [k for k in pending if kernel_key(k) not in got]
 
         # 3. counter runs of the hottest kernel over N problem sizes
         counters = []
@@ -183,17 +196,42 @@ class ProfilingAgent:
         for scale in prof.counter_scales:
             # ncu appends .ncu-rep to -o; a dot in the name ("scale_0.25") would read as a suffix.
             out = cdir / f"scale_{scale:g}".replace(".", "_")
-            argv = [ncu, "--clock-control", "none", "--kernel-name-base", "demangled", "-k", kernel_regex(hot[0]),
+            argv = [ncu, "--clock-control", "none", *self._kernel_filter(hot[:1], mangled),
                     "--launch-skip", str(prof.launch_skip), "--launch-count", "1", *sections, "-f", "-o", str(out),
                     *self._app_argv(exe_prof, scale)]
             self._exec(argv, f"counters-{scale:g}", prof.timeout_s, f"counter run at scale {scale:g}", ncu=True)
             counters.append(out.with_suffix(".ncu-rep"))
-        inputs = {"timing": [timing_raw], "report": reports, "counters": counters}
-        self.run.stage_done("profile", [timing_raw, *reports, *sources, *counters], gpu=self.gpu.name,
+        inputs = {"timing": timing_files, "report": reports, "counters": counters}
+        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters], gpu=self.gpu.name,
                             hot_kernels=hot, configuration=self.configuration,
                             inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
                                     for role, paths in inputs.items()})
         return inputs
+
+
+    def _kernel_filter(self, names: list[str], mangled: dict[str, str]) -> list[str]:
+        """ncu's kernel filter for these kernels: by mangled name when the tracer named them (its
+        demangler spells them differently from ncu's), else by ncu's demangled name."""
+        if mangled and all(n in mangled for n in names):
+            return ["--kernel-name-base", "mangled", "-k", kernel_regex(*(mangled[n] for n in names))]
+        return ["--kernel-name-base", "demangled", "-k", kernel_regex(*names)]
+
+    def _traced_timing(self, exe: Path) -> tuple[list[Path], pd.DataFrame, dict[str, str]]:
+        """Run the app once under the CUPTI tracer: its record files, its launches, and the mangled
+        name of each kernel."""
+        library = tracer_library(self.cfg.profiling.nvcc)
+        folder = self.dir / "trace"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        self._exec(self._app_argv(exe), "trace", self.cfg.app.timeout_s, "traced run (every kernel's duration)",
+                   env=trace_environment(library, folder))
+        traces = read_traces(folder)
+        if not any(t.launches for t in traces):
+            raise ProfilingError(f"the traced run launched no kernel the tracer saw (records: {folder}; the tracer's "
+                                 f"messages start with '[optimas tracer]' in {self.dir / 'logs' / 'trace.log'}); set "
+                                 "profiling.hot_kernels: ncu to time launches with ncu instead")
+        mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
+        return sorted(folder.glob("trace-*.tsv")), profile_of(traces, str(folder)).launches, mangled
 
 
 def restrict_to_configured(launched: list[str], configured: list[str]) -> list[str]:

@@ -12,9 +12,10 @@ from runner.profiling.readers.ncu_csv import detect_page, open_text, skip_preamb
 from runner.profiling.readers.raw import NcuRawCsvReader
 from runner.profiling.readers.report import REPORT_MAGIC, NcuReportReader
 from runner.profiling.readers.source import NcuSourceCsvReader
+from runner.profiling.readers.trace import TraceReader, is_trace
 
-__all__ = ["NcuDetailsCsvReader", "NcuRawCsvReader", "NcuReportReader", "NcuSourceCsvReader", "read_any",
-           "read_profiles"]
+__all__ = ["NcuDetailsCsvReader", "NcuRawCsvReader", "NcuReportReader", "NcuSourceCsvReader", "TraceReader",
+           "read_any", "read_profiles", "read_timing"]
 
 
 def read_profiles(reports: list[Path] = (), raw: list[Path] = (), details: list[Path] = (),
@@ -49,3 +50,12 @@ def read_any(path: Path | str, library_paths: list[str] | None = None) -> Profil
     if page == "source":
         return (NcuSourceCsvReader(library_paths) if library_paths is not None else NcuSourceCsvReader()).read(p)
     raise wrong_page_error(p, page, "raw")
+
+
+def read_timing(paths: list[Path]) -> Profile:
+    """Launches of every kernel execution, for hot-kernel selection: the tracer's records (a
+    trace-<pid>.tsv file or a folder of them) or raw-page exports of an ncu timing pass."""
+    traces = [Path(p) for p in paths if is_trace(Path(p))]
+    parts = [TraceReader().read(p) for p in traces]
+    parts += [NcuRawCsvReader().read(p) for p in paths if Path(p) not in traces]
+    return merge(parts)

@@ -8,7 +8,18 @@ from pathlib import Path
 import pandas as pd
 
 from runner.profiling.model import LAUNCH_COLUMNS, Profile, empty_lines
-from runner.tracing.trace import ProcessTrace, read_trace, read_traces
+from runner.tracing.trace import FORMAT, ProcessTrace, read_trace, read_traces
+
+
+def is_trace(path: Path) -> bool:
+    """A folder of tracer records, or one record file (told by its first line)."""
+    if path.is_dir():
+        return any(path.glob("trace-*.tsv"))
+    try:
+        with path.open("rb") as f:
+            return f.readline().rstrip(b"\n").decode("utf-8", "replace") == FORMAT
+    except OSError:
+        return False
 
 
 def _dims(d: tuple[int, int, int]) -> str:
