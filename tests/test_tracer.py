@@ -233,3 +233,34 @@ def test_a_trace_recorded_on_the_h200_reads_as_the_probe_ran():
     launches = TraceReader().read(h200_trace).launches
     assert len(launches) == 10 and launches["block"].iloc[0] == "(256, 1, 1)"
     assert launches["duration_ns"].sum() == sum(k.duration_ns for k in t.launches)
+
+
+@pytest.mark.gpu
+def test_planted_faults_that_the_programs_own_check_misses_are_caught(tmp_path):
+    """tests/fixtures/tracer/planted.cu prints PASS for every variant; its GPU results tell them apart."""
+    from runner.base.config import load_config
+    from runner.evaluation.measure import validate
+
+    exes = {}
+    for v in ("BASE", "WRONG", "RACE", "REORDER", "SKIP"):
+        exes[v] = tmp_path / v.lower()
+        subprocess.run(["nvcc", "-O2", "-arch=sm_90", f"-DVARIANT={v}", "-o", str(exes[v]),
+                        str(FIXTURES / "tracer" / "planted.cu")], check=True)
+
+    def config(extra: str = ""):
+        (tmp_path / "optimas.yml").write_text(
+            f"app:\n  workdir: {tmp_path}\n  run: '{{exe}}'\n  configurations: [default]\n  seeds: [1, 2]\n{extra}")
+        return load_config(tmp_path / "optimas.yml")
+
+    bitwise = config()
+    seen = {v: validate(bitwise, exes["BASE"], exes[v], tmp_path / f"v-{v}") for v in exes}
+    assert seen["BASE"].passed
+    for v in ("WRONG", "SKIP"):
+        assert seen[v].cases[0].status == "mismatch"
+        assert seen[v].cases[0].detail == "GPU result 2 (cudaMemcpy, 4194304 bytes) differs from the baseline's"
+    assert seen["RACE"].cases[0].status in ("nondeterministic", "mismatch")  # float atomics: the bits vary
+    assert seen["REORDER"].cases[0].detail == "GPU result 1 (cudaMemcpy, 16384 bytes) differs from the baseline's"
+    tolerant = config("  gpu_results: {compare: tolerance, rtol: 1.0e-5}\n")
+    assert validate(tolerant, exes["BASE"], exes["REORDER"], tmp_path / "t-reorder").passed  # same sums, rounded
+    assert not validate(tolerant, exes["BASE"], exes["SKIP"], tmp_path / "t-skip").passed
+    print({v: (s.cases[0].status, s.cases[0].detail) for v, s in seen.items()})  # recorded with -s
