@@ -339,3 +339,30 @@ def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_
     assert out["ear"].coverage == 1.0 and out["validation"] == result.validation.summary()
     text = _summary(out, "a" * 40, False)
     assert "iteration 1, large:" in text and "EAR: evidence coverage 1.00" in text and "Validation:" in text
+
+
+def test_a_source_tree_is_built_once_per_run(tmp_path, monkeypatch):
+    """The proposal and evaluation stages share the run's build cache: the same sources, command and
+    compiler are compiled once, and a later stage that needs the binary gets it from there."""
+    from runner.base.runstore import create_run
+    from runner.proposal.stage import compile_candidate
+
+    monkeypatch.delenv("OPTIMAS_BUILD_CACHE", raising=False)  # the test run's shared cache, not the run's
+    count = tmp_path / "builds.txt"
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}").replace(
+        "build: g++ -O2 -std=c++17 -o {exe} main.cpp",
+        f"build: sh -c 'echo built >> {count} && g++ -O2 -std=c++17 -o \"$0\" main.cpp' {{exe}}")
+    (tmp_path / "optimas.yml").write_text(text)
+    lc = load_config(tmp_path / "optimas.yml")
+    run = create_run(tmp_path / "runs")
+    src = {"main.cpp": (APP / "main.cpp").read_text()}
+    first = compile_candidate(lc, src, "sm_90", cache=run.build_cache)  # the proposal stage: no binary asked
+    exe = tmp_path / "baseline"
+    again = compile_candidate(lc, src, "sm_90", exe=exe, cache=run.build_cache)  # the evaluation stage
+    assert first.ok and again.ok and exe.is_file() and count.read_text() == "built\n"
+    ran = subprocess.run([str(exe), "--config", "small"], capture_output=True, text=True)
+    assert ran.stdout.startswith("kernel_ms=")
+    changed = {"main.cpp": src["main.cpp"] + "\n// another tree\n"}
+    assert compile_candidate(lc, changed, "sm_90", cache=run.build_cache).ok
+    assert count.read_text() == "built\nbuilt\n"
+    assert list(run.build_cache.iterdir())  # kept inside the run

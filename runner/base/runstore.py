@@ -95,6 +95,12 @@ class Run:
     def id(self) -> str:
         return self.manifest["run_id"]
 
+    @property
+    def build_cache(self) -> Path:
+        """Where this run's builds are kept, one per distinct source tree: its own folder, or the
+        top-level run's for the runs of a closed loop's iterations."""
+        return Path(self.manifest.get("build_cache") or self.path / "build-cache")
+
     def stage_dir(self, stage: str) -> Path:
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")

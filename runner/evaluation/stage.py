@@ -60,8 +60,11 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     t0 = time.monotonic()
     bins = work / "bin"
     bins.mkdir(exist_ok=True)
-    base = compile_candidate(lc, original, arch, work / "baseline-build.log", exe=bins / "baseline")
-    cand = compile_candidate(lc, proposed.files, arch, work / "candidate-build.log", exe=bins / "candidate")
+    # The proposal stage built both already: from the run's build cache
+    base = compile_candidate(lc, original, arch, work / "baseline-build.log", exe=bins / "baseline",
+                             cache=run.build_cache)
+    cand = compile_candidate(lc, proposed.files, arch, work / "candidate-build.log", exe=bins / "candidate",
+                             cache=run.build_cache)
     seconds["build"] = time.monotonic() - t0
     ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=None)
     if not base.ok or not cand.ok:

@@ -168,6 +168,8 @@ def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed:
     the score is added to the evaluated `run`'s result.json and corpus record."""
     progress(f"iteration {iteration}: re-profiling the candidate")
     new_run = create_run(iterations or run.path / "iterations")
+    new_run.manifest["build_cache"] = str(run.build_cache)  # a source tree built before is not built again
+    new_run.save()
     new_lc = with_sources(lc, proposed.files, new_run.path)
     after = ProfilingAgent(new_lc, new_run, progress, configuration).collect()
     after_diag = analyze(new_lc, after, progress)

@@ -59,10 +59,11 @@ class ProposeResult(BaseModel):
 
 
 def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
-                      exe: Path | None = None) -> CompileResult:
+                      exe: Path | None = None, cache: Path | None = None) -> CompileResult:
     """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
-    `exe`, the binary is kept there. With OPTIMAS_BUILD_CACHE set (a folder), a build of the same
-    workspace contents, command, architecture, environment and compiler is done once."""
+    `exe`, the binary is kept there. With a `cache` folder (OPTIMAS_BUILD_CACHE overrides it), a
+    build of the same workspace contents, command, architecture, environment and compiler is done
+    once, its binary kept for the next caller that asks for one."""
     space, workdir = workspace_dirs(lc)
     with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
         copy = Path(tmp) / "ws"
@@ -70,13 +71,14 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
         cwd = copy / workdir.relative_to(space)
         for name, text in files.items():
             (cwd / name).write_text(text)
-        cache = os.environ.get("OPTIMAS_BUILD_CACHE")
-        entry = Path(cache) / _build_key(lc, copy, workdir.relative_to(space), arch) if cache else None
+        where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
+        entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch) if where else None
         result = _cached(entry, exe)
         if result is None:
-            result = build(lc, cwd, arch, exe=exe, verbose=True)
+            target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
+            result = build(lc, cwd, arch, exe=target, verbose=True)
             if entry is not None:
-                _store(entry, result, exe)
+                _store(entry, result, target)
     if log:
         log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
     return result
@@ -150,7 +152,8 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     resources: list[KernelResources] = []
     if have_nvcc:
         progress("compiling the original with ptxas -v for compiler feedback (K*)")
-        base = compile_candidate(lc, files, arch, run.stage_dir("prompt") / "original-build.log")
+        base = compile_candidate(lc, files, arch, run.stage_dir("prompt") / "original-build.log",
+                                 cache=run.build_cache)
         if not base.ok:
             return ProposeResult(status="failed", diagnostics=diagnostics,
                                  reason="the original sources do not build: " + base.output[-1500:])
@@ -233,7 +236,8 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
             continue
         cand = st.run.stage_dir("candidates") / str(n)
         cand.mkdir(exist_ok=True)
-        built = compile_candidate(st.lc, guard.files, st.arch, cand / "build.log") if st.have_nvcc else None
+        built = (compile_candidate(st.lc, guard.files, st.arch, cand / "build.log", cache=st.run.build_cache)
+                 if st.have_nvcc else None)
         _save_candidate(cand, proposal, guard, built)
         if built is not None and not built.ok:
             att.outcome, att.detail = "compile-error", built.output[-3000:]
@@ -260,7 +264,8 @@ def _combine(st: _Stage, accepted):
     if not guard.ok:
         st.progress("the per-kernel edits do not combine (" + guard.reasons() + "); keeping the first")
         return accepted[0]
-    built = compile_candidate(st.lc, guard.files, st.arch, cand / "build.log") if st.have_nvcc else None
+    built = (compile_candidate(st.lc, guard.files, st.arch, cand / "build.log", cache=st.run.build_cache)
+             if st.have_nvcc else None)
     _save_candidate(cand, merged, guard, built)
     if built is not None and not built.ok:
         st.progress("the combined candidate does not compile; keeping the first kernel's")
