@@ -366,3 +366,26 @@ def test_a_source_tree_is_built_once_per_run(tmp_path, monkeypatch):
     assert compile_candidate(lc, changed, "sm_90", cache=run.build_cache).ok
     assert count.read_text() == "built\nbuilt\n"
     assert list(run.build_cache.iterdir())  # kept inside the run
+
+
+def test_without_the_tracer_timing_falls_back_to_wall_time_and_says_why(tmp_path, exes, caplog):
+    from runner.evaluation.measure import EvaluationError
+    from runner.tracing.library import TracerError
+
+    def cfg(extra: str):
+        text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
+        text = text.replace('  kernel_time_regex: "kernel_ms=([0-9.]+)"\n', "")
+        (tmp_path / "c.yml").write_text(text + "profiling:\n  nvcc: no-such-nvcc\n" + extra)
+        return load_config(tmp_path / "c.yml")
+
+    with caplog.at_level("WARNING", logger="runner.evaluation.measure"):
+        t = time_interleaved(cfg("evaluation:\n  timing_precision: 0\n  timed_runs: 2\n"), exes["BASE"], exes["FAST"])
+    assert t.metric == "wall_ms" and len(t.baseline) == 2
+    assert "nvcc not found ('no-such-nvcc' is not on PATH)" in caplog.text and "process wall time instead" in caplog.text
+    with pytest.raises(TracerError, match="nvcc not found"):  # asked for by name: no substitute
+        time_interleaved(cfg("evaluation:\n  timer: tracer\n"), exes["BASE"], exes["FAST"])
+    cfg("")  # writes c.yml without a timer setting
+    text = (tmp_path / "c.yml").read_text().replace("  outputs:\n", "  gpu_results: {compare: bitwise}\n  outputs:\n")
+    (tmp_path / "c.yml").write_text(text)
+    with pytest.raises(EvaluationError, match="Without the tracer the program's GPU results cannot be compared"):
+        validate(load_config(tmp_path / "c.yml"), exes["BASE"], exes["FAST"], tmp_path / "work")

@@ -10,6 +10,7 @@ is killed at the app's timeout and recorded as failed.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -26,10 +27,11 @@ from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
 from runner.evaluation.statistics import Improvement, improvement
-from runner.tracing.library import trace_environment, tracer_library
+from runner.tracing.library import TracerError, trace_environment, tracer_library
 from runner.tracing.trace import ProcessTrace, read_traces
 
 POISON = b"\xde\xad\xbe\xef" * 256
+log = logging.getLogger(__name__)
 
 
 class EvaluationError(OptimasError):
@@ -234,7 +236,14 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
     app = lc.config.app
     cwd = lc.resolve(app.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    library = tracer_library(lc.config.profiling.nvcc) if results_mode(lc) != "off" else None
+    library = None
+    if results_mode(lc) != "off":
+        try:
+            library = tracer_library(lc.config.profiling.nvcc)
+        except TracerError as e:
+            raise EvaluationError(f"{e}. Without the tracer the program's GPU results cannot be compared: declare "
+                                  "the files it writes in app.outputs, or set app.gpu_results.compare: off to judge "
+                                  "candidates by their exit code alone") from None
     cases = []
     for cfg in app.configurations:
         for seed in app.seeds:
@@ -338,8 +347,17 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     cwd = lc.resolve(app.workdir)
     template = app.profile_run or app.run
     timer = timer_of(lc)
+    library = None
+    if timer == "tracer":
+        try:
+            library = tracer_library(lc.config.profiling.nvcc)
+        except TracerError as e:
+            if ev.timer == "tracer":  # asked for by name: no silent substitute
+                raise
+            log.warning("%s; timing by process wall time instead (set evaluation.timer or app.kernel_time_regex "
+                        "to choose)", e)
+            timer = "wall"
     pattern = re.compile(app.kernel_time_regex) if timer == "app" and app.kernel_time_regex else None
-    library = tracer_library(lc.config.profiling.nvcc) if timer == "tracer" else None
     metric = {"app": "kernel_ms", "tracer": "traced_kernel_ms", "wall": "wall_ms"}[timer]
     hot = {kernel_key(k) for k in kernels or []}
     per_run: dict[str, list[dict[str, float]]] = {"b": [], "c": []}

@@ -33,7 +33,7 @@ from runner.base.runstore import Run
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
 from runner.profiling.readers.trace import profile_of
-from runner.tracing.library import trace_environment, tracer_library
+from runner.tracing.library import TracerError, trace_environment, tracer_library
 from runner.tracing.trace import read_traces
 
 PROGRESS = progress_for("profiling")
@@ -151,8 +151,14 @@ class ProfilingAgent:
 
         # 1. every launch's duration: one run under the tracer, or ncu's timing pass (a replay per launch)
         mangled: dict[str, str] = {}  # the tracer's kernel names -> their mangled names, for ncu's -k
+        traced = None
         if prof.hot_kernels == "tracer":
-            timing_files, launches, mangled = self._traced_timing(exe_time)
+            try:
+                traced = self._traced_timing(exe_time)
+            except TracerError as e:
+                self.progress(f"{e}; timing every launch with ncu instead (profiling.hot_kernels: ncu)")
+        if traced is not None:
+            timing_files, launches, mangled = traced
         else:
             timing = self.dir / "timing"
             argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(timing),
