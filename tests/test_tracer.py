@@ -84,7 +84,7 @@ def _run_probe(tmp: Path, library: Path, exe: Path, *args: str, keep: int = 0):
 def test_the_tracer_sees_every_kernel_and_every_result_of_an_unmodified_program(tmp_path, library, cudart):
     exe = tmp_path / "probe"
     subprocess.run(["nvcc", "-O2", "-arch=sm_90", f"-cudart={cudart}", "-o", str(exe), str(PROBE)], check=True)
-    t = _run_probe(tmp_path, library, exe, keep=1 << 20)
+    t = _run_probe(tmp_path, library, exe, keep=(4 << 20) + 100)  # the first result whole, 100 bytes of the next
     assert t.complete and t.dropped == 0 and not t.unsynchronized
     names = [k.kernel for k in t.launches]
     assert names.count("void scale<float, 4>(float*, int)") == 1  # the C++ runtime's demangler, not ncu's
@@ -101,7 +101,7 @@ def test_the_tracer_sees_every_kernel_and_every_result_of_an_unmodified_program(
     assert [r.bytes for r in t.results] == [4 * n] * 5 + [256, 8 * 400, 3 * 4 * 64, 4096]
     first = (np.arange(n, dtype=np.float32) * np.float32(0.5) * np.float32(4)).tobytes()
     assert t.results[0].hash == _hash(library, first)  # what the device computed, read before the host changed it
-    assert t.kept_bytes(t.results[0]) == first[: t.results[0].kept] and t.results[0].kept == 4 * n
+    assert t.kept_bytes(t.results[0]) == first and [r.kept for r in t.results[:3]] == [4 * n, 100, 0]
     again = _run_probe(tmp_path, library, exe)
     assert [r.hash for r in again.results] == [r.hash for r in t.results]  # deterministic run to run
     wrong = _run_probe(tmp_path, library, exe, "wrong")
