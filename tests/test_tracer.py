@@ -264,3 +264,27 @@ def test_planted_faults_that_the_programs_own_check_misses_are_caught(tmp_path):
     assert validate(tolerant, exes["BASE"], exes["REORDER"], tmp_path / "t-reorder").passed  # same sums, rounded
     assert not validate(tolerant, exes["BASE"], exes["SKIP"], tmp_path / "t-skip").passed
     print({v: (s.cases[0].status, s.cases[0].detail) for v, s in seen.items()})  # recorded with -s
+
+
+def test_hot_kernels_from_a_traced_run_match_ncus_and_are_spelled_as_the_profile_spells_them():
+    """tests/fixtures/tracer/h200-probe-app: the bundled example app (examples/h200-probe) traced on
+    the H200 with config.yml's run command; its recorded ncu exports are the example's profiles."""
+    from conftest import REPO
+
+    from runner.analysis.stage import analyze
+    from runner.base.config import load_config
+
+    lc = load_config(REPO / "config.yml")
+    profiles = REPO / "examples" / "h200-probe" / "profiles"
+    recorded = {"raw": [profiles / "probe_full_raw_base.csv"], "source": [profiles / "probe_full_source_cuda_sass.csv"]}
+    by_ncu = analyze(lc, recorded)
+    by_trace = analyze(lc, {**recorded, "timing": [FIXTURES / "tracer" / "h200-probe-app"]})
+    assert [k.kernel for k in by_trace.kernels] == [k.kernel for k in by_ncu.kernels] == [
+        "matmul(const float *, const float *, float *, int)",
+        "triad(float *, const float *, const float *, float, int)",
+        "accuracy_kernel(int, int, int, const float *, const int *, int *)"]
+    assert [k.hot for k in by_trace.kernels] == [True, False, False]
+    assert [k.launches for k in by_trace.kernels] == [1, 3, 1]
+    for traced, profiled in zip(by_trace.kernels, by_ncu.kernels, strict=True):  # two runs: within 7%
+        assert abs(traced.total_ns / profiled.total_ns - 1) < 0.07
+    assert [e.id for e in by_trace.evidence] == [e.id for e in by_ncu.evidence]

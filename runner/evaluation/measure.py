@@ -202,24 +202,25 @@ def results_mode(lc: LoadedConfig) -> Literal["bitwise", "tolerance", "off"]:
 
 
 def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spec: GpuResultsSpec,
-                    mode: Literal["bitwise", "tolerance"]) -> tuple[bool, str]:
-    """(equal enough, why not) for two runs' device-to-host results, in program order."""
+                    mode: Literal["bitwise", "tolerance"], other: str = "the baseline") -> tuple[bool, str]:
+    """(equal enough, why not) for two runs' device-to-host results, in program order; `other`
+    names the run compared against in the reason."""
     cand = [(t, r) for t in candidate for r in t.results]
     base = [(t, r) for t in baseline for r in t.results]
     if len(cand) != len(base):
-        return False, f"{len(cand)} results read back from the GPU where the baseline reads {len(base)}"
+        return False, f"{len(cand)} results read back from the GPU where {other} reads {len(base)}"
     rule = OutputSpec(path="gpu result", compare="tolerance", format="raw", dtype=spec.dtype, rtol=spec.rtol,
                       atol=spec.atol, ulps=spec.ulps)
     for i, ((ct, cr), (bt, br)) in enumerate(zip(cand, base, strict=True), start=1):
         what = f"GPU result {i} ({br.source}, {br.bytes} bytes)"
         if cr.bytes != br.bytes:
-            return False, f"GPU result {i} ({br.source}) has {cr.bytes} bytes where the baseline's has {br.bytes}"
+            return False, f"GPU result {i} ({br.source}) has {cr.bytes} bytes where {other}'s has {br.bytes}"
         if cr.hash == br.hash:
             continue
         if mode == "bitwise":
-            return False, f"{what} differs from the baseline's"
+            return False, f"{what} differs from {other}'s"
         if cr.kept < cr.bytes or br.kept < br.bytes:
-            return False, (f"{what} differs from the baseline's and only {min(cr.kept, br.kept)} of its bytes were "
+            return False, (f"{what} differs from {other}'s and only {min(cr.kept, br.kept)} of its bytes were "
                            "kept for the tolerance check (app.gpu_results.keep_bytes)")
         ok, why = compare(ct.kept_bytes(cr), bt.kept_bytes(br), rule)
         if not ok:
@@ -316,9 +317,9 @@ def _validate_traced_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed,
             case.status, case.detail = "mismatch", f"{o.path}: {why}"
             return case
     if library is not None:
-        ok, why = compare_results(gpu_results[1], gpu_results[0], spec, mode)
+        ok, why = compare_results(gpu_results[1], gpu_results[0], spec, mode, "the candidate's first run")
         if not ok:
-            case.status, case.detail = "nondeterministic", f"between two runs of the candidate: {why}"
+            case.status, case.detail = "nondeterministic", f"in the candidate's second run, {why}"
             return case
         ok, why = compare_results(gpu_results[0], base_results, spec, mode)
         if not ok:
