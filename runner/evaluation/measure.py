@@ -106,7 +106,8 @@ def traced_kernel_ms(traces: list[ProcessTrace], argv: list[str]) -> dict[str, f
     totals: dict[str, float] = {}
     for t in traces:
         for name, ns in t.kernel_ns().items():
-            totals[kernel_key(name)] = totals.get(kernel_key(name), 0.0) + ns / 1e6
+            key = kernel_key(name)
+            totals[key] = totals.get(key, 0.0) + ns / 1e6
     if not totals:
         raise EvaluationError(f"the tracer saw no kernel execution in {shlex.join(argv)}")
     return totals
@@ -248,7 +249,11 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
     cases = []
     for cfg in app.configurations:
         for seed in app.seeds:
-            cases.append(_validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library))
+            traces = work / f"traces-{cfg}-{seed}"
+            try:
+                cases.append(_validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces))
+            finally:
+                shutil.rmtree(traces, ignore_errors=True)  # kept bytes can be large; the verdict says what differed
     return Validation(passed=all(c.status == "pass" for c in cases), cases=cases)
 
 
@@ -256,15 +261,8 @@ def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[s
     return render(lc.config.app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="")
 
 
-def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None) -> CaseResult:
-    traces = work / f"traces-{cfg}-{seed}"
-    try:
-        return _validate_traced_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces)
-    finally:
-        shutil.rmtree(traces, ignore_errors=True)  # kept bytes can be large; the verdict says what differed
-
-
-def _validate_traced_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces) -> CaseResult:
+def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None,
+                   traces: Path) -> CaseResult:
     timeout = lc.config.app.timeout_s
     tag = f"{cfg}-{seed}"
     mode = results_mode(lc)

@@ -3,6 +3,7 @@ once per toolkit and tracer source, into a cache shared by every run of this use
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -46,6 +47,14 @@ def find_toolkit(nvcc: str = "nvcc") -> Toolkit:
         raise TracerError(f"nvcc not found ({nvcc!r} is not on PATH): the tracer is built with the CUDA "
                           "toolkit's nvcc; install the toolkit or set profiling.nvcc")
     path = Path(found).resolve()
+    stat = path.stat()
+    return _probe(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(path: Path, size: int, mtime_ns: int) -> Toolkit:
+    """Ask nvcc once per process (the evaluation looks the toolkit up for every configuration it
+    times); size and time in the key: an nvcc replaced in place is asked again."""
     r = run_process([str(path), "--version"], path.parent, 60, env=child_environment())
     m = re.search(r"release (\S+ V\S+)", r.output)
     if r.returncode != 0 or not m:
