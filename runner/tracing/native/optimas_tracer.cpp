@@ -178,9 +178,12 @@ void hash_managed(const unsigned char* ptr, size_t size) {
   write_result('M', next_seq++, "managed", {{ptr, size}});
 }
 
-// Copies into host memory, by the runtime API function that issued them.
-enum class Kind { Linear, Symbol, Pitched, FromArray2D, FromArray, Copy3D };
+void hash_all_managed() {  // caller holds `lock` and has synchronized the device
+  for (auto& m : managed) hash_managed(m.first, m.second);
+  managed.clear();
+}
 
+// Copies into host memory, by the runtime API function that issued them.
 struct CopyInfo {
   bool d2h = false;
   cudaStream_t stream = nullptr;
@@ -207,72 +210,58 @@ bool pageable(const void* dst) {
          CUDA_SUCCESS;
 }
 
+// A copy from device memory (or a symbol, or an array) whatever the kind says.
+bool from_device(cudaMemcpyKind kind) { return kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDefault; }
+
 CopyInfo describe(CUpti_CallbackId cbid, const void* params) {
   CopyInfo c;
-  auto linear = [&](void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t s, bool async) {
-    c.d2h = host_destination(dst, src, kind);
-    c.rows = {{static_cast<const unsigned char*>(dst), count}};
-    c.stream = s;
-    c.async = async;
-  };
-  auto pitched = [&](void* dst, size_t pitch, size_t width, size_t height, bool d2h, cudaStream_t s, bool async) {
-    c.d2h = d2h;
-    for (size_t y = 0; y < height; ++y) c.rows.push_back({static_cast<const unsigned char*>(dst) + y * pitch, width});
-    c.stream = s;
-    c.async = async;
-  };
   switch (cbid) {
-#define LINEAR(ID, T, ASYNC, STREAM)                                 \
+// One contiguous destination of p->count bytes; D2H: whether it lands in host memory.
+#define LINEAR(ID, T, ASYNC, STREAM, D2H)                            \
   case CUPTI_RUNTIME_TRACE_CBID_##ID: {                              \
     auto p = static_cast<const T*>(params);                          \
-    linear(p->dst, p->src, p->count, p->kind, STREAM, ASYNC);        \
+    c = {D2H, STREAM, ASYNC, {{static_cast<const unsigned char*>(p->dst), p->count}}}; \
     break;                                                           \
   }
-    LINEAR(cudaMemcpy_v3020, cudaMemcpy_v3020_params, false, nullptr)
-    LINEAR(cudaMemcpy_ptds_v7000, cudaMemcpy_ptds_v7000_params, false, cudaStreamPerThread)
-    LINEAR(cudaMemcpyAsync_v3020, cudaMemcpyAsync_v3020_params, true, p->stream)
-    LINEAR(cudaMemcpyAsync_ptsz_v7000, cudaMemcpyAsync_ptsz_v7000_params, true, p->stream)
+    LINEAR(cudaMemcpy_v3020, cudaMemcpy_v3020_params, false, nullptr, host_destination(p->dst, p->src, p->kind))
+    LINEAR(cudaMemcpy_ptds_v7000, cudaMemcpy_ptds_v7000_params, false, cudaStreamPerThread,
+           host_destination(p->dst, p->src, p->kind))
+    LINEAR(cudaMemcpyAsync_v3020, cudaMemcpyAsync_v3020_params, true, p->stream,
+           host_destination(p->dst, p->src, p->kind))
+    LINEAR(cudaMemcpyAsync_ptsz_v7000, cudaMemcpyAsync_ptsz_v7000_params, true, p->stream,
+           host_destination(p->dst, p->src, p->kind))
+    LINEAR(cudaMemcpyFromSymbol_v3020, cudaMemcpyFromSymbol_v3020_params, false, nullptr, from_device(p->kind))
+    LINEAR(cudaMemcpyFromSymbol_ptds_v7000, cudaMemcpyFromSymbol_ptds_v7000_params, false, cudaStreamPerThread,
+           from_device(p->kind))
+    LINEAR(cudaMemcpyFromSymbolAsync_v3020, cudaMemcpyFromSymbolAsync_v3020_params, true, p->stream,
+           from_device(p->kind))
+    LINEAR(cudaMemcpyFromSymbolAsync_ptsz_v7000, cudaMemcpyFromSymbolAsync_ptsz_v7000_params, true, p->stream,
+           from_device(p->kind))
 #undef LINEAR
-#define SYMBOL(ID, T, ASYNC, STREAM)                                                   \
-  case CUPTI_RUNTIME_TRACE_CBID_##ID: {                                                \
-    auto p = static_cast<const T*>(params);                                            \
-    c.d2h = p->kind == cudaMemcpyDeviceToHost || p->kind == cudaMemcpyDefault;         \
-    c.rows = {{static_cast<const unsigned char*>(p->dst), p->count}};                  \
-    c.stream = STREAM;                                                                 \
-    c.async = ASYNC;                                                                   \
-    break;                                                                             \
+// `height` rows of `width` bytes, `dpitch` apart.
+#define PITCHED(ID, T, ASYNC, STREAM, D2H)                                                              \
+  case CUPTI_RUNTIME_TRACE_CBID_##ID: {                                                                 \
+    auto p = static_cast<const T*>(params);                                                             \
+    c = {D2H, STREAM, ASYNC, {}};                                                                       \
+    for (size_t y = 0; y < p->height; ++y)                                                              \
+      c.rows.push_back({static_cast<const unsigned char*>(p->dst) + y * p->dpitch, p->width});         \
+    break;                                                                                              \
   }
-    SYMBOL(cudaMemcpyFromSymbol_v3020, cudaMemcpyFromSymbol_v3020_params, false, nullptr)
-    SYMBOL(cudaMemcpyFromSymbol_ptds_v7000, cudaMemcpyFromSymbol_ptds_v7000_params, false, cudaStreamPerThread)
-    SYMBOL(cudaMemcpyFromSymbolAsync_v3020, cudaMemcpyFromSymbolAsync_v3020_params, true, p->stream)
-    SYMBOL(cudaMemcpyFromSymbolAsync_ptsz_v7000, cudaMemcpyFromSymbolAsync_ptsz_v7000_params, true, p->stream)
-#undef SYMBOL
-#define PITCHED(ID, T, ASYNC, STREAM)                                                                  \
-  case CUPTI_RUNTIME_TRACE_CBID_##ID: {                                                                \
-    auto p = static_cast<const T*>(params);                                                            \
-    pitched(p->dst, p->dpitch, p->width, p->height, host_destination(p->dst, p->src, p->kind), STREAM, \
-            ASYNC);                                                                                    \
-    break;                                                                                             \
-  }
-    PITCHED(cudaMemcpy2D_v3020, cudaMemcpy2D_v3020_params, false, nullptr)
-    PITCHED(cudaMemcpy2D_ptds_v7000, cudaMemcpy2D_ptds_v7000_params, false, cudaStreamPerThread)
-    PITCHED(cudaMemcpy2DAsync_v3020, cudaMemcpy2DAsync_v3020_params, true, p->stream)
-    PITCHED(cudaMemcpy2DAsync_ptsz_v7000, cudaMemcpy2DAsync_ptsz_v7000_params, true, p->stream)
+    PITCHED(cudaMemcpy2D_v3020, cudaMemcpy2D_v3020_params, false, nullptr, host_destination(p->dst, p->src, p->kind))
+    PITCHED(cudaMemcpy2D_ptds_v7000, cudaMemcpy2D_ptds_v7000_params, false, cudaStreamPerThread,
+            host_destination(p->dst, p->src, p->kind))
+    PITCHED(cudaMemcpy2DAsync_v3020, cudaMemcpy2DAsync_v3020_params, true, p->stream,
+            host_destination(p->dst, p->src, p->kind))
+    PITCHED(cudaMemcpy2DAsync_ptsz_v7000, cudaMemcpy2DAsync_ptsz_v7000_params, true, p->stream,
+            host_destination(p->dst, p->src, p->kind))
+    PITCHED(cudaMemcpy2DFromArray_v3020, cudaMemcpy2DFromArray_v3020_params, false, nullptr, from_device(p->kind))
+    PITCHED(cudaMemcpy2DFromArray_ptds_v7000, cudaMemcpy2DFromArray_ptds_v7000_params, false, cudaStreamPerThread,
+            from_device(p->kind))
+    PITCHED(cudaMemcpy2DFromArrayAsync_v3020, cudaMemcpy2DFromArrayAsync_v3020_params, true, p->stream,
+            from_device(p->kind))
+    PITCHED(cudaMemcpy2DFromArrayAsync_ptsz_v7000, cudaMemcpy2DFromArrayAsync_ptsz_v7000_params, true, p->stream,
+            from_device(p->kind))
 #undef PITCHED
-#define FROM_ARRAY_2D(ID, T, ASYNC, STREAM)                                                           \
-  case CUPTI_RUNTIME_TRACE_CBID_##ID: {                                                               \
-    auto p = static_cast<const T*>(params);                                                           \
-    pitched(p->dst, p->dpitch, p->width, p->height,                                                   \
-            p->kind == cudaMemcpyDeviceToHost || p->kind == cudaMemcpyDefault, STREAM, ASYNC);        \
-    break;                                                                                            \
-  }
-    FROM_ARRAY_2D(cudaMemcpy2DFromArray_v3020, cudaMemcpy2DFromArray_v3020_params, false, nullptr)
-    FROM_ARRAY_2D(cudaMemcpy2DFromArray_ptds_v7000, cudaMemcpy2DFromArray_ptds_v7000_params, false,
-                  cudaStreamPerThread)
-    FROM_ARRAY_2D(cudaMemcpy2DFromArrayAsync_v3020, cudaMemcpy2DFromArrayAsync_v3020_params, true, p->stream)
-    FROM_ARRAY_2D(cudaMemcpy2DFromArrayAsync_ptsz_v7000, cudaMemcpy2DFromArrayAsync_ptsz_v7000_params, true,
-                  p->stream)
-#undef FROM_ARRAY_2D
 #define COPY_3D(ID, T, ASYNC, STREAM)                                                                  \
   case CUPTI_RUNTIME_TRACE_CBID_##ID: {                                                                \
     auto p = static_cast<const T*>(params);                                                            \
@@ -377,12 +366,11 @@ void on_other(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020:
-      // The memory goes away: finish every copy into it first (these calls synchronize anyway).
-      if (enter && !pending.empty() && driver.ctxSynchronize() == CUDA_SUCCESS) complete_all();
-      if (enter && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 && driver.ctxSynchronize() == CUDA_SUCCESS) {
-        for (auto& m : managed) hash_managed(m.first, m.second);
-        managed.clear();
-      }
+      // The memory goes away: finish every copy into it first (these calls synchronize anyway),
+      // and on a reset take the managed allocations' contents too.
+      if (!enter || driver.ctxSynchronize() != CUDA_SUCCESS) return;
+      complete_all();
+      if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) hash_all_managed();
       return;
     case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: {
       auto p = static_cast<const cudaFree_v3020_params*>(params);
@@ -449,8 +437,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       std::lock_guard<std::mutex> g(lock);
       if (driver.ctxSynchronize() == CUDA_SUCCESS) {
         complete_all();
-        for (auto& m : managed) hash_managed(m.first, m.second);
-        managed.clear();
+        hash_all_managed();
       }
     }
     return;
