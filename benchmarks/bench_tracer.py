@@ -14,13 +14,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from runner.analysis.hot import select_hot_kernels  # noqa: E402
-from runner.base.config import load_config  # noqa: E402
+from runner.base.config import LoadedConfig, load_config  # noqa: E402
 from runner.base.cuda_source import kernel_key  # noqa: E402
 from runner.base.processes import child_environment, render, run_process  # noqa: E402
 from runner.profiling.readers import NcuRawCsvReader  # noqa: E402
@@ -39,13 +40,37 @@ def checked(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 90
     return time.perf_counter() - t0, r.output
 
 
-def one_app(app: str, runs: int, lib: Path, work: Path) -> dict:
+def build_app(app: str, work: Path) -> tuple[LoadedConfig, Path]:
+    """A benchmark app's config and its binary, built into `work` with its own command for sm_90."""
     lc = load_config(BENCH / app / "optimas.yml")
+    cfg = lc.config.app
+    exe = work / app
+    checked(render(cfg.build, exe=exe, arch="sm_90", lineinfo="", config="", seed=1, scale=1, out=""),
+            lc.resolve(cfg.workdir), child_environment(cfg.env))
+    return lc, exe
+
+
+def each_app(apps: list[str], one: Callable[[str, Path], dict], out: Path, brief: Callable[[dict], dict]) -> None:
+    """Run `one(app, work folder)` per app, print `brief` of each result as it comes, and write them
+    all with the command line to `out`."""
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for app in apps:
+            work = Path(tmp) / app
+            work.mkdir()
+            results.append(one(app, work))
+            print(json.dumps(brief(results[-1])), flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = "python3 benchmarks/" + Path(sys.argv[0]).name + " " + " ".join(sys.argv[1:])
+    out.write_text(json.dumps({"command": command, "results": results}, indent=1))
+    print(f"wrote {out}")
+
+
+def one_app(app: str, runs: int, lib: Path, work: Path) -> dict:
+    lc, exe = build_app(app, work)
     cfg = lc.config.app
     cwd = lc.resolve(cfg.workdir)
     env = child_environment(cfg.env)
-    exe = work / app
-    checked(render(cfg.build, exe=exe, arch="sm_90", lineinfo="", config="", seed=1, scale=1, out=""), cwd, env)
     conf = cfg.profile_configuration or cfg.configurations[0]
     argv = render(cfg.profile_run or cfg.run, exe=exe, config=conf, seed=cfg.seeds[0], scale=1, out="/dev/null",
                   arch="", lineinfo="")
@@ -115,20 +140,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     args = ap.parse_args()
     lib = tracer_library()
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for app in args.apps.split(","):
-            work = Path(tmp) / app
-            work.mkdir()
-            res = one_app(app, args.runs, lib, work)
-            results.append(res)
-            print(json.dumps({k: v for k, v in res.items() if k not in ("untraced", "traced", "traced_eager")}),
-                  flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "tracer-bench.json"
-    out.write_text(json.dumps({"command": "python3 benchmarks/bench_tracer.py " + " ".join(sys.argv[1:]),
-                               "results": results}, indent=1))
-    print(f"wrote {out}")
+    each_app(args.apps.split(","), lambda app, work: one_app(app, args.runs, lib, work), args.out / "tracer-bench.json",
+             lambda res: {k: v for k, v in res.items() if k not in ("untraced", "traced", "traced_eager")})
     return 0
 
 

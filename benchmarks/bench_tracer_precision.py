@@ -10,30 +10,22 @@ Usage: python3 benchmarks/bench_tracer_precision.py [--apps accuracy,stream] [--
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
-from runner.base.config import load_config  # noqa: E402
-from runner.base.processes import child_environment, render, run_process  # noqa: E402
+from bench_tracer import build_app, each_app  # noqa: E402 (beside this script)
+
 from runner.evaluation.measure import time_interleaved  # noqa: E402
 
 
 def one_app(app: str, comparisons: int, configuration: str | None, work: Path) -> dict:
-    path = BENCH / app / "optimas.yml"
-    lc = load_config(path)
+    lc, exe = build_app(app, work)
     cfg = lc.config.app
-    exe = work / app
-    r = run_process(render(cfg.build, exe=exe, arch="sm_90", lineinfo="", config="", seed=1, scale=1, out=""),
-                    lc.resolve(cfg.workdir), 600, env=child_environment(cfg.env))
-    if r.returncode != 0:
-        raise SystemExit(f"{app}: build failed: {r.output[-1000:]}")
     conf = configuration or cfg.profile_configuration or cfg.configurations[0]
     out = {"app": app, "configuration": conf}
     for timer in ("tracer", "app"):
@@ -61,20 +53,10 @@ def main() -> int:
     ap.add_argument("--configuration", default=None)
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     args = ap.parse_args()
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for app in args.apps.split(","):
-            work = Path(tmp) / app
-            work.mkdir()
-            res = one_app(app, args.comparisons, args.configuration, work)
-            results.append(res)
-            print(json.dumps({k: ({kk: vv for kk, vv in v.items() if kk != "rows"} if isinstance(v, dict) else v)
-                              for k, v in res.items()}), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    dst = args.out / "tracer-precision.json"
-    dst.write_text(json.dumps({"command": "python3 benchmarks/bench_tracer_precision.py " + " ".join(sys.argv[1:]),
-                               "results": results}, indent=1))
-    print(f"wrote {dst}")
+    each_app(args.apps.split(","), lambda app, work: one_app(app, args.comparisons, args.configuration, work),
+             args.out / "tracer-precision.json",
+             lambda res: {k: ({kk: vv for kk, vv in v.items() if kk != "rows"} if isinstance(v, dict) else v)
+                          for k, v in res.items()})
     return 0
 
 
