@@ -55,9 +55,10 @@ def pytest_collection_modifyitems(config, items):
     have_gpu = all(shutil.which(t) for t in ("nvidia-smi", "nvcc", "ncu"))
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with nvcc and ncu")
     for item in items:
-        if "gpu" in item.keywords and not have_gpu:
+        if item.get_closest_marker("gpu") and not have_gpu:
             item.add_marker(skip)
-    items.sort(key=lambda item: "slow" not in item.keywords)  # stable: the rest keep their order
+    # stable: the rest keep their order; markers, not keywords (a parametrize id "slow" is a keyword)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def redis_or_fail() -> redis.Redis:
