@@ -51,18 +51,19 @@ def build_app(app: str, work: Path) -> tuple[LoadedConfig, Path]:
 
 
 def each_app(apps: list[str], one: Callable[[str, Path], dict], out: Path, brief: Callable[[dict], dict]) -> None:
-    """Run `one(app, work folder)` per app, print `brief` of each result as it comes, and write them
-    all with the command line to `out`."""
+    """Run `one(app, work folder)` per app, print `brief` of each result as it comes, and write the
+    results so far with the command line to `out` after each app."""
     results = []
+    command = "python3 benchmarks/" + Path(sys.argv[0]).name + " " + " ".join(sys.argv[1:])
+    out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for app in apps:
             work = Path(tmp) / app
             work.mkdir()
             results.append(one(app, work))
             print(json.dumps(brief(results[-1])), flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    command = "python3 benchmarks/" + Path(sys.argv[0]).name + " " + " ".join(sys.argv[1:])
-    out.write_text(json.dumps({"command": command, "results": results}, indent=1))
+            # after every app, so that a run cut short keeps what it measured
+            out.write_text(json.dumps({"command": command, "results": results}, indent=1))
     print(f"wrote {out}")
 
 

@@ -4,7 +4,7 @@ by the application's own timer. Reports the interval widths and how many compari
 significant (at 95% confidence about 5% would be, by chance, if the statistics are right).
 
 Usage: python3 benchmarks/bench_tracer_precision.py [--apps accuracy,stream] [--comparisons 20]
-       [--configuration small] [--out DIR]
+       [--configuration small] [--timers tracer,app] [--out DIR]
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from bench_tracer import build_app, each_app  # noqa: E402 (beside this script)
 from runner.evaluation.measure import time_interleaved  # noqa: E402
 
 
-def one_app(app: str, comparisons: int, configuration: str | None, work: Path) -> dict:
+def one_app(app: str, comparisons: int, configuration: str | None, timers: list[str], work: Path) -> dict:
     lc, exe = build_app(app, work)
     cfg = lc.config.app
     conf = configuration or cfg.profile_configuration or cfg.configurations[0]
     out = {"app": app, "configuration": conf}
-    for timer in ("tracer", "app"):
+    for timer in timers:
         ev = lc.config.evaluation.model_copy(update={"timer": timer, "timing_precision": 0.02, "max_timed_runs": 20})
         lcx = lc.model_copy(update={"config": lc.config.model_copy(update={"evaluation": ev})})
         rows = []
@@ -51,9 +51,10 @@ def main() -> int:
     ap.add_argument("--apps", default="accuracy,stream")
     ap.add_argument("--comparisons", type=int, default=20)
     ap.add_argument("--configuration", default=None)
+    ap.add_argument("--timers", default="tracer,app", help="tracer, app (the program's own kernel_time_regex) or both")
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     args = ap.parse_args()
-    each_app(args.apps.split(","), lambda app, work: one_app(app, args.comparisons, args.configuration, work),
+    each_app(args.apps.split(","), lambda app, work: one_app(app, args.comparisons, args.configuration, args.timers.split(","), work),
              args.out / "tracer-precision.json",
              lambda res: {k: ({kk: vv for kk, vv in v.items() if kk != "rows"} if isinstance(v, dict) else v)
                           for k, v in res.items()})
