@@ -5,6 +5,7 @@ Skipped where there is no GPU (CI); run on the device with `pytest -m gpu`.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,8 +95,10 @@ def test_closed_loop_on_a_benchmark_app(tmp_path: Path):
     cfg = tmp_path / "optimas.yml"
     cfg.write_text(text + "evaluation: {max_iterations: 2}\n")
     runs = tmp_path / "runs"
+    own_cache = {k: v for k, v in os.environ.items() if k != "OPTIMAS_BUILD_CACHE"}  # the run's, not the tests'
     res = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(cfg), "--configuration", "small",
-                          "--runs-dir", str(runs)], cwd=REPO, capture_output=True, text=True, timeout=900)
+                          "--runs-dir", str(runs)], cwd=REPO, capture_output=True, text=True, timeout=900,
+                         env=own_cache)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "# Closed loop" in res.stdout and "stopped:" in res.stdout
     (run,) = [p for p in runs.iterdir() if p.is_dir()]
@@ -110,3 +113,9 @@ def test_closed_loop_on_a_benchmark_app(tmp_path: Path):
     assert len(records) == len(loop["iterations"])
     saved = json.loads((run / "evaluation" / "result.json").read_text())
     assert saved["ear"]["directional"] == first["directional"] == records[0]["ear_directional"]
+    # built once: the profile's timing build is compiled, the candidate's re-profile takes the
+    # evaluation's build of the same sources from the run's build cache
+    (reprofiled, *_) = sorted(p for p in (run / "iterations").iterdir() if p.is_dir())
+    timing_builds = [[c for c in json.loads((r / "manifest.json").read_text())["commands"] if c["name"] == "build-timing"]
+                     for r in (run, reprofiled)]
+    assert [[c["cached"] for c in b] for b in timing_builds] == [[False], [True]]

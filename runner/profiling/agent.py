@@ -3,7 +3,8 @@ expensive evidence (roofline, PC sampling, counter sweeps) for the hot kernels o
 
 Steps, each recorded in the run directory (`profile/`) with its exact command in the manifest:
 
-1. build twice: with -lineinfo for profiling, without it for timing (`-arch` from the GPU found);
+1. build twice: without -lineinfo for timing, through the run's build cache (the later stages
+   reuse that build), and with it, in place, for profiling (`-arch` from the GPU found);
 2. every launch's duration: one run under the CUPTI tracer (`profiling.hot_kernels: tracer`, the
    default), or ncu's timing pass, `ncu --metrics gpu__time_duration.sum` (one replay per launch);
 3. hot kernels from that (alpha of total time);
@@ -18,6 +19,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -33,6 +35,7 @@ from runner.base.runstore import Run
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
 from runner.profiling.readers.trace import profile_of
+from runner.proposal.stage import compile_candidate
 from runner.tracing.library import TracerError, trace_environment, tracer_library
 from runner.tracing.trace import read_traces
 
@@ -144,10 +147,15 @@ class ProfilingAgent:
         bins = self.dir / "bin"
         bins.mkdir(exist_ok=True)
         exe_prof, exe_time = bins / f"{app.name}-lineinfo", bins / f"{app.name}"
-        for exe, lineinfo, name in ((exe_prof, "-lineinfo", "build-profiling"), (exe_time, "", "build-timing")):
-            argv = render(app.build, exe=exe, arch=self.gpu.arch, lineinfo=lineinfo, config=self.configuration,
-                          seed=app.seeds[0], scale=1, out="")
-            self._exec(argv, name, app.timeout_s, name)
+        # The timing build first, in a copy of the workspace that the in-place build below has not
+        # touched yet: the proposal stage's compiler feedback and the evaluation's baseline are this
+        # same build and take it from the run's build cache.
+        self._timing_build(exe_time)
+        # In place, not in a copy: -lineinfo records the source paths, and ncu imports the sources
+        # from there when it profiles.
+        argv = render(app.build, exe=exe_prof, arch=self.gpu.arch, lineinfo="-lineinfo", config=self.configuration,
+                      seed=app.seeds[0], scale=1, out="")
+        self._exec(argv, "build-profiling", app.timeout_s, "build-profiling")
 
         # 1. every launch's duration: one run under the tracer, or ncu's timing pass (a replay per launch)
         mangled: dict[str, str] = {}  # the tracer's kernel names -> their mangled names, for ncu's -k
@@ -214,6 +222,20 @@ class ProfilingAgent:
                                     for role, paths in inputs.items()})
         return inputs
 
+
+    def _timing_build(self, exe: Path) -> None:
+        """The app without line info, for the traced run, through the run's build cache."""
+        name, log = "build-timing", self.dir / "logs" / "build-timing.log"
+        self.progress("build-timing (the run's build cache)")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        built = compile_candidate(self.cfg, {}, self.gpu.arch, log, exe=exe, cache=self.run.build_cache)
+        self._record({"name": name, "argv": built.command, "returncode": 0 if built.ok else 1,
+                      "seconds": round(time.monotonic() - t0, 3), "timed_out": False, "cached": built.cached,
+                      "log": str(log.relative_to(self.run.path))})
+        if not built.ok:
+            tail = "\n".join(built.output.strip().splitlines()[-8:])
+            raise ProfilingError(f"build-timing failed (log: {log}):\n{tail}")
 
     def _kernel_filter(self, names: list[str], mangled: dict[str, str]) -> list[str]:
         """ncu's kernel filter for these kernels: by mangled name when the tracer named them (its

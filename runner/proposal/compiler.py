@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
@@ -30,6 +30,7 @@ class CompileResult(BaseModel):
     command: list[str]
     output: str  # compiler messages, trimmed
     resources: list[KernelResources] = []
+    cached: bool = Field(default=False, exclude=True)  # taken from a build cache, not compiled now
 
 
 _ENTRY = re.compile(r"ptxas info\s*: Compiling entry function '([^']+)'")

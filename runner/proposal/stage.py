@@ -106,7 +106,7 @@ def _cached(entry: Path | None, exe: Path | None) -> CompileResult | None:
         if not (entry / "exe").is_file():
             return None  # built before without keeping the binary
         shutil.copy2(entry / "exe", exe)
-    return result
+    return result.model_copy(update={"cached": True})
 
 
 def _store(entry: Path, result: CompileResult, exe: Path | None) -> None:
