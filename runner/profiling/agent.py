@@ -229,7 +229,7 @@ class ProfilingAgent:
         self.progress("build-timing (the run's build cache)")
         log.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
-        built = compile_candidate(self.cfg, {}, self.gpu.arch, log, exe=exe, cache=self.run.build_cache)
+        built = compile_candidate(self.lc, {}, self.gpu.arch, log, exe=exe, cache=self.run.build_cache)
         self._record({"name": name, "argv": built.command, "returncode": 0 if built.ok else 1,
                       "seconds": round(time.monotonic() - t0, 3), "timed_out": False, "cached": built.cached,
                       "log": str(log.relative_to(self.run.path))})
