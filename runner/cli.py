@@ -288,6 +288,7 @@ def _print_evaluation(result, note: str) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from runner.analysis.evidence import Diagnostics
     from runner.base.runstore import open_run
+    from runner.base.workspace import source_name
     from runner.proposal.stage import ProposeResult
 
     lc = load_config(args.config)
@@ -300,7 +301,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if proposed.status != "accepted" or not proposed.candidate_dir:
         raise NoCandidate(f"{args.run}: the run has no accepted candidate ({proposed.reason})")
     src = run.path / proposed.candidate_dir / "src"
-    proposed.files = {str(p.relative_to(src)): p.read_text() for p in src.rglob("*") if p.is_file()}
+    proposed.files = {source_name(p.relative_to(src).as_posix()): p.read_text() for p in src.rglob("*") if p.is_file()}
     if "evaluation" in run.manifest.get("stages", {}):
         raise OptimasError(f"{args.run}: already evaluated; a run's results are never overwritten")
     ok, why = can_run_here(lc)

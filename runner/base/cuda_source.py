@@ -22,6 +22,17 @@ class Function:
     end_line: int  # line of the closing brace
     signature: str  # declaration text from the start up to the opening brace, whitespace folded
     params: tuple[str, ...] = field(default=())
+    owner: str | None = None  # the struct or class whose member this is (`Saxpy` for `Saxpy::operator()`)
+
+    @property
+    def template_params(self) -> tuple[str, ...] | None:
+        """The template parameter list (`template <typename T, int B>` -> ("typename T", "int B")),
+        or None for a function that is not a template."""
+        m = re.match(r"template\s*<", self.signature)
+        if not m:
+            return None
+        end = _closing_angle(self.signature, m.end() - 1)
+        return _split_params(self.signature[m.end():end])
 
     @property
     def is_kernel(self) -> bool:
@@ -67,11 +78,13 @@ def _line_of(text: str, pos: int) -> int:
 
 def _split_params(params: str) -> tuple[str, ...]:
     parts, depth, cur = [], 0, []
+    prev = ""
     for ch in params:
         if ch in "<([":
             depth += 1
-        elif ch in ">)]":
+        elif ch in ")]" or (ch == ">" and prev != "-"):
             depth -= 1
+        prev = ch
         if ch == "," and depth == 0:
             parts.append("".join(cur).strip())
             cur = []
@@ -89,26 +102,32 @@ def functions(text: str) -> list[Function]:
     clean = re.sub(r"(?m)^[ \t]*#.*(\\\n.*)*$", lambda m: re.sub(r"[^\n]", " ", m.group(0)), clean)
     found: list[Function] = []
     depth = 0
-    scope_kind: list[str] = []  # "ns" for namespace/extern blocks, "other" for the rest
+    # "ns" for namespace/extern blocks, "class:<Name>" for struct/class bodies (their member
+    # functions are found too, named `Name::member`, for functors' operator()), "other" for the rest
+    scope_kind: list[str] = []
     stmt_start = 0
     i, n = 0, len(clean)
     while i < n:
         c = clean[i]
         if c == "{":
             head = clean[stmt_start:i]
-            in_ns = all(k == "ns" for k in scope_kind)
-            fn = _as_function(text, clean, head, stmt_start, i) if in_ns else None
+            visible = all(k == "ns" or k.startswith("class:") for k in scope_kind)
+            fn = _as_function(text, clean, head, stmt_start, i) if visible else None
             if fn is not None:
                 end = _match_brace(clean, i)
+                owners = [k[len("class:"):] for k in scope_kind if k.startswith("class:")]
                 found.append(Function(
-                    name=fn[0], qualifiers=fn[1], start_line=_line_of(clean, fn[2]),
+                    name="::".join([*owners, fn[0]]), qualifiers=fn[1], start_line=_line_of(clean, fn[2]),
                     body_start_line=_line_of(clean, i), end_line=_line_of(clean, end),
-                    signature=" ".join(clean[fn[2]:i].split()), params=fn[3]))
+                    signature=" ".join(clean[fn[2]:i].split()), params=fn[3],
+                    owner="::".join(owners) or None))
                 i = end + 1
                 stmt_start = i
                 continue
             is_ns = bool(re.search(r"\b(namespace\b[\w:\s]*|extern\s*\"?\s*)$", head.strip()))
-            scope_kind.append("ns" if is_ns else "other")
+            cls = re.search(r"\b(?:struct|class)\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_]\w*)[^;{()]*$",
+                            head.strip())
+            scope_kind.append("ns" if is_ns else f"class:{cls.group(1)}" if cls and visible else "other")
             depth += 1
             stmt_start = i + 1
         elif c == "}":
@@ -154,16 +173,19 @@ def _as_function(text: str, clean: str, head: str, head_pos: int, brace_pos: int
     if k < 0:
         return None
     before = h2[:k]
-    m = re.search(r"([A-Za-z_]\w*(?:::\w+)*)\s*$", before)
+    m = re.search(r"(operator\s*\(\s*\)|[A-Za-z_]\w*(?:::\w+)*)\s*$", before)
     if not m:
         return None
-    name = m.group(1)
+    name = re.sub(r"\s+", "", m.group(1))
     if name in ("if", "for", "while", "switch", "return", "sizeof", "catch") or name.startswith("__launch_bounds"):
         return None
     prefix = before[: m.start()]
-    if "=" in prefix or "(" in prefix.replace("__launch_bounds__(", ""):
+    # A template head may hold defaults and parentheses (`template <int B = (1 << 8)>`).
+    t = re.match(r"\s*template\s*<", prefix)
+    rest = prefix[_closing_angle(prefix, t.end() - 1) + 1:] if t else prefix
+    if "=" in rest or "(" in rest.replace("__launch_bounds__(", ""):
         # "x = f(...)" or a call expression, not a definition; __launch_bounds__(...) is allowed.
-        if not re.fullmatch(r"[\s\S]*__launch_bounds__\s*\([^()]*\)[\s\w*&:<>,]*", prefix):
+        if not re.fullmatch(r"[\s\S]*__launch_bounds__\s*\([^()]*\)[\s\w*&:<>,]*", rest):
             return None
     lead = len(head) - len(head.lstrip())
     start = head_pos + lead
@@ -172,13 +194,95 @@ def _as_function(text: str, clean: str, head: str, head_pos: int, brace_pos: int
 
 
 def kernel_by_name(funcs: list[Function], name: str) -> Function | None:
-    """The kernel whose name matches a short or demangled kernel name (`triad` or `triad(float *, int)`)."""
-    base = name.split("(")[0].strip()
-    base = base.split("<")[0].strip().split("::")[-1]
-    for f in funcs:
-        if f.is_kernel and f.name.split("::")[-1] == base:
-            return f
-    return None
+    """The kernel definition for a short or demangled kernel name (`triad`, `triad(float *, int)`,
+    `void ns::(anonymous namespace)::reduce<float, 256>(const T1 *, T1 *, int)`): a template's
+    definition for any of its instances. Overloads are told apart by their parameter count."""
+    base = kernel_base_name(name)
+    found = [f for f in funcs if f.is_kernel and f.name.split("::")[-1] == base]
+    n = parameter_count(name)
+    return next((f for f in found if len(f.params) == n), found[0] if found else None)
+
+
+def _closing_angle(s: str, open_pos: int) -> int:
+    """Index of the `>` closing the `<` at open_pos; `<` and `>` inside parentheses (`(1 << 8)`)
+    and the arrow of `->` do not count."""
+    angle = paren = 0
+    for j in range(open_pos, len(s)):
+        c = s[j]
+        if c in "([":
+            paren += 1
+        elif c in ")]":
+            paren -= 1
+        elif paren == 0 and c == "<":
+            angle += 1
+        elif paren == 0 and c == ">" and s[j - 1] != "-":
+            angle -= 1
+            if angle == 0:
+                return j
+    return len(s)
+
+
+def _split_name(demangled: str) -> tuple[str, str | None]:
+    """(qualified name with template arguments, parameter list or None) of a demangled name."""
+    s = demangled.strip()
+    if not s.endswith(")"):
+        return s, None
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        if s[i] == ")":
+            depth += 1
+        elif s[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return s[:i].strip(), s[i + 1:-1]
+    return s, None
+
+
+def _path(qualified: str) -> list[str]:
+    """`void a::(anonymous namespace)::k<T, 4>` -> ["a", "k"] with the template arguments apart."""
+    out, cur, i = [], [], 0
+    s = qualified.replace("(anonymous namespace)::", "")
+    while i < len(s):
+        if s[i] == "<":
+            i = _closing_angle(s, i) + 1
+            continue
+        if s.startswith("::", i):
+            out.append("".join(cur).strip())
+            cur, i = [], i + 2
+            continue
+        cur.append(s[i])
+        i += 1
+    out.append("".join(cur).strip())
+    # the return type that demangled template instances carry ("void k<int>") is not the name
+    out[0] = out[0].split()[-1] if out[0].split() else out[0]
+    return [p for p in out if p]
+
+
+def kernel_base_name(name: str) -> str:
+    """The unqualified name of a kernel as profilers and demanglers spell it: no return type,
+    namespaces, template arguments or parameters (`void ns::k<float, 4>(T1 *, int)` -> `k`)."""
+    qualified, _ = _split_name(name)
+    path = _path(qualified)
+    return path[-1] if path else qualified
+
+
+def template_arguments(name: str) -> tuple[str, ...]:
+    """The template arguments of a demangled kernel instance (`void k<Saxpy, 4>(T1)` -> ("Saxpy", "4"))."""
+    qualified, _ = _split_name(name)
+    last, i = None, 0
+    while i < len(qualified):
+        if qualified[i] == "<":
+            last = (i, _closing_angle(qualified, i))
+            i = last[1] + 1
+        else:
+            i += 1
+    return () if last is None else _split_params(qualified[last[0] + 1:last[1]])
+
+
+def parameter_count(name: str) -> int | None:
+    """How many parameters a demangled name lists; None when it lists none (a bare name)."""
+    _, params = _split_name(name)
+    return None if params is None else len(_split_params(params))
 
 
 def numbered(text: str, start: int, end: int) -> str:

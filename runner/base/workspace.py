@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
+import re
 from pathlib import Path
 
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
@@ -30,6 +32,45 @@ def read_sources(workdir: Path, sources: list[str]) -> dict[str, str]:
         except FileNotFoundError:
             raise OptimasError(f"source file {p} (app.sources) not found") from None
     return out
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def read_included(workdir: Path, space: Path, files: dict[str, str], depth: int = 2) -> dict[str, str]:
+    """Local headers that `files` include with `#include "..."`, followed `depth` levels: each resolved
+    next to the including file, then in workdir, and kept only inside the workspace `space`. Named
+    like the sources (relative to workdir); the files already given are not read again."""
+    found: dict[str, str] = {}
+    frontier = dict(files)
+    for _ in range(depth):
+        nxt: dict[str, str] = {}
+        for name, text in frontier.items():
+            for inc in _INCLUDE.findall(text):
+                for base in (workdir / posixpath.dirname(name), workdir):
+                    p = (base / inc).resolve()
+                    if p.is_file() and (p == space or space in p.parents):
+                        rel = posixpath.normpath(os.path.relpath(p, workdir))
+                        if rel not in files and rel not in found and rel not in nxt:
+                            nxt[rel] = p.read_text(encoding="utf-8", errors="replace")
+                        break
+        found.update(nxt)
+        frontier = nxt
+    return found
+
+
+_PARENT = "@parent"  # stands for ".." in a stored candidate's file names
+
+
+def stored_name(name: str) -> str:
+    """Where a source named relative to workdir (`../common/k.cuh`) is kept inside a candidate's
+    `src/` folder (`@parent/common/k.cuh`), so that no name leads out of it."""
+    return "/".join(_PARENT if part == ".." else part for part in posixpath.normpath(name).split("/"))
+
+
+def source_name(stored: str) -> str:
+    """The source name of a file kept in a candidate's `src/` folder (the inverse of stored_name)."""
+    return "/".join(".." if part == _PARENT else part for part in stored.split("/"))
 
 
 def build_compiler(lc: LoadedConfig) -> str | None:

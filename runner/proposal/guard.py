@@ -50,6 +50,20 @@ def _normal_params(f: Function) -> list[str]:
     return out
 
 
+def _normal_template(f: Function) -> list[str] | None:
+    """Template parameter kinds and defaults without their names (`class T, int B = 4` ->
+    ["typename", "int=4"]); None for a kernel that is not a template."""
+    if f.template_params is None:
+        return None
+    out = []
+    for p in f.template_params:
+        kind, _, default = re.sub(r"\bclass\b", "typename", p).partition("=")
+        if len(re.findall(r"[A-Za-z_]\w*", kind)) > 1:  # drop the parameter's name
+            kind = re.sub(r"[A-Za-z_]\w*\s*$", "", kind.strip())
+        out.append(re.sub(r"\s+", "", kind) + ("=" + re.sub(r"\s+", "", default) if default.strip() else ""))
+    return out
+
+
 def _code_only(text: str) -> str:
     return re.sub(r"\s+", "", strip_comments_and_strings(text))
 
@@ -110,32 +124,55 @@ def apply_proposal(proposal: Proposal, files: dict[str, str],
 
 def _kernel_rules(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:
     v: list[Violation] = []
-    old_k = {f.name: f for f in functions(old) if f.is_kernel}
-    new_all = [f for f in functions(new) if f.is_kernel]
-    counts: dict[str, int] = {}
-    for f in new_all:
-        counts[f.name] = counts.get(f.name, 0) + 1
+    old_k: dict[str, list[Function]] = {}
+    new_k: dict[str, list[Function]] = {}
+    for text, into in ((old, old_k), (new, new_k)):
+        for f in functions(text):
+            if f.is_kernel:
+                into.setdefault(f.name, []).append(f)
     first = min((e.start_line for e in edits if e.file == name), default=1)
     last = max((e.end_line for e in edits if e.file == name), default=1)
-    for k, n in counts.items():
+    for k, now in new_k.items():
         if k not in old_k:
             v.append(Violation(rule="new-kernel", file=name, start_line=first, end_line=last,
                                message=f"adds __global__ function {k}; no new kernels"))
-        elif n > 1:
+        elif len(now) > len(old_k[k]):  # overloads of one name are kept as they were
             v.append(Violation(rule="duplicate-kernel", file=name, start_line=first, end_line=last,
-                               message=f"__global__ function {k} now appears {n} times"))
-    new_k = {f.name: f for f in new_all}
-    for k, f in old_k.items():
-        g = new_k.get(k)
-        if g is None:
+                               message=f"__global__ function {k} now appears {len(now)} times"))
+    for k, was in old_k.items():
+        now = new_k.get(k, [])
+        if len(now) < len(was):
+            f = was[0]
             v.append(Violation(rule="kernel-removed", file=name, start_line=f.start_line, end_line=f.end_line,
                                message=f"kernel {k} is gone"))
-        elif _normal_params(f) != _normal_params(g):
-            v.append(Violation(rule="signature-changed", file=name, start_line=f.start_line,
-                               end_line=f.body_start_line,
-                               message=f"kernel {k}'s parameters changed from ({', '.join(f.params)}) to "
-                                       f"({', '.join(g.params)}); keep the launch interface"))
+        elif len(was) == 1 and len(now) == 1:
+            v += _signature_rules(name, was[0], now[0])
+        elif len(now) == len(was) and sorted(map(_interface, was)) != sorted(map(_interface, now)):
+            f = was[0]
+            v.append(Violation(rule="signature-changed", file=name, start_line=f.start_line, end_line=f.body_start_line,
+                               message=f"the overloads of kernel {k} changed their parameters; keep the launch "
+                                       "interface"))
     return v
+
+
+def _interface(f: Function) -> str:
+    return repr((_normal_params(f), _normal_template(f)))
+
+
+def _signature_rules(name: str, f: Function, g: Function) -> list[Violation]:
+    """A kernel's parameters and template head, before (`f`) and after (`g`) the edit."""
+    k = f.name
+    if _normal_params(f) != _normal_params(g):
+        return [Violation(rule="signature-changed", file=name, start_line=f.start_line, end_line=f.body_start_line,
+                          message=f"kernel {k}'s parameters changed from ({', '.join(f.params)}) to "
+                                  f"({', '.join(g.params)}); keep the launch interface")]
+    if _normal_template(f) != _normal_template(g):
+        was, now = (f"template <{', '.join(x.template_params)}>" if x.template_params is not None
+                    else "no template head" for x in (f, g))
+        return [Violation(rule="signature-changed", file=name, start_line=f.start_line, end_line=f.body_start_line,
+                          message=f"kernel {k}'s template parameters changed from {was} to {now}; the launches "
+                                  "instantiate it as it was")]
+    return []
 
 
 def unified_diff(old: dict[str, str], new: dict[str, str]) -> str:

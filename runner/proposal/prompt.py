@@ -11,7 +11,8 @@ import jinja2
 from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics, render_markdown
-from runner.base.cuda_source import Function, called_names, functions, kernel_by_name, numbered
+from runner.base.cuda_source import (Function, called_names, functions, kernel_base_name, kernel_by_name, numbered,
+                                     template_arguments)
 from runner.base.errors import OptimasError
 from runner.profiling.model import short_kernel_name
 from runner.proposal.compiler import KernelResources
@@ -89,37 +90,70 @@ def compiler_evidence(resources: list[KernelResources], kernels: list[str]) -> l
     return out
 
 
+MAX_HELPERS = 24  # device functions shown besides the hot kernels, nearest callees first
+
+
 def _source_blocks(files: dict[str, str], hot: list[str],
                    extra: list[str] = ()) -> tuple[list[SourceBlock], dict[str, list[tuple[int, int]]]]:
+    """The hot kernels (editable, in whichever file defines them), the declarations before them, and
+    the device functions they reach, across every file given: by call, and the members of the
+    functor types a kernel is instantiated with (`for_each<Saxpy>` -> `Saxpy::operator()`). Helpers
+    are read-only unless `extra` names them."""
+    parsed = {name: functions(text) for name, text in files.items()}
+    kernels: dict[str, list[Function]] = {}
+    for k in hot:
+        for name, funcs in parsed.items():
+            f = kernel_by_name(funcs, k)
+            if f is not None:
+                if f not in kernels.get(name, []):
+                    kernels.setdefault(name, []).append(f)
+                break
+    declared: dict[str, int] = {}  # file -> last line of its declarations block
+    for name in kernels:
+        first = min((f.start_line for f in parsed[name] if f.owner is None), default=1)
+        if first > 1:
+            declared[name] = first - 1
+    index: dict[str, list[tuple[str, Function]]] = {}
+    for name, funcs in parsed.items():
+        for f in funcs:
+            if f.is_device and not f.is_kernel:
+                index.setdefault(f.name.split("::")[-1], []).append((name, f))
+    functor_types = {kernel_base_name(a) for k in hot for a in template_arguments(k)}
+    helpers: dict[tuple[str, int], tuple[str, Function]] = {}
+
+    def add(name: str, g: Function, todo: list) -> None:
+        key = (name, g.start_line)
+        if key in helpers or len(helpers) >= MAX_HELPERS or g.end_line <= declared.get(name, 0):
+            return  # shown already, enough shown, or inside a declarations block that is shown
+        helpers[key] = (name, g)
+        todo.append((name, g))
+
+    todo: list[tuple[str, Function]] = [(n, f) for n, fs in kernels.items() for f in fs]
+    for entries in index.values():
+        for name, g in entries:
+            if g.owner and g.owner.split("::")[-1] in functor_types:
+                add(name, g, todo)
+    while todo:
+        name, f = todo.pop(0)
+        for callee in sorted(called_names(files[name], f)):
+            for hname, g in index.get(callee, []):
+                if g.owner is None or hname == name:
+                    add(hname, g, todo)
+
     blocks: list[SourceBlock] = []
     editable: dict[str, list[tuple[int, int]]] = {}
     for name, text in files.items():
-        funcs = functions(text)
-        kernels = [f for f in (kernel_by_name(funcs, k) for k in hot) if f is not None]
-        if not kernels:
-            continue
-        by_name = {f.name: f for f in funcs if f.is_device}
-        helpers: dict[str, Function] = {}
-        todo = list(kernels)
-        while todo:
-            f = todo.pop()
-            for callee in called_names(text, f):
-                g = by_name.get(callee)
-                if g and not g.is_kernel and g.name not in helpers:
-                    helpers[g.name] = g
-                    todo.append(g)
-        first = min(f.start_line for f in funcs)
-        if first > 1:
-            blocks.append(SourceBlock(title="Declarations", file=name, start=1, end=first - 1,
-                                      text=numbered(text, 1, first - 1)))
-        for g in sorted(helpers.values(), key=lambda f: f.start_line):
-            may_edit = g.name in extra
+        if name in declared:
+            blocks.append(SourceBlock(title="Declarations", file=name, start=1, end=declared[name],
+                                      text=numbered(text, 1, declared[name])))
+        for _, g in sorted((h for h in helpers.values() if h[0] == name), key=lambda h: h[1].start_line):
+            may_edit = g.name in extra or g.name.split("::")[-1] in extra
             blocks.append(SourceBlock(title=f"Device function {g.name}" + ("" if may_edit else " (read-only)"),
                                       file=name, start=g.start_line, end=g.end_line,
                                       text=numbered(text, g.start_line, g.end_line)))
             if may_edit:
                 editable.setdefault(name, []).append((g.start_line, g.end_line))
-        for k in sorted(kernels, key=lambda f: f.start_line):
+        for k in sorted(kernels.get(name, []), key=lambda f: f.start_line):
             blocks.append(SourceBlock(title=f"Hot kernel {k.name}", file=name, start=k.start_line, end=k.end_line,
                                       text=numbered(text, k.start_line, k.end_line)))
             editable.setdefault(name, []).append((k.start_line, k.end_line))

@@ -24,7 +24,7 @@ from runner.base.config import DEFAULT_ARCH, LoadedConfig
 from runner.base.gpu import target_arch
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
-from runner.base.workspace import build_compiler, read_sources, workspace_dirs
+from runner.base.workspace import build_compiler, read_included, read_sources, stored_name, workspace_dirs
 from runner.proposal.compiler import CompileResult, KernelResources, build
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
@@ -144,8 +144,10 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     """
     cfg = lc.config
     diagnostics = diagnostics or cfg.evaluation.diagnostics
-    _, workdir = workspace_dirs(lc)
+    space, workdir = workspace_dirs(lc)
     files = read_sources(workdir, cfg.app.sources)
+    # the local headers they include: where templated kernels and device helpers often live
+    files |= read_included(workdir, space, files)
     compiler = build_compiler(lc)
     have_nvcc = compiler is not None and shutil.which(compiler) is not None
     arch = target_arch(lc) if have_nvcc else DEFAULT_ARCH
@@ -296,7 +298,7 @@ def _save_candidate(cand: Path, proposal: Proposal, guard: GuardResult, built: C
     atomic_write_text(cand / "proposal.json", proposal.model_dump_json(indent=2) + "\n")
     atomic_write_text(cand / "diff.patch", guard.diff)
     for name, text in guard.files.items():
-        atomic_write_text(cand / "src" / name, text)
+        atomic_write_text(cand / "src" / stored_name(name), text)
     if built is not None:
         resources = [r.model_dump() for r in built.resources]
         atomic_write_text(cand / "resources.json", json.dumps(resources, indent=2) + "\n")

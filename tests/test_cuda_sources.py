@@ -1,0 +1,200 @@
+"""Kernels as profilers name them, found in sources spread over files and headers: templated
+kernels, namespaces, functors, device helpers in other files, edits across files (issue #14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.analysis.evidence import Diagnostics, GpuInfo
+from runner.analysis.hot import KernelTime
+from runner.base.cuda_source import functions, kernel_base_name, kernel_by_name, parameter_count, template_arguments
+from runner.base.workspace import read_included, read_sources, source_name, stored_name
+from runner.proposal.guard import apply_proposal
+from runner.proposal.parser import Edit, Proposal
+from runner.proposal.prompt import build_prompt
+
+SOURCE = """\
+#include <cstdio>
+namespace app {
+namespace {
+template <typename T, int BLOCK = (1 << 8)>
+__global__ void __launch_bounds__(BLOCK) reduce(const T* __restrict__ in, T* out, int n) {
+  out[0] = in[threadIdx.x];
+}
+}  // namespace
+template <class F>
+__global__ void for_each(int n, F f) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) f(i);
+}
+__global__ void scale(float* x, int n) { x[0] *= n; }
+__global__ void scale(float* x, float a, int n) { x[0] *= a * n; }
+}  // namespace app
+"""
+
+# Spellings as ncu writes them (template parameters, not their values, in the parameter list: seen
+# on the H200, benchmarks/results/tracer-2026-12-03.md) and as the C++ runtime's demangler does.
+NAMES = [
+    ("void app::(anonymous namespace)::reduce<float, 256>(const T1 *, T1 *, int)", "reduce", 5),
+    ("void reduce<float, 256>(const T1 *, T1 *, int)", "reduce", 5),
+    ("void app::for_each<app::Saxpy>(int, T1)", "for_each", 10),
+    ("void app::for_each<__nv_dl_wrapper_t<__nv_dl_tag<void (*)(float *, int), &app::run, 1u>, float *>>(int, T1)",
+     "for_each", 10),
+    ("app::scale(float *, int)", "scale", 14),
+    ("app::scale(float *, float, int)", "scale", 15),
+    ("app::scale(float*, float, int)", "scale", 15),
+    ("scale", "scale", 14),
+]
+
+
+@pytest.mark.parametrize("name, base, line", NAMES)
+def test_a_kernel_is_found_by_the_name_a_profiler_gives_it(name: str, base: str, line: int):
+    assert kernel_base_name(name) == base
+    f = kernel_by_name(functions(SOURCE), name)
+    assert f is not None and f.body_start_line == line
+
+
+def test_template_arguments_and_parameters_of_demangled_names():
+    assert template_arguments("void k<(int)4, lambda [](int)->void, X>(int)") == ("(int)4", "lambda [](int)->void", "X")
+    assert template_arguments("void app::for_each<app::Saxpy>(int, T1)") == ("app::Saxpy",)
+    assert template_arguments("triad(float *, int)") == ()
+    assert parameter_count("void k<float>(const T1 *, T1 *, int)") == 3 and parameter_count("k") is None
+    head = kernel_by_name(functions(SOURCE), "reduce").template_params
+    assert head == ("typename T", "int BLOCK = (1 << 8)")
+
+
+MAIN = """\
+#include "kernels/transform.cuh"
+#include "missing.h"
+#include "../outside.h"
+namespace app {
+struct Saxpy {
+  float* y;
+  float a;
+  __device__ void operator()(int i) const { y[i] = fused(a, y[i]); }
+};
+}  // namespace app
+int main() {
+  float* x = nullptr;
+  app::for_each<<<1, 32>>>(32, app::Saxpy{x, 2.0f});
+  app::reduce<float, 256><<<1, 256>>>(x, x, 32);
+}
+"""
+TRANSFORM = """\
+#pragma once
+#include "../common/math.cuh"
+namespace app {
+template <class F>
+__global__ void for_each(int n, F f) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) f(i);
+}
+template <typename T, int BLOCK>
+__global__ void reduce(const T* in, T* out, int n) {
+  out[0] = twice(in[threadIdx.x]);
+}
+}  // namespace app
+"""
+MATH = """\
+#pragma once
+__device__ inline float twice(float v) { return 2.0f * v; }
+__device__ inline float fused(float a, float v) { return twice(a) * v + 1.0f; }
+__device__ inline float unused(float v) { return v; }
+"""
+
+
+def program(root: Path) -> Path:
+    """A program whose kernels and helpers live in headers; only main.cu is in app.sources."""
+    work = root / "ws" / "prog"
+    (work / "kernels").mkdir(parents=True)
+    (work / "common").mkdir()
+    (work / "main.cu").write_text(MAIN)
+    (work / "kernels" / "transform.cuh").write_text(TRANSFORM)
+    (work / "common" / "math.cuh").write_text(MATH)
+    (root / "ws" / "outside.h").write_text("// beside the program, inside the workspace\n")
+    (root / "elsewhere.h").write_text("// outside the workspace\n")
+    return work
+
+
+def proposal(edits: list[Edit]) -> Proposal:
+    return Proposal(shape="structured", edits=edits, raw="")
+
+
+def diagnostics(*kernels: str) -> Diagnostics:
+    return Diagnostics(gpu=GpuInfo(name="NVIDIA H200"), alpha=0.8, kernels=[
+        KernelTime(kernel=k, total_ns=1e6, launches=1, share=1 / len(kernels), cumulative_share=1.0, hot=True)
+        for k in kernels])
+
+
+def test_local_headers_are_followed_inside_the_workspace_only(tmp_path: Path):
+    work = program(tmp_path)
+    files = read_sources(work, ["main.cu"])
+    found = read_included(work, tmp_path / "ws", files)
+    assert sorted(found) == ["../outside.h", "common/math.cuh", "kernels/transform.cuh"]
+    assert sorted(read_included(work, work, files, depth=1)) == ["kernels/transform.cuh"]
+    (work / "main.cu").write_text('#include "../../elsewhere.h"\n')
+    assert read_included(work, tmp_path / "ws", read_sources(work, ["main.cu"])) == {}
+
+
+def test_the_prompt_shows_kernels_and_helpers_from_headers_and_the_guard_keeps_helpers_read_only(tmp_path: Path):
+    work = program(tmp_path)
+    files = read_sources(work, ["main.cu"])
+    files |= read_included(work, work, files)
+    hot = ["void app::for_each<app::Saxpy>(int, T1)", "void app::reduce<float, 256>(const T1 *, T1 *, int)"]
+    prompt = build_prompt("prog", diagnostics(*hot), files)
+    user = prompt.user
+    for title in ("Hot kernel for_each", "Hot kernel reduce", "Device function Saxpy::operator() (read-only)",
+                  "Device function twice (read-only)", "Device function fused (read-only)"):
+        assert title in user, title
+    assert "unused" not in user  # not reached from a hot kernel
+    assert prompt.editable == {"kernels/transform.cuh": [(4, 8), (9, 12)]}
+
+    # a kernel edit in the header is applied; a helper edit is refused unless the config opens it
+    kernel_edit = Edit(file="kernels/transform.cuh", start_line=11, end_line=11,
+                       new_text="  out[0] = twice(in[threadIdx.x]) + T(0);", cites=["K1"])
+    helper_edit = Edit(file="common/math.cuh", start_line=2, end_line=2,
+                       new_text="__device__ inline float twice(float v) { return v + v; }", cites=["K1"])
+    refused = apply_proposal(proposal([kernel_edit, helper_edit]), files, prompt.editable)
+    assert not refused.ok and [v.rule for v in refused.violations] == ["outside-allowed-region"]
+    opened = build_prompt("prog", diagnostics(*hot), files, editable=["twice"])
+    assert "Device function twice (read-only)" not in opened.user and "Device function twice" in opened.user
+    both = apply_proposal(proposal([kernel_edit, helper_edit]), files, opened.editable)
+    assert both.ok, both.reasons()
+    assert "b/common/math.cuh" in both.diff and "b/kernels/transform.cuh" in both.diff
+    assert both.files["common/math.cuh"].splitlines()[1].endswith("return v + v; }")
+
+
+def test_a_changed_template_head_is_a_signature_change():
+    files = {"k.cu": SOURCE}
+    editable = {"k.cu": [(4, 7)]}
+    body = Edit(file="k.cu", start_line=6, end_line=6, new_text="  out[0] = in[threadIdx.x] + T(0);", cites=["S1"])
+    assert apply_proposal(proposal([body]), files, editable).ok
+    for head in ("template <typename T, int BLOCK = 128>", "template <typename T, int BLOCK, int UNROLL = 4>",
+                 "template <typename T, unsigned BLOCK = (1 << 8)>"):
+        changed = Edit(file="k.cu", start_line=4, end_line=4, new_text=head, cites=["S1"])
+        result = apply_proposal(proposal([changed]), files, editable)
+        assert [v.rule for v in result.violations] == ["signature-changed"], head
+        assert "template parameters changed" in result.violations[0].message
+    renamed = Edit(file="k.cu", start_line=4, end_line=4, new_text="template <class U, int B = (1 << 8)>", cites=["S1"])
+    assert apply_proposal(proposal([renamed]), files, editable).ok  # names may change, kinds may not
+
+
+@pytest.mark.parametrize("name", ["main.cu", "kernels/t.cuh", "../common/bench.h", "../../a/b.cuh"])
+def test_candidate_files_are_kept_inside_the_candidate_folder(name: str):
+    stored = stored_name(name)
+    assert ".." not in stored.split("/") and source_name(stored) == name
+
+
+def test_overloaded_kernels_keep_their_interfaces():
+    files = {"k.cu": SOURCE}
+    editable = {"k.cu": [(14, 15)]}
+    body = Edit(file="k.cu", start_line=15, end_line=15,
+                new_text="__global__ void scale(float* x, float a, int n) { x[0] *= a * float(n); }", cites=["S1"])
+    assert apply_proposal(proposal([body]), files, editable).ok
+    params = Edit(file="k.cu", start_line=15, end_line=15,
+                  new_text="__global__ void scale(float* x, double a, int n) { x[0] *= a * n; }", cites=["S1"])
+    assert [v.rule for v in apply_proposal(proposal([params]), files, editable).violations] == ["signature-changed"]
+    gone = Edit(file="k.cu", start_line=15, end_line=15, new_text="", cites=["S1"])
+    assert [v.rule for v in apply_proposal(proposal([gone]), files, editable).violations] == ["kernel-removed"]
