@@ -161,6 +161,12 @@ def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
 
     it, diag, run = result.iteration, result.diag, result.run
     proposed = it.proposed
+    if proposed.status == "no-change":
+        return {"verdict": "no change", "postable": False, "edits": [], "run": run.id,
+                "headline": "No change proposed: the model found no edit that would make the hot kernels faster.",
+                "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence),
+                "reasons": [f"{w.suggestion}: {w.reason}" if w.reason else w.suggestion
+                            for w in proposed.proposal.withheld]}
     if proposed.status != "accepted":
         return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
                 "headline": f"No usable candidate: {proposed.reason[:200]}"}
@@ -261,6 +267,9 @@ def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool, artif
         lines.append("Hot kernels: " + ", ".join(f"`{k.split('(')[0]}`" for k in outcome["hot"]))
         lines.append(f"Evidence items: {outcome.get('evidence')}; verdict: {outcome['verdict']}; "
                      f"run `{outcome['run']}`")
+    if outcome.get("reasons"):
+        lines.append("The model's reasons:")
+        lines.extend(f"- {r}" for r in outcome["reasons"])
     if outcome.get("validation"):
         lines.append(f"Validation: {outcome['validation']}")
     for line in outcome.get("per_config", []):

@@ -252,6 +252,11 @@ def _report_proposal(run, result) -> int:
     for a in result.attempts:
         _progress(f"attempt {a.number} ({a.backend}, {a.model}): {a.outcome}"
                   + (f": {a.detail.splitlines()[0]}" if a.detail else ""))
+    if result.status == "no-change":
+        print("\n# No change proposed")
+        for w in result.proposal.withheld:
+            print(f"- {w.suggestion}: {w.reason}" if w.reason else f"- {w.suggestion}")
+        raise NoCandidate(f"{result.reason} (recorded in {run.path / 'candidates' / 'result.json'})")
     if result.status != "accepted":
         raise NoCandidate(f"no usable candidate: {result.reason}")
     p = result.proposal
@@ -272,7 +277,12 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
-    return _report_proposal(run, propose(lc, diag, run, args.diagnostics, progress=_progress))
+    result = propose(lc, diag, run, args.diagnostics, progress=_progress)
+    if result.status == "no-change":
+        from runner.evaluation.stage import record_no_change
+
+        record_no_change(lc, run, diag, result)
+    return _report_proposal(run, result)
 
 
 def _print_evaluation(result, note: str) -> None:

@@ -147,6 +147,77 @@ def test_exhausted_retries_fail_with_the_reason(tmp_path: Path, monkeypatch):
     assert len(s.requests) == 2
 
 
+NO_CHANGE = """The kernel already streams at the DRAM limit the roofline shows.
+
+NO CHANGE
+- R1: triad runs at 91% of peak DRAM bandwidth; fewer bytes cannot be moved for this output.
+- S1: the long-scoreboard stalls are the loads themselves; more loads in flight would not raise bandwidth.
+- Unrolling the loop: it would only change the instruction count, not the bytes moved.
+"""
+
+
+def test_an_answer_that_proposes_no_change_is_a_result_not_a_failure(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with ChatServer("openai", default_text=NO_CHANGE) as s:
+        cfg = example_config(tmp_path, backend="openai", model="strong-model", base_url=f"{s.url}/v1",
+                             parse_retries=2)
+        r = cli("propose", "--config", str(cfg))
+    assert r.returncode == 5, r.stderr
+    assert len(s.requests) == 1  # not asked again
+    assert "NO CHANGE" in s.requests[0]["json"]["messages"][0]["content"]  # the format offers it
+    assert "# No change proposed\n- R1: triad runs at 91% of peak DRAM bandwidth" in r.stdout
+    assert "the model proposes no change: R1: triad runs at 91%" in r.stderr
+    (run,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    saved = json.loads((run / "candidates" / "result.json").read_text())
+    assert saved["status"] == "no-change" and [a["outcome"] for a in saved["attempts"]] == ["no-change"]
+    assert [w["suggestion"] for w in saved["proposal"]["withheld"]] == ["R1", "S1", "Unrolling the loop"]
+    (record,) = [json.loads(ln) for ln in (tmp_path / "runs" / "corpus.jsonl").read_text().splitlines()]
+    assert record["verdict"] == "no-change" and record["LLM"] == "openai:strong-model"
+    assert record["Opt_Code"] == "" and record["Compile"] is None and len(record["Ignored"]) == 3
+
+
+def test_the_bot_posts_the_reasons_of_a_no_change_answer_instead_of_a_review(tmp_path: Path, monkeypatch):
+    from bot.gpu_job import _summary, recorded_outcome
+    from runner.analysis.stage import profile_inputs
+    from runner.flows.optimize import optimize
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with ChatServer("openai", default_text=NO_CHANGE) as s:
+        lc = load_config(example_config(tmp_path, backend="openai", model="strong-model", base_url=f"{s.url}/v1"))
+        result = optimize(lc, tmp_path / "runs", profile_inputs(lc))
+    outcome = recorded_outcome(result, lc, REPO)
+    assert outcome["postable"] is False and outcome["edits"] == [] and outcome["verdict"] == "no change"
+    text = _summary(outcome, "a" * 40, False)
+    assert "No change proposed" in text
+    assert "The model's reasons:\n- R1: triad runs at 91% of peak DRAM bandwidth" in text
+    assert "- Unrolling the loop: it would only change the instruction count" in text
+
+
+@pytest.mark.parametrize("answer, shape", [
+    ("NO CHANGE: the kernel is at the memory roofline (R1)", "no-change"),
+    ("**No change**\n1. S2: barrier stalls come from the algorithm's two phases", "no-change"),
+    # an EDIT makes it an edit answer, whatever else it says
+    ("NO CHANGE\n- R1: at the roofline\n\nEDIT file=probe_kernels.cu lines=1-1 cites=R1\n```cuda\nint y;\n```",
+     "structured"),
+])
+def test_no_change_answers_are_read_with_their_reasons(answer: str, shape: str):
+    from runner.proposal.parser import parse_response
+
+    p = parse_response(answer, {"probe_kernels.cu": "int x;\n"})
+    assert p.shape == shape
+    if shape == "no-change":
+        assert p.edits == [] and p.withheld and p.withheld[0].suggestion
+    else:
+        assert [e.new_text for e in p.edits] == ["int y;"]
+
+
+def test_no_change_without_reasons_is_asked_again():
+    from runner.proposal.parser import ResponseParseError, parse_response
+
+    with pytest.raises(ResponseParseError, match="NO CHANGE needs its reasons"):
+        parse_response("NO CHANGE\n", {"a.cu": ""})
+
+
 @pytest.mark.slow
 @needs_nvcc
 def test_large_prompts_are_split_by_kernel_and_recombined(tmp_path: Path):

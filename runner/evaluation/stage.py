@@ -125,33 +125,43 @@ def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteratio
     return result
 
 
-def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, result: EvaluationResult,
-                iteration: int) -> dict[str, Any]:
-    """The corpus record of one evaluated candidate (the paper's schema, plus interval, EAR and ids)."""
+def record_no_change(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, iteration: int = 1,
+                     corpus: Path | None = None) -> dict[str, Any]:
+    """Append the corpus record of an answer that proposes no change (verdict "no-change", the
+    model's reasons under Ignored) and return it."""
+    record = make_record(lc, run, diag, proposed, None, iteration)
+    append_record(corpus or run.path.parent / "corpus.jsonl", record)
+    return record
+
+
+def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
+                result: EvaluationResult | None, iteration: int) -> dict[str, Any]:
+    """The corpus record of one evaluated candidate (the paper's schema, plus interval, EAR and ids);
+    without a `result`, of an answer that proposed no change."""
     p = proposed.proposal
-    t = result.timing
-    accepted = next((a for a in reversed(proposed.attempts) if a.outcome == "accepted"), None)
+    t = result.timing if result else None
+    accepted = next((a for a in reversed(proposed.attempts) if a.outcome in ("accepted", "no-change")), None)
     tools = run.manifest.get("tools", {})
-    ear = result.ear
+    ear = result.ear if result else None
     return {
         "App": lc.config.app.name,
         "Prompt": proposed.diagnostics,
         "LLM": f"{accepted.backend}:{accepted.model}" if accepted else None,
         "HW": (run.manifest.get("device") or {}).get("name") or diag.gpu.name,
         "SW": f"nvcc {tools.get('nvcc')}, ncu {tools.get('ncu')}, optimas {tools.get('optimas')}",
-        "Compile": result.verdict != "build-failed",
-        "Exec": bool(result.validation and result.validation.passed),
+        "Compile": result.verdict != "build-failed" if result else None,
+        "Exec": bool(result.validation and result.validation.passed) if result else None,
         "Opt_Code": proposed.diff,
         "Applied": p.applied if p else [],
         "Ignored": [f"{w.suggestion}: {w.reason}" for w in p.withheld] if p else [],
         "Errors": [f"attempt {a.number}: {a.outcome}: {a.detail[:500]}" for a in proposed.attempts
-                   if a.outcome != "accepted"] + ([result.reason] if result.reason else []),
+                   if a.outcome not in ("accepted", "no-change")] + ([result.reason] if result and result.reason else []),
         "Base_RT": t.result.baseline_median if t else None,
         "Opt_RT": t.result.candidate_median if t else None,
         "RT_metric": t.metric if t else None,
         "diagnostics": proposed.diagnostics,
         "iteration": iteration,
-        "verdict": result.verdict,
+        "verdict": result.verdict if result else "no-change",
         "improvement": t.result.improvement if t else None,
         "ci_low": t.result.ci_low if t else None,
         "ci_high": t.result.ci_high if t else None,

@@ -28,7 +28,7 @@ from runner.base.progress import Progress, progress_for
 from runner.base.runstore import Run, create_run
 from runner.base.workspace import workspace_dirs
 from runner.evaluation.ear import DirectionCheck, directional
-from runner.evaluation.stage import EvaluationResult, add_direction, evaluate
+from runner.evaluation.stage import EvaluationResult, add_direction, evaluate, record_no_change
 from runner.profiling.agent import ProfilingAgent
 from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles
@@ -116,6 +116,11 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
     for k in range(1, max_it + 1):
         progress(f"iteration {k}: proposing")
         proposed = propose(current, diag, it_run, diagnostics, progress=progress)
+        if proposed.status == "no-change":
+            record_no_change(current, it_run, diag, proposed, iteration=k, corpus=corpus)
+            history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-change"))
+            stop = f"iteration {k}: {proposed.reason[:300]}"
+            break
         if proposed.status != "accepted":
             history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
             stop = f"iteration {k}: no usable candidate ({proposed.reason[:200]})"
@@ -217,6 +222,9 @@ def one_iteration(lc: LoadedConfig, run: Run, diag: Diagnostics, diagnostics: st
                   configuration: str | None = None, progress: Progress = PROGRESS) -> Iteration:
     """Propose from a run's recorded evidence and evaluate where the app can run here."""
     proposed = propose(lc, diag, run, diagnostics, progress=progress)
+    if proposed.status == "no-change":
+        record_no_change(lc, run, diag, proposed)
+        return Iteration(proposed, None, proposed.reason)
     if proposed.status != "accepted":
         return Iteration(proposed, None, f"no usable candidate: {proposed.reason}")
     ok, why = can_run_here(lc)

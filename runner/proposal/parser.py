@@ -4,7 +4,9 @@ Models do not always follow the format. Accepted, in this order:
 1. the structured format the prompt asks for (EDIT file=... lines=a-b cites=... + a code block);
 2. a unified diff (fenced as ```diff or bare);
 3. whole kernels or the whole file in fenced code blocks, with lists of the optimizations applied
-   and the suggestions not applied.
+   and the suggestions not applied;
+4. NO CHANGE and the reasons: the model finds nothing that would make the kernels faster. That is
+   a result (shape "no-change", the reasons as `withheld`), not a failure to follow the format.
 Anything else raises ResponseParseError with a message that can be fed back to the model.
 """
 
@@ -49,7 +51,7 @@ class Withheld(BaseModel):
 
 
 class Proposal(BaseModel):
-    shape: Literal["structured", "diff", "code"]
+    shape: Literal["structured", "diff", "code", "no-change"]
     edits: list[Edit]
     applied: list[str] = Field(default_factory=list)  # the optimizations the answer claims it applied
     withheld: list[Withheld] = Field(default_factory=list)
@@ -252,10 +254,38 @@ def _prose(text: str) -> str:
     return "\n".join(lines[i] for i in sorted(keep))
 
 
+_NO_CHANGE = re.compile(r"^\s*[*#_]*\s*NO[ _-]CHANGE\b[*_]*\s*:?\s*(?P<rest>.*)$", re.IGNORECASE)
+
+
+def _no_change(text: str) -> Proposal | None:
+    """A NO CHANGE answer (and no edit, diff or code block): its reasons, one per bullet."""
+    lines = text.splitlines()
+    at = next((i for i, ln in enumerate(lines) if _NO_CHANGE.match(ln)), None)
+    if at is None or any(_EDIT.match(ln) for ln in lines) or "```" in text or "~~~" in text:
+        return None
+    rest = _NO_CHANGE.match(lines[at]).group("rest").strip()
+    reasons = [re.sub(r"^\s*([-*]|\d+\.)\s+", "", ln).strip() for ln in lines[at + 1:]
+               if re.match(r"^\s*([-*]|\d+\.)\s+", ln)]
+    if rest:
+        reasons.insert(0, rest)
+    if not reasons:
+        reasons = [" ".join(ln.strip() for ln in lines[at + 1:] if ln.strip())] if any(
+            ln.strip() for ln in lines[at + 1:]) else []
+    if not reasons:
+        raise ResponseParseError("NO CHANGE needs its reasons: one bullet per reason, citing the evidence ids")
+    withheld = []
+    for r in reasons:
+        head, sep, why = r.partition(": ")
+        withheld.append(Withheld(suggestion=head.strip(), reason=why.strip()) if sep else Withheld(suggestion=r))
+    return Proposal(shape="no-change", edits=[], withheld=withheld, raw=text)
+
+
 def parse_response(text: str, files: dict[str, str]) -> Proposal:
     """One Proposal from an answer in any accepted shape (see the module docstring)."""
     if not text.strip():
         raise ResponseParseError("the answer is empty")
+    if (unchanged := _no_change(text)) is not None:
+        return unchanged
     applied, withheld = _lists(text)
     shape: Literal["structured", "diff", "code"]
     if any(_EDIT.match(ln) for ln in text.splitlines()):
@@ -266,6 +296,7 @@ def parse_response(text: str, files: dict[str, str]) -> Proposal:
         shape, edits = "code", _parse_code(text, files)
     if not edits:
         raise ResponseParseError("no edits found: answer with EDIT blocks as the format asks (a unified diff or "
-                                 "whole kernels in ```cuda blocks are accepted too)")
+                                 "whole kernels in ```cuda blocks are accepted too), or with NO CHANGE and the "
+                                 "reasons")
     _assign_cites(edits, applied, text)
     return Proposal(shape=shape, edits=edits, applied=applied, withheld=withheld, raw=text)

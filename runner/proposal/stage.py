@@ -35,7 +35,7 @@ PROGRESS = progress_for("proposal")
 
 class Attempt(BaseModel):
     number: int
-    outcome: Literal["unparsable", "rejected", "compile-error", "accepted"]
+    outcome: Literal["unparsable", "rejected", "compile-error", "accepted", "no-change"]
     detail: str = ""
     backend: str
     model: str
@@ -46,7 +46,8 @@ class Attempt(BaseModel):
 
 
 class ProposeResult(BaseModel):
-    status: Literal["accepted", "failed"]
+    # no-change: the model answered that no edit would help, with its reasons (proposal.withheld)
+    status: Literal["accepted", "failed", "no-change"]
     reason: str = ""
     diagnostics: str
     attempts: list[Attempt] = Field(default_factory=list)
@@ -173,13 +174,22 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
         progress(f"the prompt (~{whole.approx_tokens} tokens) exceeds llm.max_prompt_tokens: one prompt per kernel")
     accepted: list[tuple[Proposal, GuardResult, CompileResult | None, Path, list[str]]] = []
     reasons = []
+    unchanged: list[Proposal] = []
     for kernels in parts:
         outcome = _attempts(st, kernels, result, first=whole if kernels is None else None)
         if isinstance(outcome, str):
             reasons.append(outcome)
+        elif isinstance(outcome, Proposal):
+            unchanged.append(outcome)
+            reasons.append("no change proposed: " + no_change_reasons(outcome))
         else:
             accepted.append(outcome)
-    if not accepted:
+    if not accepted and unchanged and len(unchanged) == len(parts):
+        result.status = "no-change"
+        result.proposal = Proposal(shape="no-change", edits=[], withheld=[w for p in unchanged for w in p.withheld],
+                                   raw="\n\n".join(p.raw for p in unchanged))
+        result.reason = "the model proposes no change: " + no_change_reasons(result.proposal)
+    elif not accepted:
         result.reason = "; ".join(reasons)
     else:
         proposal, guard, built, cand, ids = accepted[0] if len(accepted) == 1 else _combine(st, accepted)
@@ -227,6 +237,9 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
             parse_left -= 1
             parse_error, compile_errors = str(e), None
             continue
+        if proposal.shape == "no-change":  # an answer, not a failure: not asked again
+            att.outcome, att.detail = "no-change", no_change_reasons(proposal)
+            return proposal
         guard = apply_proposal(proposal, st.files, prompt.editable)
         if not guard.ok:
             att.outcome, att.detail = "rejected", guard.reasons()
@@ -251,6 +264,11 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
             continue
         att.outcome = "accepted"
         return proposal, guard, built, cand, prompt.evidence_ids
+
+
+def no_change_reasons(proposal: Proposal) -> str:
+    """A NO CHANGE answer's reasons on one line."""
+    return "; ".join(f"{w.suggestion}: {w.reason}" if w.reason else w.suggestion for w in proposal.withheld)
 
 
 def _combine(st: _Stage, accepted):
