@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Sequence
 
 from runner.analysis.stage import has_profiles, profile_inputs
-from runner.base.config import BACKENDS, DIAGNOSTICS, PROFILE_ROLES, LoadedConfig, load_config
+from runner.base.config import (BACKENDS, DIAGNOSTICS, PROFILE_ROLES, LoadedConfig, load_config, path_problems,
+                                 semantic_problems)
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.gpu import can_run_here
 from runner.base.progress import progress_for
@@ -89,12 +90,16 @@ def _add_diagnostics(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace) -> LoadedConfig:
-    """The config, with the command line's --backend applied."""
+    """The config of a command that builds, profiles or prompts, with the command line's --backend
+    applied, checked whole (the files it names included) before any work starts."""
     lc = load_config(args.config)
     backend = getattr(args, "backend", None)
     if backend:
         llm = lc.config.llm.model_copy(update={"backend": backend})
         lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
+    problems = (semantic_problems(lc.config) if backend else []) + path_problems(lc)
+    if problems:
+        raise ConfigError(lc.path, problems)
     return lc
 
 
@@ -207,7 +212,7 @@ def _print_analysis(run, as_json: bool = False) -> None:
 def cmd_profile(args: argparse.Namespace) -> int:
     from runner.base.runstore import create_run
 
-    lc = load_config(args.config)
+    lc = _load(args)
     run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
     _progress(f"run {run.id} in {run.path}")
     _collect(lc, run, args.configuration)
@@ -227,14 +232,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.base.gpu import target_arch
-    from runner.base.workspace import read_sources, workspace_dirs
+    from runner.base.workspace import read_included, read_sources, workspace_dirs
     from runner.proposal.compiler import build
     from runner.proposal.prompt import build_prompt
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
-    _, workdir = workspace_dirs(lc)
+    space, workdir = workspace_dirs(lc)
     files = read_sources(workdir, lc.config.app.sources)
+    files |= read_included(workdir, space, files)
     resources = []
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
         resources = build(lc, workdir, target_arch(lc)).resources
@@ -386,10 +392,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     lc = load_config(args.config)
-    missing = [p for p in lc.config.profiles.all_paths() if not lc.resolve(p).exists()]
-    if missing:
-        print(f"{args.config}: valid, but these profile files do not exist: {', '.join(missing)}", file=sys.stderr)
-        return 2
+    problems = path_problems(lc) + [f"profiles: {p} does not exist" for p in lc.config.profiles.all_paths()
+                                    if not lc.resolve(p).exists()]
+    if problems:
+        raise ConfigError(lc.path, problems)
     print(f"{args.config}: valid (sha256 {lc.sha256[:12]})")
     return 0
 

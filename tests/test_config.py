@@ -48,8 +48,11 @@ def test_bad_config_names_key_path_and_expectation(text, fragment):
     assert e.value.exit_code == 2
 
 
-def test_empty_config_is_all_defaults():
-    assert parse_config("", "x.yml") == Config()
+def test_an_empty_file_is_refused_and_unset_sections_are_defaults():
+    for empty in ("", "# only a comment\n"):
+        with pytest.raises(ConfigError, match="the file is empty"):
+            parse_config(empty, "x.yml")
+    assert parse_config("app: {}\n", "x.yml") == Config()
 
 
 def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path):
@@ -74,3 +77,67 @@ def test_cli_exit_code_2_on_bad_config(tmp_path: Path):
     assert r.returncode == 2
     assert f"{cfg}: invalid configuration" in r.stderr
     assert "analysis.saturation: expected a value <= 1.0, got 7" in r.stderr
+
+
+APP = ("app:\n  name: a\n  workdir: prog\n  sources: [k.cu]\n  build: nvcc -o {exe} k.cu\n"
+       "  run: '{exe} --size {scale}'\n  configurations: [small, large]\n")
+
+# Each rule of check-config: a config text (added to APP) and what the message must say.
+RULES = [
+    ("evaluation: {diagnostics: none}\n", None),  # the README allows code only
+    ("app:\n  name: a\n  workdir: missing\n  sources: [k.cu]\n", "app.workdir: folder"),
+    ("app:\n  name: a\n  workdir: prog\n  sources: [k.cu, gone.cu]\n", "app.sources: "),
+    ("app:\n  name: a\n  workdir: prog\n  sources: [k.cu]\n  run: '{exe} --n {size}'\n",
+     "app.run: unknown placeholder {size}; known: {exe}, {arch}"),
+    ("app:\n  name: a\n  workdir: prog\n  build: 'nvcc -o {exe k.cu'\n", "app.build: "),
+    ("app:\n  name: a\n  workdir: prog\n  outputs: [{path: '{outdir}/x.bin'}]\n", "app.outputs.0.path: unknown placeholder"),
+    ("app:\n  name: a\n  workdir: prog\n  configurations: [small]\n  profile_configuration: medium\n",
+     "app.profile_configuration: 'medium' is not one of app.configurations (small)"),
+    ("app:\n  name: a\n  workdir: prog\n  configurations: [small, small]\n", "app.configurations: small listed"),
+    ("app:\n  name: a\n  workdir: prog\n  kernel_time_regex: 'time=[0-9.]+'\n",
+     "app.kernel_time_regex: needs exactly one group around the number"),
+    ("app:\n  name: a\n  workdir: prog\n  kernel_time_regex: 'time=([0-9.]+'\n",
+     "app.kernel_time_regex: not a valid regular expression"),
+    ("analysis: {counters: {kappa: true}}\n", "analysis.counters.kappa: expected a whole number, got True"),
+    ("analysis: {alpha: '0.8'}\n", "analysis.alpha: input should be a valid number, got '0.8'"),
+    ("evaluation: {timed_runs: '5'}\n", "evaluation.timed_runs: input should be a valid integer, got '5'"),
+    ("app:\n  name: a\n  workdir: prog\n  env: {OMP_NUM_THREADS: 4}\n",
+     "app.env.OMP_NUM_THREADS: expected text, got 4 (quote it: '4')"),
+    ("evaluation: {timed_runs: 10, max_timed_runs: 5}\n", "evaluation.max_timed_runs: 5 is below evaluation.timed_runs"),
+    ("evaluation: {timer: app}\n", "evaluation.timer: 'app' reads the time the program prints"),
+    ("llm: {backend: openai}\n", "llm.model: the openai backend needs a model name"),
+    ("llm: {backend: replay}\n", "llm.replay_dir: the replay backend reads recorded answers"),
+    ("llm: {backend: replay, replay_dir: answers}\n", "llm.replay_dir: folder"),
+    ("", "the file is empty"),
+]
+
+
+@pytest.mark.parametrize("text, says", RULES)
+def test_check_config_catches_each_rule_before_any_work(tmp_path: Path, text: str, says: str | None):
+    from conftest import run_cli
+
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "k.cu").write_text("__global__ void k() {}\n")
+    cfg = tmp_path / "c.yml"
+    cfg.write_text(text if text.startswith("app:") or not text else APP + text)
+    r = run_cli("check-config", "--config", str(cfg))
+    if says is None:
+        assert r.returncode == 0, r.stderr
+        return
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    # the same config stops `run` before anything is made
+    r = run_cli("run", "--config", str(cfg), "--runs-dir", str(tmp_path / "runs"))
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_backend_given_on_the_command_line_is_checked_too(tmp_path: Path):
+    from conftest import run_cli
+
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "k.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "c.yml").write_text(APP)
+    r = run_cli("propose", "--config", str(tmp_path / "c.yml"), "--backend", "gemini", "--runs-dir",
+                str(tmp_path / "runs"))
+    assert r.returncode == 2 and "llm.model: the gemini backend needs a model name" in r.stderr
+    assert not (tmp_path / "runs").exists()

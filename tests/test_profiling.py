@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, REPO
 
 from runner.base.config import load_config
-from runner.base.errors import ProfilingError
+from runner.base.errors import ConfigError, ProfilingError
 from runner.base.gpu import detect_gpu, list_gpus, require_tool
 from runner.base.processes import CommandResult, render, run_command
 from runner.base.runstore import create_run
@@ -93,8 +93,8 @@ def test_agent_validates_the_app_config(tmp_path: Path):
     with pytest.raises(ProfilingError, match="app.build and app.run are needed"):
         ProfilingAgent(load_config(cfg), run)
     cfg.write_text("app: {name: x, build: b, run: r, configurations: [a], profile_configuration: z}\n")
-    with pytest.raises(ProfilingError, match="configuration 'z' is not one of"):
-        ProfilingAgent(load_config(cfg), run)
+    with pytest.raises(ConfigError, match="app.profile_configuration: 'z' is not one of app.configurations"):
+        load_config(cfg)  # refused when the config is read, before any agent or run
 
 
 def test_profile_without_ncu_exits_4_and_records_the_failure(tmp_path: Path):

@@ -185,7 +185,7 @@ def test_timer_and_gpu_results_defaults_follow_the_config(tmp_path: Path):
     assert timer_of(plain) == "tracer" and results_mode(plain) == "bitwise"
     printed = cfg("app:\n  run: '{exe}'\n  kernel_time_regex: 'ms=([0-9.]+)'\n  outputs: [{path: out.bin}]\n")
     assert timer_of(printed) == "app" and results_mode(printed) == "off"
-    with pytest.raises(ConfigError, match="evaluation.timer 'app' reads the time the program prints"):
+    with pytest.raises(ConfigError, match="evaluation.timer: 'app' reads the time the program prints"):
         cfg("evaluation:\n  timer: app\n")
     # ncu and the tracer's demangler write qualifiers differently; the kernel is the same
     assert kernel_key("void ns::k<int, 4>(const float *, int)") == kernel_key("void ns::k<int, 4>(float const*, int)")

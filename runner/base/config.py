@@ -7,11 +7,13 @@ working directory. Validation errors name the file, the key path and what was ex
 from __future__ import annotations
 
 import hashlib
+import re
+import string
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.base.errors import ConfigError
 
@@ -29,7 +31,7 @@ Share = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class OutputSpec(_Strict):
@@ -239,12 +241,6 @@ class Config(_Strict):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     runs_dir: str = "runs"
 
-    @model_validator(mode="after")
-    def _app_timer_needs_a_regex(self) -> Config:
-        if self.evaluation.timer == "app" and not self.app.kernel_time_regex:
-            raise ValueError("evaluation.timer 'app' reads the time the program prints: set app.kernel_time_regex "
-                             "too, or use 'tracer'")
-        return self
 
 
 class LoadedConfig(BaseModel):
@@ -274,25 +270,108 @@ def _describe(err: dict) -> str:
         bounds = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
                   "less_than_equal": "<= {le}"}[kind].format(**ctx)
         return f"{loc}: expected a value {bounds}, got {shown}"
+    if kind == "string_type" and isinstance(got, (int, float, bool)):
+        return f"{loc}: expected text, got {shown} (quote it: '{got}')"
+    if kind == "int_type" and isinstance(got, bool):
+        return f"{loc}: expected a whole number, got {shown}"
     return f"{loc}: {err['msg'].lower()}, got {shown}"
+
+
+# What command templates may hold (see AppConfig); output paths are filled the same way.
+PLACEHOLDERS = ("exe", "arch", "lineinfo", "config", "seed", "scale", "out")
+NETWORK_BACKENDS = ("openai", "gemini", "ollama")
+
+
+def _template_problems(key: str, template: str) -> list[str]:
+    try:
+        names = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as e:
+        return [f"{key}: {e} (write {{{{ and }}}} for literal braces)"]
+    known = ", ".join("{" + n + "}" for n in PLACEHOLDERS)
+    return [f"{key}: unknown placeholder {{{n}}}; known: {known}" for n in names if n not in PLACEHOLDERS]
+
+
+def semantic_problems(cfg: Config) -> list[str]:
+    """What the schema alone cannot see: keys that must agree with each other. Each problem names
+    its key path and the fix."""
+    out: list[str] = []
+    app, ev, llm = cfg.app, cfg.evaluation, cfg.llm
+    for key in ("build", "run", "profile_run"):
+        if getattr(app, key):
+            out += _template_problems(f"app.{key}", getattr(app, key))
+    for i, o in enumerate(app.outputs):
+        out += _template_problems(f"app.outputs.{i}.path", o.path)
+    dupes = sorted({c for c in app.configurations if app.configurations.count(c) > 1})
+    if dupes:
+        out.append(f"app.configurations: {', '.join(dupes)} listed more than once")
+    if app.profile_configuration and app.profile_configuration not in app.configurations:
+        listed = ", ".join(app.configurations) or "none"
+        out.append(f"app.profile_configuration: {app.profile_configuration!r} is not one of app.configurations "
+                   f"({listed}); add it there or pick one of them")
+    if app.kernel_time_regex is not None:
+        try:
+            groups = re.compile(app.kernel_time_regex).groups
+        except re.error as e:
+            out.append(f"app.kernel_time_regex: not a valid regular expression ({e})")
+        else:
+            if groups != 1:
+                out.append(f"app.kernel_time_regex: needs exactly one group around the number, e.g. "
+                           f"'kernel_ms=([0-9.]+)'; it has {groups}")
+    if ev.timer == "app" and not app.kernel_time_regex:
+        out.append("evaluation.timer: 'app' reads the time the program prints: set app.kernel_time_regex too, or "
+                   "use 'tracer'")
+    if ev.max_timed_runs < ev.timed_runs:
+        out.append(f"evaluation.max_timed_runs: {ev.max_timed_runs} is below evaluation.timed_runs "
+                   f"({ev.timed_runs}); it is the most pairs timed, so at least as many")
+    if llm.backend in NETWORK_BACKENDS and not llm.model:
+        out.append(f"llm.model: the {llm.backend} backend needs a model name (e.g. the one your server serves)")
+    if llm.backend == "replay" and not llm.replay_dir:
+        out.append("llm.replay_dir: the replay backend reads recorded answers from this folder; set it")
+    return out
+
+
+def path_problems(lc: LoadedConfig) -> list[str]:
+    """Files and folders the config names that are not there (checked by check-config, and before a
+    command that builds, profiles or prompts starts any work)."""
+    out: list[str] = []
+    app = lc.config.app
+    workdir = lc.resolve(app.workdir)
+    if not workdir.is_dir():
+        out.append(f"app.workdir: folder {workdir} does not exist")
+    if app.workspace and not lc.resolve(app.workspace).is_dir():
+        out.append(f"app.workspace: folder {lc.resolve(app.workspace)} does not exist")
+    if workdir.is_dir():
+        out += [f"app.sources: {workdir / s} does not exist" for s in app.sources if not (workdir / s).is_file()]
+    if lc.config.llm.backend == "replay" and lc.config.llm.replay_dir and not lc.resolve(
+            lc.config.llm.replay_dir).is_dir():
+        out.append(f"llm.replay_dir: folder {lc.resolve(lc.config.llm.replay_dir)} does not exist")
+    md = lc.config.analysis.counters.metric_dictionary
+    if md and not lc.resolve(md).is_file():
+        out.append(f"analysis.counters.metric_dictionary: file {lc.resolve(md)} does not exist")
+    return out
 
 
 def parse_config(text: str, path: Path | str) -> Config:
     """Parse and validate YAML text; `path` only names the source in errors."""
     try:
-        data = yaml.safe_load(text) if text.strip() else {}
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError(path, [f"not valid YAML{where}: {getattr(e, 'problem', e)}"]) from None
     if data is None:
-        data = {}
+        raise ConfigError(path, ["the file is empty; expected the sections app, profiles, analysis, profiling, llm, "
+                                 "evaluation (`optimas init` writes one; config.yml documents every key)"])
     if not isinstance(data, dict):
         raise ConfigError(path, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
     try:
-        return Config.model_validate(data)
+        cfg = Config.model_validate(data)
     except ValidationError as e:
         raise ConfigError(path, [_describe(x) for x in e.errors()]) from None
+    problems = semantic_problems(cfg)
+    if problems:
+        raise ConfigError(path, problems)
+    return cfg
 
 
 def load_config(path: Path | str) -> LoadedConfig:
