@@ -190,6 +190,14 @@ def test_timer_and_gpu_results_defaults_follow_the_config(tmp_path: Path):
     # ncu and the tracer's demangler write qualifiers differently; the kernel is the same
     assert kernel_key("void ns::k<int, 4>(const float *, int)") == kernel_key("void ns::k<int, 4>(float const*, int)")
     assert kernel_key("matmul(const float *, float *, int)") == "matmul"
+    # a program that writes no file can still be validated and timed: by its GPU results
+    from runner.base.gpu import can_run_here
+
+    only_prints = cfg("app:\n  build: 'true {exe}'\n  run: '{exe}'\n")
+    assert can_run_here(only_prints) == (True, "")  # its build is not nvcc's: no GPU is asked for
+    unchecked = cfg("app:\n  build: 'true {exe}'\n  run: '{exe}'\n  gpu_results: {compare: 'off'}\n")
+    assert can_run_here(unchecked) == (False, "nothing would validate a candidate: declare app.outputs, or let the "
+                                              "tracer compare the program's GPU results (app.gpu_results.compare)")
 
 
 def test_traced_times_need_complete_records(tmp_path: Path):

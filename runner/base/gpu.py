@@ -111,8 +111,11 @@ def target_arch(lc: LoadedConfig) -> str:
 def can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
     """Whether this machine can validate and time the app: CUDA apps need a GPU."""
     app = lc.config.app
-    if not app.build or not app.run or not app.outputs:
-        return False, "app.build, app.run and app.outputs are needed to validate and time a candidate"
+    if not app.build or not app.run:
+        return False, "app.build and app.run are needed to validate and time a candidate"
+    if not app.outputs and app.gpu_results.compare == "off":
+        return False, ("nothing would validate a candidate: declare app.outputs, or let the tracer compare the "
+                       "program's GPU results (app.gpu_results.compare)")
     if "nvcc" in Path(build_compiler(lc) or "").name:
         try:
             detect_gpu(lc.config.profiling.nvidia_smi)
