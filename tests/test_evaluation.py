@@ -390,3 +390,30 @@ def test_without_the_tracer_timing_falls_back_to_wall_time_and_says_why(tmp_path
     (tmp_path / "c.yml").write_text(text)
     with pytest.raises(EvaluationError, match="Without the tracer the program's GPU results cannot be compared"):
         validate(load_config(tmp_path / "c.yml"), exes["BASE"], exes["FAST"], tmp_path / "work")
+
+
+@pytest.mark.parametrize("regex, extra, text, ms", [
+    # one time, in ms: the benchmark apps' form
+    (r"kernel_ms=([0-9.]+)", {}, "RESULT app=x kernel_ms=2.5000 wall_ms=9 PASS", 2.5),
+    # several lines, each with its own unit, summed
+    (r"time: ([0-9.,]+) ?(?P<unit>ms|us|s)\b", {}, "k1 time: 250 us\nk2 time: 1.5 ms\ntotal time: 0.002 s\n", 3.75),
+    # seconds, no unit printed: the config says so; the mean of the repetitions
+    (r"Time= ([0-9.]+)", {"kernel_time_unit": "s", "kernel_time_aggregate": "mean"}, "Time= 0.001\nTime= 0.003\n", 2.0),
+    (r"Processing time: ([0-9.eE+-]+) \(ms\)", {"kernel_time_aggregate": "last"},
+     "Processing time: 1.0e+01 (ms)\nProcessing time: 4.5 (ms)\n", 4.5),
+    (r"kernel_ms=([0-9.]+)", {}, "PASS\n", None),
+])
+def test_printed_kernel_times_are_read_with_units_and_combined(regex, extra, text, ms):
+    from runner.base.config import AppConfig
+    from runner.evaluation.measure import printed_kernel_ms
+
+    got = printed_kernel_ms(text, AppConfig(kernel_time_regex=regex, **extra))
+    assert got == (None if ms is None else pytest.approx(ms))
+
+
+def test_an_unknown_printed_unit_is_named():
+    from runner.base.config import AppConfig
+    from runner.evaluation.measure import EvaluationError, printed_kernel_ms
+
+    with pytest.raises(EvaluationError, match="captured the unit 'cycles'"):
+        printed_kernel_ms("t=5 cycles", AppConfig(kernel_time_regex=r"t=([0-9]+) (?P<unit>\w+)"))

@@ -69,7 +69,8 @@ class AppConfig(_Strict):
     """The application under optimization.
 
     Command templates are split like a shell would split them (no shell runs them) and these
-    placeholders are filled per run: {exe} the binary being built or run, {arch} the GPU's
+    placeholders are filled per run (`run` is validated, `time_run` timed and `profile_run`
+    profiled; both default to `run`): {exe} the binary being built or run, {arch} the GPU's
     architecture (sm_90), {lineinfo} '-lineinfo' in profiling builds and nothing otherwise,
     {config} a configuration name, {seed}, {scale} the problem-size factor, {out} an output path.
     """
@@ -83,7 +84,10 @@ class AppConfig(_Strict):
     source_map: dict[str, str] = Field(default_factory=dict)
     build: str | None = Field(default=None, description="build command template")
     run: str | None = Field(default=None, description="run command template (validation runs)")
-    profile_run: str | None = Field(default=None, description="run command under the profiler (default: run)")
+    profile_run: str | None = Field(default=None, description="run command under the profiler and the tracer's "
+                                    "hot-kernel run (default: run)")
+    time_run: str | None = Field(default=None, description="run command that is timed (default: run), e.g. run "
+                                 "without the program's own CPU check")
     configurations: list[str] = Field(default_factory=list, description="named problem configurations")
     profile_configuration: str | None = Field(default=None, description="the one profiled (default: first)")
     seeds: list[int] = Field(default_factory=lambda: [1])
@@ -97,7 +101,11 @@ class AppConfig(_Strict):
         "(they get a minimal environment otherwise: PATH, locale, CUDA variables, a HOME of their own)")
     timeout_s: Annotated[float, Field(gt=0)] = 600.0
     kernel_time_regex: str | None = Field(default=None, description="regular expression with one group that "
-                                          "captures the kernel time (ms) the app prints, e.g. 'kernel_ms=([0-9.]+)'")
+                                          "captures a kernel time the app prints, e.g. 'kernel_ms=([0-9.]+)'; "
+                                          "a group named `unit` may capture its unit (ms, us, s, ns)")
+    kernel_time_unit: Literal["ms", "us", "s", "ns"] = "ms"  # of the printed times, where no `unit` group says
+    # A program may print several times (per kernel, per iteration): their sum, mean, first or last.
+    kernel_time_aggregate: Literal["sum", "mean", "first", "last"] = "sum"
 
 
 class ProfilesConfig(_Strict):
@@ -296,7 +304,7 @@ def semantic_problems(cfg: Config) -> list[str]:
     its key path and the fix."""
     out: list[str] = []
     app, ev, llm = cfg.app, cfg.evaluation, cfg.llm
-    for key in ("build", "run", "profile_run"):
+    for key in ("build", "run", "profile_run", "time_run"):
         if getattr(app, key):
             out += _template_problems(f"app.{key}", getattr(app, key))
     for i, o in enumerate(app.outputs):
@@ -310,13 +318,15 @@ def semantic_problems(cfg: Config) -> list[str]:
                    f"({listed}); add it there or pick one of them")
     if app.kernel_time_regex is not None:
         try:
-            groups = re.compile(app.kernel_time_regex).groups
+            compiled = re.compile(app.kernel_time_regex)
         except re.error as e:
             out.append(f"app.kernel_time_regex: not a valid regular expression ({e})")
         else:
+            groups = compiled.groups - (1 if "unit" in compiled.groupindex else 0)
             if groups != 1:
-                out.append(f"app.kernel_time_regex: needs exactly one group around the number, e.g. "
-                           f"'kernel_ms=([0-9.]+)'; it has {groups}")
+                out.append(f"app.kernel_time_regex: needs exactly one group around the number (and optionally one "
+                           f"named `unit`), e.g. 'kernel_ms=([0-9.]+)' or 'time: ([0-9.]+) ?(?P<unit>ms|us|s)'; "
+                           f"it has {groups}")
     if ev.timer == "app" and not app.kernel_time_regex:
         out.append("evaluation.timer: 'app' reads the time the program prints: set app.kernel_time_regex too, or "
                    "use 'tracer'")

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from runner.base.config import GpuResultsSpec, LoadedConfig, OutputSpec
+from runner.base.config import AppConfig, GpuResultsSpec, LoadedConfig, OutputSpec
 from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
@@ -92,6 +92,30 @@ def timer_of(lc: LoadedConfig) -> Literal["app", "tracer", "wall"]:
     if timer != "auto":
         return timer
     return "app" if lc.config.app.kernel_time_regex else "tracer"
+
+
+_UNIT_MS = {"ns": 1e-6, "nsec": 1e-6, "us": 1e-3, "usec": 1e-3, "µs": 1e-3, "μs": 1e-3, "microseconds": 1e-3,
+            "ms": 1.0, "msec": 1.0, "milliseconds": 1.0, "s": 1e3, "sec": 1e3, "secs": 1e3, "seconds": 1e3}
+
+
+def printed_kernel_ms(text: str, app: AppConfig) -> float | None:
+    """The kernel time a program printed, in ms: every match of app.kernel_time_regex, each in its
+    `unit` group's unit (else app.kernel_time_unit), combined by app.kernel_time_aggregate; None
+    when nothing matches."""
+    pattern = re.compile(app.kernel_time_regex or "")
+    number = next(i for i in range(1, pattern.groups + 1) if pattern.groupindex.get("unit") != i)
+    values = []
+    for m in pattern.finditer(text):
+        unit = (m.group("unit") if "unit" in pattern.groupindex else None) or app.kernel_time_unit
+        scale = _UNIT_MS.get(unit.strip().lower())
+        if scale is None:
+            raise EvaluationError(f"app.kernel_time_regex captured the unit {unit!r}; expected one of "
+                                  f"{', '.join(sorted(set(_UNIT_MS)))}")
+        values.append(float(m.group(number).replace(",", "")) * scale)
+    if not values:
+        return None
+    return {"sum": sum(values), "mean": sum(values) / len(values), "first": values[0],
+            "last": values[-1]}[app.kernel_time_aggregate]
 
 
 def traced_kernel_ms(traces: list[ProcessTrace], argv: list[str]) -> dict[str, float]:
@@ -344,7 +368,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     runs = runs or ev.timed_runs
     most = max(runs, ev.max_timed_runs) if ev.timing_precision > 0 else runs
     cwd = lc.resolve(app.workdir)
-    template = app.profile_run or app.run
+    template = app.time_run or app.run
     timer = timer_of(lc)
     library = None
     if timer == "tracer":
@@ -382,11 +406,11 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
             if library is not None:
                 per_run[side].append(traced_kernel_ms(traces, r.argv))
             if pattern:
-                m = pattern.search(r.stdout)
-                if not m:
+                ms = printed_kernel_ms(r.stdout, app)
+                if ms is None:
                     raise EvaluationError(f"app.kernel_time_regex {app.kernel_time_regex!r} found nothing in "
                                           f"the output of {shlex.join(r.argv)}")
-                samples[side].append(float(m.group(1)))
+                samples[side].append(ms)
 
     def counted() -> list[str]:
         seen_b = {k for run in per_run["b"] for k in run}
