@@ -144,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model backend (default: llm.backend)")
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
+    p = sub.add_parser("init", help="write a first optimas.yml for a CUDA project (no questions asked)")
+    p.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the project's folder (default: here)")
+    p.add_argument("--name", default=None, help="the app's name (default: the folder's)")
+    p.add_argument("--args", default="", metavar="ARGS", help="arguments of the program's run command")
+    p.add_argument("--build", default=None, metavar="CMD", help="the build command template, instead of the one "
+                   "found (placeholders {exe} {arch} {lineinfo})")
+    p.add_argument("--output", type=Path, default=None, help="where to write it (default: DIR/optimas.yml)")
+    p.add_argument("--force", action="store_true", help="replace an existing file")
     return parser
 
 
@@ -400,9 +408,25 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from runner.base.scaffold import write_config
+
+    out = args.output or args.dir / "optimas.yml"
+    project, _ = write_config(args.dir, out, args.name, args.args, args.build, args.force)
+    print(f"wrote {out}: {len(project.kernels)} kernels in {len(project.kernel_files)} files, build by "
+          f"{project.build_kind}")
+    for note in project.notes:
+        print(f"  check: {note}")
+    print("next steps:\n"
+          f"  1. read {out} and adjust the build and run commands, configurations and outputs\n"
+          f"  2. optimas check-config --config {out}\n"
+          f"  3. on a GPU machine: optimas profile --config {out}, then optimas run --config {out}")
+    return 0
+
+
 COMMANDS = {"run": cmd_run, "profile": cmd_profile, "analyze": cmd_analyze, "prompt": cmd_prompt,
             "propose": cmd_propose, "evaluate": cmd_evaluate, "corpus": cmd_corpus, "ablate": cmd_ablate,
-            "check-config": cmd_check_config}
+            "check-config": cmd_check_config, "init": cmd_init}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,179 @@
+"""`optimas init`: a first optimas.yml for a CUDA project, from what its folder holds: the files that
+define `__global__` functions, a build command from its CMakeLists.txt, Makefile or, failing both,
+one nvcc line, and a run command from the command line. No questions are asked; what could not be
+known is said in comments and in the next steps printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.base.config import LoadedConfig, parse_config, path_problems
+from runner.base.cuda_source import functions
+from runner.base.errors import ConfigError, OptimasError
+from runner.base.runstore import atomic_write_text
+
+CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
+MAX_DEPTH = 4
+MAX_FILES = 2000  # files looked at; a checkout bigger than this is not scanned further
+
+
+@dataclass
+class Project:
+    """What init found in a project folder."""
+
+    root: Path
+    kernel_files: list[str]  # relative to root, each defining at least one __global__ function
+    kernels: list[str]
+    main_files: list[str]  # .cu files that define main()
+    build: str
+    build_kind: str  # cmake | make | nvcc
+    notes: list[str] = field(default_factory=list)
+
+
+def _skipped(d: Path) -> bool:
+    n = d.name
+    return n.startswith(".") or n.startswith(("build", "cmake-build")) or n in {"runs", "__pycache__", "node_modules"}
+
+
+def _walk(root: Path) -> list[Path]:
+    out: list[Path] = []
+    todo = [(root, 0)]
+    while todo and len(out) < MAX_FILES:
+        d, depth = todo.pop(0)
+        for p in sorted(d.iterdir()):
+            if p.is_dir() and depth < MAX_DEPTH and not _skipped(p):
+                todo.append((p, depth + 1))
+            elif p.is_file() and p.suffix in CUDA_SUFFIXES:
+                out.append(p)
+    return out
+
+
+def scan(root: Path) -> tuple[list[str], list[str], list[str]]:
+    """(files defining kernels, the kernels' names, .cu files defining main), paths relative to root."""
+    files, kernels, mains = [], [], []
+    for p in _walk(root):
+        text = p.read_text(encoding="utf-8", errors="replace")
+        if "__global__" not in text and not (p.suffix == ".cu" and "main" in text):
+            continue
+        funcs = functions(text)
+        found = [f.name for f in funcs if f.is_kernel]
+        rel = p.relative_to(root).as_posix()
+        if found:
+            files.append(rel)
+            kernels += [k for k in found if k not in kernels]
+        if p.suffix == ".cu" and any(f.name == "main" for f in funcs):
+            mains.append(rel)
+    return files, kernels, mains
+
+
+def _q(s: str) -> str:
+    """A YAML scalar for any text (JSON's double-quoted strings are YAML)."""
+    return json.dumps(s)
+
+
+def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple[str, str, list[str]]:
+    """(kind, build command template, notes) for the project in root."""
+    cmake = root / "CMakeLists.txt"
+    if cmake.is_file():
+        targets = re.findall(r"(?i)\b(?:cuda_)?add_executable\s*\(\s*([\w.+-]+)", cmake.read_text(errors="replace"))
+        if targets:
+            t = targets[0]
+            build = (f"sh -c 'cmake -S . -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release "
+                     f"\"-DCMAKE_CUDA_FLAGS=-arch={{arch}} {{lineinfo}}\" >/dev/null && "
+                     f"cmake --build {{exe}}.build --target {t} -j && cp {{exe}}.build/{t} {{exe}}'")
+            notes = [f"CMakeLists.txt: building target {t!r} (of {', '.join(targets)}); check that your "
+                     "CMAKE_CUDA_ARCHITECTURES does not override -arch, and that the binary lands at the top of "
+                     "the build folder"]
+            return "cmake", build, notes
+    for name in ("GNUmakefile", "makefile", "Makefile"):
+        mk = root / name
+        if mk.is_file():
+            text = mk.read_text(errors="replace")
+            rules = [t for t in re.findall(r"^([A-Za-z0-9_.+/-]+)\s*:(?!=)", text, re.M)
+                     if not t.startswith(".") and t not in {"all", "clean", "install", "run", "test", "check"}]
+            target = rules[0] if rules else "app"
+            flags = " EXTRA_NVCCFLAGS={lineinfo}" if "EXTRA_NVCCFLAGS" in text else ""
+            build = f"sh -c 'make -B {target}{flags} && cp {target} {{exe}}'"
+            notes = [f"{name}: building target {target!r}; check the name of the binary it makes"]
+            if not flags:
+                notes.append(f"{name}: per-line evidence needs -lineinfo in profiling builds; add {{lineinfo}} to "
+                             "the nvcc flags the build command passes (e.g. `make NVCCFLAGS=\"-O3 {lineinfo}\"`)")
+            return "make", build, notes
+    cu = [f for f in kernel_files if f.endswith(".cu")]
+    units = list(dict.fromkeys([*mains[:1], *(c for c in cu if c not in mains)]))
+    notes = []
+    if len(mains) > 1:
+        notes.append(f"several files define main() ({', '.join(mains)}); the build uses {mains[0]}")
+    if not mains:
+        notes.append("no .cu file defines main(): give the build command that links your program")
+    build = "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -I. -o {exe} " + " ".join(units or cu)
+    return "nvcc", build, notes
+
+
+def inspect(root: Path) -> Project:
+    """What init would write for the project in root."""
+    if not root.is_dir():
+        raise OptimasError(f"{root}: not a folder; give the folder of a CUDA project (optimas init DIR)")
+    files, kernels, mains = scan(root)
+    if not files:
+        raise ConfigError(root, [f"no __global__ function found in {', '.join(CUDA_SUFFIXES)} files under {root} "
+                                 f"(searched {MAX_DEPTH} levels deep, skipping hidden and build folders)"])
+    kind, build, notes = detect_build(root, files, mains)
+    return Project(root, files, kernels, mains, build, kind, notes)
+
+
+def render_config(p: Project, name: str, run_args: str = "", build: str | None = None, workdir: str = ".") -> str:
+    """The commented optimas.yml for project `p` (`workdir`: the project folder, relative to where
+    the file goes)."""
+    run = "{exe}" + (f" {run_args}" if run_args else "")
+    lines = [
+        f"# Optimas config for {name}, written by `optimas init`; config.yml in the Optimas repository",
+        "# documents every key. Check it with: optimas check-config --config <this file>",
+        "app:",
+        f"  name: {_q(name)}",
+        f"  workdir: {_q(workdir)}",
+        f"  # The files that define the {len(p.kernels)} kernels found ({', '.join(p.kernels[:8])}"
+        f"{', ...' if len(p.kernels) > 8 else ''}). Local headers they include are followed",
+        "  # (two levels): device helpers there are shown to the model too.",
+        f"  sources: [{', '.join(_q(f) for f in p.kernel_files)}]",
+    ]
+    lines += [f"  # build ({p.build_kind}): {note}" for note in p.notes]
+    lines += [
+        "  # Placeholders: {exe} the binary to make or run, {arch} the GPU's architecture (sm_90),",
+        "  # {lineinfo} -lineinfo in profiling builds; {config} {seed} {scale} {out} in run commands.",
+        f"  build: {_q(build or p.build)}",
+        "  # `run` is validated: its exit code and the results it copies from the GPU (the CUPTI tracer",
+        "  # compares them bit for bit with the original's). `time_run` is timed and `profile_run` runs",
+        "  # under the profiler; both default to `run`.",
+        f"  run: {_q(run)}",
+        "  configurations: [default]   # one entry per problem size, passed to the commands as {config}",
+        "  outputs: []      # files the run writes, if you want them compared too: [{path: out.bin}]",
+        "  timeout_s: 600",
+        "evaluation:",
+        "  timer: tracer    # kernel execution times from the CUPTI tracer; no help from the program",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_config(root: Path, out: Path, name: str | None = None, run_args: str = "", build: str | None = None,
+                 force: bool = False) -> tuple[Project, str]:
+    """Inspect root, check the config it gives as check-config would, and write it to `out` (never
+    over an existing file unless `force`). Returns what was found and the text written."""
+    project = inspect(root)
+    if out.exists() and not force:
+        raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
+    where = out.resolve()
+    workdir = os.path.relpath(root.resolve(), where.parent)
+    text = render_config(project, name or root.resolve().name, run_args, build, workdir)
+    cfg = parse_config(text, where)
+    lc = LoadedConfig(path=where, config=cfg, sha256="")
+    problems = path_problems(lc)
+    if problems:
+        raise ConfigError(where, problems)
+    atomic_write_text(out, text)
+    return project, text

@@ -1,0 +1,123 @@
+"""`optimas init` on project layouts as users have them: one nvcc line, a Makefile, CMake."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import run_cli
+
+from runner.base.config import load_config
+from runner.base.processes import render
+
+MAIN = """\
+#include "kernels/saxpy.cuh"
+#include <cstdio>
+int main(int argc, char** argv) {
+  int n = 1 << 20;
+  float *x, *y;
+  cudaMalloc(&x, n * 4);
+  cudaMalloc(&y, n * 4);
+  saxpy<float, 256><<<n / 256, 256>>>(2.0f, x, y, n);
+  cudaDeviceSynchronize();
+  printf("PASS\\n");
+  return 0;
+}
+"""
+SAXPY = """\
+#pragma once
+template <typename T, int BLOCK>
+__global__ void saxpy(T a, const T* x, T* y, int n) {
+  int i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def project(root: Path, build_file: tuple[str, str] | None = None) -> Path:
+    (root / "kernels").mkdir(parents=True)
+    (root / "main.cu").write_text(MAIN)
+    (root / "kernels" / "saxpy.cuh").write_text(SAXPY)
+    (root / "build").mkdir()  # a build folder's copies are not sources
+    (root / "build" / "old.cu").write_text("__global__ void stale() {}\n")
+    if build_file:
+        (root / build_file[0]).write_text(build_file[1])
+    return root
+
+
+def init(*args: str) -> subprocess.CompletedProcess:
+    return run_cli("init", *args)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_plain_nvcc_project_gets_a_config_that_checks_and_builds(tmp_path: Path):
+    root = project(tmp_path / "saxpy")
+    r = init(str(root), "--args", "--n 1024")
+    assert r.returncode == 0, r.stderr
+    assert "1 kernels in 1 files, build by nvcc" in r.stdout and "optimas check-config" in r.stdout
+    lc = load_config(root / "optimas.yml")
+    app = lc.config.app
+    assert app.sources == ["kernels/saxpy.cuh"] and app.run == "{exe} --n 1024" and app.configurations == ["default"]
+    assert run_cli("check-config", "--config", str(root / "optimas.yml")).returncode == 0
+    exe = tmp_path / "app"
+    argv = render(app.build, exe=exe, arch="sm_90", lineinfo="-lineinfo")
+    built = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    assert exe.is_file()
+
+
+def test_a_makefile_project_builds_its_target(tmp_path: Path):
+    mk = ("NVCC ?= nvcc\nEXTRA_NVCCFLAGS ?=\n.PHONY: all clean\nall: saxpy\n"
+          "saxpy: main.cu kernels/saxpy.cuh\n\t$(NVCC) -O3 $(EXTRA_NVCCFLAGS) -o $@ main.cu\nclean:\n\trm -f saxpy\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    app = load_config(root / "optimas.yml").config.app
+    assert app.build == "sh -c 'make -B saxpy EXTRA_NVCCFLAGS={lineinfo} && cp saxpy {exe}'"
+    assert "build by make" in r.stdout
+    if shutil.which("nvcc") and shutil.which("make"):
+        exe = tmp_path / "app"
+        built = subprocess.run(render(app.build, exe=exe, arch="sm_90", lineinfo="-lineinfo"), cwd=root,
+                               capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0 and exe.is_file(), built.stderr
+
+
+def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
+    cm = "cmake_minimum_required(VERSION 3.24)\nproject(s LANGUAGES CXX CUDA)\nadd_executable(saxpy_app main.cu)\n"
+    root = project(tmp_path / "p", ("CMakeLists.txt", cm))
+    r = init(str(root), "--name", "saxpy")
+    assert r.returncode == 0, r.stderr
+    lc = load_config(root / "optimas.yml")
+    assert lc.config.app.name == "saxpy"
+    argv = render(lc.config.app.build, exe="/tmp/x/app", arch="sm_90", lineinfo="-lineinfo")
+    assert argv[:2] == ["sh", "-c"] and "-B /tmp/x/app.build" in argv[2]
+    assert "--target saxpy_app" in argv[2] and "-DCMAKE_CUDA_FLAGS=-arch=sm_90 -lineinfo" in argv[2]
+
+
+def test_a_config_written_elsewhere_points_back_at_the_project(tmp_path: Path):
+    root = project(tmp_path / "p")
+    out = tmp_path / "configs" / "p.yml"
+    out.parent.mkdir()
+    assert init(str(root), "--output", str(out)).returncode == 0
+    assert yaml.safe_load(out.read_text())["app"]["workdir"] == "../p"
+    assert run_cli("check-config", "--config", str(out)).returncode == 0
+
+
+def test_init_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: Path):
+    empty = tmp_path / "empty"
+    (empty / "src").mkdir(parents=True)
+    (empty / "src" / "host.cpp").write_text("int main() { return 0; }\n")
+    r = init(str(empty))
+    assert r.returncode == 2 and "no __global__ function found" in r.stderr
+    assert not (empty / "optimas.yml").exists()
+    root = project(tmp_path / "p")
+    (root / "optimas.yml").write_text("# mine\n")
+    r = init(str(root))
+    assert r.returncode == 2 and "the file exists; pass --force" in r.stderr
+    assert (root / "optimas.yml").read_text() == "# mine\n"
+    assert init(str(root), "--force").returncode == 0
+    r = init(str(tmp_path / "nowhere"))
+    assert r.returncode != 0 and "not a folder" in r.stderr
