@@ -243,12 +243,14 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.base.workspace import read_included, read_sources, workspace_dirs
     from runner.proposal.compiler import build
     from runner.proposal.prompt import build_prompt
+    from runner.proposal.stage import check_sources
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
     space, workdir = workspace_dirs(lc)
     files = read_sources(workdir, lc.config.app.sources)
     files |= read_included(workdir, space, files)
+    check_sources(lc, diag, files)
     resources = []
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
         resources = build(lc, workdir, target_arch(lc)).resources

@@ -298,3 +298,27 @@ def test_replayed_answers_still_match_their_prompts(tmp_path: Path, app: str):
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     call = json.loads((run / "llm" / "calls.jsonl").read_text().splitlines()[0])
     assert call["backend"] == "replay" and call["label"] == "replayed from a recorded answer"
+
+
+def test_evidence_of_other_code_is_refused(tmp_path: Path):
+    """A capture of main.cu whose lines moved since (one line added at the top): its stall lines
+    would point at other code, so no prompt is made from it."""
+    cap = FIXTURES / "seismic-h200"
+    original = (REPO / "benchmarks" / "seismic" / "main.cu").read_text()
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "optimas.yml").write_text("app:\n  name: seismic\n  sources: [main.cu]\n  configurations: [medium]\n")
+    (app / "main.cu").write_text(original)
+    args = ["--config", str(app / "optimas.yml"), "--runs-dir", str(tmp_path / "runs"), "--report",
+            str(cap / "hot0.ncu-rep")]
+    r = cli("prompt", *args)
+    assert r.returncode == 0, r.stderr  # the same text at the cited lines: the file is found by its name
+    (app / "main.cu").write_text(original + "// code added below every kernel changes no cited line\n")
+    assert cli("prompt", *args).returncode == 0
+    (app / "main.cu").write_text("// a comment added since the capture\n" + original)
+    for command in ("prompt", "propose"):
+        r = cli(command, *args)
+        assert r.returncode == 2, r.stderr
+        assert "the profile is of other code than the sources now hold" in r.stderr
+        assert "damp_boundary_layer: the profile's source of main.cu differs from the file now" in r.stderr
+        assert "Re-profile the current code (optimas profile --config" in r.stderr

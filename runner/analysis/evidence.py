@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from runner.analysis.counters import CounterSelection, select_counters
 from runner.analysis.hot import KernelTime, select_hot_kernels
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
+from runner.analysis.sources import SourceDigest, source_digests
 from runner.analysis.stalls import StallLine, salient_stalls
 from runner.base.config import AnalysisConfig
 from runner.base.cuda_source import kernel_key
@@ -55,6 +56,8 @@ class Diagnostics(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     counter_selection: CounterSelection | None = None
     notes: list[str] = Field(default_factory=list)
+    # the text of the lines each hot kernel's samples fell on, as captured (see analysis.sources)
+    source_digests: list[SourceDigest] = Field(default_factory=list)
 
     @property
     def hot_kernels(self) -> list[KernelTime]:
@@ -151,7 +154,8 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
         notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
 
     return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics), alpha=cfg.alpha, kernels=kernels,
-                       evidence=evidence, counter_selection=selection, notes=notes)
+                       evidence=evidence, counter_selection=selection, notes=notes,
+                       source_digests=source_digests(profile, hot))
 
 
 def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descriptions, notes) -> CounterSelection | None:

@@ -20,7 +20,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from runner.analysis.evidence import Diagnostics
+from runner.analysis.sources import resolver, stale_sources
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
+from runner.base.errors import OptimasError
 from runner.base.gpu import target_arch
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
@@ -57,6 +59,24 @@ class ProposeResult(BaseModel):
     candidate_dir: str | None = None
     evidence_ids: list[str] = Field(default_factory=list)  # what the accepted answer's prompt showed
     files: dict[str, str] = Field(default_factory=dict, exclude=True)  # the candidate's sources
+
+
+class StaleProfile(OptimasError):
+    """The profile saw other code than the sources now hold."""
+
+    exit_code = 2
+
+
+def check_sources(lc: LoadedConfig, diag: Diagnostics, files: dict[str, str]) -> None:
+    """Refuse evidence whose source lines no longer hold the text the profile saw."""
+    _, workdir = workspace_dirs(lc)
+    local = {str((workdir / name).resolve()): name for name in files}
+    problems = stale_sources(diag.source_digests, files, resolver(local, lambda f: str(lc.resolve(f).resolve())))
+    if problems:
+        raise StaleProfile("the profile is of other code than the sources now hold:\n- " + "\n- ".join(problems)
+                           + f"\nRe-profile the current code (optimas profile --config {lc.path}, or optimas run "
+                           "without recorded profiles on a GPU), or point app.source_map at the code that was "
+                           "profiled.")
 
 
 def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
@@ -149,6 +169,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     files = read_sources(workdir, cfg.app.sources)
     # the local headers they include: where templated kernels and device helpers often live
     files |= read_included(workdir, space, files)
+    check_sources(lc, diag, files)
     compiler = build_compiler(lc)
     have_nvcc = compiler is not None and shutil.which(compiler) is not None
     arch = target_arch(lc) if have_nvcc else DEFAULT_ARCH
