@@ -108,6 +108,10 @@ RULES = [
     ("llm: {backend: openai}\n", "llm.model: the openai backend needs a model name"),
     ("llm: {backend: replay}\n", "llm.replay_dir: the replay backend reads recorded answers"),
     ("llm: {backend: replay, replay_dir: answers}\n", "llm.replay_dir: folder"),
+    ("app:\n  name: a\n  workdir: prog\n  stdout: {values: 'sum=[0-9.]+'}\n",
+     "app.stdout.values: needs exactly one group around the number"),
+    ("app:\n  name: a\n  workdir: prog\n  stdout: {fail_pattern: 'FAIL('}\n",
+     "app.stdout.fail_pattern: not a valid regular expression"),
     ("", "the file is empty"),
 ]
 

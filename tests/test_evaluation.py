@@ -417,3 +417,45 @@ def test_an_unknown_printed_unit_is_named():
 
     with pytest.raises(EvaluationError, match="captured the unit 'cycles'"):
         printed_kernel_ms("t=5 cycles", AppConfig(kernel_time_regex=r"t=([0-9]+) (?P<unit>\w+)"))
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("candidate, status, says", [
+    ('echo "checksum = 10.0000001"; echo "Test passed"', "pass", ""),
+    ('echo "checksum = 10.5"; echo "Test passed"', "mismatch", "app.stdout.values: value 1 is 10.5, the baseline's 10.0"),
+    ('echo "checksum = 10.0"; echo "Result = FAIL"', "failed", "matches app.stdout.fail_pattern: 'Result = FAIL'"),
+    ('echo "checksum = 10.0"', "failed", "does not match app.stdout.pass_pattern"),
+    ('echo "checksum = 10.0"; echo "checksum = 3"; echo "Test passed"', "mismatch", "2 values printed, the baseline"),
+    ('echo "checksum = 10.0"; echo "Test passed"; exit 3', "failed", "exit 3"),
+])
+def test_a_program_that_only_prints_is_validated_by_its_output(tmp_path: Path, candidate: str, status: str, says: str):
+    """No output file, no GPU results: the printed verdict, checksum and exit code judge it."""
+    from runner.evaluation.measure import validate
+
+    (tmp_path / "c.yml").write_text(
+        "app:\n  run: '{exe} {config}'\n  configurations: [small, large]\n  seeds: [1]\n"
+        "  gpu_results: {compare: 'off'}\n"
+        "  stdout: {pass_pattern: 'Test passed', fail_pattern: 'FAIL', values: 'checksum = ([-0-9.eE+]+)', "
+        "rtol: 1.0e-6}\n")
+    lc = load_config(tmp_path / "c.yml")
+    base = _script(tmp_path / "base", 'echo "checksum = 10.0"; echo "Test passed"\n')
+    cand = _script(tmp_path / "cand", candidate + "\n")
+    v = validate(lc, base, cand, tmp_path / "work")
+    assert {c.status for c in v.cases} == {status} and v.passed == (status == "pass")
+    assert all(says in c.detail for c in v.cases) and v.cases[0].modes == ["stdout"]
+
+
+def test_a_baseline_that_fails_its_own_check_is_named(tmp_path: Path):
+    from runner.evaluation.measure import validate
+
+    (tmp_path / "c.yml").write_text("app:\n  run: '{exe}'\n  configurations: [default]\n"
+                                    "  gpu_results: {compare: 'off'}\n  stdout: {fail_pattern: 'FAILED'}\n")
+    exe = _script(tmp_path / "p", 'echo "3 of 4 tests FAILED"\n')
+    v = validate(load_config(tmp_path / "c.yml"), exe, exe, tmp_path / "work")
+    assert [(c.status, c.detail) for c in v.cases] == [
+        ("baseline-failed", "the output matches app.stdout.fail_pattern: '3 of 4 tests FAILED'")]

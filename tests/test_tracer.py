@@ -197,7 +197,11 @@ def test_timer_and_gpu_results_defaults_follow_the_config(tmp_path: Path):
     assert can_run_here(only_prints) == (True, "")  # its build is not nvcc's: no GPU is asked for
     unchecked = cfg("app:\n  build: 'true {exe}'\n  run: '{exe}'\n  gpu_results: {compare: 'off'}\n")
     assert can_run_here(unchecked) == (False, "nothing would validate a candidate: declare app.outputs, or let the "
-                                              "tracer compare the program's GPU results (app.gpu_results.compare)")
+                                              "tracer compare the program's GPU results (app.gpu_results.compare), "
+                                              "or check its output (app.stdout)")
+    printed = cfg("app:\n  build: 'true {exe}'\n  run: '{exe}'\n  gpu_results: {compare: 'off'}\n"
+                  "  stdout: {pass_pattern: PASS}\n")
+    assert can_run_here(printed) == (True, "")
 
 
 def test_traced_times_need_complete_records(tmp_path: Path):

@@ -65,6 +65,22 @@ class GpuResultsSpec(_Strict):
         default=256 << 20, description="bytes of results kept per process for tolerance mode (beyond: mismatch)")
 
 
+class StdoutSpec(_Strict):
+    """Checks of what the program prints (stdout and stderr together), for programs that check
+    themselves and print the verdict or a checksum rather than write a file."""
+
+    pass_pattern: str | None = Field(default=None, description="regex the output must match, e.g. 'Test passed'")
+    fail_pattern: str | None = Field(default=None, description="regex the output must not match, e.g. "
+                                     "'FAIL|[Mm]ismatch|[Ee]rror'")
+    values: str | None = Field(default=None, description="regex with one group: the numbers it captures, in order, "
+                               "must equal the baseline's within rtol/atol (checksums, residuals)")
+    rtol: Annotated[float, Field(ge=0)] = 0.0
+    atol: Annotated[float, Field(ge=0)] = 0.0
+
+    def configured(self) -> bool:
+        return any((self.pass_pattern, self.fail_pattern, self.values))
+
+
 class AppConfig(_Strict):
     """The application under optimization.
 
@@ -93,6 +109,7 @@ class AppConfig(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [1])
     outputs: list[OutputSpec] = Field(default_factory=list)
     gpu_results: GpuResultsSpec = Field(default_factory=GpuResultsSpec)
+    stdout: StdoutSpec = Field(default_factory=StdoutSpec)
     kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels) whose "
                                 "definitions the model may edit, e.g. __device__ helpers they call")
@@ -327,6 +344,18 @@ def semantic_problems(cfg: Config) -> list[str]:
                 out.append(f"app.kernel_time_regex: needs exactly one group around the number (and optionally one "
                            f"named `unit`), e.g. 'kernel_ms=([0-9.]+)' or 'time: ([0-9.]+) ?(?P<unit>ms|us|s)'; "
                            f"it has {groups}")
+    for key in ("pass_pattern", "fail_pattern", "values"):
+        pattern = getattr(app.stdout, key)
+        if pattern is None:
+            continue
+        try:
+            groups = re.compile(pattern).groups
+        except re.error as e:
+            out.append(f"app.stdout.{key}: not a valid regular expression ({e})")
+            continue
+        if key == "values" and groups != 1:
+            out.append(f"app.stdout.values: needs exactly one group around the number, e.g. 'checksum = ([-0-9.eE+]+)'"
+                       f"; it has {groups}")
     if ev.timer == "app" and not app.kernel_time_regex:
         out.append("evaluation.timer: 'app' reads the time the program prints: set app.kernel_time_regex too, or "
                    "use 'tracer'")

@@ -113,9 +113,9 @@ def can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
     app = lc.config.app
     if not app.build or not app.run:
         return False, "app.build and app.run are needed to validate and time a candidate"
-    if not app.outputs and app.gpu_results.compare == "off":
+    if not app.outputs and app.gpu_results.compare == "off" and not app.stdout.configured():
         return False, ("nothing would validate a candidate: declare app.outputs, or let the tracer compare the "
-                       "program's GPU results (app.gpu_results.compare)")
+                       "program's GPU results (app.gpu_results.compare), or check its output (app.stdout)")
     if "nvcc" in Path(build_compiler(lc) or "").name:
         try:
             detect_gpu(lc.config.profiling.nvidia_smi)

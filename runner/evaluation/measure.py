@@ -11,6 +11,7 @@ is killed at the app's timeout and recorded as failed.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import shlex
@@ -22,7 +23,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from runner.base.config import AppConfig, GpuResultsSpec, LoadedConfig, OutputSpec
+from runner.base.config import AppConfig, GpuResultsSpec, LoadedConfig, OutputSpec, StdoutSpec
 from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
@@ -293,7 +294,8 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
     spec = lc.config.app.gpu_results
     keep = spec.keep_bytes if mode == "tolerance" else 0
     case = CaseResult(configuration=cfg, seed=seed, status="pass",
-                      modes=[s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if library else []))
+                      modes=[s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if library else [])
+                      + (["stdout"] if lc.config.app.stdout.configured() else []))
     base_out = work / f"baseline-{tag}.out"
     env = child_environment(lc.config.app.env)
 
@@ -306,6 +308,15 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
     b, base_results = execute(baseline_exe, base_out, "baseline")
     if b.returncode != 0:
         case.status, case.detail = "baseline-failed", _why(b)
+        return case
+    printed = lc.config.app.stdout
+    ok, why = check_output(b.stdout, printed)
+    if not ok:
+        case.status, case.detail = "baseline-failed", why
+        return case
+    base_values = printed_values(b.stdout, printed) if printed.values else None
+    if printed.values and not base_values:
+        case.status, case.detail = "baseline-failed", f"app.stdout.values {printed.values!r} found no value"
         return case
     if library is not None and not lc.config.app.outputs and not any(t.results for t in base_results):
         case.status = "baseline-failed"
@@ -324,6 +335,10 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
             return case
         if r.returncode != 0:
             case.status, case.detail = "failed", _why(r)
+            return case
+        ok, why = check_output(r.stdout, printed, base_values)
+        if not ok:
+            case.status, case.detail = ("mismatch" if why.startswith("app.stdout.values") else "failed"), why
             return case
         results.append([(o, p.read_bytes() if p.exists() else None) for o, p in _outputs(lc, out)])
         gpu_results.append(traced)
@@ -347,6 +362,35 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
         if not ok:
             case.status, case.detail = "mismatch", why
     return case
+
+
+def printed_values(text: str, spec: StdoutSpec) -> list[float]:
+    """The numbers app.stdout.values captures, in the order printed."""
+    out = []
+    for m in re.finditer(spec.values or "", text):
+        try:
+            out.append(float(m.group(1).replace(",", "")))
+        except ValueError:
+            out.append(math.nan)  # compared as a mismatch: nan equals nothing
+    return out
+
+
+def check_output(text: str, spec: StdoutSpec, baseline: list[float] | None = None) -> tuple[bool, str]:
+    """The program's printed verdict: fail_pattern nowhere, pass_pattern somewhere, and (with
+    `baseline`, the baseline's printed values) the same values within rtol/atol."""
+    if spec.fail_pattern and (m := re.search(spec.fail_pattern, text)):
+        line = text[text.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0].strip()
+        return False, f"the output matches app.stdout.fail_pattern: {line[:200]!r}"
+    if spec.pass_pattern and not re.search(spec.pass_pattern, text):
+        return False, f"the output does not match app.stdout.pass_pattern {spec.pass_pattern!r}"
+    if spec.values and baseline is not None:
+        got = printed_values(text, spec)
+        if len(got) != len(baseline):
+            return False, f"app.stdout.values: {len(got)} values printed, the baseline printed {len(baseline)}"
+        for i, (c, b) in enumerate(zip(got, baseline, strict=True)):
+            if not abs(c - b) <= spec.atol + spec.rtol * abs(b):
+                return False, f"app.stdout.values: value {i + 1} is {c!r}, the baseline's {b!r}"
+    return True, ""
 
 
 def _why(r: RunOutcome) -> str:
