@@ -112,6 +112,14 @@ RULES = [
      "app.stdout.values: needs exactly one group around the number"),
     ("app:\n  name: a\n  workdir: prog\n  stdout: {fail_pattern: 'FAIL('}\n",
      "app.stdout.fail_pattern: not a valid regular expression"),
+    ("app:\n  name: a\n  workdir: prog\n  sources: [k.cu]\n  run: '{exe} {n*scale} {iters}'\n"
+     "  configurations:\n    small: {n: 1024, iters: 10}\n    large: {n: 65536, iters: 10}\n", None),
+    ("app:\n  name: a\n  workdir: prog\n  run: '{exe} {n}'\n  configurations:\n    small: {n: 1}\n    large: {}\n",
+     "app.run: placeholder {n} has no value in configuration(s) large"),
+    ("app:\n  name: a\n  workdir: prog\n  build: 'nvcc -o {exe} -DN={n} k.cu'\n  configurations: {small: {n: 1}}\n",
+     "app.build: unknown placeholder {n}"),
+    ("app:\n  name: a\n  workdir: prog\n  configurations: {small: {seed: 1}}\n",
+     "app.configurations: seed is a built-in placeholder"),
     ("", "the file is empty"),
 ]
 

@@ -459,3 +459,19 @@ def test_a_baseline_that_fails_its_own_check_is_named(tmp_path: Path):
     v = validate(load_config(tmp_path / "c.yml"), exe, exe, tmp_path / "work")
     assert [(c.status, c.detail) for c in v.cases] == [
         ("baseline-failed", "the output matches app.stdout.fail_pattern: '3 of 4 tests FAILED'")]
+
+
+def test_configurations_give_their_own_values_and_a_self_seeding_program_runs_once(tmp_path: Path):
+    from runner.evaluation.measure import validate
+
+    (tmp_path / "c.yml").write_text(
+        "app:\n  run: '{exe} {n} {iters}'\n  seeds: [1, 2, 3]\n  gpu_results: {compare: 'off'}\n"
+        "  stdout: {values: 'sum=([0-9]+)'}\n"
+        "  configurations:\n    small: {n: 1024, iters: 10}\n    large: {n: 65536, iters: 20}\n")
+    lc = load_config(tmp_path / "c.yml")
+    log = tmp_path / "args.log"
+    exe = _script(tmp_path / "p", f'echo "$@" >> {log}; echo "sum=$1"\n')
+    v = validate(lc, exe, exe, tmp_path / "work")
+    assert v.passed and [(c.configuration, c.seed) for c in v.cases] == [("small", 1), ("large", 1)]
+    # per configuration: the baseline once and the candidate twice, with that configuration's values
+    assert log.read_text().splitlines() == ["1024 10"] * 3 + ["65536 20"] * 3

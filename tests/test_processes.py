@@ -111,3 +111,12 @@ def test_the_same_build_is_done_once_with_a_build_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("OPTIMAS_BUILD_CACHE")
     compile_candidate(lc, {}, "sm_90")
     assert count.read_text().count("built") == 3  # no cache: every build runs
+
+
+def test_a_size_scales_with_the_scale_placeholder():
+    from runner.base.processes import render
+
+    argv = render("{exe} -n {n*scale} -t {t*scale} {iters}", exe="app", n="1000", t="0.5", scale=0.25, iters=3)
+    assert argv == ["app", "-n", "250", "-t", "0.125", "3"]
+    with pytest.raises(ProfilingError, match=r"unknown placeholder \{m\*scale\}"):
+        render("{exe} {m*scale}", exe="app", scale=1)

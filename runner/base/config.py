@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.base.errors import ConfigError
+from runner.base.processes import product_placeholder
 
 DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
 # The diagnostic configurations of the paper, in the ablation's order ("none": code only).
@@ -104,7 +105,12 @@ class AppConfig(_Strict):
                                     "hot-kernel run (default: run)")
     time_run: str | None = Field(default=None, description="run command that is timed (default: run), e.g. run "
                                  "without the program's own CPU check")
-    configurations: list[str] = Field(default_factory=list, description="named problem configurations")
+    configurations: list[str] = Field(default_factory=list, description="named problem configurations; or a "
+                                      "mapping of each name to the values of its own placeholders, "
+                                      "e.g. {small: {n: 1024}, large: {n: 65536}} for a run of '{exe} {n}'")
+    # Filled from the mapping form of `configurations` (may also be given directly).
+    configuration_values: dict[str, dict[str, Annotated[str, Field(pattern=r"^[^{}]*$")] | int | float]] = Field(
+        default_factory=dict)
     profile_configuration: str | None = Field(default=None, description="the one profiled (default: first)")
     seeds: list[int] = Field(default_factory=lambda: [1])
     outputs: list[OutputSpec] = Field(default_factory=list)
@@ -123,6 +129,25 @@ class AppConfig(_Strict):
     kernel_time_unit: Literal["ms", "us", "s", "ns"] = "ms"  # of the printed times, where no `unit` group says
     # A program may print several times (per kernel, per iteration): their sum, mean, first or last.
     kernel_time_aggregate: Literal["sum", "mean", "first", "last"] = "sum"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _configurations_as_mapping(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("configurations"), dict):
+            data = dict(data)
+            mapping = data.pop("configurations")
+            data["configurations"] = list(mapping)
+            data["configuration_values"] = {**{k: v if v is not None else {} for k, v in mapping.items()},
+                                            **data.get("configuration_values", {})}
+        return data
+
+    def values(self, configuration: str) -> dict[str, str]:
+        """The placeholder values of one configuration ({config} is its name)."""
+        return {k: str(v) for k, v in self.configuration_values.get(configuration, {}).items()}
+
+    def uses_seed(self) -> bool:
+        """Whether any run command passes {seed}: without it every seed is the same run."""
+        return any("{seed}" in (t or "") for t in (self.run, self.time_run, self.profile_run))
 
 
 class ProfilesConfig(_Strict):
@@ -307,13 +332,27 @@ PLACEHOLDERS = ("exe", "arch", "lineinfo", "config", "seed", "scale", "out")
 NETWORK_BACKENDS = ("openai", "gemini", "ollama")
 
 
-def _template_problems(key: str, template: str) -> list[str]:
+def _template_problems(key: str, template: str, app: AppConfig | None = None) -> list[str]:
+    """Unknown placeholders of one template; with `app`, each configuration's own values count too
+    (every configuration must give each one), and products like {n*scale}."""
     try:
         names = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
     except ValueError as e:
         return [f"{key}: {e} (write {{{{ and }}}} for literal braces)"]
-    known = ", ".join("{" + n + "}" for n in PLACEHOLDERS)
-    return [f"{key}: unknown placeholder {{{n}}}; known: {known}" for n in names if n not in PLACEHOLDERS]
+    own = sorted({k for v in app.configuration_values.values() for k in v}) if app else []
+    known = ", ".join("{" + n + "}" for n in [*PLACEHOLDERS, *own])
+    out = []
+    for n in names:
+        factors = product_placeholder(n) or (n,)
+        for f in factors:
+            if f in PLACEHOLDERS:
+                continue
+            lacking = [c for c in (app.configurations if app else []) if f not in app.configuration_values.get(c, {})]
+            if f not in own:
+                out.append(f"{key}: unknown placeholder {{{n}}}; known: {known}")
+            elif lacking:
+                out.append(f"{key}: placeholder {{{n}}} has no value in configuration(s) {', '.join(lacking)}")
+    return out
 
 
 def semantic_problems(cfg: Config) -> list[str]:
@@ -321,11 +360,19 @@ def semantic_problems(cfg: Config) -> list[str]:
     its key path and the fix."""
     out: list[str] = []
     app, ev, llm = cfg.app, cfg.evaluation, cfg.llm
-    for key in ("build", "run", "profile_run", "time_run"):
+    if app.build:
+        out += _template_problems("app.build", app.build)  # one build for every configuration
+    for key in ("run", "profile_run", "time_run"):
         if getattr(app, key):
-            out += _template_problems(f"app.{key}", getattr(app, key))
+            out += _template_problems(f"app.{key}", getattr(app, key), app)
     for i, o in enumerate(app.outputs):
-        out += _template_problems(f"app.outputs.{i}.path", o.path)
+        out += _template_problems(f"app.outputs.{i}.path", o.path, app)
+    extra = sorted(set(app.configuration_values) - set(app.configurations))
+    if extra:
+        out.append(f"app.configuration_values: {', '.join(extra)} not in app.configurations")
+    clash = sorted({k for v in app.configuration_values.values() for k in v if k in PLACEHOLDERS})
+    if clash:
+        out.append(f"app.configurations: {', '.join(clash)} is a built-in placeholder; name the value otherwise")
     dupes = sorted({c for c in app.configurations if app.configurations.count(c) > 1})
     if dupes:
         out.append(f"app.configurations: {', '.join(dupes)} listed more than once")

@@ -145,10 +145,33 @@ class CommandResult:
         return entry
 
 
+_PRODUCT = re.compile(r"^\s*(\w+)\s*\*\s*(\w+)\s*$")
+
+
+def product_placeholder(key: str) -> tuple[str, str] | None:
+    """`{n*scale}`: the two names a product placeholder multiplies, else None."""
+    m = _PRODUCT.match(key)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 class _Placeholders(dict):
     def __missing__(self, key: str) -> str:
+        names = product_placeholder(key)
+        if names and all(n in self for n in names):
+            a, b = (_number(self[n]) for n in names)
+            if a is not None and b is not None:
+                # a whole size times a scale stays a whole size (rounded): {n*scale}
+                whole = re.fullmatch(r"-?\d+", self[names[0]].strip())
+                return str(round(a * b)) if whole else f"{a * b:g}"
         raise ProfilingError(f"unknown placeholder {{{key}}} in a command template; known: "
-                             f"{', '.join('{' + k + '}' for k in sorted(self))}")
+                             f"{', '.join('{' + k + '}' for k in sorted(self))} (and products like {{n*scale}})")
 
 
 def render(template: str, **values: object) -> list[str]:

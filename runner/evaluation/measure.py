@@ -272,8 +272,9 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
                                   "the files it writes in app.outputs, or set app.gpu_results.compare: off to judge "
                                   "candidates by their exit code alone") from None
     cases = []
+    seeds = app.seeds if app.uses_seed() else app.seeds[:1]  # a program that seeds itself: one run is enough
     for cfg in app.configurations:
-        for seed in app.seeds:
+        for seed in seeds:
             traces = work / f"traces-{cfg}-{seed}"
             try:
                 cases.append(_validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces))
@@ -283,7 +284,8 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
 
 
 def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[str]:
-    return render(lc.config.app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="")
+    app = lc.config.app
+    return render(app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="", **app.values(cfg))
 
 
 def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None,
@@ -431,7 +433,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
 
     def argv(exe: Path) -> list[str]:
         return render(template, exe=exe, config=cfg, seed=app.seeds[0], scale=1, out=os.devnull, arch="",
-                      lineinfo="")
+                      lineinfo="", **app.values(cfg))
 
     env = child_environment(app.env)
     samples: dict[str, list[float]] = {"b": [], "c": [], "bw": [], "cw": []}

@@ -107,7 +107,8 @@ class ProfilingAgent:
     def _app_argv(self, exe: Path, scale: float = 1.0) -> list[str]:
         app = self.cfg.app
         return render(app.profile_run or app.run, exe=exe, config=self.configuration, seed=app.seeds[0],
-                      scale=scale, out=self.dir / "outputs" / "profiled.out", arch=self.gpu.arch, lineinfo="")
+                      scale=scale, out=self.dir / "outputs" / "profiled.out", arch=self.gpu.arch, lineinfo="",
+                      **app.values(self.configuration))
 
     def _record(self, entry: dict) -> None:
         """One command in the run's manifest, saved at once (a run that dies later keeps it)."""
