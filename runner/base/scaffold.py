@@ -127,7 +127,7 @@ def inspect(root: Path) -> Project:
     return Project(root, files, kernels, mains, build, kind, notes)
 
 
-def render_config(p: Project, name: str, run_args: str = "", build: str | None = None, workdir: str = ".") -> str:
+def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".") -> str:
     """The commented optimas.yml for project `p` (`workdir`: the project folder, relative to where
     the file goes)."""
     run = "{exe}" + (f" {run_args}" if run_args else "")
@@ -137,16 +137,16 @@ def render_config(p: Project, name: str, run_args: str = "", build: str | None =
         "app:",
         f"  name: {_q(name)}",
         f"  workdir: {_q(workdir)}",
-        f"  # The files that define the {len(p.kernels)} kernels found ({', '.join(p.kernels[:8])}"
-        f"{', ...' if len(p.kernels) > 8 else ''}). Local headers they include are followed",
-        "  # (two levels): device helpers there are shown to the model too.",
+        f"  # The files that define the {len(p.kernels)} kernels found: {', '.join(p.kernels[:6])}"
+        f"{', ...' if len(p.kernels) > 6 else ''}.",
+        "  # Local headers they include are followed (two levels): device helpers there are shown too.",
         f"  sources: [{', '.join(_q(f) for f in p.kernel_files)}]",
     ]
     lines += [f"  # build ({p.build_kind}): {note}" for note in p.notes]
     lines += [
         "  # Placeholders: {exe} the binary to make or run, {arch} the GPU's architecture (sm_90),",
         "  # {lineinfo} -lineinfo in profiling builds; {config} {seed} {scale} {out} in run commands.",
-        f"  build: {_q(build or p.build)}",
+        f"  build: {_q(p.build)}",
         "  # `run` is validated: its exit code and the results it copies from the GPU (the CUPTI tracer",
         "  # compares them bit for bit with the original's). `time_run` is timed and `profile_run` runs",
         "  # under the profiler; both default to `run`.",
@@ -165,11 +165,13 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
     """Inspect root, check the config it gives as check-config would, and write it to `out` (never
     over an existing file unless `force`). Returns what was found and the text written."""
     project = inspect(root)
+    if build:  # the user's own command: what was guessed about the build does not apply
+        project.build, project.build_kind, project.notes = build, "the command given", []
     if out.exists() and not force:
         raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
     where = out.resolve()
     workdir = os.path.relpath(root.resolve(), where.parent)
-    text = render_config(project, name or root.resolve().name, run_args, build, workdir)
+    text = render_config(project, name or root.resolve().name, run_args, workdir)
     cfg = parse_config(text, where)
     lc = LoadedConfig(path=where, config=cfg, sha256="")
     problems = path_problems(lc)
