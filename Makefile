@@ -1,6 +1,8 @@
 # Set-up and everyday commands. Everything runs from a local virtual environment (.venv).
 PYTHON ?= python3
 VENV   := .venv
+# One more test worker than cores: some tests wait (timeouts, workers, servers) while others compile.
+WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PY     := $(VENV)/bin/python
 
 .PHONY: venv demo test bench clean
@@ -18,10 +20,11 @@ demo: venv
 	$(PY) run.py --config config.yml
 
 # Tests run on every core (pytest-xdist), then the timing tests alone (their verdicts need a quiet
-# CPU); `$(PY) -m pytest -q` runs everything one at a time.
+# CPU), sharing one build cache; `$(PY) -m pytest -q` runs everything one at a time.
 test: venv
-	$(PY) -m pytest -q -n auto -m "not timing"
-	$(PY) -m pytest -q -m timing
+	cache=$$(mktemp -d) && export OPTIMAS_TEST_BUILD_CACHE=$$cache && \
+	$(PY) -m pytest -q -n $(WORKERS) -m "not timing" && $(PY) -m pytest -q -m timing; \
+	rc=$$?; rm -rf $$cache; exit $$rc
 
 bench: venv
 	$(PY) benchmarks/bench_analysis.py

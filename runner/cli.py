@@ -241,9 +241,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.base.gpu import target_arch
     from runner.base.workspace import read_included, read_sources, workspace_dirs
-    from runner.proposal.compiler import build
     from runner.proposal.prompt import build_prompt
-    from runner.proposal.stage import check_sources
+    from runner.proposal.stage import check_sources, compile_candidate
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
@@ -253,7 +252,9 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     check_sources(lc, diag, files)
     resources = []
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
-        resources = build(lc, workdir, target_arch(lc)).resources
+        # the compiler feedback (K*) of the original, as the proposal stage gets it: a build in a copy
+        resources = compile_candidate(lc, files, target_arch(lc), run.stage_dir("prompt") / "original-build.log",
+                                      cache=run.build_cache).resources
     prompt = build_prompt(lc.config.app.name, diag, files, args.diagnostics or lc.config.evaluation.diagnostics,
                           resources, max_evidence_bytes=lc.config.analysis.max_prompt_bytes,
                           editable=lc.config.app.editable)

@@ -29,11 +29,14 @@ HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 @pytest.fixture(scope="session", autouse=True)
 def build_cache(tmp_path_factory):
     """Builds of the same sources, command and compiler are done once per test run, across xdist
-    workers: OPTIMAS_BUILD_CACHE, inherited by the CLI and worker processes the tests start."""
+    workers: OPTIMAS_BUILD_CACHE, inherited by the CLI and worker processes the tests start.
+    OPTIMAS_TEST_BUILD_CACHE names a folder to use instead (`make test` shares one between its two
+    pytest runs)."""
+    given = os.environ.get("OPTIMAS_TEST_BUILD_CACHE")
     # pytest-xdist gives each worker a base folder inside the run's own: the workers share the cache
     base = tmp_path_factory.getbasetemp()
-    path = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "build-cache"
-    path.mkdir(exist_ok=True)
+    path = Path(given) if given else (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "build-cache"
+    path.mkdir(parents=True, exist_ok=True)
     old = os.environ.get("OPTIMAS_BUILD_CACHE")
     os.environ["OPTIMAS_BUILD_CACHE"] = str(path)
     yield path
