@@ -9,6 +9,9 @@ evaluate, re-profile the candidate), once per setup:
 Writes iteration-time.json and iteration-time.md after every app.
 
 Usage: python3 benchmarks/bench_iteration.py [--apps stream,accuracy] [--setups tracer,ncu] [--out DIR]
+       python3 benchmarks/bench_iteration.py --apps benchmarks/external/cuda-samples/Samples/0_Introduction/matrixMul/optimas.yml
+(an app is a benchmark app's name or any optimas.yml; the third-party programs under
+benchmarks/external are run the same way)
 """
 
 from __future__ import annotations
@@ -46,9 +49,14 @@ def profile_steps(manifest: dict) -> dict[str, float]:
     return {k: round(v, 1) for k, v in out.items()}
 
 
+def config_of(app: str) -> Path:
+    """A benchmark app's config (`stream`), or any config file's path."""
+    return Path(app) if app.endswith((".yml", ".yaml")) else BENCH / app / "optimas.yml"
+
+
 def one(app: str, setup: str, runs: Path) -> dict:
     """One `optimas run` of `app` under `setup`, with its stage and step times."""
-    original = BENCH / app / "optimas.yml"
+    original = config_of(app)
     cfg = yaml.safe_load(original.read_text())
     for section, values in SETUPS[setup].items():
         cfg.setdefault(section, {}).update(values)
@@ -59,7 +67,8 @@ def one(app: str, setup: str, runs: Path) -> dict:
         code, _, err, wall = cli("run", "--config", str(variant), "--runs-dir", str(runs), timeout=900)
     finally:
         variant.unlink()
-    entry: dict = {"app": app, "setup": setup, "exit": code, "wall_s": round(wall, 1)}
+    entry: dict = {"app": app if not app.endswith((".yml", ".yaml")) else original.parent.name, "setup": setup,
+                   "exit": code, "wall_s": round(wall, 1)}
     if code != 0:
         return entry | {"error": err[-1500:]}
     run = sorted(p for p in runs.iterdir() if p.is_dir())[-1]
@@ -72,6 +81,17 @@ def one(app: str, setup: str, runs: Path) -> dict:
         entry["verdict"] = e.get("verdict")
         entry["timed_pairs"] = [len(t["baseline"]) for t in e.get("timings") or []]  # per configuration
         entry["metric"] = (e.get("timing") or {}).get("metric")
+        timing = (e.get("timing") or {}).get("result") or {}
+        entry["improvement"] = [timing.get(k) for k in ("improvement", "ci_low", "ci_high")] if timing else None
+        validation = e.get("validation") or {}
+        entry["validation"] = sorted({f"{c['status']}" + (f": {c['detail'][:120]}" if c.get("detail") else "")
+                                      for c in validation.get("cases", [])})
+        entry["validation_modes"] = sorted({m for c in validation.get("cases", []) for m in c.get("modes", [])})
+        ear = e.get("ear") or {}
+        entry["ear"] = {k: ear.get(k) for k in ("coverage", "localization", "directional", "correct")}
+    loop = run / "evaluation" / "loop.json"
+    if loop.is_file():
+        entry["stopped_because"] = json.loads(loop.read_text()).get("stopped_because")
     again = sorted(p for p in (run / "iterations").glob("*") if p.is_dir()) if (run / "iterations").is_dir() else []
     entry["timing_build_cached"] = [c.get("cached") for c in manifest.get("commands", []) if c["name"] == "build-timing"]
     if again:
@@ -116,7 +136,7 @@ def main() -> int:
     for app in filter(None, args.apps.split(",")):
         for setup in filter(None, args.setups.split(",")):
             t0 = time.monotonic()
-            results.append(one(app, setup, args.runs / f"{setup}-{app}"))
+            results.append(one(app, setup, args.runs / f"{setup}-{config_of(app).parent.name}"))
             print(json.dumps({k: results[-1].get(k) for k in ("app", "setup", "exit", "wall_s")}) +
                   f" ({time.monotonic() - t0:.0f} s)", flush=True)
             (args.out / "iteration-time.json").write_text(json.dumps({"command": command, "results": results},
