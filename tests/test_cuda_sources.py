@@ -198,3 +198,18 @@ def test_overloaded_kernels_keep_their_interfaces():
     assert [v.rule for v in apply_proposal(proposal([params]), files, editable).violations] == ["signature-changed"]
     gone = Edit(file="k.cu", start_line=15, end_line=15, new_text="", cites=["S1"])
     assert [v.rule for v in apply_proposal(proposal([gone]), files, editable).violations] == ["kernel-removed"]
+
+
+def test_compiler_feedback_is_of_the_template_instance_that_ran():
+    from runner.proposal.compiler import KernelResources
+    from runner.proposal.prompt import compiler_evidence
+
+    # as c++filt spells ptxas's entries, for two instances of one template
+    resources = [KernelResources(kernel=f"void reduce<float, {b}u>(float const*, float*, int)", registers=r,
+                                 shared_bytes=4 * b, stack_bytes=0, spill_store_bytes=0, spill_load_bytes=0)
+                 for b, r in ((128, 18), (256, 32))]
+    (k,) = compiler_evidence(resources, ["void reduce<float, 256U>(const T1 *, T1 *, int)"])
+    assert k.kernel == "reduce" and k.resources.registers == 32 and "1024 B static shared memory" in k.text
+    (other,) = compiler_evidence(resources, ["void reduce<double, 64U>(const T1 *, T1 *, int)"])
+    assert other.resources.registers == 18  # no such instance built: the first of that name
+    assert compiler_evidence(resources, ["scale(float *, int)"]) == []

@@ -5,6 +5,7 @@ response format. Prompts are Jinja2 templates under runner/proposal/templates/ (
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jinja2
@@ -74,19 +75,27 @@ class Prompt(BaseModel):
         return (len(self.system) + len(self.user)) // 4
 
 
+def _instance(name: str) -> tuple[str, tuple[str, ...]]:
+    """A kernel's name and template arguments, spelled alike by ncu and c++filt (`256U`, `256u` -> `256`)."""
+    return kernel_base_name(name), tuple(re.sub(r"(?<=\d)[uUlL]+$", "", re.sub(r"\s+", "", a))
+                                         for a in template_arguments(name))
+
+
 def compiler_evidence(resources: list[KernelResources], kernels: list[str]) -> list[KEvidence]:
-    """K* items for the given kernels (matched by function name)."""
+    """K* items for the given kernels: ptxas's figures of the same template instance when the
+    build has it, else of the first kernel of that name."""
     out = []
     for k in kernels:
-        base = short_kernel_name(k).split("<")[0].split("::")[-1]
-        for r in resources:
-            if short_kernel_name(r.kernel).split("<")[0].split("::")[-1] == base:
-                spills = (f"{r.spill_store_bytes} B spill stores, {r.spill_load_bytes} B spill loads"
-                          if r.spill_store_bytes or r.spill_load_bytes else "no spills")
-                text = (f"{r.registers} registers per thread, {r.shared_bytes} B static shared memory, "
-                        f"{r.stack_bytes} B stack frame, {spills} (ptxas)")
-                out.append(KEvidence(id=f"K{len(out) + 1}", kernel=base, text=text, resources=r))
-                break
+        base, args = _instance(k)
+        same = [r for r in resources if _instance(r.kernel)[0] == base]
+        if not same:
+            continue
+        r = min(same, key=lambda r: _instance(r.kernel)[1] != args)  # the exact instance, else the first
+        spills = (f"{r.spill_store_bytes} B spill stores, {r.spill_load_bytes} B spill loads"
+                  if r.spill_store_bytes or r.spill_load_bytes else "no spills")
+        text = (f"{r.registers} registers per thread, {r.shared_bytes} B static shared memory, "
+                f"{r.stack_bytes} B stack frame, {spills} (ptxas)")
+        out.append(KEvidence(id=f"K{len(out) + 1}", kernel=base, text=text, resources=r))
     return out
 
 
