@@ -192,3 +192,14 @@ def test_a_mig_instance_builds_for_the_gpu_it_belongs_to(tmp_path: Path, monkeyp
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-eeee5555-0000")
     with pytest.raises(ProfilingError, match="names no MIG instance"):
         detect_gpu(str(smi))
+
+
+def test_counter_runs_sweep_sizes_only_when_the_program_can_be_scaled():
+    from runner.base.config import parse_config
+    from runner.profiling.agent import counter_scales
+
+    sweep = [0.25, 0.5, 0.75, 1.0, 1.5, 2.0]
+    assert counter_scales(parse_config("app: {run: '{exe} 1024'}\n", "x.yml")) == [1.0]
+    assert counter_scales(parse_config("app: {run: '{exe} --scale {scale}'}\n", "x.yml")) == sweep
+    scaled = "app: {run: '{exe} {n}', profile_run: '{exe} {n*scale}', configurations: {a: {n: 4}}}\n"
+    assert counter_scales(parse_config(scaled, "x.yml")) == sweep

@@ -19,17 +19,19 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import string
 import time
 from pathlib import Path
 
 import pandas as pd
 
 from runner.analysis.hot import select_hot_kernels
-from runner.base.config import LoadedConfig
+from runner.base.config import Config, LoadedConfig
 from runner.base.cuda_source import kernel_key
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
-from runner.base.processes import CommandResult, child_environment, render, run_command, run_process
+from runner.base.processes import (CommandResult, child_environment, product_placeholder, render, run_command,
+                                   run_process)
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.profiling.model import short_kernel_name
@@ -45,6 +47,15 @@ PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVG
              "all users profile: add 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' to a file in "
              "/etc/modprobe.d/ and reload the nvidia module (or reboot); in a container, start it with "
              "--cap-add=SYS_ADMIN. See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+
+
+def counter_scales(cfg: Config) -> list[float]:
+    """The problem-size factors of the counter runs: profiling.counter_scales when the profiled
+    command passes {scale} (alone or as {n*scale}), else only 1 (the runs would all be the same)."""
+    template = cfg.app.profile_run or cfg.app.run or ""
+    names = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    scaled = any(n == "scale" or "scale" in (product_placeholder(n) or ()) for n in names)
+    return list(cfg.profiling.counter_scales) if scaled else [1.0]
 
 
 def check_ncu_output(result: CommandResult, log: Path, what: str) -> None:
@@ -208,7 +219,12 @@ class ProfilingAgent:
         sections = [a for s in prof.counter_sections for a in ("--section", s)]
         cdir = self.dir / "counters"
         cdir.mkdir(exist_ok=True)
-        for scale in prof.counter_scales:
+        scales = counter_scales(self.cfg)
+        if len(scales) < len(prof.counter_scales):
+            which = "app.profile_run" if app.profile_run else "app.run"
+            self.progress(f"{which} takes no {{scale}}: one counter run instead of a sweep of problem sizes (eOMP "
+                          "needs the sweep: pass {scale}, or {n*scale} for a size n, to the program)")
+        for scale in scales:
             # ncu appends .ncu-rep to -o; a dot in the name ("scale_0.25") would read as a suffix.
             out = cdir / f"scale_{scale:g}".replace(".", "_")
             argv = [ncu, "--clock-control", "none", *self._kernel_filter(hot[:1], mangled),
