@@ -9,7 +9,8 @@ evaluate, re-profile the candidate), once per setup:
 Writes iteration-time.json and iteration-time.md after every app.
 
 Usage: python3 benchmarks/bench_iteration.py [--apps stream,accuracy] [--setups tracer,ncu] [--out DIR]
-       python3 benchmarks/bench_iteration.py --apps benchmarks/external/cuda-samples/Samples/0_Introduction/matrixMul/optimas.yml
+       python3 benchmarks/bench_iteration.py \
+           --apps benchmarks/external/cuda-samples/Samples/0_Introduction/matrixMul/optimas.yml
 (an app is a benchmark app's name or any optimas.yml; the third-party programs under
 benchmarks/external are run the same way)
 """
@@ -93,7 +94,8 @@ def one(app: str, setup: str, runs: Path) -> dict:
     if loop.is_file():
         entry["stopped_because"] = json.loads(loop.read_text()).get("stopped_because")
     again = sorted(p for p in (run / "iterations").glob("*") if p.is_dir()) if (run / "iterations").is_dir() else []
-    entry["timing_build_cached"] = [c.get("cached") for c in manifest.get("commands", []) if c["name"] == "build-timing"]
+    entry["timing_build_cached"] = [c.get("cached") for c in manifest.get("commands", [])
+                                    if c["name"] == "build-timing"]
     if again:
         again_manifest = json.loads((again[0] / "manifest.json").read_text())
         entry["reprofile_stages"] = stage_times(again[0])
@@ -109,7 +111,8 @@ def table(results: list[dict]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
         if r.get("exit") != 0:
-            lines.append(f"| {r['app']} | {r['setup']} | failed: {r.get('error', '')[-120:]!r} | | | | | {r['wall_s']} |")
+            error = r.get("error", "")[-120:]
+            lines.append(f"| {r['app']} | {r['setup']} | failed: {error!r} | | | | | {r['wall_s']} |")
             continue
         st, ps, ev = r["stages"], r["profile_steps"], r.get("evaluation_steps", {})
         prof = (f"{st.get('profile')} ({ps.get('build', 0)} / {ps.get('kernel durations', 0)} / "

@@ -54,7 +54,8 @@ def main() -> int:
     ap.add_argument("--timers", default="tracer,app", help="tracer, app (the program's own kernel_time_regex) or both")
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     args = ap.parse_args()
-    each_app(args.apps.split(","), lambda app, work: one_app(app, args.comparisons, args.configuration, args.timers.split(","), work),
+    each_app(args.apps.split(","), lambda app, work: one_app(app, args.comparisons, args.configuration,
+                                       args.timers.split(","), work),
              args.out / "tracer-precision.json",
              lambda res: {k: ({kk: vv for kk, vv in v.items() if kk != "rows"} if isinstance(v, dict) else v)
                           for k, v in res.items()})

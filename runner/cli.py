@@ -26,8 +26,15 @@ from pathlib import Path
 from typing import Sequence
 
 from runner.analysis.stage import has_profiles, profile_inputs
-from runner.base.config import (BACKENDS, DIAGNOSTICS, PROFILE_ROLES, LoadedConfig, load_config, path_problems,
-                                 semantic_problems)
+from runner.base.config import (
+    BACKENDS,
+    DIAGNOSTICS,
+    PROFILE_ROLES,
+    LoadedConfig,
+    load_config,
+    path_problems,
+    semantic_problems,
+)
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.gpu import can_run_here
 from runner.base.progress import progress_for

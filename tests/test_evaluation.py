@@ -427,7 +427,8 @@ def _script(path: Path, body: str) -> Path:
 
 @pytest.mark.parametrize("candidate, status, says", [
     ('echo "checksum = 10.0000001"; echo "Test passed"', "pass", ""),
-    ('echo "checksum = 10.5"; echo "Test passed"', "mismatch", "app.stdout.values: value 1 is 10.5, the baseline's 10.0"),
+    ('echo "checksum = 10.5"; echo "Test passed"', "mismatch",
+     "app.stdout.values: value 1 is 10.5, the baseline's 10.0"),
     ('echo "checksum = 10.0"; echo "Result = FAIL"', "failed", "matches app.stdout.fail_pattern: 'Result = FAIL'"),
     ('echo "checksum = 10.0"', "failed", "does not match app.stdout.pass_pattern"),
     ('echo "checksum = 10.0"; echo "checksum = 3"; echo "Test passed"', "mismatch", "2 values printed, the baseline"),

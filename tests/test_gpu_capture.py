@@ -116,6 +116,6 @@ def test_closed_loop_on_a_benchmark_app(tmp_path: Path):
     # built once: the profile's timing build is compiled, the candidate's re-profile takes the
     # evaluation's build of the same sources from the run's build cache
     (reprofiled, *_) = sorted(p for p in (run / "iterations").iterdir() if p.is_dir())
-    timing_builds = [[c for c in json.loads((r / "manifest.json").read_text())["commands"] if c["name"] == "build-timing"]
-                     for r in (run, reprofiled)]
+    timing_builds = [[c for c in json.loads((r / "manifest.json").read_text())["commands"]
+                      if c["name"] == "build-timing"] for r in (run, reprofiled)]
     assert [[c["cached"] for c in b] for b in timing_builds] == [[False], [True]]

@@ -155,7 +155,8 @@ def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: Propose
         "Applied": p.applied if p else [],
         "Ignored": [f"{w.suggestion}: {w.reason}" for w in p.withheld] if p else [],
         "Errors": [f"attempt {a.number}: {a.outcome}: {a.detail[:500]}" for a in proposed.attempts
-                   if a.outcome not in ("accepted", "no-change")] + ([result.reason] if result and result.reason else []),
+                   if a.outcome not in ("accepted", "no-change")]
+        + ([result.reason] if result and result.reason else []),
         "Base_RT": t.result.baseline_median if t else None,
         "Opt_RT": t.result.candidate_median if t else None,
         "RT_metric": t.metric if t else None,

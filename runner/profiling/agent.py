@@ -30,8 +30,14 @@ from runner.base.config import Config, LoadedConfig
 from runner.base.cuda_source import kernel_key
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
-from runner.base.processes import (CommandResult, child_environment, product_placeholder, render, run_command,
-                                   run_process)
+from runner.base.processes import (
+    CommandResult,
+    child_environment,
+    product_placeholder,
+    render,
+    run_command,
+    run_process,
+)
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.profiling.model import short_kernel_name

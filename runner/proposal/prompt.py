@@ -12,8 +12,15 @@ import jinja2
 from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics, render_markdown
-from runner.base.cuda_source import (Function, called_names, functions, kernel_base_name, kernel_by_name, numbered,
-                                     template_arguments)
+from runner.base.cuda_source import (
+    Function,
+    called_names,
+    functions,
+    kernel_base_name,
+    kernel_by_name,
+    numbered,
+    template_arguments,
+)
 from runner.base.errors import OptimasError
 from runner.profiling.model import short_kernel_name
 from runner.proposal.compiler import KernelResources
