@@ -146,3 +146,19 @@ def test_launches_are_weighted_by_duration():
     metrics = pd.DataFrame({"sm__throughput.avg.pct_of_peak_sustained_elapsed": [90.0, 10.0]})
     agg = aggregate_launches(metrics, pd.Series([3.0, 1.0]))
     assert agg.iloc[0] == pytest.approx(70.0)
+
+
+def test_the_headers_sm_clock_is_the_hot_kernels():
+    """Clocks move launch to launch: in this capture triad (launched first) ran at 1.93 GHz and
+    matmul, the hot kernel, at 1.97 GHz (issue #15, item 3)."""
+    from conftest import FIXTURES
+
+    from runner.analysis.evidence import diagnose
+    from runner.base.config import AnalysisConfig
+
+    profile = NcuReportReader().read(FIXTURES / "ncu-h200" / "probe_full.ncu-rep")
+    clocks = profile.metrics["sm__cycles_elapsed.avg.per_second"]
+    assert clocks.iloc[0] == pytest.approx(1.9336e9, rel=1e-4)  # the first launch: triad
+    diag = diagnose(profile, AnalysisConfig())
+    assert [k.kernel.split("(")[0] for k in diag.hot_kernels] == ["matmul"]
+    assert diag.gpu.sm_clock_hz == pytest.approx(1.9717e9, rel=1e-4)

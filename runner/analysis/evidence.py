@@ -64,13 +64,24 @@ class Diagnostics(BaseModel):
         return [k for k in self.kernels if k.hot]
 
 
-def _gpu_info(profile: Profile, rooflines: list[Roofline], metrics: pd.DataFrame) -> GpuInfo:
+def _gpu_info(profile: Profile, rooflines: list[Roofline], metrics: pd.DataFrame, hot: list[str] = ()) -> GpuInfo:
+    """The GPU as the hottest kernel saw it: clocks vary launch to launch (boost), so the clock is
+    the median over that kernel's launches, else over all of them."""
+    mine = (profile.launches["kernel"] == hot[0]).to_numpy() if hot and len(metrics) == len(profile.launches) \
+        else None
+
     def first(name: str) -> float | None:
         if name in metrics.columns and metrics[name].notna().any():
             return float(metrics[name].dropna().iloc[0])
         return None
 
-    info = GpuInfo(name=profile.device_name, sm_clock_hz=first("sm__cycles_elapsed.avg.per_second"))
+    def clock(name: str) -> float | None:
+        if name not in metrics.columns:
+            return None
+        values = metrics[name][mine].dropna() if mine is not None and mine.any() else metrics[name].dropna()
+        return float(values.median()) if len(values) else None
+
+    info = GpuInfo(name=profile.device_name, sm_clock_hz=clock("sm__cycles_elapsed.avg.per_second"))
     ccs = [c for c in profile.launches.get("cc", pd.Series(dtype=str)) if c]
     info.compute_capability = ccs[0] if ccs else None
     sm = first("launch__sm_count") or first("device__attribute_multiprocessor_count")
@@ -153,7 +164,7 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
     else:
         notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
 
-    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics), alpha=cfg.alpha, kernels=kernels,
+    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics, hot), alpha=cfg.alpha, kernels=kernels,
                        evidence=evidence, counter_selection=selection, notes=notes,
                        source_digests=source_digests(profile, hot))
 
