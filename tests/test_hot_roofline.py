@@ -162,3 +162,36 @@ def test_the_headers_sm_clock_is_the_hot_kernels():
     diag = diagnose(profile, AnalysisConfig())
     assert [k.kernel.split("(")[0] for k in diag.hot_kernels] == ["matmul"]
     assert diag.gpu.sm_clock_hz == pytest.approx(1.9717e9, rel=1e-4)
+
+
+def _ncu_roofline_value(label: str, metric: str) -> float:
+    """One figure of ncu's own roofline sections for matmul in the same capture (details page)."""
+    import csv
+
+    from conftest import FIXTURES
+
+    with open(FIXTURES / "ncu-h200" / "probe_full_details_all_matmul_roofline.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["Body Item Label"] == label and row["Metric Name"] == metric:
+                return float(row["Metric Value"].replace(",", ""))
+    raise AssertionError(f"{label} / {metric} not in the export")
+
+
+def test_flop_rates_match_ncus_roofline_in_every_precision():
+    """ncu counts half-precision instructions as pairs (issue #15, item 2): matmul's HFMA2 rate is
+    5.08 operations per cycle against a peak of 67,584, as ncu's hierarchical roofline says."""
+    from conftest import FIXTURES
+
+    profile = NcuReportReader().read(FIXTURES / "ncu-h200" / "probe_full.ncu-rep")
+    (i,) = [n for n, k in enumerate(profile.launches["kernel"]) if k.startswith("matmul")]
+    kernel = profile.launches["kernel"][i]
+    clock = profile.metrics["sm__cycles_elapsed.avg.per_second"].iloc[i]
+    r = {x.name: x for x in roofline(kernel, aggregate_launches(profile.kernel_metrics(kernel),
+                                                                 profile.kernel_durations(kernel)), 0.7).resources}
+    for prec, achieved, peak in (("fp16", ("L2 Achieved Value", "Predicated-On HFMA Operations Per Cycle"),
+                                  ("L2 Roofline", "Theoretical Predicated-On HFMA Operations")),
+                                 ("fp32", ("L2 Achieved Value", "Predicated-On FFMA Operations Per Cycle"),
+                                  ("L2 Roofline", "Theoretical Predicated-On FFMA Operations"))):
+        # ncu prints 3 significant digits: within half a unit of the last one
+        assert r[prec].achieved / clock == pytest.approx(_ncu_roofline_value(*achieved), abs=0.006, rel=5e-4), prec
+        assert r[prec].peak / clock == pytest.approx(_ncu_roofline_value(*peak), rel=1e-9), prec

@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-# FLOPs per thread instruction: an FMA counts two.
+# FLOPs per thread instruction, as ncu's roofline counts them: an FMA counts two, and the half
+# precision instructions work on pairs (HADD2, HMUL2, HFMA2), so they count twice that.
 _FP_OPS = {
     "fp64": (("dadd", 1), ("dmul", 1), ("dfma", 2)),
     "fp32": (("fadd", 1), ("fmul", 1), ("ffma", 2)),
-    "fp16": (("hadd", 1), ("hmul", 1), ("hfma", 2)),
+    "fp16": (("hadd", 2), ("hmul", 2), ("hfma", 4)),
 }
 _PCT_FALLBACK = {
     "tensor": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
@@ -87,7 +88,7 @@ def aggregate_launches(metrics: pd.DataFrame, durations: pd.Series) -> pd.Series
 def _flops(m: pd.Series, prec: str) -> tuple[float, float] | None:
     """(achieved, peak) FLOP/s of one precision, or None if the counters are missing."""
     clock = _get(m, "sm__cycles_elapsed.avg.per_second")
-    fma = _FP_OPS[prec][2][0]
+    fma, fma_flops = _FP_OPS[prec][2]
     fma_peak = _get(m, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained")
     if clock is None or fma_peak is None:
         return None
@@ -97,7 +98,7 @@ def _flops(m: pd.Series, prec: str) -> tuple[float, float] | None:
         if v is None:
             return None
         achieved_per_cycle += weight * v
-    return achieved_per_cycle * clock, 2.0 * fma_peak * clock
+    return achieved_per_cycle * clock, fma_flops * fma_peak * clock
 
 
 def _dram(m: pd.Series) -> tuple[float, float] | None:
