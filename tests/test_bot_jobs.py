@@ -263,8 +263,13 @@ def test_writes_of_one_installation_are_serialized_across_publishers(env, pem):
             pubs.append(Publisher(app, 1, REPO, 2, lock=lock))
         gh.write_delay_s = 0.3  # each write is slow enough for the other process's writes to fall inside it
         gh.write_spans.clear()
-        threads = [threading.Thread(target=p.start_check, args=(HEAD, f"job-{use_lock}-{i}"))
-                   for i, p in enumerate(pubs)]
+        together = threading.Barrier(2)  # both start at once, however busy the machine
+
+        def start(p: Publisher, name: str) -> None:
+            together.wait(timeout=30)
+            p.start_check(HEAD, name)
+
+        threads = [threading.Thread(target=start, args=(p, f"job-{use_lock}-{i}")) for i, p in enumerate(pubs)]
         for t in threads:
             t.start()
         for t in threads:

@@ -295,3 +295,21 @@ def test_real_capture_without_lineinfo(h200: Path):
         NcuSourceCsvReader().read(h200 / "probe_nolineinfo_source.csv")
     with pytest.raises(ProfileFormatError, match="built without -lineinfo"):
         NcuReportReader().read(h200 / "probe_nolineinfo.ncu-rep")
+
+
+@pytest.mark.parametrize("first", ["report", "raw"])
+def test_a_launch_seen_through_two_exports_of_one_capture_counts_once(first: str):
+    """The details page rounds durations to 0.01 us, so the launch's duration cannot identify it:
+    matmul ran once for 418.624 us, not twice (issue #15, item 1)."""
+    from conftest import FIXTURES
+
+    from runner.analysis.evidence import diagnose
+    from runner.base.config import AnalysisConfig
+    from runner.profiling.readers import read_profiles
+
+    base = FIXTURES / "ncu-h200"
+    precise = {"report": {"reports": [base / "probe_full.ncu-rep"]}, "raw": {"raw": [base / "probe_full_raw_base.csv"]}}
+    profile = read_profiles(**precise[first], details=[base / "probe_full_details_all_sol.csv"])
+    assert len(profile.launches) == 5
+    (matmul,) = [k for k in diagnose(profile, AnalysisConfig()).kernels if k.kernel.startswith("matmul")]
+    assert (matmul.launches, matmul.total_ns) == (1, 418624.0)

@@ -121,9 +121,10 @@ def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
 
     Launch tables are concatenated. With `same_capture`, the inputs are exports of one capture
     (a .ncu-rep and its raw or details page): a launch seen through two of them (same launch id,
-    kernel, launch shape and duration; the report format carries no process id) is kept once,
-    its metrics completed from the later export. Line tables are never summed across exports:
-    the first export with source data for a kernel wins.
+    kernel and launch shape; not the duration, which the details page rounds to 0.01 us, nor the
+    process, which the report format does not carry) is kept once, its metrics completed from the
+    later export and its duration from the most precise one (the first given). Line tables are
+    never summed across exports: the first export with source data for a kernel wins.
     """
     if not profiles:
         return Profile()
@@ -139,7 +140,7 @@ def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
         device = device or p.device_name
         inputs.extend(p.inputs)
         for i, row in enumerate(p.launches.itertuples(index=False)):
-            key = (str(row.launch_id), row.kernel, row.grid, row.block, row.duration_ns)
+            key = (str(row.launch_id), row.kernel, row.grid, row.block)
             mrow = p.metrics.iloc[i].to_dict() if len(p.metrics.columns) else {}
             if same_capture and key in seen:
                 target = merged_rows[seen[key]]
