@@ -476,3 +476,15 @@ def test_configurations_give_their_own_values_and_a_self_seeding_program_runs_on
     assert v.passed and [(c.configuration, c.seed) for c in v.cases] == [("small", 1), ("large", 1)]
     # per configuration: the baseline once and the candidate twice, with that configuration's values
     assert log.read_text().splitlines() == ["1024 10"] * 3 + ["65536 20"] * 3
+
+
+def test_the_summary_says_which_rule_decides():
+    """The verdict is the interval's; the permutation p-value is printed for reference only, so a
+    p of 0.05 next to 'significant' is not read as a contradiction (issue #15, item 8)."""
+    rng = np.random.default_rng(3)
+    base = 10.0 + rng.normal(0, 0.05, 5)
+    faster = improvement(base, base / 1.2, confidence=0.95, seed=1)
+    same = improvement(base, base * rng.normal(1.0, 0.05, 5), confidence=0.95, seed=1)
+    assert faster.significant and "significant: the interval excludes 0; permutation test p=" in faster.summary()
+    assert not same.significant and "not significant: the interval includes 0" in same.summary()
+    assert "for reference" in faster.summary()

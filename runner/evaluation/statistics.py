@@ -29,11 +29,14 @@ class Improvement(BaseModel):
         return (1.0 + self.ci_high) / (1.0 + self.ci_low) - 1.0
 
     def summary(self) -> str:
+        """One line; the verdict is the interval's (it excludes zero or not), the p-value is shown
+        for reference only, so the two are never read as one rule."""
         word = "faster" if self.improvement >= 0 else "slower"
-        verdict = "significant" if self.significant else "not significant"
+        verdict = "significant: the interval excludes 0" if self.significant else \
+            "not significant: the interval includes 0"
         interval = f"{self.confidence:.0%} CI {self.ci_low:+.1%} to {self.ci_high:+.1%}"
-        return (f"{abs(self.improvement):.1%} {word} ({interval}, p={self.p_value:.3g}, {verdict}, "
-                f"{self.samples} runs each; noise: baseline CV {self.baseline_cv:.1%})")
+        return (f"{abs(self.improvement):.1%} {word} ({interval}, {verdict}; permutation test p={self.p_value:.3g}, "
+                f"for reference; {self.samples} runs each; noise: baseline CV {self.baseline_cv:.1%})")
 
 
 def _cv(x: np.ndarray) -> float:
