@@ -188,3 +188,18 @@ def test_counter_runs_from_reports_match_their_csv(tmp_path: Path, h200: Path):
     sel = select_counters(runs.metrics, runs.launches["duration_ns"], exclude=CountersConfig().exclude,
                           kernel=ACCURACY)
     assert len(sel.counters) == 5
+
+
+def test_per_reason_pc_sample_counts_are_not_selected_as_counters():
+    """Samples are taken at a fixed interval, so a stall reason's sample count is time again: on the
+    bundled H200 counter runs eOMP picked two of them (issue #15, item 5)."""
+    from conftest import REPO
+
+    from runner.analysis.stage import analyze, profile_inputs
+    from runner.base.config import load_config
+
+    lc = load_config(REPO / "config.yml")
+    chosen = [e.counter for e in analyze(lc, profile_inputs(lc)).evidence if e.kind == "counter"]
+    assert len(chosen) == 5
+    names = [c["metric"] for c in chosen]
+    assert not [n for n in names if n.startswith("smsp__pcsamp_")], names

@@ -187,6 +187,7 @@ class CountersConfig(_Strict):
             r"^profiler__",
             r"\.peak_sustained",
             r"^smsp__pcsamp_(interval|buffer|dropped|aggregated)",
+            r"^smsp__pcsamp_warps_issue_stalled_",  # samples per stall reason: time-proportional too
             r"^sass__",  # per-opcode instance tables; their scalar is only a rollup
         ],
         description="regular expressions of metric names never selected",
