@@ -165,8 +165,7 @@ def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
         return {"verdict": "no change", "postable": False, "edits": [], "run": run.id,
                 "headline": "No change proposed: the model found no edit that would make the hot kernels faster.",
                 "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence),
-                "reasons": [f"{w.suggestion}: {w.reason}" if w.reason else w.suggestion
-                            for w in proposed.proposal.withheld]}
+                "reasons": [str(w) for w in proposed.proposal.withheld]}
     if proposed.status != "accepted":
         return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
                 "headline": f"No usable candidate: {proposed.reason[:200]}"}

@@ -247,15 +247,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.base.gpu import target_arch
-    from runner.base.workspace import read_included, read_sources, workspace_dirs
+    from runner.base.workspace import read_context
     from runner.proposal.prompt import build_prompt
     from runner.proposal.stage import check_sources, compile_candidate
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
-    space, workdir = workspace_dirs(lc)
-    files = read_sources(workdir, lc.config.app.sources)
-    files |= read_included(workdir, space, files)
+    files = read_context(lc)
     check_sources(lc, diag, files)
     resources = []
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
@@ -279,7 +277,7 @@ def _report_proposal(run, result) -> int:
     if result.status == "no-change":
         print("\n# No change proposed")
         for w in result.proposal.withheld:
-            print(f"- {w.suggestion}: {w.reason}" if w.reason else f"- {w.suggestion}")
+            print(f"- {w}")
         raise NoCandidate(f"{result.reason} (recorded in {run.path / 'candidates' / 'result.json'})")
     if result.status != "accepted":
         raise NoCandidate(f"no usable candidate: {result.reason}")
@@ -291,7 +289,7 @@ def _report_proposal(run, result) -> int:
     if p.withheld:
         print("Not applied:")
         for w in p.withheld:
-            print(f"- {w.suggestion}: {w.reason}")
+            print(f"- {w}")
     print("\n" + result.diff, end="")
     return 0
 

@@ -12,7 +12,7 @@ from conftest import REPO, run_cli
 from runner.analysis.evidence import Diagnostics, GpuInfo
 from runner.analysis.hot import KernelTime
 from runner.base.config import load_config
-from runner.base.workspace import read_included, read_sources, workspace_dirs
+from runner.base.workspace import read_context
 from runner.proposal.prompt import build_prompt
 
 SAMPLES = REPO / "benchmarks" / "external" / "cuda-samples" / "Samples"
@@ -52,9 +52,7 @@ def test_each_config_passes_check_config(config: Path):
 def test_the_prompt_holds_the_hot_kernel_and_its_helpers_across_files(program: str, kernel: str, shown: list[str]):
     (config,) = [c for c in CONFIGS if c.parent.name == program]
     lc = load_config(config)
-    space, workdir = workspace_dirs(lc)
-    files = read_sources(workdir, lc.config.app.sources)
-    files |= read_included(workdir, space, files)
+    files = read_context(lc)
     diag = Diagnostics(gpu=GpuInfo(name="NVIDIA H200"), alpha=0.8, kernels=[
         KernelTime(kernel=kernel, total_ns=1e6, launches=1, share=1.0, cumulative_share=1.0, hot=True)])
     prompt = build_prompt(program, diag, files)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import string
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -16,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.base.errors import ConfigError
-from runner.base.processes import product_placeholder
+from runner.base.processes import placeholders, product_placeholder
 
 DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
 # The diagnostic configurations of the paper, in the ablation's order ("none": code only).
@@ -147,7 +146,7 @@ class AppConfig(_Strict):
 
     def uses_seed(self) -> bool:
         """Whether any run command passes {seed}: without it every seed is the same run."""
-        return any("{seed}" in (t or "") for t in (self.run, self.time_run, self.profile_run))
+        return any("seed" in placeholders(t) for t in (self.run, self.time_run, self.profile_run) if t)
 
 
 class ProfilesConfig(_Strict):
@@ -337,7 +336,7 @@ def _template_problems(key: str, template: str, app: AppConfig | None = None) ->
     """Unknown placeholders of one template; with `app`, each configuration's own values count too
     (every configuration must give each one), and products like {n*scale}."""
     try:
-        names = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        names = placeholders(template)
     except ValueError as e:
         return [f"{key}: {e} (write {{{{ and }}}} for literal braces)"]
     own = sorted({k for v in app.configuration_values.values() for k in v}) if app else []

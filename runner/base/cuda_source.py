@@ -300,18 +300,7 @@ def called_names(text: str, f: Function) -> set[str]:
 
 def short_kernel_name(demangled: str) -> str:
     """`void ns::k<int, 4>(float *, int)` -> `ns::k<int, 4>`; plain C names are returned as they are."""
-    s = demangled.strip()
-    if s.endswith(")"):
-        depth = 0
-        for i in range(len(s) - 1, -1, -1):
-            c = s[i]
-            if c == ")":
-                depth += 1
-            elif c == "(":
-                depth -= 1
-                if depth == 0:
-                    s = s[:i]
-                    break
+    s, _ = _split_name(demangled)
     # Demangled template instances carry their return type ("void k<int>(...)").
     if s.startswith("void ") and "<" in s:
         s = s[len("void "):]

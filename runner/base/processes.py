@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import signal
+import string
 import subprocess
 import tempfile
 import threading
@@ -146,6 +147,12 @@ class CommandResult:
 
 
 _PRODUCT = re.compile(r"^\s*(\w+)\s*\*\s*(\w+)\s*$")
+
+
+def placeholders(template: str) -> list[str]:
+    """The placeholder names a command template uses, in order (`{n*scale}` as `n*scale`); raises
+    ValueError for unbalanced braces."""
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
 
 
 def product_placeholder(key: str) -> tuple[str, str] | None:

@@ -59,6 +59,14 @@ def read_included(workdir: Path, space: Path, files: dict[str, str], depth: int 
     return found
 
 
+def read_context(lc: LoadedConfig) -> dict[str, str]:
+    """What the model is shown of the code and a candidate may edit: the app's sources and the local
+    headers they include (where templated kernels and device helpers often live)."""
+    space, workdir = workspace_dirs(lc)
+    files = read_sources(workdir, lc.config.app.sources)
+    return files | read_included(workdir, space, files)
+
+
 _PARENT = "@parent"  # stands for ".." in a stored candidate's file names
 
 

@@ -153,7 +153,7 @@ def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: Propose
         "Exec": bool(result.validation and result.validation.passed) if result else None,
         "Opt_Code": proposed.diff,
         "Applied": p.applied if p else [],
-        "Ignored": [f"{w.suggestion}: {w.reason}" for w in p.withheld] if p else [],
+        "Ignored": [str(w) for w in p.withheld] if p else [],
         "Errors": [f"attempt {a.number}: {a.outcome}: {a.detail[:500]}" for a in proposed.attempts
                    if a.outcome not in ("accepted", "no-change")]
         + ([result.reason] if result and result.reason else []),

@@ -16,7 +16,7 @@ from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.progress import Progress, progress_for
 from runner.base.runstore import Run, create_run
-from runner.base.workspace import read_included, read_sources, stored_name, workspace_dirs
+from runner.base.workspace import read_context, stored_name
 from runner.evaluation.stage import EvaluationResult
 from runner.flows.loop import Iteration, LoopResult, one_iteration, run_loop
 
@@ -44,9 +44,7 @@ def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | N
              run: Run | None = None, diag: Diagnostics | None = None) -> Optimization:
     """Recorded profiles (`inputs`, or the evidence `diag` of an existing `run`): one iteration.
     Neither: the closed loop on this machine's GPU, in a new run under `runs_dir`."""
-    space, workdir = workspace_dirs(lc)
-    original = read_sources(workdir, lc.config.app.sources)
-    original |= read_included(workdir, space, original)  # a candidate may edit a kernel in a header
+    original = read_context(lc)  # a candidate may edit a kernel in an included header too
     if run is None and has_profiles(inputs or {}):
         diag = analyze(lc, inputs or {}, progress)  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-import string
 import time
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from runner.base.gpu import detect_gpu, require_tool
 from runner.base.processes import (
     CommandResult,
     child_environment,
+    placeholders,
     product_placeholder,
     render,
     run_command,
@@ -58,8 +58,7 @@ PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVG
 def counter_scales(cfg: Config) -> list[float]:
     """The problem-size factors of the counter runs: profiling.counter_scales when the profiled
     command passes {scale} (alone or as {n*scale}), else only 1 (the runs would all be the same)."""
-    template = cfg.app.profile_run or cfg.app.run or ""
-    names = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    names = placeholders(cfg.app.profile_run or cfg.app.run or "")
     scaled = any(n == "scale" or "scale" in (product_placeholder(n) or ()) for n in names)
     return list(cfg.profiling.counter_scales) if scaled else [1.0]
 

@@ -49,6 +49,9 @@ class Withheld(BaseModel):
     suggestion: str
     reason: str = ""
 
+    def __str__(self) -> str:
+        return f"{self.suggestion}: {self.reason}" if self.reason else self.suggestion
+
 
 class Proposal(BaseModel):
     shape: Literal["structured", "diff", "code", "no-change"]

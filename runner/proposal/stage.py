@@ -26,7 +26,7 @@ from runner.base.errors import OptimasError
 from runner.base.gpu import target_arch
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
-from runner.base.workspace import build_compiler, read_included, read_sources, stored_name, workspace_dirs
+from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
 from runner.proposal.compiler import CompileResult, KernelResources, build
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
@@ -165,10 +165,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     """
     cfg = lc.config
     diagnostics = diagnostics or cfg.evaluation.diagnostics
-    space, workdir = workspace_dirs(lc)
-    files = read_sources(workdir, cfg.app.sources)
-    # the local headers they include: where templated kernels and device helpers often live
-    files |= read_included(workdir, space, files)
+    files = read_context(lc)
     check_sources(lc, diag, files)
     compiler = build_compiler(lc)
     have_nvcc = compiler is not None and shutil.which(compiler) is not None
@@ -289,7 +286,7 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
 
 def no_change_reasons(proposal: Proposal) -> str:
     """A NO CHANGE answer's reasons on one line."""
-    return "; ".join(f"{w.suggestion}: {w.reason}" if w.reason else w.suggestion for w in proposal.withheld)
+    return "; ".join(map(str, proposal.withheld))
 
 
 def _combine(st: _Stage, accepted):
