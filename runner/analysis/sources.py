@@ -51,7 +51,7 @@ def stale_sources(digests: list[SourceDigest], files: dict[str, str],
                   resolve: Callable[[str], str | None]) -> list[str]:
     """What no longer matches: for each digest whose file is among `files` (found by `resolve`,
     which maps a profile's file name to a key of `files`, or None), a message naming the kernel,
-    the file and the first line whose text differs."""
+    the file and the cited lines (the digest says that they differ, not which)."""
     problems = []
     for d in digests:
         name = resolve(d.file)

@@ -292,7 +292,6 @@ class Config(_Strict):
     runs_dir: str = "runs"
 
 
-
 class LoadedConfig(BaseModel):
     """A validated config together with where it came from."""
 
@@ -355,6 +354,22 @@ def _template_problems(key: str, template: str, app: AppConfig | None = None) ->
     return out
 
 
+def _regex_problems(key: str, pattern: str | None, number_example: str | None = None,
+                    unit_group: bool = False) -> list[str]:
+    """A regular expression that does not compile; with `number_example`, one that does not hold
+    exactly one group around a number (besides a group named `unit`, where `unit_group`)."""
+    if pattern is None:
+        return []
+    try:
+        compiled = re.compile(pattern)
+    except re.error as e:
+        return [f"{key}: not a valid regular expression ({e})"]
+    groups = compiled.groups - (1 if unit_group and "unit" in compiled.groupindex else 0)
+    if number_example and groups != 1:
+        return [f"{key}: needs exactly one group around the number, e.g. {number_example}; it has {groups}"]
+    return []
+
+
 def semantic_problems(cfg: Config) -> list[str]:
     """What the schema alone cannot see: keys that must agree with each other. Each problem names
     its key path and the fix."""
@@ -380,29 +395,12 @@ def semantic_problems(cfg: Config) -> list[str]:
         listed = ", ".join(app.configurations) or "none"
         out.append(f"app.profile_configuration: {app.profile_configuration!r} is not one of app.configurations "
                    f"({listed}); add it there or pick one of them")
-    if app.kernel_time_regex is not None:
-        try:
-            compiled = re.compile(app.kernel_time_regex)
-        except re.error as e:
-            out.append(f"app.kernel_time_regex: not a valid regular expression ({e})")
-        else:
-            groups = compiled.groups - (1 if "unit" in compiled.groupindex else 0)
-            if groups != 1:
-                out.append(f"app.kernel_time_regex: needs exactly one group around the number (and optionally one "
-                           f"named `unit`), e.g. 'kernel_ms=([0-9.]+)' or 'time: ([0-9.]+) ?(?P<unit>ms|us|s)'; "
-                           f"it has {groups}")
-    for key in ("pass_pattern", "fail_pattern", "values"):
-        pattern = getattr(app.stdout, key)
-        if pattern is None:
-            continue
-        try:
-            groups = re.compile(pattern).groups
-        except re.error as e:
-            out.append(f"app.stdout.{key}: not a valid regular expression ({e})")
-            continue
-        if key == "values" and groups != 1:
-            out.append(f"app.stdout.values: needs exactly one group around the number, e.g. 'checksum = ([-0-9.eE+]+)'"
-                       f"; it has {groups}")
+    out += _regex_problems("app.kernel_time_regex", app.kernel_time_regex,
+                           "'kernel_ms=([0-9.]+)' or 'time: ([0-9.]+) ?(?P<unit>ms|us|s)' (a group named `unit` "
+                           "may capture the unit)", unit_group=True)
+    out += _regex_problems("app.stdout.pass_pattern", app.stdout.pass_pattern)
+    out += _regex_problems("app.stdout.fail_pattern", app.stdout.fail_pattern)
+    out += _regex_problems("app.stdout.values", app.stdout.values, "'checksum = ([-0-9.eE+]+)'")
     if ev.timer == "app" and not app.kernel_time_regex:
         out.append("evaluation.timer: 'app' reads the time the program prints: set app.kernel_time_regex too, or "
                    "use 'tracer'")

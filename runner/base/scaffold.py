@@ -26,12 +26,10 @@ MAX_FILES = 2000  # files looked at; a checkout bigger than this is not scanned 
 class Project:
     """What init found in a project folder."""
 
-    root: Path
-    kernel_files: list[str]  # relative to root, each defining at least one __global__ function
+    kernel_files: list[str]  # relative to the project folder, each defining at least one __global__ function
     kernels: list[str]
-    main_files: list[str]  # .cu files that define main()
     build: str
-    build_kind: str  # cmake | make | nvcc
+    build_kind: str  # cmake | make | nvcc | the command given
     notes: list[str] = field(default_factory=list)
 
 
@@ -124,7 +122,7 @@ def inspect(root: Path) -> Project:
         raise ConfigError(root, [f"no __global__ function found in {', '.join(CUDA_SUFFIXES)} files under {root} "
                                  f"(searched {MAX_DEPTH} levels deep, skipping hidden and build folders)"])
     kind, build, notes = detect_build(root, files, mains)
-    return Project(root, files, kernels, mains, build, kind, notes)
+    return Project(files, kernels, build, kind, notes)
 
 
 def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".") -> str:

@@ -426,7 +426,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
             log.warning("%s; timing by process wall time instead (set evaluation.timer or app.kernel_time_regex "
                         "to choose)", e)
             timer = "wall"
-    pattern = re.compile(app.kernel_time_regex) if timer == "app" and app.kernel_time_regex else None
+    app_timer = timer == "app" and app.kernel_time_regex is not None  # the time the program prints
     metric = {"app": "kernel_ms", "tracer": "traced_kernel_ms", "wall": "wall_ms"}[timer]
     hot = {kernel_key(k) for k in kernels or []}
     per_run: dict[str, list[dict[str, float]]] = {"b": [], "c": []}
@@ -451,7 +451,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
             samples[side + "w"].append(r.seconds * 1000.0)
             if library is not None:
                 per_run[side].append(traced_kernel_ms(traces, r.argv))
-            if pattern:
+            if app_timer:
                 ms = printed_kernel_ms(r.stdout, app)
                 if ms is None:
                     raise EvaluationError(f"app.kernel_time_regex {app.kernel_time_regex!r} found nothing in "
@@ -467,7 +467,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
         if library is not None:
             keys = counted()
             return tuple([sum(run.get(k, 0.0) for k in keys) for run in per_run[side]] for side in "bc")
-        return (samples["b"], samples["c"]) if pattern else (samples["bw"], samples["cw"])
+        return (samples["b"], samples["c"]) if app_timer else (samples["bw"], samples["cw"])
 
     def measured() -> Improvement:
         return improvement(*timed(), confidence=ev.confidence)

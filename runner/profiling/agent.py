@@ -244,7 +244,6 @@ class ProfilingAgent:
                                     for role, paths in inputs.items()})
         return inputs
 
-
     def _timing_build(self, exe: Path) -> None:
         """The app without line info, for the traced run, through the run's build cache."""
         name, log = "build-timing", self.dir / "logs" / "build-timing.log"

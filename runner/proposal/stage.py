@@ -202,7 +202,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
             reasons.append("no change proposed: " + no_change_reasons(outcome))
         else:
             accepted.append(outcome)
-    if not accepted and unchanged and len(unchanged) == len(parts):
+    if len(unchanged) == len(parts):  # every prompt answered NO CHANGE
         result.status = "no-change"
         result.proposal = Proposal(shape="no-change", edits=[], withheld=[w for p in unchanged for w in p.withheld],
                                    raw="\n\n".join(p.raw for p in unchanged))
