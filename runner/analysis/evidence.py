@@ -67,8 +67,9 @@ class Diagnostics(BaseModel):
 def _gpu_info(profile: Profile, rooflines: list[Roofline], metrics: pd.DataFrame, hot: list[str] = ()) -> GpuInfo:
     """The GPU as the hottest kernel saw it: clocks vary launch to launch (boost), so the clock is
     the median over that kernel's launches, else over all of them."""
-    mine = (profile.launches["kernel"] == hot[0]).to_numpy() if hot and len(metrics) == len(profile.launches) \
-        else None
+    mine = None  # the hottest kernel's launches (metrics rows follow the launch table)
+    if hot and len(metrics) == len(profile.launches):
+        mine = (profile.launches["kernel"] == hot[0]).to_numpy()
 
     def first(name: str) -> float | None:
         if name in metrics.columns and metrics[name].notna().any():
