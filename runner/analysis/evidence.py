@@ -14,14 +14,14 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from runner.analysis.counters import CounterSelection, select_counters
-from runner.analysis.hot import KernelTime, select_hot_kernels
+from runner.analysis.hot import KernelTime, in_profile_spelling, select_hot_kernels
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
 from runner.analysis.sources import SourceDigest, source_digests
 from runner.analysis.stalls import StallLine, salient_stalls
 from runner.base.config import AnalysisConfig
-from runner.base.cuda_source import kernel_key
+from runner.base.cuda_source import template_symbol_prefix
 from runner.base.errors import AnalysisError
-from runner.profiling.model import STALL_MEANING, Profile, short_kernel_name
+from runner.profiling.model import MANGLED, STALL_MEANING, Profile, short_kernel_name
 
 
 class Evidence(BaseModel):
@@ -110,9 +110,7 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
     full signatures).
     """
     if timing is not None:
-        # A traced timing run spells kernels as the C++ runtime demangles them; the profile as ncu does.
-        spelled = {kernel_key(k): k for k in profile.kernels()}
-        timing = timing.assign(kernel=[spelled.get(kernel_key(k), k) for k in timing["kernel"]])
+        timing = in_profile_spelling(timing, profile.launches)
     kernels = select_hot_kernels(timing if timing is not None else profile.launches, cfg.alpha)
     if only:
         wanted = set(only)
@@ -157,7 +155,8 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
 
     selection = None
     if counter_runs is not None and not counter_runs.launches.empty:
-        selection = _select_for_hot(counter_runs, hot, cfg, descriptions, notes)
+        symbols = {k.kernel: k.mangled for k in kernels if k.hot and k.mangled}
+        selection = _select_for_hot(counter_runs, hot, cfg, descriptions, notes, symbols)
         if selection:
             for i, c in enumerate(selection.counters, start=1):
                 evidence.append(Evidence(id=f"C{i}", kind="counter", kernel=selection.kernel,
@@ -170,16 +169,34 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
                        source_digests=source_digests(profile, hot))
 
 
-def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descriptions, notes) -> CounterSelection | None:
-    """eOMP on the hottest kernel that the counter runs cover (else the kernel they profiled most)."""
-    counts = runs.launches["kernel"].value_counts()
-    target = next((k for k in hot if counts.get(k, 0) >= cfg.counters.min_runs), None)
+def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descriptions, notes,
+                    symbols: dict[str, str] | None = None) -> CounterSelection | None:
+    """eOMP on the hottest kernel that the counter runs cover (else the kernel they profiled most).
+
+    A program may launch another instance of a kernel template at another problem size (a flag
+    for power-of-two sizes): runs of the hot kernel's template count when `symbols` (hot kernel ->
+    mangled name) and the runs' own symbols say which launches share it."""
+    names = runs.launches["kernel"]
+    counts = names.value_counts()
+    families = pd.Series(None, index=runs.launches.index, dtype=object)
+    if symbols and MANGLED in runs.launches.columns:
+        families = runs.launches[MANGLED].map(lambda m: template_symbol_prefix(m) if isinstance(m, str) else None)
+    target, mask = None, None
+    for k in hot:
+        family = template_symbol_prefix((symbols or {}).get(k, ""))
+        same = (families == family).to_numpy() if family else (names == k).to_numpy()
+        if same.sum() >= cfg.counters.min_runs:
+            target, mask = k, same
+            if same.sum() > counts.get(k, 0):
+                notes.append(f"counter runs of {short_kernel_name(k)} include other instances of its template, "
+                             "which the program launches at other problem sizes")
+            break
     if target is None:
         target = str(counts.index[0])
+        mask = (names == target).to_numpy()
         if hot:
             notes.append(f"counter runs do not cover a hot kernel; counters selected for "
                          f"{short_kernel_name(target)}")
-    mask = (runs.launches["kernel"] == target).to_numpy()
     try:
         return select_counters(runs.metrics.loc[mask], runs.launches.loc[mask, "duration_ns"],
                                kappa=cfg.counters.kappa, tau=cfg.counters.tau, ensemble=cfg.counters.ensemble,

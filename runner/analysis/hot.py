@@ -7,7 +7,9 @@ import math
 import pandas as pd
 from pydantic import BaseModel
 
+from runner.base.cuda_source import kernel_key
 from runner.base.errors import AnalysisError
+from runner.profiling.model import MANGLED
 
 # Cumulative shares are sums of floats; a set that covers alpha up to rounding covers it.
 _EPS = 1e-12
@@ -22,6 +24,7 @@ class KernelTime(BaseModel):
     share: float
     cumulative_share: float
     hot: bool
+    mangled: str | None = None  # its symbol, where the profile or the trace recorded it
 
 
 def kernel_times(launches: pd.DataFrame) -> pd.DataFrame:
@@ -32,9 +35,10 @@ def kernel_times(launches: pd.DataFrame) -> pd.DataFrame:
     if durations.isna().all():
         raise AnalysisError("the profile has no kernel durations (gpu__time_duration.sum); "
                             "export the raw page or use a .ncu-rep report")
-    df = (pd.DataFrame({"kernel": launches["kernel"], "ns": durations.fillna(0.0)})
+    symbols = launches[MANGLED] if MANGLED in launches.columns else pd.Series(None, index=launches.index)
+    df = (pd.DataFrame({"kernel": launches["kernel"], "ns": durations.fillna(0.0), MANGLED: symbols})
           .groupby("kernel", sort=False)
-          .agg(total_ns=("ns", "sum"), launches=("ns", "size"))
+          .agg(total_ns=("ns", "sum"), launches=("ns", "size"), mangled=(MANGLED, "first"))
           .reset_index())
     return df.sort_values(["total_ns", "kernel"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
 
@@ -62,5 +66,29 @@ def select_hot_kernels(launches: pd.DataFrame, alpha: float) -> list[KernelTime]
         if hot and cumulative + _EPS >= alpha:
             covered = True
         out.append(KernelTime(kernel=row.kernel, total_ns=float(row.total_ns), launches=int(row.launches),
-                              share=share, cumulative_share=min(cumulative, 1.0), hot=hot))
+                              share=share, cumulative_share=min(cumulative, 1.0), hot=hot,
+                              mangled=row.mangled if isinstance(row.mangled, str) and row.mangled else None))
     return out
+
+
+def in_profile_spelling(timing: pd.DataFrame, profiled: pd.DataFrame) -> pd.DataFrame:
+    """`timing`'s launches with each kernel named as `profiled` (a profile's launches) names it.
+
+    The tracer's names come from the C++ runtime's demangler, ncu's from its own; they differ in
+    spacing, `const T1 *` against `const float*`, and template arguments. The same symbol is the
+    same kernel; where either side lacks symbols, names are compared without parameters or spaces
+    (kernel_key). Kernels the profile does not hold keep their names.
+    """
+    by_symbol: dict[str, str] = {}
+    if MANGLED in profiled.columns:
+        by_symbol = {m: k for m, k in zip(profiled[MANGLED], profiled["kernel"], strict=True)
+                     if isinstance(m, str) and m}
+    by_key = {kernel_key(k): k for k in profiled["kernel"]}
+    symbols = timing[MANGLED] if MANGLED in timing.columns else [None] * len(timing)
+
+    def spelled(kernel: str, symbol: object) -> str:
+        if isinstance(symbol, str) and symbol in by_symbol:
+            return by_symbol[symbol]
+        return by_key.get(kernel_key(kernel), kernel)
+
+    return timing.assign(kernel=[spelled(k, m) for k, m in zip(timing["kernel"], symbols, strict=True)])

@@ -307,6 +307,30 @@ def short_kernel_name(demangled: str) -> str:
     return s.strip()
 
 
+def template_symbol_prefix(mangled: str) -> str | None:
+    """The start that every instance of a kernel template shares in its symbol, None for a symbol
+    that is not a template instance (Itanium ABI: `_Z7reduce7IiLj256ELb0EEv...` -> `_Z7reduce7I`,
+    `_ZN5probe6reduceIfLj256ELb1EEEv...` -> `_ZN5probe6reduceI`)."""
+    if not mangled.startswith("_Z"):
+        return None
+    i = 2
+    if mangled.startswith("N", i):
+        i += 1
+        while i < len(mangled) and mangled[i] in "rVK":  # cv-qualifiers of a member function
+            i += 1
+    names = 0
+    while i < len(mangled):
+        if mangled[i].isdigit():
+            digits = re.match(r"\d+", mangled[i:]).group(0)
+            i += len(digits) + int(digits)
+            names += 1
+        elif mangled.startswith("St", i):  # std::
+            i += 2
+        else:
+            break
+    return mangled[:i + 1] if names and mangled.startswith("I", i) else None
+
+
 def kernel_key(name: str) -> str:
     """A kernel's name without parameters or spaces. Demanglers disagree on the rest: ncu writes
     `k<float, 4>(T1 *, int)` and `const float *`, the C++ runtime `k<float, 4>(float*, int)` and

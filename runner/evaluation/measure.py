@@ -138,6 +138,12 @@ def traced_kernel_ms(traces: list[ProcessTrace], argv: list[str]) -> dict[str, f
     return totals
 
 
+def traced_hot_keys(kernels: list[str], symbols: dict[str, str], traced: dict[str, str]) -> set[str]:
+    """The keys under which traced_kernel_ms counts the given kernels (named as ncu names them):
+    through their symbol where the tracer saw it (`traced`: symbol -> key), else kernel_key."""
+    return {traced.get(symbols.get(k, ""), kernel_key(k)) for k in kernels}
+
+
 def run_once(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | None = None) -> RunOutcome:
     """Run a binary with a minimal environment (`env`, default: child_environment()); on timeout its
     whole process group is killed and returncode is None."""
@@ -402,13 +408,15 @@ def _why(r: RunOutcome) -> str:
 
 
 def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, configuration: str | None = None,
-                     runs: int | None = None, kernels: list[str] | None = None) -> Timing:
+                     runs: int | None = None, kernels: list[str] | None = None,
+                     symbols: dict[str, str] | None = None) -> Timing:
     """Baseline and candidate alternately (A B A B ...), after warm-up, timed as timer_of(lc) says:
     the tracer's kernel times (the `kernels` given, the hot ones, plus any kernel only the candidate
     runs; all kernels when none are given), the time the app prints, or process wall time. Each
     process is one sample, whatever number of launches it made. At least `runs` (default
     evaluation.timed_runs) pairs; then one more pair at a time while the speed ratio's interval is
-    wider than evaluation.timing_precision, up to evaluation.max_timed_runs pairs."""
+    wider than evaluation.timing_precision, up to evaluation.max_timed_runs pairs. `symbols` gives
+    a kernel's mangled name where known: the tracer spells template arguments unlike ncu."""
     app, ev = lc.config.app, lc.config.evaluation
     cfg = configuration or app.profile_configuration or app.configurations[0]
     runs = runs or ev.timed_runs
@@ -428,7 +436,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
             timer = "wall"
     app_timer = timer == "app" and app.kernel_time_regex is not None  # the time the program prints
     metric = {"app": "kernel_ms", "tracer": "traced_kernel_ms", "wall": "wall_ms"}[timer]
-    hot = {kernel_key(k) for k in kernels or []}
+    traced_keys: dict[str, str] = {}  # symbol -> the tracer's kernel_key, from the runs so far
     per_run: dict[str, list[dict[str, float]]] = {"b": [], "c": []}
 
     def argv(exe: Path) -> list[str]:
@@ -451,6 +459,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
             samples[side + "w"].append(r.seconds * 1000.0)
             if library is not None:
                 per_run[side].append(traced_kernel_ms(traces, r.argv))
+                traced_keys.update({k.mangled: kernel_key(k.kernel) for t in traces for k in t.launches})
             if app_timer:
                 ms = printed_kernel_ms(r.stdout, app)
                 if ms is None:
@@ -458,10 +467,14 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
                                           f"the output of {shlex.join(r.argv)}")
                 samples[side].append(ms)
 
+    def hot() -> set[str]:
+        return traced_hot_keys(kernels or [], symbols or {}, traced_keys)
+
     def counted() -> list[str]:
         seen_b = {k for run in per_run["b"] for k in run}
         seen_c = {k for run in per_run["c"] for k in run}
-        return sorted((hot or seen_b | seen_c) | (seen_c - seen_b))
+        # A hot kernel no run launched (a profile of other sources) must not count as zero time.
+        return sorted(((hot() & (seen_b | seen_c)) or seen_b | seen_c) | (seen_c - seen_b))
 
     def timed() -> tuple[list[float], list[float]]:
         if library is not None:
@@ -487,7 +500,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     base, cand = timed()
     per_kernel = {}
     if library is not None:
-        for k in sorted(hot):
+        for k in sorted(hot()):
             b = [run[k] for run in per_run["b"] if k in run]
             c = [run[k] for run in per_run["c"] if k in run]
             if len(b) >= 2 and len(c) >= 2:

@@ -90,8 +90,10 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     primary = app.profile_configuration or app.configurations[0]
     others = [c for c in app.configurations if c != primary] if lc.config.evaluation.time_all_configurations else []
     hot = [k.kernel for k in diag.hot_kernels]
-    timing = time_interleaved(lc, bins / "baseline", bins / "candidate", primary, kernels=hot)
-    per_config = [timing] + [time_interleaved(lc, bins / "baseline", bins / "candidate", c, kernels=hot)
+    symbols = {k.kernel: k.mangled for k in diag.hot_kernels if k.mangled}
+    timing = time_interleaved(lc, bins / "baseline", bins / "candidate", primary, kernels=hot, symbols=symbols)
+    per_config = [timing] + [time_interleaved(lc, bins / "baseline", bins / "candidate", c, kernels=hot,
+                                              symbols=symbols)
                              for c in others]
     seconds["time"] = time.monotonic() - t0
     r = timing.result

@@ -26,7 +26,7 @@ import pandas as pd
 
 from runner.analysis.hot import select_hot_kernels
 from runner.base.config import Config, LoadedConfig
-from runner.base.cuda_source import kernel_key
+from runner.base.cuda_source import kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
 from runner.base.processes import (
@@ -42,6 +42,7 @@ from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
+from runner.profiling.readers.report import report_kernel_names
 from runner.profiling.readers.trace import profile_of
 from runner.proposal.stage import compile_candidate
 from runner.tracing.library import TracerError, trace_environment, tracer_library
@@ -63,13 +64,17 @@ def counter_scales(cfg: Config) -> list[float]:
     return list(cfg.profiling.counter_scales) if scaled else [1.0]
 
 
+class NothingProfiled(ProfilingError):
+    """ncu ran the program but no launch matched its kernel filter."""
+
+
 def check_ncu_output(result: CommandResult, log: Path, what: str) -> None:
     """Turn ncu's failure modes into errors that say what to do."""
     out = result.output
     if "ERR_NVGPUCTRPERM" in out:
         raise ProfilingError(PERM_HELP)
     if "No kernels were profiled" in out:
-        raise ProfilingError(f"{what}: no kernel matched the filter, so nothing was profiled (log: {log})")
+        raise NothingProfiled(f"{what}: no kernel matched the filter, so nothing was profiled (log: {log})")
     if result.returncode != 0:
         tail = "\n".join(out.strip().splitlines()[-8:])
         raise ProfilingError(f"{what} failed with exit code {result.returncode}; the application or ncu failed "
@@ -201,6 +206,7 @@ class ProfilingAgent:
         sections = [a for s in prof.targeted_sections for a in ("--section", s)]
         reports, sources = [], []
         pending = list(hot)
+        spelled: dict[str, str] = {}  # hot kernel -> its name in ncu's reports
         while pending:
             i = len(reports)
             out = self.dir / f"hot{i}"
@@ -211,13 +217,16 @@ class ProfilingAgent:
             self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}", ncu=True)
             rep = out.with_suffix(".ncu-rep")
             reports.append(rep)
-            raw = self._export(ncu, rep, "raw")
+            self._export(ncu, rep, "raw")
             sources.append(self._export(ncu, rep, "source"))
-            got = {kernel_key(k) for k in NcuRawCsvReader().read(raw).launches["kernel"]}
-            if not got & {kernel_key(k) for k in pending}:
-                raise ProfilingError(f"targeted collection captured none of {pending}; see {self.dir / 'logs'}")
+            captured = report_kernel_names(rep)  # symbol -> ncu's name
+            got = {k: ncu_name for k in pending if (ncu_name := _captured_as(k, mangled.get(k), captured))}
+            if not got:
+                raise ProfilingError(f"targeted collection captured none of {pending} (it captured "
+                                     f"{sorted(captured.values())}); see {self.dir / 'logs'}")
+            spelled.update(got)
             # A kernel launched many times before another one appears can use up the launch count.
-            pending = [k for k in pending if kernel_key(k) not in got]
+            pending = [k for k in pending if k not in got]
 
         # 3. counter runs of the hottest kernel over N problem sizes
         counters = []
@@ -229,17 +238,31 @@ class ProfilingAgent:
             which = "app.profile_run" if app.profile_run else "app.run"
             self.progress(f"{which} takes no {{scale}}: one counter run instead of a sweep of problem sizes (eOMP "
                           "needs the sweep: pass {scale}, or {n*scale} for a size n, to the program)")
+        filters = [self._kernel_filter(hot[:1], mangled)]
+        # Programs pick a template instance by problem size (reduction's power-of-two flag): at
+        # another size the hot instance may never run, another instance of its template does.
+        family = template_symbol_prefix(mangled.get(hot[0], ""))
+        if family:
+            filters.append(["--kernel-name-base", "mangled", "-k", f"regex:^{re.escape(family)}"])
         for scale in scales:
             # ncu appends .ncu-rep to -o; a dot in the name ("scale_0.25") would read as a suffix.
             out = cdir / f"scale_{scale:g}".replace(".", "_")
-            argv = [ncu, "--clock-control", "none", *self._kernel_filter(hot[:1], mangled),
-                    "--launch-skip", str(prof.launch_skip), "--launch-count", "1", *sections, "-f", "-o", str(out),
-                    *self._app_argv(exe_prof, scale)]
-            self._exec(argv, f"counters-{scale:g}", prof.timeout_s, f"counter run at scale {scale:g}", ncu=True)
+            for n, kernel_filter in enumerate(filters):
+                argv = [ncu, "--clock-control", "none", *kernel_filter, "--launch-skip", str(prof.launch_skip),
+                        "--launch-count", "1", *sections, "-f", "-o", str(out), *self._app_argv(exe_prof, scale)]
+                name = f"counters-{scale:g}" + ("-template" if n else "")
+                try:
+                    self._exec(argv, name, prof.timeout_s, f"counter run at scale {scale:g}", ncu=True)
+                    break
+                except NothingProfiled:
+                    if n + 1 == len(filters):
+                        raise
+                    self.progress(f"at scale {scale:g} the program does not launch {short_kernel_name(hot[0])}: "
+                                  "profiling the first launch of another instance of its template instead")
             counters.append(out.with_suffix(".ncu-rep"))
         inputs = {"timing": timing_files, "report": reports, "counters": counters}
         self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters], gpu=self.gpu.name,
-                            hot_kernels=hot, configuration=self.configuration,
+                            hot_kernels=[spelled.get(k, k) for k in hot], configuration=self.configuration,
                             inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
                                     for role, paths in inputs.items()})
         return inputs
@@ -281,6 +304,14 @@ class ProfilingAgent:
                                  "profiling.hot_kernels: ncu to time launches with ncu instead")
         mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
         return sorted(folder.glob("trace-*.tsv")), profile_of(traces, str(folder)).launches, mangled
+
+
+def _captured_as(kernel: str, symbol: str | None, captured: dict[str, str]) -> str | None:
+    """ncu's name for a hot kernel if the report captured it: by symbol when the tracer gave one
+    (demanglers spell template arguments differently), else by name without parameters."""
+    if symbol:
+        return captured.get(symbol)
+    return next((name for name in captured.values() if kernel_key(name) == kernel_key(kernel)), None)
 
 
 def restrict_to_configured(launched: list[str], configured: list[str]) -> list[str]:

@@ -64,6 +64,10 @@ DURATION_METRIC = "gpu__time_duration.sum"
 
 LAUNCH_COLUMNS = ["launch_id", "process_id", "process_name", "kernel", "block", "grid", "device", "cc",
                   "duration_ns", "origin"]
+# Where a reader knows the kernel's symbol (reports, tracer records), launches carry it too. Two
+# demanglers spell template arguments differently (`<32>`, `<(int)32>`; `256u`, `256U`): the
+# symbol is what says that a traced kernel and a profiled one are the same.
+MANGLED = "mangled"
 LINE_KEY = ["kernel", "file", "line"]
 LINE_COLUMNS = [*LINE_KEY, "source", "samples", "caller_file", "caller_line",
                 *(f"stall_{r}" for r in STALL_REASONS)]

@@ -33,7 +33,7 @@ class TraceFormatError(OptimasError):
 class KernelLaunch(BaseModel):
     """One kernel execution, as CUPTI's activity record reports it."""
 
-    kernel: str  # demangled, as ncu shows it
+    kernel: str  # demangled by the C++ runtime (ncu spells template arguments differently)
     mangled: str
     start_ns: int
     end_ns: int

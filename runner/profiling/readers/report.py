@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import struct
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from runner.base.errors import ProfileFormatError
 from runner.profiling.model import (
     DURATION_METRIC,
     LINE_COLUMNS,
+    MANGLED,
     PCSAMP_METRIC_TO_REASON,
     STALL_REASONS,
     Profile,
@@ -20,6 +22,15 @@ from runner.profiling.model import (
 )
 
 REPORT_MAGIC = b"NVR\x00"
+# ncu_report casts integral template arguments (`k<(unsigned int)256, (bool)1>`) where ncu's CSV
+# pages write the bare value (`k<256, 1>`); seen on the H200 capture in tests/fixtures/templated-h200.
+_LITERAL_CAST = re.compile(r"\((?:(?:unsigned|signed) )?(?:char|short|int|long(?: long)?|bool)(?: int)?\)(?=-?\d)")
+
+
+def exported_spelling(name: str) -> str:
+    """A kernel name from ncu_report as ncu's CSV pages spell it, so that a report and its exports
+    name each kernel the same way."""
+    return _LITERAL_CAST.sub("", name)
 _HOW = ("Collect it with: ncu --set full --import-source yes -o <name> <app> (from an app built with "
         "nvcc -lineinfo)")
 
@@ -76,7 +87,7 @@ class NcuReportReader:
             rng = ctx.range_by_idx(r)
             for a in range(rng.num_actions()):
                 action = rng.action_by_idx(a)
-                kernel = action.name(ncu_report.IAction.NameBase_DEMANGLED)
+                kernel = exported_spelling(action.name(ncu_report.IAction.NameBase_DEMANGLED))
                 values: dict[str, float] = {}
                 strings: dict[str, str] = {}
                 for name in action.metric_names():
@@ -92,7 +103,7 @@ class NcuReportReader:
                 device = device or strings.get("device__attribute_display_name")
                 launch_rows.append({
                     "launch_id": str(n), "process_id": strings.get("process__id", ""), "process_name": "",
-                    "kernel": kernel,
+                    "kernel": kernel, MANGLED: action.name(ncu_report.IAction.NameBase_MANGLED),
                     "block": _dim(values, "launch__block_dim"), "grid": _dim(values, "launch__grid_dim"),
                     "device": str(int(values.get("device__attribute_device_index", 0))),
                     "cc": _cc(values),
@@ -120,6 +131,26 @@ class NcuReportReader:
             lines = aggregate_lines(df)
         return Profile(launches=pd.DataFrame(launch_rows), metrics=pd.DataFrame(metric_rows).astype("float64"),
                        units=units, lines=lines, device_name=device, inputs=[str(path)])
+
+
+def report_kernel_names(path: Path | str) -> dict[str, str]:
+    """Each kernel of a report: its symbol (mangled name) -> its name as ncu demangles it."""
+    import ncu_report
+
+    path = Path(path)
+    check_report_file(path)
+    try:
+        ctx = ncu_report.load_report(str(path))
+    except Exception as e:  # the module raises bare Exceptions for unreadable reports
+        raise ProfileFormatError(path, f"ncu_report could not load it ({e})", "a .ncu-rep file", _HOW) from None
+    names: dict[str, str] = {}
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            names[action.name(ncu_report.IAction.NameBase_MANGLED)] = exported_spelling(
+                action.name(ncu_report.IAction.NameBase_DEMANGLED))
+    return names
 
 
 def _dim(values: dict[str, float], prefix: str) -> str:

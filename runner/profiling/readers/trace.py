@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from runner.profiling.model import LAUNCH_COLUMNS, Profile, empty_lines
+from runner.profiling.model import LAUNCH_COLUMNS, MANGLED, Profile, empty_lines
 from runner.tracing.trace import FORMAT, ProcessTrace, read_trace, read_traces
 
 
@@ -40,8 +40,8 @@ class TraceReader:
 def profile_of(traces: list[ProcessTrace], origin: str) -> Profile:
     """The launch table of traced processes, in execution order within each process."""
     rows = [{"launch_id": str(i), "process_id": str(t.pid), "process_name": t.path.name, "kernel": k.kernel,
-             "block": _dims(k.block), "grid": _dims(k.grid), "device": str(k.device), "cc": "",
+             MANGLED: k.mangled, "block": _dims(k.block), "grid": _dims(k.grid), "device": str(k.device), "cc": "",
              "duration_ns": float(k.duration_ns), "origin": origin}
             for t in traces for i, k in enumerate(t.launches)]
-    launches = pd.DataFrame(rows, columns=LAUNCH_COLUMNS)
+    launches = pd.DataFrame(rows, columns=[*LAUNCH_COLUMNS, MANGLED])
     return Profile(launches=launches, lines=empty_lines(), inputs=[str(t.path) for t in traces])
