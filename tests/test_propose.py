@@ -14,9 +14,11 @@ import yaml
 from conftest import FIXTURES, REPO, run_cli
 from llm_servers import ChatServer, Reply
 
-from runner.analysis.stage import analyze
+from runner.analysis.stage import analyze, profile_inputs
 from runner.base.config import load_config
 from runner.base.runstore import create_run
+from runner.proposal.llm.offline import OfflineContext, answer
+from runner.proposal.parser import parse_response
 from runner.proposal.stage import propose
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -272,8 +274,9 @@ def test_ablation_table_over_diagnostic_configurations(tmp_path: Path):
     rows = list(csv.DictReader((out / "ablation.csv").open()))
     by = {row["diagnostics"]: row for row in rows}
     assert list(by) == ["none", "PC", "IA", "Roofline"]
-    # the offline rules need stall or roofline evidence: code only and counters only give nothing to act on
-    assert by["none"]["candidate"] == "failed" and by["IA"]["candidate"] == "failed"
+    # the offline rules need stall or roofline evidence: code only and counters only give nothing to
+    # act on, and the offline backend answers NO CHANGE
+    assert by["none"]["candidate"] == "no-change" and by["IA"]["candidate"] == "no-change"
     assert by["PC"]["candidate"] == "accepted" and by["PC"]["localization"] == "1.0"
     assert by["Roofline"]["candidate"] == "accepted" and by["Roofline"]["localization"] == ""
     assert "| PC | accepted | True |" in (out / "ablation.md").read_text()
@@ -322,3 +325,18 @@ def test_evidence_of_other_code_is_refused(tmp_path: Path):
         assert "the profile is of other code than the sources now hold" in r.stderr
         assert "damp_boundary_layer: the profile's source of main.cu differs from the file now" in r.stderr
         assert "Re-profile the current code (optimas profile --config" in r.stderr
+
+
+def test_the_offline_backend_answers_no_change_when_no_rule_applies():
+    # the hot kernel's file is not editable: no rule can act, and the answer says so in the
+    # response format's NO CHANGE shape (on the H200, reduction's answer was an unusable note)
+    lc = load_config(REPO / "config.yml")
+    diag = analyze(lc, profile_inputs(lc))
+    text = (REPO / "examples" / "h200-probe" / "probe_kernels.cu").read_text()
+    ctx = OfflineContext(diagnostics=diag, files={"probe_kernels.cu": text}, editable={},
+                         evidence_ids=[e.id for e in diag.evidence], hot_kernels=[k.kernel for k in diag.hot_kernels])
+    reply = answer(ctx)
+    assert reply.startswith("NO CHANGE\n")
+    proposal = parse_response(reply, {"probe_kernels.cu": text})
+    assert proposal.shape == "no-change" and not proposal.edits
+    assert any("shared-memory tiling" in w.suggestion for w in proposal.withheld)

@@ -157,11 +157,11 @@ def answer(ctx: OfflineContext) -> str:
     withheld.append("shared-memory tiling and kernel fusion: restructure data movement beyond what the rules can "
                     "prove safe")
     withheld.append("__launch_bounds__: the launch block size is not in the evidence, and a wrong bound fails launches")
-    lines = edits + ["APPLIED:"] + [f"- {a}" for a in applied] + ["NOT APPLIED:"]
-    lines += [f"- {w.split(': ', 1)[0]}: {w.split(': ', 1)[1]}" if ": " in w else f"- {w}" for w in withheld]
-    if not edits:
-        lines.insert(0, "No rule applies to the evidence given; nothing to edit.")
-    return "\n".join(lines) + "\n"
+    reasons = [f"- {w}" for w in withheld]
+    if not edits:  # the response format's answer for "nothing here would be faster"
+        return "\n".join(["NO CHANGE", "- no rule of the offline backend applies to the evidence given",
+                          *reasons]) + "\n"
+    return "\n".join(edits + ["APPLIED:"] + [f"- {a}" for a in applied] + ["NOT APPLIED:"] + reasons) + "\n"
 
 
 def _edit(fname: str, a: int, b: int, cites: list[str], why: str, code: str) -> str:
