@@ -68,18 +68,29 @@ def offline_loop(app: str, runs: Path) -> dict:
     return entry
 
 
+def replay_inputs(app: str) -> tuple[str, Path]:
+    """The config and the recorded capture of an app to replay: a benchmark app (`seismic`:
+    tests/fixtures/seismic-h200) or any optimas.yml (its folder's name: benchmarks/replay/captures/)."""
+    if app.endswith((".yml", ".yaml")):
+        return app, REPO / "benchmarks" / "replay" / "captures" / f"{Path(app).parent.name}-h200"
+    return f"benchmarks/{app}/optimas.yml", FIX / f"{app}-h200"
+
+
 def replayed(app: str, runs: Path) -> dict:
-    cap = FIX / f"{app}-h200"
-    args = ["propose", "--backend", "replay", "--config", f"benchmarks/{app}/optimas.yml", "--runs-dir", str(runs),
-            "--report", str(cap / "hot0.ncu-rep"), "--timing", str(cap / "timing_raw.csv")]
+    config, cap = replay_inputs(app)
+    timing = next(p for p in (cap / "timing_raw.csv", cap / "timing_trace.tsv") if p.exists())
+    args = ["propose", "--backend", "replay", "--config", config, "--runs-dir", str(runs),
+            "--report", str(cap / "hot0.ncu-rep"), "--timing", str(timing)]
     for rep in sorted((cap / "counters").glob("*.ncu-rep")):
         args += ["--counters", str(rep)]
-    entry = {"app": app, "mode": "one iteration, replayed hand-written answer (benchmarks/replay)"}
+    entry = {"app": cap.name.removesuffix("-h200"), "mode": "one iteration, replayed hand-written answer "
+             "(benchmarks/replay)"}
     code, out, err, wall = cli(*args)
-    if code != 0:
-        return entry | {"exit": code, "error": err[-1500:]}
-    run = sorted(p for p in runs.iterdir() if p.is_dir())[-1]
-    code, out, err, wall2 = cli("evaluate", "--config", f"benchmarks/{app}/optimas.yml", "--run", str(run))
+    made = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    if code != 0:  # the run keeps the prompt that was built: what a missing answer would have to answer
+        return entry | {"exit": code, "error": err[-1500:]} | ({"run": str(made[-1])} if made else {})
+    run = made[-1]
+    code, out, err, wall2 = cli("evaluate", "--config", config, "--run", str(run))
     entry.update(exit=code, wall_s=round(wall + wall2, 1), first=evaluation_of(run), stages=stage_times(run),
                  run=str(run))
     if code != 0:
@@ -138,7 +149,7 @@ def main() -> int:
         print(json.dumps({k: results[-1].get(k) for k in ("app", "exit", "wall_s")}), flush=True)
         record(results, args.out)
     for app in filter(None, args.replay.split(",")):
-        results.append(replayed(app, args.runs / f"replay-{app}"))
+        results.append(replayed(app, args.runs / f"replay-{Path(app).parent.name if app.endswith('.yml') else app}"))
         print(json.dumps({k: results[-1].get(k) for k in ("app", "exit", "wall_s")}), flush=True)
         record(results, args.out)
     return 0
