@@ -103,16 +103,45 @@ def test_peaks_come_from_the_report(h200: Path):
 def test_classification_on_h200_kernels(h200: Path):
     p = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
     mm = kernel_roofline(p, MATMUL)
-    assert mm.bound == "memory"
-    l1 = next(x for x in mm.resources if x.name == "l1")
-    assert l1.saturated and 100 * l1.rho == pytest.approx(96.69, abs=0.01)  # ncu's L1/TEX SOL %
+    # the L1/TEX unit is saturated (ncu's L1/TEX SOL, 96.69%); L1 bandwidth is not (ncu's hierarchical
+    # roofline: 62%), and at 256 FLOP per DRAM byte against an FP32 ridge of 13.8 DRAM cannot bind
+    assert mm.bound == "memory" and mm.binding == "L1 throughput"
+    l1 = {x.measure: x for x in mm.resources if x.name == "l1"}
+    assert l1["throughput"].saturated and 100 * l1["throughput"].rho == pytest.approx(96.69, abs=0.01)
+    assert not l1["bandwidth"].saturated and l1["bandwidth"].rho == pytest.approx(0.62, abs=0.005)
     assert mm.compute_rho == pytest.approx(0.6169, abs=1e-4)  # ncu's Compute (SM) SOL %
-    assert mm.summary.startswith("Compute underutilized (62%), memory bandwidth saturated (97%, L1)")
-    assert mm.arithmetic_intensity > mm.ridge_point  # lots of FLOPs per DRAM byte: the bottleneck is L1
+    assert mm.summary.startswith("Compute underutilized (62%), memory saturated (97%, L1 throughput): "
+                                 "memory-bound: L1 throughput")
+    assert mm.arithmetic_intensity == pytest.approx(256, rel=0.01) and mm.ridge_point == pytest.approx(13.8, rel=0.01)
     triad = kernel_roofline(p, TRIAD)
     assert triad.bound == "memory" and triad.memory_rho >= 0.70
     acc = kernel_roofline(p, ACCURACY)
-    assert acc.bound == "latency" and "latency-bound" in acc.summary
+    assert acc.bound == "latency" and acc.binding is None and "latency-bound" in acc.summary
+
+
+def test_bandwidth_per_level_is_ncus_hierarchical_roofline():
+    """Bandwidth per memory level as ncu's hierarchical roofline computes it (issue #15, item 4):
+    matmul's L1 62% and L2 11.9%, where the Speed-of-Light throughputs say 97% and 18%."""
+    from conftest import FIXTURES
+
+    profile = NcuReportReader().read(FIXTURES / "ncu-h200" / "probe_full.ncu-rep")
+    (i,) = [n for n, k in enumerate(profile.launches["kernel"]) if k.startswith("matmul")]
+    kernel = profile.launches["kernel"][i]
+    m = profile.metrics.iloc[i]
+    r = roofline(kernel, aggregate_launches(profile.kernel_metrics(kernel), profile.kernel_durations(kernel)), 0.7)
+    bw = {x.name: x for x in r.roofs if x.kind == "memory"}
+    label = "L1 Achieved Value (Global/Local)"
+    assert bw["l1"].achieved == pytest.approx(_ncu_roofline_value(label, "L1 Cache Bandwidth (Global/Local)"),
+                                              rel=1e-9)
+    assert bw["l1"].peak / m["l1tex__cycles_elapsed.avg.per_second"] == pytest.approx(
+        _ncu_roofline_value("L1 Roofline (Global/Local)", "Theoretical L1/TEX Cache Bytes Accessible"), rel=1e-9)
+    # ncu prints L2 figures to 3 significant digits (TB/s, KB per cycle)
+    assert bw["l2"].achieved / 1e12 == pytest.approx(_ncu_roofline_value("L2 Achieved Value", "L2 Cache Bandwidth"),
+                                                     abs=0.005)
+    assert bw["l2"].peak / m["lts__cycles_elapsed.avg.per_second"] / 1e3 == pytest.approx(
+        _ncu_roofline_value("L2 Roofline", "Theoretical L2 Cache Bytes Accessible"), abs=0.005)
+    assert round(100 * bw["l1"].rho) == 62 and round(100 * bw["l2"].rho, 1) == 11.9
+    assert {x.name: round(100 * x.rho) for x in r.throughputs} == {"l1": 97, "l2": 18}
 
 
 def test_details_page_and_raw_page_agree(h200: Path):
@@ -139,7 +168,7 @@ def test_saturation_threshold_is_inclusive():
     r = roofline("k", m, saturation=0.70)
     assert next(x for x in r.resources if x.name == "l2").saturated
     assert r.bound == "memory"
-    assert "memory bandwidth saturated (70%, L2)" in r.summary
+    assert "memory saturated (70%, L2 throughput): memory-bound: L2 throughput" in r.summary
 
 
 def test_launches_are_weighted_by_duration():
@@ -195,3 +224,30 @@ def test_flop_rates_match_ncus_roofline_in_every_precision():
         # ncu prints 3 significant digits: within half a unit of the last one
         assert r[prec].achieved / clock == pytest.approx(_ncu_roofline_value(*achieved), abs=0.006, rel=5e-4), prec
         assert r[prec].peak / clock == pytest.approx(_ncu_roofline_value(*peak), rel=1e-9), prec
+
+
+def test_launch_configuration_matches_ncus_launch_and_occupancy_sections(h200: Path):
+    """Launch evidence (issue #15, item 7) against ncu's own Launch Statistics and Occupancy sections
+    of the same capture (the details page of the first capture)."""
+    import csv
+
+    from runner.analysis.launch import launch_config
+
+    details: dict[str, str] = {}
+    with open(h200 / "probe_full_details.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["Kernel Name"] == MATMUL:
+                details[row["Metric Name"]] = row["Metric Value"].replace(",", "")
+    raw = NcuRawCsvReader().read(h200 / "probe_full_raw_autounits.csv")
+    mine = raw.launches["kernel"] == MATMUL
+    c = launch_config(raw.launches[mine], aggregate_launches(raw.kernel_metrics(MATMUL), raw.kernel_durations(MATMUL)))
+    assert (c.grid, c.block) == (raw.launches[mine]["grid"].iloc[0], "(16, 16, 1)")
+    assert c.registers_per_thread == int(details["Registers Per Thread"])
+    assert c.waves_per_sm == pytest.approx(float(details["Waves Per SM"]), abs=0.005)
+    assert c.theoretical_occupancy_pct == pytest.approx(float(details["Theoretical Occupancy"]))
+    assert c.achieved_occupancy_pct == pytest.approx(float(details["Achieved Occupancy"]), abs=0.005)
+    limits = {"registers": "Block Limit Registers", "warps per SM": "Block Limit Warps",
+              "shared memory": "Block Limit Shared Mem"}
+    fewest = min(int(details[v]) for v in limits.values())
+    assert c.blocks_per_sm == fewest
+    assert c.limited_by == [k for k, v in limits.items() if int(details[v]) == fewest]

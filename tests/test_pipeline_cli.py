@@ -26,12 +26,12 @@ def _diag(h200: Path, **cfg) -> Diagnostics:
 def test_evidence_ids_are_stable_and_typed(h200: Path):
     d = _diag(h200, alpha=1.0)
     prefixes = [e.id[0] for e in d.evidence]
-    assert prefixes == sorted(prefixes, key="RSC".index)  # R*, then S*, then C*
-    for prefix, kind in (("R", "roofline"), ("S", "stall"), ("C", "counter")):
+    assert prefixes == sorted(prefixes, key="LRSC".index)  # L*, R*, then S*, then C*
+    for prefix, kind in (("L", "launch"), ("R", "roofline"), ("S", "stall"), ("C", "counter")):
         items = [e for e in d.evidence if e.id[0] == prefix]
         assert [int(e.id[1:]) for e in items] == list(range(1, len(items) + 1))
         assert {e.kind for e in items} == {kind}
-    assert prefixes.count("R") == 3 and prefixes.count("C") == 5 and prefixes.count("S") >= 3
+    assert [prefixes.count(x) for x in "LRC"] == [3, 3, 5] and prefixes.count("S") >= 3
     assert [e.kernel for e in d.evidence if e.kind == "roofline"] == [k.kernel for k in d.hot_kernels]
     assert _diag(h200, alpha=1.0) == d  # same profile, same evidence
 
@@ -42,7 +42,8 @@ def test_diagnostics_markdown_is_small_and_cites_real_lines(h200: Path):
     assert len(md.encode()) < 6 * 1024
     assert "- S1 [matmul] k.cu:33 `if (r<n && c<n)" in md
     assert "stall_long_sb 38%" in md
-    assert "R1 [matmul] Compute underutilized (62%), memory bandwidth saturated (97%, L1)" in md
+    assert "R1 [matmul] Compute underutilized (62%), memory saturated (97%, L1 throughput): memory-bound" in md
+    assert "- L1 [matmul] grid (64, 64, 1) x block (16, 16, 1) (256 threads)" in md
     assert md.count("\n- C") == 5
     assert "NVIDIA H200" in md and "DRAM 4.81 TB/s" in md
 
@@ -56,7 +57,7 @@ def test_diagnostics_json_round_trips(h200: Path):
 def test_missing_source_data_is_a_note_not_a_failure(h200: Path):
     p = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
     d = diagnose(p, AnalysisConfig())
-    assert [e.kind for e in d.evidence] == ["roofline"]
+    assert [e.kind for e in d.evidence] == ["launch", "roofline"]
     assert any("no source-level PC sampling" in n for n in d.notes)
     assert any("no counter runs" in n for n in d.notes)
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from runner.analysis.counters import CounterSelection, select_counters
 from runner.analysis.hot import KernelTime, in_profile_spelling, select_hot_kernels
+from runner.analysis.launch import LaunchConfig, launch_config, launch_text
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
 from runner.analysis.sources import SourceDigest, source_digests
 from runner.analysis.stalls import StallLine, salient_stalls
@@ -28,9 +29,10 @@ class Evidence(BaseModel):
     """One citable finding."""
 
     id: str
-    kind: Literal["roofline", "stall", "counter"]
+    kind: Literal["launch", "roofline", "stall", "counter"]
     kernel: str | None
     text: str
+    launch: LaunchConfig | None = None
     roofline: Roofline | None = None
     stall: StallLine | None = None
     counter: dict | None = None
@@ -125,8 +127,12 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
     rooflines: list[Roofline] = []
     evidence: list[Evidence] = []
 
+    launch_items: list[Evidence] = []
     for k in hot:
         m = aggregate_launches(profile.kernel_metrics(k), profile.kernel_durations(k))
+        if (lc := launch_config(profile.launches[profile.launches["kernel"] == k], m)) is not None:
+            launch_items.append(Evidence(id=f"L{len(launch_items) + 1}", kind="launch", kernel=k, launch=lc,
+                                         text=launch_text(lc)))
         r = roofline(k, m, cfg.saturation)
         if not r.resources and r.sol_compute_pct is None:
             notes.append(f"{short_kernel_name(k)}: no throughput metrics in the profile; roofline skipped "
@@ -135,6 +141,7 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
         rooflines.append(r)
         evidence.append(Evidence(id=f"R{len(rooflines)}", kind="roofline", kernel=k, roofline=r,
                                  text=_roofline_text(r)))
+    evidence[:0] = launch_items
 
     if profile.lines.empty:
         notes.append("no source-level PC sampling in the inputs; stall evidence skipped (give a .ncu-rep "
@@ -217,20 +224,27 @@ def _si(x: float | None, unit: str) -> str:
 
 
 def _roofline_text(r: Roofline) -> str:
-    parts = []
-    for res in r.resources:
-        if res.rho < 0.005 and res.kind == "compute":
-            continue
-        detail = f"{res.name.upper()} {res.rho:.0%}"
+    def figure(res) -> str:
+        text = f"{res.name.upper()} {res.rho:.0%}"
         if res.achieved is not None and res.peak:
             u = "B/s" if res.unit == "byte/s" else "FLOP/s"
-            detail += f" ({_si(res.achieved, u)} of {_si(res.peak, u)})"
-        parts.append(detail)
-    text = f"{r.summary}. " + ", ".join(parts)
-    if r.arithmetic_intensity is not None:
-        text += f"; arithmetic intensity {r.arithmetic_intensity:.3g} FLOP/B"
-        if r.ridge_point:
-            text += f" (FP32 ridge {r.ridge_point:.3g})"
+            text += f" ({_si(res.achieved, u)} of {_si(res.peak, u)})"
+        return text
+
+    flops = [figure(x) for x in r.roofs if x.kind == "compute" and x.rho >= 0.005]
+    bandwidth = [figure(x) for x in r.roofs if x.kind == "memory"]
+    text = f"{r.summary}. Roofline: " + ", ".join(flops or ["no FLOPs"])
+    if bandwidth:
+        text += "; bandwidth " + ", ".join(bandwidth)
+    if r.intensity:
+        fp32 = next((x for x in r.roofs if x.name == "fp32" and x.peak), None)
+        peaks = {x.name: x.peak for x in r.roofs if x.kind == "memory" and x.peak}
+        parts = [f"{level.upper()} {ai:.3g}" + (f" ({fp32.peak / peaks[level]:.3g})" if fp32 and level in peaks
+                                                else "") for level, ai in r.intensity.items()]
+        text += "; arithmetic intensity in FLOP/B (FP32 ridge): " + ", ".join(parts)
+    if r.throughputs:
+        text += "; throughput, busiest sub-unit (SOL): " + ", ".join(f"{x.name.upper()} {x.rho:.0%}"
+                                                                       for x in r.throughputs)
     if r.sol_compute_pct is not None and r.sol_memory_pct is not None:
         text += f"; ncu SOL compute {r.sol_compute_pct:.1f}%, memory {r.sol_memory_pct:.1f}%"
     return text
@@ -310,7 +324,8 @@ def _render(d: Diagnostics, shown: list[Evidence], omitted: list[str]) -> str:
     for k in hot:
         out.append(f"- {short_kernel_name(k.kernel)}: {k.total_ns / 1000:.1f} us over {k.launches} "
                    f"launch{'es' if k.launches != 1 else ''} ({k.share:.1%})")
-    sections = (("roofline", "Roofline (R)"), ("stall", "Salient stalls from PC sampling (S)"),
+    sections = (("launch", "Launch configuration (L)"), ("roofline", "Roofline (R)"),
+                ("stall", "Salient stalls from PC sampling (S)"),
                 ("counter", "Counters that explain runtime, eOMP (C)"))
     for kind, heading in sections:
         items = [e for e in shown if e.kind == kind]
@@ -326,7 +341,7 @@ def _render(d: Diagnostics, shown: list[Evidence], omitted: list[str]) -> str:
             out.append(f"- {e.id} [{short_kernel_name(e.kernel or '')}] {e.text}")
     notes = list(d.notes)
     if omitted:
-        ids = sorted(omitted, key=lambda i: ("RSC".index(i[0]), int(i[1:])))
+        ids = sorted(omitted, key=lambda i: ("LRSC".index(i[0]), int(i[1:])))
         notes.append(f"omitted here for length (kept in diagnostics.json): {', '.join(ids)}")
     if notes:
         out.append("")

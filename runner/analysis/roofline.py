@@ -1,9 +1,19 @@
 """Roofline per kernel: achieved against peak for each resource, from the report's own peaks.
 
-Achieved rates and peaks come from the metrics ncu collects for its roofline and Speed-of-Light
-sections: `<counter>.sum.per_cycle_elapsed` (or `.per_second`) against `<counter>.sum.peak_sustained`,
-scaled by the unit's clock. Where only a percentage of peak was collected (L1, L2, tensor pipes,
-or a details-page export), that percentage, computed by ncu against the same peaks, is used.
+Two different figures per memory level, kept apart as ncu keeps them:
+- **bandwidth**, the roofline's: bytes/s moved at that level against the level's peak bytes/s,
+  from the metrics ncu's hierarchical roofline charts collect (`derived__l1tex__lsu_writeback_
+  bytes_mem_lgds`, `derived__lts__lts2xbar_bytes`, `dram__bytes`): `<metric>.sum.per_second`
+  against `<metric>.sum.peak_sustained` times the unit's clock;
+- **throughput** (Speed of Light): the busiest sub-unit's activity against its peak
+  (`l1tex__throughput`, `lts__throughput`), which counts more than bytes (tag lookups, shared
+  memory, wavefronts) and can be saturated while bandwidth is not.
+FLOP rates come from the roofline section's instruction counters. Where only a percentage of peak
+was collected (tensor pipes, a details-page export), that percentage, computed by ncu, is used.
+
+The bound follows the roofline: a roof (a precision's FLOP rate, a level's bandwidth) at or above
+the saturation threshold binds; else a unit's throughput at or above it; else the closest of them
+says which way the kernel leans, and nothing near its peak makes it latency-bound.
 """
 
 from __future__ import annotations
@@ -24,9 +34,18 @@ _FP_OPS = {
 }
 _PCT_FALLBACK = {
     "tensor": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "dram": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+}
+# Speed-of-Light throughput of each memory unit (busiest sub-unit, % of its peak)
+_THROUGHPUT = {
     "l1": "l1tex__throughput.avg.pct_of_peak_sustained_active",
     "l2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-    "dram": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+}
+# bytes each level moves, as ncu's hierarchical roofline charts count them, and the level's clock
+_LEVEL_BYTES = {
+    "l1": ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum", "l1tex__cycles_elapsed.avg.per_second"),
+    "l2": ("derived__lts__lts2xbar_bytes.sum", "lts__cycles_elapsed.avg.per_second"),
+    "dram": ("dram__bytes.sum", "dram__cycles_elapsed.avg.per_second"),
 }
 SOL_COMPUTE = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 SOL_MEMORY = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
@@ -35,7 +54,9 @@ COMPUTE = ("fp64", "fp32", "fp16", "tensor")
 
 
 class Resource(BaseModel):
-    """Utilization of one resource; `achieved`/`peak` are in `unit` when computed from counters."""
+    """Utilization of one resource; `achieved`/`peak` are in `unit` when computed from counters.
+    A memory resource's `measure` says whether it is the level's bandwidth (a roofline roof) or a
+    unit's Speed-of-Light throughput."""
 
     name: str
     kind: Literal["compute", "memory"]
@@ -45,6 +66,12 @@ class Resource(BaseModel):
     unit: str | None = None
     method: Literal["counters", "pct_of_peak"]
     saturated: bool
+    measure: Literal["flops", "bandwidth", "throughput"] = "flops"
+
+    @property
+    def label(self) -> str:
+        """`L1 bandwidth`, `L2 throughput`, `FP32`."""
+        return self.name.upper() + ("" if self.measure == "flops" else f" {self.measure}")
 
 
 class Roofline(BaseModel):
@@ -60,6 +87,18 @@ class Roofline(BaseModel):
     ridge_point: float | None  # FLOP per byte where the FP32 roof meets the DRAM roof
     bound: Literal["compute", "memory", "latency"]
     summary: str
+    binding: str | None = None  # what bounds it (`L1 throughput`, `DRAM bandwidth`, `FP32`), None if latency-bound
+    intensity: dict[str, float] = {}  # FLOP per byte at each level whose bytes were measured
+
+    @property
+    def roofs(self) -> list[Resource]:
+        """The roofline's roofs: FLOP rates and bandwidths."""
+        return [r for r in self.resources if r.measure != "throughput"]
+
+    @property
+    def throughputs(self) -> list[Resource]:
+        """Speed-of-Light throughput of the memory units."""
+        return [r for r in self.resources if r.measure == "throughput"]
 
 
 def _get(m: pd.Series, name: str) -> float | None:
@@ -101,10 +140,12 @@ def _flops(m: pd.Series, prec: str) -> tuple[float, float] | None:
     return achieved_per_cycle * clock, fma_flops * fma_peak * clock
 
 
-def _dram(m: pd.Series) -> tuple[float, float] | None:
-    achieved = _get(m, "dram__bytes.sum.per_second")
-    peak_per_cycle = _get(m, "dram__bytes.sum.peak_sustained")
-    clock = _get(m, "dram__cycles_elapsed.avg.per_second")
+def _bandwidth(m: pd.Series, level: str) -> tuple[float, float] | None:
+    """(achieved, peak) bytes/s at one memory level, or None if the counters are missing."""
+    metric, clock_metric = _LEVEL_BYTES[level]
+    achieved = _get(m, f"{metric}.per_second")
+    peak_per_cycle = _get(m, f"{metric}.peak_sustained")
+    clock = _get(m, clock_metric)
     if achieved is None or peak_per_cycle is None or clock is None:
         return None
     return achieved, peak_per_cycle * clock
@@ -118,25 +159,27 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
     """Classify one kernel from its (aggregated) metrics."""
     res: list[Resource] = []
 
-    def add(name: str, kind: str, achieved_peak: tuple[float, float] | None, unit: str) -> None:
+    def add(name: str, kind: str, achieved_peak: tuple[float, float] | None, unit: str, measure: str,
+            pct_name: str | None = None) -> None:
         if achieved_peak is not None and achieved_peak[1] > 0:
             a, p = achieved_peak
             rho = min(max(a / p, 0.0), 1.0)
             res.append(Resource(name=name, kind=kind, rho=rho, achieved=a, peak=p, unit=unit, method="counters",
-                                saturated=rho >= saturation))
+                                saturated=rho >= saturation, measure=measure))
             return
-        pct_name = _PCT_FALLBACK.get(name)
         pct = _get(m, pct_name) if pct_name else None
         if pct is not None:
             rho = min(max(pct / 100.0, 0.0), 1.0)
-            res.append(Resource(name=name, kind=kind, rho=rho, method="pct_of_peak", saturated=rho >= saturation))
+            res.append(Resource(name=name, kind=kind, rho=rho, method="pct_of_peak", saturated=rho >= saturation,
+                                measure=measure))
 
     for prec in ("fp64", "fp32", "fp16"):
-        add(prec, "compute", _flops(m, prec), "FLOP/s")
-    add("tensor", "compute", None, "")
-    add("dram", "memory", _dram(m), "byte/s")
-    add("l2", "memory", None, "")
-    add("l1", "memory", None, "")
+        add(prec, "compute", _flops(m, prec), "FLOP/s", "flops")
+    add("tensor", "compute", None, "", "flops", _PCT_FALLBACK["tensor"])
+    for level in ("dram", "l2", "l1"):
+        add(level, "memory", _bandwidth(m, level), "byte/s", "bandwidth", _PCT_FALLBACK.get(level))
+    for level in ("l2", "l1"):
+        add(level, "memory", None, "", "throughput", _THROUGHPUT[level])
 
     sol_c = _get(m, SOL_COMPUTE)
     sol_m = _get(m, SOL_MEMORY)
@@ -146,24 +189,47 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
     memory_rho = min(max(mem, default=0.0), 1.0)
 
     flops = sum(r.achieved for r in res if r.kind == "compute" and r.achieved is not None)
-    dram = next((r for r in res if r.name == "dram" and r.achieved), None)
+    by_level = {r.name: r for r in res if r.measure == "bandwidth" and r.achieved}
     fp32 = next((r for r in res if r.name == "fp32" and r.peak), None)
-    ai = flops / dram.achieved if dram and dram.achieved else None
+    intensity = {level: flops / r.achieved for level, r in by_level.items()} if flops else {}
+    dram = by_level.get("dram")
+    ai = flops / dram.achieved if dram else None
     ridge = fp32.peak / dram.peak if fp32 and dram and dram.peak else None
 
-    if compute_rho < saturation and memory_rho < saturation:
-        bound = "latency" if max(compute_rho, memory_rho) < 0.6 * saturation else (
-            "memory" if memory_rho >= compute_rho else "compute")
-    else:
-        bound = "memory" if memory_rho >= compute_rho else "compute"
-    mem_top = max((r for r in res if r.kind == "memory"), key=lambda r: r.rho, default=None)
+    bound, binding, lean = _classify(res, sol_c, sol_m, saturation)
+    tail = {"memory": "memory-bound", "compute": "compute-bound",
+            "latency": "latency-bound (no roof and no unit near its peak)"}[bound]
+    if bound != "latency":
+        tail += f": {binding}"
     comp_word = "saturated" if compute_rho >= saturation else "underutilized"
     mem_word = "saturated" if memory_rho >= saturation else "underutilized"
-    where = f", {mem_top.name.upper()}" if mem_top and abs(mem_top.rho - memory_rho) < 1e-9 else ""
-    tail = {"memory": "memory-bound", "compute": "compute-bound",
-            "latency": "latency-bound (neither compute nor memory near peak)"}[bound]
-    summary = (f"Compute {comp_word} ({_fmt_pct(compute_rho)}), memory bandwidth {mem_word} "
+    mem_top = max((r for r in res if r.kind == "memory"), key=lambda r: r.rho, default=None)
+    where = f", {mem_top.label}" if mem_top and abs(mem_top.rho - memory_rho) < 1e-9 else ""
+    summary = (f"Compute {comp_word} ({_fmt_pct(compute_rho)}), memory {mem_word} "
                f"({_fmt_pct(memory_rho)}{where}): {tail}")
+    if bound == "latency" and lean:
+        summary += f"; closest to its peak: {lean}"
     return Roofline(kernel=kernel, resources=res, compute_rho=compute_rho, memory_rho=memory_rho,
                     sol_compute_pct=sol_c, sol_memory_pct=sol_m, arithmetic_intensity=ai, ridge_point=ridge,
-                    bound=bound, summary=summary)
+                    bound=bound, summary=summary, binding=binding if bound != "latency" else None,
+                    intensity=intensity)
+
+
+def _classify(res: list[Resource], sol_c: float | None, sol_m: float | None,
+              saturation: float) -> tuple[Literal["compute", "memory", "latency"], str, str]:
+    """(bound, what binds, the closest figure with its value) by the rule in the module docstring."""
+    roofs = [r for r in res if r.measure != "throughput"]
+    units = [(r.rho, r.kind, r.label) for r in res if r.measure == "throughput"]
+    units += [(v / 100.0, kind, label) for v, kind, label in ((sol_m, "memory", "memory throughput (SOL)"),
+                                                               (sol_c, "compute", "SM throughput (SOL)"))
+              if v is not None]
+    top_roof = max(roofs, key=lambda r: r.rho, default=None)
+    top_unit = max(units, default=None)
+    if top_roof and top_roof.rho >= saturation:
+        return top_roof.kind, top_roof.label, ""
+    if top_unit and top_unit[0] >= saturation:
+        return top_unit[1], top_unit[2], ""
+    closest = max([(r.rho, r.kind, r.label) for r in roofs] + units, default=None)
+    if closest is None or closest[0] < 0.6 * saturation:
+        return "latency", "", f"{closest[2]} {_fmt_pct(closest[0])}" if closest else ""
+    return closest[1], closest[2], ""

@@ -219,7 +219,8 @@ class ProfilingConfig(_Strict):
     nvcc: str = "nvcc"
     nvidia_smi: str = "nvidia-smi"
     targeted_sections: list[str] = Field(default_factory=lambda: [
-        "SpeedOfLight", "SpeedOfLight_RooflineChart", "SourceCounters", "WarpStateStats", "LaunchStats", "Occupancy",
+        "SpeedOfLight", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalSingleRooflineChart", "SourceCounters",
+        "WarpStateStats", "LaunchStats", "Occupancy",
     ])
     counter_sections: list[str] = Field(default_factory=lambda: [
         "SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "SchedulerStats", "WarpStateStats",

@@ -27,16 +27,17 @@ from runner.proposal.compiler import KernelResources
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
-# Which evidence kinds each diagnostic configuration shows (K* compiler feedback always is).
+# Which evidence kinds each diagnostic configuration shows (K* compiler feedback always is; the
+# launch configuration, L*, with any profiler evidence).
 DIAGNOSTIC_KINDS: dict[str, set[str]] = {
     "none": set(),
-    "PC": {"stall"},
-    "IA": {"counter"},
-    "Roofline": {"roofline"},
-    "PC+IA": {"stall", "counter"},
-    "PC+Roofline": {"stall", "roofline"},
-    "IA+Roofline": {"counter", "roofline"},
-    "PC+IA+Roofline": {"stall", "counter", "roofline"},
+    "PC": {"launch", "stall"},
+    "IA": {"launch", "counter"},
+    "Roofline": {"launch", "roofline"},
+    "PC+IA": {"launch", "stall", "counter"},
+    "PC+Roofline": {"launch", "stall", "roofline"},
+    "IA+Roofline": {"launch", "counter", "roofline"},
+    "PC+IA+Roofline": {"launch", "stall", "counter", "roofline"},
 }
 
 GUARDRAILS = [
@@ -225,7 +226,7 @@ def _label(diagnostics: str) -> str:
     names = {"PC": "PC sampling (S)", "IA": "counters (C)", "Roofline": "roofline (R)"}
     if diagnostics == "none":
         return "none (code only)"
-    return ", ".join(names[p] for p in diagnostics.split("+")) + ", compiler feedback (K)"
+    return ", ".join(names[p] for p in diagnostics.split("+")) + ", launch configuration (L), compiler feedback (K)"
 
 
 def _peaks(diag: Diagnostics) -> str:

@@ -156,7 +156,8 @@ def answer(ctx: OfflineContext) -> str:
                             "rewriting expressions, which the rules cannot prove bit-for-bit safe")
     withheld.append("shared-memory tiling and kernel fusion: restructure data movement beyond what the rules can "
                     "prove safe")
-    withheld.append("__launch_bounds__: the launch block size is not in the evidence, and a wrong bound fails launches")
+    withheld.append("__launch_bounds__: the block size (L) is measured for the profiled configuration only, and a "
+                    "bound below another configuration's block size fails its launches")
     reasons = [f"- {w}" for w in withheld]
     if not edits:  # the response format's answer for "nothing here would be faster"
         return "\n".join(["NO CHANGE", "- no rule of the offline backend applies to the evidence given",
