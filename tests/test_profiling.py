@@ -203,3 +203,13 @@ def test_counter_runs_sweep_sizes_only_when_the_program_can_be_scaled():
     assert counter_scales(parse_config("app: {run: '{exe} --scale {scale}'}\n", "x.yml")) == sweep
     scaled = "app: {run: '{exe} {n}', profile_run: '{exe} {n*scale}', configurations: {a: {n: 4}}}\n"
     assert counter_scales(parse_config(scaled, "x.yml")) == sweep
+
+
+def test_counter_runs_profile_the_hottest_kernel_the_sources_define():
+    # a library kernel (no source here) is hottest: its counters could guide no edit (issue #15, item 6)
+    from runner.profiling.agent import counter_target
+
+    files = {"k.cu": "__global__ void saxpy(float *x, float a, int n) { }\n"}
+    hot = ["void cub::DeviceReduceKernel<float>(const T1 *, T1 *, int)", "saxpy(float *, float, int)"]
+    assert counter_target(hot, files) == "saxpy(float *, float, int)"
+    assert counter_target(hot[:1], files) == hot[0]  # none defined: the hottest

@@ -56,7 +56,9 @@ def test_prompt_on_the_bundled_example(tmp_path: Path):
 @pytest.mark.parametrize("diagnostics, present, absent", [
     ("PC", ["- S1 "], ["- R1 ", "- C1 "]),
     ("Roofline", ["- R1 "], ["- S1 ", "- C1 "]),
-    ("IA+Roofline", ["- R1 ", "- C1 "], ["- S1 "]),
+    # the bundled counter runs profiled accuracy_kernel, and matmul is the kernel shown: its
+    # counters are not cited (issue #15, item 6)
+    ("IA+Roofline", ["- R1 ", "counters (C): none for the kernels shown"], ["- S1 ", "- C1 "]),
     ("none", ["(none: optimize from the code alone)"], ["- R1 ", "- S1 ", "- C1 "]),
 ])
 def test_diagnostic_configurations_select_evidence(tmp_path: Path, diagnostics, present, absent):

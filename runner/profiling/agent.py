@@ -26,7 +26,7 @@ import pandas as pd
 
 from runner.analysis.hot import select_hot_kernels
 from runner.base.config import Config, LoadedConfig
-from runner.base.cuda_source import kernel_key, template_symbol_prefix
+from runner.base.cuda_source import functions, kernel_by_name, kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
 from runner.base.processes import (
@@ -40,6 +40,7 @@ from runner.base.processes import (
 )
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
+from runner.base.workspace import read_context
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
 from runner.profiling.readers.report import report_kernel_names
@@ -238,10 +239,14 @@ class ProfilingAgent:
             which = "app.profile_run" if app.profile_run else "app.run"
             self.progress(f"{which} takes no {{scale}}: one counter run instead of a sweep of problem sizes (eOMP "
                           "needs the sweep: pass {scale}, or {n*scale} for a size n, to the program)")
-        filters = [self._kernel_filter(hot[:1], mangled)]
+        target = counter_target(hot, read_context(self.lc))
+        if target != hot[0]:
+            self.progress(f"counter runs profile {short_kernel_name(target)}, the hottest kernel defined in the "
+                          f"sources ({short_kernel_name(hot[0])} is not, so no edit could act on its counters)")
+        filters = [self._kernel_filter([target], mangled)]
         # Programs pick a template instance by problem size (reduction's power-of-two flag): at
         # another size the hot instance may never run, another instance of its template does.
-        family = template_symbol_prefix(mangled.get(hot[0], ""))
+        family = template_symbol_prefix(mangled.get(target, ""))
         if family:
             filters.append(["--kernel-name-base", "mangled", "-k", f"regex:^{re.escape(family)}"])
         for scale in scales:
@@ -257,7 +262,7 @@ class ProfilingAgent:
                 except NothingProfiled:
                     if n + 1 == len(filters):
                         raise
-                    self.progress(f"at scale {scale:g} the program does not launch {short_kernel_name(hot[0])}: "
+                    self.progress(f"at scale {scale:g} the program does not launch {short_kernel_name(target)}: "
                                   "profiling the first launch of another instance of its template instead")
             counters.append(out.with_suffix(".ncu-rep"))
         inputs = {"timing": timing_files, "report": reports, "counters": counters}
@@ -304,6 +309,13 @@ class ProfilingAgent:
                                  "profiling.hot_kernels: ncu to time launches with ncu instead")
         mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
         return sorted(folder.glob("trace-*.tsv")), profile_of(traces, str(folder)).launches, mangled
+
+
+def counter_target(hot: list[str], files: dict[str, str]) -> str:
+    """The kernel the counter runs profile: the hottest one defined in the sources (the one a
+    candidate can edit), else the hottest."""
+    parsed = [functions(text) for text in files.values()]
+    return next((k for k in hot if any(kernel_by_name(funcs, k) for funcs in parsed)), hot[0])
 
 
 def _captured_as(kernel: str, symbol: str | None, captured: dict[str, str]) -> str | None:

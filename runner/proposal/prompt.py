@@ -187,7 +187,8 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
                            + ", ".join(DIAGNOSTIC_KINDS))
     hot = kernels or [k.kernel for k in diag.hot_kernels]
     kinds = DIAGNOSTIC_KINDS[diagnostics]
-    shown = [e for e in diag.evidence if e.kind in kinds and (e.kernel in hot or e.kind == "counter")]
+    # Evidence of a kernel the prompt does not show is never cited (counters of another kernel, say).
+    shown = [e for e in diag.evidence if e.kind in kinds and e.kernel in hot]
     sub = diag.model_copy(update={"evidence": shown, "notes": []})
     evidence_md = _evidence_section(sub, max_evidence_bytes) if shown else ""
     blocks, ranges = _source_blocks(files, hot, editable)
@@ -201,7 +202,8 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     system = env.get_template("system.md.j2").render(guardrails=GUARDRAILS, response_format=response_format.strip())
     peaks = _peaks(diag)
     user = env.get_template("user.md.j2").render(
-        app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics), evidence_md=evidence_md,
+        app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),
+        evidence_md=evidence_md,
         compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, sources=blocks,
         hot_kernels=[short_kernel_name(k) for k in hot])
     ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
@@ -222,11 +224,14 @@ def _is_hot_line(line: str) -> bool:
     return line.startswith("- ") and " us over " in line and "launch" in line
 
 
-def _label(diagnostics: str) -> str:
-    names = {"PC": "PC sampling (S)", "IA": "counters (C)", "Roofline": "roofline (R)"}
+def _label(diagnostics: str, shown: set[str]) -> str:
+    names = {"PC": ("PC sampling (S)", "stall"), "IA": ("counters (C)", "counter"), "Roofline": ("roofline (R)",
+                                                                                                 "roofline")}
     if diagnostics == "none":
         return "none (code only)"
-    return ", ".join(names[p] for p in diagnostics.split("+")) + ", launch configuration (L), compiler feedback (K)"
+    parts = [name if kind in shown else f"{name}: none for the kernels shown"
+             for name, kind in (names[p] for p in diagnostics.split("+"))]
+    return ", ".join(parts) + ", launch configuration (L), compiler feedback (K)"
 
 
 def _peaks(diag: Diagnostics) -> str:
