@@ -75,9 +75,10 @@ class FakeGitHub:
                         del fake.lost_answers[i]
                         status, body = 502, {"message": "Bad Gateway"}
                         break
-                self._send(status, body)
                 if method in ("POST", "PATCH"):
+                    # recorded before the answer goes out: a client that has its answer finds its span here
                     fake.write_spans.append((url.path, t0, time.monotonic()))
+                self._send(status, body)
 
             def do_GET(self):
                 self._handle("GET")
