@@ -76,8 +76,9 @@ def replay_inputs(app: str) -> tuple[str, Path]:
     return f"benchmarks/{app}/optimas.yml", FIX / f"{app}-h200"
 
 
-def replayed(app: str, runs: Path) -> dict:
+def replayed(app: str, runs_root: Path) -> dict:
     config, cap = replay_inputs(app)
+    runs = runs_root / f"replay-{cap.name.removesuffix('-h200')}"
     timing = next(p for p in (cap / "timing_raw.csv", cap / "timing_trace.tsv") if p.exists())
     args = ["propose", "--backend", "replay", "--config", config, "--runs-dir", str(runs),
             "--report", str(cap / "hot0.ncu-rep"), "--timing", str(timing)]
@@ -149,7 +150,7 @@ def main() -> int:
         print(json.dumps({k: results[-1].get(k) for k in ("app", "exit", "wall_s")}), flush=True)
         record(results, args.out)
     for app in filter(None, args.replay.split(",")):
-        results.append(replayed(app, args.runs / f"replay-{Path(app).parent.name if app.endswith('.yml') else app}"))
+        results.append(replayed(app, args.runs))
         print(json.dumps({k: results[-1].get(k) for k in ("app", "exit", "wall_s")}), flush=True)
         record(results, args.out)
     return 0

@@ -204,12 +204,21 @@ def test_compiler_feedback_is_of_the_template_instance_that_ran():
     from runner.proposal.compiler import KernelResources
     from runner.proposal.prompt import compiler_evidence
 
-    # as c++filt spells ptxas's entries, for two instances of one template
+    # as c++filt spells ptxas's entries, for two instances of one template; the hot kernels as ncu
+    # spells them (tests/fixtures/templated-h200: `256` and `1` where c++filt writes `256u`, `true`)
     resources = [KernelResources(kernel=f"void reduce<float, {b}u>(float const*, float*, int)", registers=r,
                                  shared_bytes=4 * b, stack_bytes=0, spill_store_bytes=0, spill_load_bytes=0)
                  for b, r in ((128, 18), (256, 32))]
-    (k,) = compiler_evidence(resources, ["void reduce<float, 256U>(const T1 *, T1 *, int)"])
+    (k,) = compiler_evidence(resources, ["void reduce<float, 256>(const T1 *, T1 *, int)"])
     assert k.kernel == "reduce" and k.resources.registers == 32 and "1024 B static shared memory" in k.text
-    (other,) = compiler_evidence(resources, ["void reduce<double, 64U>(const T1 *, T1 *, int)"])
+    (other,) = compiler_evidence(resources, ["void reduce<double, 64>(const T1 *, T1 *, int)"])
     assert other.resources.registers == 18  # no such instance built: the first of that name
     assert compiler_evidence(resources, ["scale(float *, int)"]) == []
+    # a bool argument is `true` to c++filt and `1` to ncu: only the symbol tells the instances apart
+    flags = [KernelResources(kernel=f"void reduce7<int, 256u, {flag}>(int const*, int*, unsigned int)",
+                             mangled=f"_Z7reduce7IiLj256ELb{int(flag == 'true')}EEvPKT_PS0_j", registers=r)
+             for flag, r in (("false", 30), ("true", 26))]
+    hot = "void reduce7<int, 256, 1>(const T1 *, T1 *, unsigned int)"
+    assert compiler_evidence(flags, [hot])[0].resources.registers == 30  # by arguments: not found, the first
+    (exact,) = compiler_evidence(flags, [hot], {hot: "_Z7reduce7IiLj256ELb1EEvPKT_PS0_j"})
+    assert exact.resources.registers == 26

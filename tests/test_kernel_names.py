@@ -10,11 +10,10 @@ import pytest
 from conftest import FIXTURES
 
 from runner.analysis.evidence import _select_for_hot, diagnose
-from runner.analysis.hot import in_profile_spelling
+from runner.analysis.hot import in_profile_spelling, spelled_as
 from runner.base.config import AnalysisConfig
 from runner.base.cuda_source import functions, kernel_by_name, kernel_key, template_symbol_prefix
 from runner.evaluation.measure import traced_hot_keys
-from runner.profiling.agent import _captured_as
 from runner.profiling.model import MANGLED, Profile
 from runner.profiling.readers import NcuRawCsvReader, NcuReportReader, read_profiles
 from runner.profiling.readers.report import report_kernel_names
@@ -89,10 +88,13 @@ def test_template_symbol_prefix_covers_every_instance():
 
 def test_the_targeted_check_and_the_timer_match_hot_kernels_by_symbol():
     captured = report_kernel_names(CAPTURE / "templated.ncu-rep")
-    assert _captured_as(TRACED_REDUCE, REDUCE, captured) == NCU_REDUCE
-    assert _captured_as(TRACED_REDUCE, "_Z5otherv", captured) is None
+    by_key = {kernel_key(name): name for name in captured.values()}
+    assert spelled_as(TRACED_REDUCE, REDUCE, captured, by_key) == NCU_REDUCE
+    # a symbol the report lacks is not looked up by name (that could be an overload's)
+    assert spelled_as("void probe::for_each<probe::AddOne>(int*, int, probe::AddOne)", "_Z5otherv", captured,
+                      by_key) is None
     # no symbol (ncu's timing pass named the kernel): names without parameters or spaces
-    assert _captured_as("void probe::for_each<probe::AddOne>(int*, int, probe::AddOne)", None, captured) == \
+    assert spelled_as("void probe::for_each<probe::AddOne>(int*, int, probe::AddOne)", None, captured, by_key) == \
         "void probe::for_each<probe::AddOne>(int *, int, T1)"
     traced = {REDUCE: kernel_key(TRACED_REDUCE)}
     assert traced_hot_keys([NCU_REDUCE], {NCU_REDUCE: REDUCE}, traced) == {kernel_key(TRACED_REDUCE)}

@@ -71,13 +71,22 @@ def select_hot_kernels(launches: pd.DataFrame, alpha: float) -> list[KernelTime]
     return out
 
 
+def spelled_as(kernel: str, symbol: object, by_symbol: dict[str, str], by_key: dict[str, str]) -> str | None:
+    """The name another tool gives `kernel`, from `by_symbol` (symbol -> name) and `by_key`
+    (kernel_key -> name) of that tool's kernels; None when it has no such kernel. Where both sides
+    know symbols, only the symbol says (demanglers spell template arguments differently, and names
+    without parameters would join overloads); else the name without parameters or spaces."""
+    if isinstance(symbol, str) and symbol and by_symbol:
+        return by_symbol.get(symbol)
+    return by_key.get(kernel_key(kernel))
+
+
 def in_profile_spelling(timing: pd.DataFrame, profiled: pd.DataFrame) -> pd.DataFrame:
     """`timing`'s launches with each kernel named as `profiled` (a profile's launches) names it.
 
     The tracer's names come from the C++ runtime's demangler, ncu's from its own; they differ in
-    spacing, `const T1 *` against `const float*`, and template arguments. The same symbol is the
-    same kernel; where either side lacks symbols, names are compared without parameters or spaces
-    (kernel_key). Kernels the profile does not hold keep their names.
+    spacing, `const T1 *` against `const float*`, and template arguments (spelled_as). Kernels the
+    profile does not hold keep their names.
     """
     by_symbol: dict[str, str] = {}
     if MANGLED in profiled.columns:
@@ -85,10 +94,5 @@ def in_profile_spelling(timing: pd.DataFrame, profiled: pd.DataFrame) -> pd.Data
                      if isinstance(m, str) and m}
     by_key = {kernel_key(k): k for k in profiled["kernel"]}
     symbols = timing[MANGLED] if MANGLED in timing.columns else [None] * len(timing)
-
-    def spelled(kernel: str, symbol: object) -> str:
-        if isinstance(symbol, str) and symbol in by_symbol:
-            return by_symbol[symbol]
-        return by_key.get(kernel_key(kernel), kernel)
-
-    return timing.assign(kernel=[spelled(k, m) for k, m in zip(timing["kernel"], symbols, strict=True)])
+    return timing.assign(kernel=[spelled_as(k, m, by_symbol, by_key) or k
+                                 for k, m in zip(timing["kernel"], symbols, strict=True)])

@@ -3,10 +3,10 @@ sections): grid and block, registers, shared memory, occupancy and what limits i
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 from pydantic import BaseModel
+
+from runner.analysis.roofline import metric_value
 
 # blocks per SM each resource allows (`launch__occupancy_limit_<name>`); the smallest limits occupancy
 LIMITS = {"registers": "registers", "shared_mem": "shared memory", "warps": "warps per SM",
@@ -31,13 +31,8 @@ class LaunchConfig(BaseModel):
 
 
 def _int(m: pd.Series, name: str) -> int | None:
-    v = m.get(name)
-    return int(v) if v is not None and math.isfinite(float(v)) else None
-
-
-def _float(m: pd.Series, name: str) -> float | None:
-    v = m.get(name)
-    return float(v) if v is not None and math.isfinite(float(v)) else None
+    v = metric_value(m, name)
+    return None if v is None else int(v)
 
 
 def launch_config(launches: pd.DataFrame, m: pd.Series) -> LaunchConfig | None:
@@ -55,9 +50,9 @@ def launch_config(launches: pd.DataFrame, m: pd.Series) -> LaunchConfig | None:
                        shared_static=_int(m, "launch__shared_mem_per_block_static"),
                        shared_dynamic=_int(m, "launch__shared_mem_per_block_dynamic"), blocks_per_sm=per_sm,
                        limited_by=[LIMITS[n] for n, v in limits.items() if v == per_sm],
-                       theoretical_occupancy_pct=_float(m, "sm__maximum_warps_per_active_cycle_pct"),
-                       achieved_occupancy_pct=_float(m, "sm__warps_active.avg.pct_of_peak_sustained_active"),
-                       waves_per_sm=_float(m, "launch__waves_per_multiprocessor"))
+                       theoretical_occupancy_pct=metric_value(m, "sm__maximum_warps_per_active_cycle_pct"),
+                       achieved_occupancy_pct=metric_value(m, "sm__warps_active.avg.pct_of_peak_sustained_active"),
+                       waves_per_sm=metric_value(m, "launch__waves_per_multiprocessor"))
     if not cfg.grid and cfg.registers_per_thread is None and cfg.theoretical_occupancy_pct is None:
         return None
     return cfg

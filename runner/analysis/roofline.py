@@ -101,7 +101,8 @@ class Roofline(BaseModel):
         return [r for r in self.resources if r.measure == "throughput"]
 
 
-def _get(m: pd.Series, name: str) -> float | None:
+def metric_value(m: pd.Series, name: str) -> float | None:
+    """A metric of (aggregated) launch metrics, None when missing or not finite."""
     v = m.get(name)
     if v is None:
         return None
@@ -126,14 +127,14 @@ def aggregate_launches(metrics: pd.DataFrame, durations: pd.Series) -> pd.Series
 
 def _flops(m: pd.Series, prec: str) -> tuple[float, float] | None:
     """(achieved, peak) FLOP/s of one precision, or None if the counters are missing."""
-    clock = _get(m, "sm__cycles_elapsed.avg.per_second")
+    clock = metric_value(m, "sm__cycles_elapsed.avg.per_second")
     fma, fma_flops = _FP_OPS[prec][2]
-    fma_peak = _get(m, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained")
+    fma_peak = metric_value(m, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained")
     if clock is None or fma_peak is None:
         return None
     achieved_per_cycle = 0.0
     for op, weight in _FP_OPS[prec]:
-        v = _get(m, f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed")
+        v = metric_value(m, f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed")
         if v is None:
             return None
         achieved_per_cycle += weight * v
@@ -143,9 +144,9 @@ def _flops(m: pd.Series, prec: str) -> tuple[float, float] | None:
 def _bandwidth(m: pd.Series, level: str) -> tuple[float, float] | None:
     """(achieved, peak) bytes/s at one memory level, or None if the counters are missing."""
     metric, clock_metric = _LEVEL_BYTES[level]
-    achieved = _get(m, f"{metric}.per_second")
-    peak_per_cycle = _get(m, f"{metric}.peak_sustained")
-    clock = _get(m, clock_metric)
+    achieved = metric_value(m, f"{metric}.per_second")
+    peak_per_cycle = metric_value(m, f"{metric}.peak_sustained")
+    clock = metric_value(m, clock_metric)
     if achieved is None or peak_per_cycle is None or clock is None:
         return None
     return achieved, peak_per_cycle * clock
@@ -167,7 +168,7 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
             res.append(Resource(name=name, kind=kind, rho=rho, achieved=a, peak=p, unit=unit, method="counters",
                                 saturated=rho >= saturation, measure=measure))
             return
-        pct = _get(m, pct_name) if pct_name else None
+        pct = metric_value(m, pct_name) if pct_name else None
         if pct is not None:
             rho = min(max(pct / 100.0, 0.0), 1.0)
             res.append(Resource(name=name, kind=kind, rho=rho, method="pct_of_peak", saturated=rho >= saturation,
@@ -181,8 +182,8 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
     for level in ("l2", "l1"):
         add(level, "memory", None, "", "throughput", _THROUGHPUT[level])
 
-    sol_c = _get(m, SOL_COMPUTE)
-    sol_m = _get(m, SOL_MEMORY)
+    sol_c = metric_value(m, SOL_COMPUTE)
+    sol_m = metric_value(m, SOL_MEMORY)
     comp = [r.rho for r in res if r.kind == "compute"] + ([sol_c / 100.0] if sol_c is not None else [])
     mem = [r.rho for r in res if r.kind == "memory"] + ([sol_m / 100.0] if sol_m is not None else [])
     compute_rho = min(max(comp, default=0.0), 1.0)

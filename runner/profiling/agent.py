@@ -9,9 +9,10 @@ Steps, each recorded in the run directory (`profile/`) with its exact command in
    default), or ncu's timing pass, `ncu --metrics gpu__time_duration.sum` (one replay per launch);
 3. hot kernels from that (alpha of total time);
 4. targeted collection of the hot kernels (`-k regex:^(a|b)$`, by mangled name when the tracer
-   named them, launch skip/count, roofline and
-   source sections, imported source) in one profiler run, exported as raw and source CSV pages;
-5. counter runs of the hottest kernel over N problem sizes for eOMP.
+   named them, launch skip/count, roofline and source sections, imported source) in one profiler
+   run, its source page exported as CSV;
+5. counter runs of the hottest kernel the sources define over N problem sizes for eOMP (another
+   instance of its template where a size launches that one instead).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from runner.analysis.hot import select_hot_kernels
+from runner.analysis.hot import select_hot_kernels, spelled_as
 from runner.base.config import Config, LoadedConfig
 from runner.base.cuda_source import functions, kernel_by_name, kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
@@ -218,10 +219,10 @@ class ProfilingAgent:
             self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}", ncu=True)
             rep = out.with_suffix(".ncu-rep")
             reports.append(rep)
-            self._export(ncu, rep, "raw")
-            sources.append(self._export(ncu, rep, "source"))
+            sources.append(self._export(ncu, rep, "source"))  # for the record; the analysis reads the report
             captured = report_kernel_names(rep)  # symbol -> ncu's name
-            got = {k: ncu_name for k in pending if (ncu_name := _captured_as(k, mangled.get(k), captured))}
+            by_key = {kernel_key(name): name for name in captured.values()}
+            got = {k: ncu_name for k in pending if (ncu_name := spelled_as(k, mangled.get(k), captured, by_key))}
             if not got:
                 raise ProfilingError(f"targeted collection captured none of {pending} (it captured "
                                      f"{sorted(captured.values())}); see {self.dir / 'logs'}")
@@ -316,14 +317,6 @@ def counter_target(hot: list[str], files: dict[str, str]) -> str:
     candidate can edit), else the hottest."""
     parsed = [functions(text) for text in files.values()]
     return next((k for k in hot if any(kernel_by_name(funcs, k) for funcs in parsed)), hot[0])
-
-
-def _captured_as(kernel: str, symbol: str | None, captured: dict[str, str]) -> str | None:
-    """ncu's name for a hot kernel if the report captured it: by symbol when the tracer gave one
-    (demanglers spell template arguments differently), else by name without parameters."""
-    if symbol:
-        return captured.get(symbol)
-    return next((name for name in captured.values() if kernel_key(name) == kernel_key(kernel)), None)
 
 
 def restrict_to_configured(launched: list[str], configured: list[str]) -> list[str]:

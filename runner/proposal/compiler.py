@@ -19,6 +19,7 @@ class KernelResources(BaseModel):
 
     kernel: str  # function name as demangled by ptxas (c++filt-style), or mangled if it could not be
     registers: int
+    mangled: str | None = None  # its symbol, which names the same instance whoever demangles it
     shared_bytes: int = 0
     stack_bytes: int = 0
     spill_store_bytes: int = 0
@@ -72,7 +73,7 @@ def parse_ptxas(output: str) -> list[KernelResources]:
         e = entries.get(mangled, {})
         if "regs" not in e:
             continue
-        out.append(KernelResources(kernel=names.get(mangled, mangled), registers=e["regs"],
+        out.append(KernelResources(kernel=names.get(mangled, mangled), mangled=mangled, registers=e["regs"],
                                    shared_bytes=e.get("smem", 0), stack_bytes=e.get("stack", 0),
                                    spill_store_bytes=e.get("spill_st", 0), spill_load_bytes=e.get("spill_ld", 0)))
     return out

@@ -89,16 +89,20 @@ def _instance(name: str) -> tuple[str, tuple[str, ...]]:
                                          for a in template_arguments(name))
 
 
-def compiler_evidence(resources: list[KernelResources], kernels: list[str]) -> list[KEvidence]:
+def compiler_evidence(resources: list[KernelResources], kernels: list[str],
+                      symbols: dict[str, str] | None = None) -> list[KEvidence]:
     """K* items for the given kernels: ptxas's figures of the same template instance when the
-    build has it, else of the first kernel of that name."""
+    build has it (by symbol where `symbols` gives the kernel's, else by its template arguments),
+    else of the first kernel of that name."""
     out = []
     for k in kernels:
         base, args = _instance(k)
         same = [r for r in resources if _instance(r.kernel)[0] == base]
         if not same:
             continue
-        r = min(same, key=lambda r: _instance(r.kernel)[1] != args)  # the exact instance, else the first
+        symbol = (symbols or {}).get(k)
+        # the exact instance, else the first
+        r = min(same, key=lambda r: r.mangled != symbol if symbol else _instance(r.kernel)[1] != args)
         spills = (f"{r.spill_store_bytes} B spill stores, {r.spill_load_bytes} B spill loads"
                   if r.spill_store_bytes or r.spill_load_bytes else "no spills")
         text = (f"{r.registers} registers per thread, {r.shared_bytes} B static shared memory, "
@@ -195,7 +199,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     if not blocks:
         raise OptimasError("none of the hot kernels (" + ", ".join(short_kernel_name(k) for k in hot)
                            + f") is defined in the sources given ({', '.join(files) or 'none'}); check app.sources")
-    k_items = compiler_evidence(list(resources), hot)
+    k_items = compiler_evidence(list(resources), hot, {k.kernel: k.mangled for k in diag.kernels if k.mangled})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     response_format = (TEMPLATES / "response_format.md").read_text()
@@ -224,13 +228,17 @@ def _is_hot_line(line: str) -> bool:
     return line.startswith("- ") and " us over " in line and "launch" in line
 
 
+# diagnostic source -> (its name in a prompt, the evidence kind it gives)
+_SOURCES = {"PC": ("PC sampling (S)", "stall"), "IA": ("counters (C)", "counter"),
+            "Roofline": ("roofline (R)", "roofline")}
+
+
 def _label(diagnostics: str, shown: set[str]) -> str:
-    names = {"PC": ("PC sampling (S)", "stall"), "IA": ("counters (C)", "counter"), "Roofline": ("roofline (R)",
-                                                                                                 "roofline")}
+    """The diagnostic sources a prompt names, saying which have nothing for the kernels shown."""
     if diagnostics == "none":
         return "none (code only)"
     parts = [name if kind in shown else f"{name}: none for the kernels shown"
-             for name, kind in (names[p] for p in diagnostics.split("+"))]
+             for name, kind in (_SOURCES[p] for p in diagnostics.split("+"))]
     return ", ".join(parts) + ", launch configuration (L), compiler feedback (K)"
 
 

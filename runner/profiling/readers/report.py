@@ -22,6 +22,8 @@ from runner.profiling.model import (
 )
 
 REPORT_MAGIC = b"NVR\x00"
+_HOW = ("Collect it with: ncu --set full --import-source yes -o <name> <app> (from an app built with "
+        "nvcc -lineinfo)")
 # ncu_report casts integral template arguments (`k<(unsigned int)256, (bool)1>`) where ncu's CSV
 # pages write the bare value (`k<256, 1>`); seen on the H200 capture in tests/fixtures/templated-h200.
 _LITERAL_CAST = re.compile(r"\((?:(?:unsigned|signed) )?(?:char|short|int|long(?: long)?|bool)(?: int)?\)(?=-?\d)")
@@ -31,8 +33,6 @@ def exported_spelling(name: str) -> str:
     """A kernel name from ncu_report as ncu's CSV pages spell it, so that a report and its exports
     name each kernel the same way."""
     return _LITERAL_CAST.sub("", name)
-_HOW = ("Collect it with: ncu --set full --import-source yes -o <name> <app> (from an app built with "
-        "nvcc -lineinfo)")
 
 
 def check_report_file(path: Path) -> None:
@@ -68,14 +68,10 @@ class NcuReportReader:
     page = "report"
 
     def read(self, path: Path | str) -> Profile:
-        import ncu_report  # NVIDIA's module; imported here so CSV-only use does not load its library
+        import ncu_report
 
         path = Path(path)
-        check_report_file(path)
-        try:
-            ctx = ncu_report.load_report(str(path))
-        except Exception as e:  # the module raises bare Exceptions for unreadable reports
-            raise ProfileFormatError(path, f"ncu_report could not load it ({e})", "a .ncu-rep file", _HOW) from None
+        ctx = _load(path)
         launch_rows: list[dict] = []
         metric_rows: list[dict[str, float]] = []
         units: dict[str, str] = {}
@@ -133,16 +129,22 @@ class NcuReportReader:
                        units=units, lines=lines, device_name=device, inputs=[str(path)])
 
 
+def _load(path: Path):
+    """The report through NVIDIA's module (imported here, so that CSV-only use never loads its library)."""
+    import ncu_report
+
+    check_report_file(path)
+    try:
+        return ncu_report.load_report(str(path))
+    except Exception as e:  # the module raises bare Exceptions for unreadable reports
+        raise ProfileFormatError(path, f"ncu_report could not load it ({e})", "a .ncu-rep file", _HOW) from None
+
+
 def report_kernel_names(path: Path | str) -> dict[str, str]:
     """Each kernel of a report: its symbol (mangled name) -> its name as ncu demangles it."""
     import ncu_report
 
-    path = Path(path)
-    check_report_file(path)
-    try:
-        ctx = ncu_report.load_report(str(path))
-    except Exception as e:  # the module raises bare Exceptions for unreadable reports
-        raise ProfileFormatError(path, f"ncu_report could not load it ({e})", "a .ncu-rep file", _HOW) from None
+    ctx = _load(Path(path))
     names: dict[str, str] = {}
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
