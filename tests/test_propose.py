@@ -288,12 +288,18 @@ def test_ablation_table_over_diagnostic_configurations(tmp_path: Path):
     assert len([p for p in tmp_path.iterdir() if p.name != out.name and p.is_dir()]) == 5
 
 
-REPLAYED_EXTERNAL = {"matrixMul": "benchmarks/external/cuda-samples/Samples/0_Introduction/matrixMul/optimas.yml"}
+SAMPLES = "benchmarks/external/cuda-samples/Samples"
+REPLAYED_EXTERNAL = {
+    "matrixMul": f"{SAMPLES}/0_Introduction/matrixMul/optimas.yml",
+    "reduction": f"{SAMPLES}/2_Concepts_and_Techniques/reduction/optimas.yml",
+    "threadFenceReduction": f"{SAMPLES}/2_Concepts_and_Techniques/threadFenceReduction/optimas.yml",
+    "sortingNetworks": f"{SAMPLES}/2_Concepts_and_Techniques/sortingNetworks/optimas.yml",
+}
 
 
 @pytest.mark.slow
 @needs_nvcc
-@pytest.mark.parametrize("app", ["accuracy", "seismic", "matrixMul"])
+@pytest.mark.parametrize("app", ["accuracy", "seismic", *REPLAYED_EXTERNAL])
 def test_replayed_answers_still_match_their_prompts(tmp_path: Path, app: str):
     if app in REPLAYED_EXTERNAL:  # a third-party program: its capture is kept beside the answers
         config, cap = REPO / REPLAYED_EXTERNAL[app], REPO / "benchmarks" / "replay" / "captures" / f"{app}-h200"
