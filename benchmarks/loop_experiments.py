@@ -80,8 +80,9 @@ def replayed(app: str, runs_root: Path) -> dict:
     config, cap = replay_inputs(app)
     runs = runs_root / f"replay-{cap.name.removesuffix('-h200')}"
     timing = next(p for p in (cap / "timing_raw.csv", cap / "timing_trace.tsv") if p.exists())
-    args = ["propose", "--backend", "replay", "--config", config, "--runs-dir", str(runs),
-            "--report", str(cap / "hot0.ncu-rep"), "--timing", str(timing)]
+    args = ["propose", "--backend", "replay", "--config", config, "--runs-dir", str(runs), "--timing", str(timing)]
+    for rep in sorted(cap.glob("hot*.ncu-rep")):  # one targeted report per group of hot kernels
+        args += ["--report", str(rep)]
     for rep in sorted((cap / "counters").glob("*.ncu-rep")):
         args += ["--counters", str(rep)]
     entry = {"app": cap.name.removesuffix("-h200"), "mode": "one iteration, replayed hand-written answer "

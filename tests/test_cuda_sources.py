@@ -222,3 +222,42 @@ def test_compiler_feedback_is_of_the_template_instance_that_ran():
     assert compiler_evidence(flags, [hot])[0].resources.registers == 30  # by arguments: not found, the first
     (exact,) = compiler_evidence(flags, [hot], {hot: "_Z7reduce7IiLj256ELb1EEvPKT_PS0_j"})
     assert exact.resources.registers == 26
+
+
+DEFS_MAIN = """#include "sizes.h"
+#define EARLY 3
+__device__ float helper(float v) { return v * SCALE; }
+#define TILE 16
+#define UNUSED_MACRO 99
+#define CLAMP(v) \\
+    ((v) < 0 ? 0 : (v))
+__constant__ float c_weights[RADIUS * 2 + 1];
+static int host_only_counter = 0;
+__global__ void k(float *out, const float *in)
+{
+    constexpr int local = 2;
+    __shared__ float tile[TILE];
+    tile[threadIdx.x] = CLAMP(in[threadIdx.x]) * c_weights[0] * EARLY;
+    out[threadIdx.x] = helper(tile[threadIdx.x]) + local;
+}
+"""
+DEFS_HEADER = """#pragma once
+#define RADIUS 4
+#define SCALE (RADIUS * 0.5f)
+#define OTHER 1
+"""
+
+
+def test_the_prompt_shows_the_macros_and_constants_the_code_uses_from_any_file():
+    files = {"main.cu": DEFS_MAIN, "sizes.h": DEFS_HEADER}
+    user = build_prompt("prog", diagnostics("k(float *, const float *)"), files).user
+    blocks = [b.split("\n```", 1)[0] for b in user.split("### ")[1:]]
+    assert "Definitions the code shown uses (read-only) (main.cu, lines 4-4)" in blocks
+    # the continued macro and the __constant__ array after it, one block: no other line between
+    assert "Definitions the code shown uses (read-only) (main.cu, lines 6-8)" in blocks
+    # SCALE is used by the helper; RADIUS by SCALE's and c_weights' definitions
+    assert "Definitions the code shown uses (read-only) (sizes.h, lines 2-3)" in blocks
+    assert "#define UNUSED_MACRO" not in user and "#define OTHER" not in user
+    assert "host_only_counter" not in user  # not used by the code shown
+    assert user.count("#define EARLY 3") == 1  # inside the declarations block already
+    assert user.count("constexpr int local") == 1  # a function's own constant is not file scope

@@ -33,6 +33,9 @@ CONTEXT = [
     ("sortingNetworks", "bitonicSortShared(unsigned int *, unsigned int *, unsigned int *, unsigned int *, "
      "unsigned int, unsigned int)", ["Hot kernel bitonicSortShared", "Device function Comparator (read-only)"]),
     ("histogram", "histogram64Kernel(unsigned int *, uint4 *, unsigned int)", ["Hot kernel histogram64Kernel"]),
+    # its block sizes are macros between the kernels, its radius a macro in a header
+    ("convolutionSeparable", "convolutionColumnsKernel(float *, float *, int, int, int)",
+     ["Hot kernel convolutionColumnsKernel", "Definitions the code shown uses (read-only)"]),
 ]
 
 

@@ -294,6 +294,8 @@ REPLAYED_EXTERNAL = {
     "reduction": f"{SAMPLES}/2_Concepts_and_Techniques/reduction/optimas.yml",
     "threadFenceReduction": f"{SAMPLES}/2_Concepts_and_Techniques/threadFenceReduction/optimas.yml",
     "sortingNetworks": f"{SAMPLES}/2_Concepts_and_Techniques/sortingNetworks/optimas.yml",
+    "BlackScholes": f"{SAMPLES}/5_Domain_Specific/BlackScholes/optimas.yml",
+    "convolutionSeparable": f"{SAMPLES}/2_Concepts_and_Techniques/convolutionSeparable/optimas.yml",
 }
 
 
@@ -306,8 +308,10 @@ def test_replayed_answers_still_match_their_prompts(tmp_path: Path, app: str):
     else:
         config, cap = REPO / "benchmarks" / app / "optimas.yml", FIXTURES / f"{app}-h200"
     timing = next(p for p in (cap / "timing_raw.csv", cap / "timing_trace.tsv") if p.exists())
-    args = ["propose", "--backend", "replay", "--config", str(config),
-            "--runs-dir", str(tmp_path), "--report", str(cap / "hot0.ncu-rep"), "--timing", str(timing)]
+    args = ["propose", "--backend", "replay", "--config", str(config), "--runs-dir", str(tmp_path),
+            "--timing", str(timing)]
+    for rep in sorted(cap.glob("hot*.ncu-rep")):
+        args += ["--report", str(rep)]
     for rep in sorted((cap / "counters").glob("*.ncu-rep")):
         args += ["--counters", str(rep)]
     r = cli(*args)

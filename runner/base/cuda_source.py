@@ -336,3 +336,34 @@ def kernel_key(name: str) -> str:
     `k<float, 4>(T1 *, int)` and `const float *`, the C++ runtime `k<float, 4>(float*, int)` and
     `float const*`; the name itself agrees."""
     return re.sub(r"\s+", "", short_kernel_name(name))
+
+
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+_CONSTANT = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:__constant__|__device__|constexpr|const)\b[^;{}()\n]*?"
+                       r"\b([A-Za-z_]\w*)[ \t]*(?:\[[^\]\n]*\][ \t]*)*(?:=|;)", re.M)
+
+
+def used_names(text: str, start: int, end: int) -> set[str]:
+    """Identifiers on lines start..end (1-based, inclusive), comments and strings left out."""
+    lines = strip_comments_and_strings(text).splitlines()[start - 1:end]
+    return set(re.findall(r"\b[A-Za-z_]\w*\b", "\n".join(lines)))
+
+
+def definitions(text: str, funcs: list[Function]) -> dict[str, list[tuple[int, int]]]:
+    """Where each macro (`#define`, with its continuation lines) and each file-scope constant or
+    device variable (`__constant__ float c[17];`, `constexpr int N = 4;`) is defined: name -> line
+    ranges. Definitions inside functions are not file scope and are left out."""
+    clean = strip_comments_and_strings(text)
+    lines = text.splitlines()
+    inside = [(f.start_line, f.end_line) for f in funcs]
+    found: dict[str, list[tuple[int, int]]] = {}
+    for m in _DEFINE.finditer(clean):
+        start = end = _line_of(clean, m.start())
+        while end <= len(lines) and lines[end - 1].rstrip().endswith("\\"):
+            end += 1  # a macro continued on the next line
+        found.setdefault(m.group(1), []).append((start, min(end, len(lines))))
+    for m in _CONSTANT.finditer(clean):
+        line = _line_of(clean, m.start())
+        if not any(a <= line <= b for a, b in inside):
+            found.setdefault(m.group(1), []).append((line, line))
+    return found

@@ -15,11 +15,13 @@ from runner.analysis.evidence import Diagnostics, render_markdown
 from runner.base.cuda_source import (
     Function,
     called_names,
+    definitions,
     functions,
     kernel_base_name,
     kernel_by_name,
     numbered,
     template_arguments,
+    used_names,
 )
 from runner.base.errors import OptimasError
 from runner.profiling.model import short_kernel_name
@@ -161,12 +163,22 @@ def _source_blocks(files: dict[str, str], hot: list[str],
                 if g.owner is None or hname == name:
                     add(hname, g, todo)
 
+    shown: dict[str, list[tuple[int, int]]] = {name: [(1, end)] for name, end in declared.items()}
+    for name, g in helpers.values():
+        shown.setdefault(name, []).append((g.start_line, g.end_line))
+    for name, fs in kernels.items():
+        shown.setdefault(name, []).extend((f.start_line, f.end_line) for f in fs)
+    defined = _definitions_used(files, parsed, shown)
+
     blocks: list[SourceBlock] = []
     editable: dict[str, list[tuple[int, int]]] = {}
     for name, text in files.items():
         if name in declared:
             blocks.append(SourceBlock(title="Declarations", file=name, start=1, end=declared[name],
                                       text=numbered(text, 1, declared[name])))
+        for a, b in defined.get(name, []):
+            blocks.append(SourceBlock(title="Definitions the code shown uses (read-only)", file=name, start=a,
+                                      end=b, text=numbered(text, a, b)))
         for _, g in sorted((h for h in helpers.values() if h[0] == name), key=lambda h: h[1].start_line):
             may_edit = g.name in extra or g.name.split("::")[-1] in extra
             blocks.append(SourceBlock(title=f"Device function {g.name}" + ("" if may_edit else " (read-only)"),
@@ -179,6 +191,49 @@ def _source_blocks(files: dict[str, str], hot: list[str],
                                       text=numbered(text, k.start_line, k.end_line)))
             editable.setdefault(name, []).append((k.start_line, k.end_line))
     return blocks, editable
+
+
+MAX_DEFINITION_LINES = 60  # macro and constant lines shown beside the functions
+
+
+def _definitions_used(files: dict[str, str], parsed: dict[str, list[Function]],
+                      shown: dict[str, list[tuple[int, int]]]) -> dict[str, list[tuple[int, int]]]:
+    """The macros and file-scope constants the shown code uses (and those their definitions use)
+    that no shown block holds, from any file given: per file, line ranges, adjacent ones joined.
+    A kernel's block size or radius is often a macro defined between two functions or in a header."""
+    where: dict[str, list[tuple[str, int, int]]] = {}
+    for name, text in files.items():
+        for ident, ranges in definitions(text, parsed[name]).items():
+            where.setdefault(ident, []).extend((name, a, b) for a, b in ranges)
+
+    def is_shown(name: str, a: int, b: int) -> bool:
+        return any(s <= a and b <= e for s, e in shown.get(name, []))
+
+    todo = sorted({ident for name, ranges in shown.items() for a, b in ranges
+                   for ident in used_names(files[name], a, b)})
+    picked: set[tuple[str, int, int]] = set()
+    seen: set[str] = set()
+    while todo:
+        ident = todo.pop(0)
+        if ident in seen:
+            continue
+        seen.add(ident)
+        for name, a, b in where.get(ident, []):
+            if is_shown(name, a, b) or (name, a, b) in picked:
+                continue
+            if sum(e - s + 1 for _, s, e in picked) + b - a + 1 > MAX_DEFINITION_LINES:
+                break
+            picked.add((name, a, b))
+            todo.extend(sorted(used_names(files[name], a, b) - seen))
+    out: dict[str, list[tuple[int, int]]] = {}
+    for name, a, b in sorted(picked):
+        lines = files[name].splitlines()
+        ranges = out.setdefault(name, [])
+        if ranges and all(not ln.strip() for ln in lines[ranges[-1][1]:a - 1]):
+            ranges[-1] = (ranges[-1][0], b)  # only blank lines between: one block
+        else:
+            ranges.append((a, b))
+    return out
 
 
 def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics: str = "PC+IA+Roofline",
