@@ -203,3 +203,62 @@ def test_per_reason_pc_sample_counts_are_not_selected_as_counters():
     assert len(chosen) == 5
     names = [c["metric"] for c in chosen]
     assert not [n for n in names if n.startswith("smsp__pcsamp_")], names
+
+
+def test_in_a_size_sweep_the_work_done_stands_for_the_counters_that_only_measure_size(h200: Path):
+    """Every count rises with the problem in a size sweep: before, eOMP split one weight between size
+    proxies (lts__t_requests, bank conflicts, fabric hits) in an order that changed with the seed
+    (issue #15, item 5). Now the instruction count is chosen first and stands for them, and no two
+    counters chosen say the same thing."""
+    from runner.analysis.counters import GROUP_R, per_work
+
+    p = NcuRawCsvReader().read(h200 / "probe_sweep_accuracy_raw_base.csv")
+    exclude = CountersConfig().exclude
+    picks = [select_counters(p.metrics, p.launches["duration_ns"], exclude=exclude, seed=s,
+                             descriptions=load_metric_dictionary()) for s in (0, 1, 2)]
+    for sel in picks:
+        first = sel.counters[0]
+        assert first.metric == "smsp__inst_executed.sum" and first.work and first.weight > 0.9
+        assert first.moves_with >= 20 and "lts__t_requests.sum" not in [c.metric for c in sel.counters]
+        assert all(abs(c.weight) < 0.1 and not c.work for c in sel.counters[1:])
+    cand = prepare_matrix(per_work(p.metrics), exclude)
+    z = (cand - cand.mean()) / cand.std(ddof=0)
+    chosen = [c.metric for c in picks[0].counters]
+    r = (z[chosen].T @ z[chosen]).to_numpy() / len(z)
+    assert (np.abs(r[~np.eye(len(chosen), dtype=bool)]) < GROUP_R).all()
+
+
+def test_a_family_whose_total_is_constant_keeps_no_noisy_max():
+    """matrixMul's tensor pipe is idle (.sum 0% in all six counter runs), but its .max rollup read
+    0.007% in one run: that noise was a candidate counter (issue #15, item 5)."""
+    from conftest import REPO
+
+    from runner.profiling.model import merge
+    from runner.profiling.readers import read_any
+
+    runs = merge([read_any(p) for p in sorted((REPO / "benchmarks" / "replay" / "captures" / "matrixMul-h200"
+                                                / "counters").glob("*.ncu-rep"))])
+    family = "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active"
+    assert runs.metrics[f"{family}.max.pct_of_peak_sustained_elapsed"].astype(float).std() > 0
+    assert (runs.metrics[f"{family}.sum.pct_of_peak_sustained_elapsed"].astype(float) == 0).all()
+    cand = prepare_matrix(runs.metrics, CountersConfig().exclude)
+    assert not [c for c in cand.columns if c.startswith(family + ".")]
+
+
+def test_counts_per_instruction_and_whose_words_describe_a_counter():
+    from runner.analysis.counters import counter_value, described_by, per_work
+
+    d = {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared": "# of shared memory data bank conflicts",
+         "smsp__inst_executed": "# of warp instructions executed"}
+    m = pd.DataFrame({"smsp__inst_executed.sum": [100.0, 400.0], "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum":
+                      [10.0, 80.0], "dram__throughput.avg.pct_of_peak_sustained_elapsed": [50.0, 60.0]})
+    derived = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum / smsp__inst_executed.sum"
+    assert per_work(m)[derived].tolist() == [0.1, 0.2]
+    assert "dram__throughput.avg.pct_of_peak_sustained_elapsed / smsp__inst_executed.sum" not in per_work(m)
+    assert counter_value(m.iloc[1], derived) == 0.2 and counter_value(m.iloc[1], "missing.sum") is None
+    assert describe(derived, d) == ("# of shared memory data bank conflicts (total), per warp instruction "
+                                    "executed (smsp__inst_executed.sum)")
+    assert described_by(derived, d) == "Optimas"
+    assert described_by("inst_executed", d) == "Optimas"  # a source counter, described by this tool
+    assert described_by("smsp__inst_executed.sum", d) == "NVIDIA"
+    assert described_by("unknown__metric.sum", d) is None

@@ -16,6 +16,7 @@ import io
 import re
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,10 @@ class SelectedCounter(BaseModel):
     frequency: float  # share of ensemble members that chose it
     correlation: float  # Pearson correlation with runtime over the runs
     description: str | None = None
+    description_by: Literal["NVIDIA", "Optimas"] | None = None  # whose words `description` is
+    moves_with: int = 0  # other candidate counters within |r| > GROUP_R of this one across the runs
+    moves_with_examples: list[str] = []  # a few of them, by name
+    work: bool = False  # the instruction count, chosen first because runtime follows it (WORK_FIRST_R)
 
 
 class CounterSelection(BaseModel):
@@ -40,7 +45,7 @@ class CounterSelection(BaseModel):
 
     kernel: str | None
     runs: int
-    candidates: int  # counters left after dropping constant, missing and excluded columns
+    candidates: int  # groups of counters left after dropping constant, missing, excluded and duplicate columns
     counters: list[SelectedCounter]
 
 
@@ -69,32 +74,126 @@ def prepare_matrix(metrics: pd.DataFrame, exclude: list[str] = ()) -> pd.DataFra
     keep = [c for c in metrics.columns if not (pattern and pattern.search(c))]
     x = metrics[keep].astype("float64")
     x = x.loc[:, x.notna().all(axis=0).to_numpy()]
-    std = x.std(axis=0, ddof=0).to_numpy()
-    x = x.loc[:, std > 1e-12 * np.maximum(1.0, np.abs(x.mean(axis=0).to_numpy()))]
+    # One rollup per family, chosen before constant columns go: a family whose .sum is constant
+    # (zero in every run) is constant, and its .max must not stand in for it with noise.
     best: dict[str, tuple[int, str]] = {}
     for c in x.columns:
         family, rank = _rollup_key(c)
         if family not in best or rank < best[family][0]:
             best[family] = (rank, c)
     x = x[[c for c in x.columns if best[_rollup_key(c)[0]][1] == c]]
+    std = x.std(axis=0, ddof=0).to_numpy()
+    x = x.loc[:, std > 1e-12 * np.maximum(1.0, np.abs(x.mean(axis=0).to_numpy()))]
     z = (x - x.mean(axis=0)) / x.std(axis=0, ddof=0)
     seen: set[bytes] = set()
     unique = []
-    for c in x.columns:
+    # the instruction counts first: where another count equals one of them, the count of work stays
+    for c in sorted(x.columns, key=lambda c: WORK_METRICS.index(c) if c in WORK_METRICS else len(WORK_METRICS)):
         v = np.round(z[c].to_numpy(), 9) + 0.0  # + 0.0 turns -0.0 into 0.0
         key, neg = v.tobytes(), (-v + 0.0).tobytes()
         if key in seen or neg in seen:
             continue
         seen.add(key)
         unique.append(c)
-    return x[unique]
+    kept = set(unique)
+    return x[[c for c in x.columns if c in kept]]
 
 
-def eomp(x: np.ndarray, y: np.ndarray, kappa: int, tau: int, ensemble: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+# Instruction counts, the unit of work counts are divided by (the first one the runs hold).
+WORK_METRICS = ("smsp__inst_executed.sum", "sm__inst_executed.sum", "inst_executed")
+PER = " / "  # joins a count and the work metric in a derived counter's name
+GROUP_R = 0.999  # counters this correlated across the runs say the same thing: one stands for all
+# Where runtime follows the instruction count this closely, the runs differ mainly in size: the
+# count is chosen first and stands for every counter that follows it within WORK_R, so the other
+# choices explain what size does not.
+WORK_FIRST_R = 0.9
+WORK_R = 0.99
+
+
+def _extensive(name: str) -> bool:
+    """A count that grows with the work done: a `.sum` rollup with no rate or ratio after it."""
+    return name.endswith(".sum") or name in _SOURCE_COUNTERS
+
+
+def work_metric(metrics: pd.DataFrame) -> str | None:
+    """The instruction count the runs hold in every run, or None."""
+    for w in WORK_METRICS:
+        if w in metrics.columns:
+            v = pd.to_numeric(metrics[w], errors="coerce")
+            if v.notna().all() and (v > 0).all():
+                return w
+    return None
+
+
+def per_work(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The metrics with `<count> / <instructions>` added for every count that grows with the work.
+
+    In a size sweep every count rises with the problem and correlates ~1.0 with runtime, which says
+    nothing but "bigger runs take longer"; per instruction, a count that still moves with runtime
+    says something about efficiency (more bank conflicts or sector misses per instruction).
+    """
+    work = work_metric(metrics)
+    if work is None:
+        return metrics
+    counts = [c for c in metrics.columns if _extensive(c) and c not in WORK_METRICS]
+    if not counts:
+        return metrics
+    derived = metrics[counts].apply(pd.to_numeric, errors="coerce").div(
+        pd.to_numeric(metrics[work], errors="coerce"), axis=0)
+    derived.columns = [f"{c}{PER}{work}" for c in counts]
+    return pd.concat([metrics, derived], axis=1)
+
+
+def counter_value(values: pd.Series, name: str) -> float | None:
+    """A counter's value in one launch's metrics, a derived `<count> / <instructions>` included."""
+    num, sep, den = name.partition(PER)
+    try:
+        v = float(values[num]) / float(values[den]) if sep else float(values[name])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return v if np.isfinite(v) else None
+
+
+def _groups(z: np.ndarray, corr: np.ndarray, names: list[str]) -> list[list[int]]:
+    """Columns of `z` (z-scored) that move together, |r| > GROUP_R: each group led by the column
+    closest to runtime (`corr`), then a measured count before a derived one, then by name."""
+    n = z.shape[0]
+    order = sorted(range(len(names)), key=lambda j: (-round(abs(float(corr[j])), 9), PER in names[j], names[j]))
+    rank = {j: i for i, j in enumerate(order)}
+    taken = np.zeros(len(names), dtype=bool)
+    groups = []
+    for j in order:
+        if taken[j]:
+            continue
+        members = np.flatnonzero((np.abs(z.T @ z[:, j]) / n > GROUP_R) & ~taken)
+        taken[members] = True
+        taken[j] = True
+        groups.append([j] + sorted((int(k) for k in members if k != j), key=rank.__getitem__))
+    return groups
+
+
+def _work_first(groups: list[list[int]], work: int, z: np.ndarray) -> list[list[int]]:
+    """The groups with the work metric's group first, led by it, holding every group whose leader
+    follows the work metric within WORK_R."""
+    n = z.shape[0]
+    follows = np.abs(z.T @ z[:, work]) / n > WORK_R
+    first = [work]
+    rest = []
+    for g in groups:
+        if work in g or follows[g[0]]:
+            first += [k for k in g if k != work]
+        else:
+            rest.append(g)
+    return [first] + rest
+
+
+def eomp(x: np.ndarray, y: np.ndarray, kappa: int, tau: int, ensemble: int, seed: int,
+         forced: list[int] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Run eOMP on a z-scored N x C matrix `x` and runtime `y`.
 
     Returns (mean weight per counter, share of members that chose it). Weights are least-squares
-    coefficients on z-scored columns against z-scored y, averaged over `ensemble` members.
+    coefficients on z-scored columns against z-scored y, averaged over `ensemble` members. Columns
+    in `forced` are chosen first in every member.
     """
     n, c = x.shape
     if n < 2 or c == 0:
@@ -104,12 +203,16 @@ def eomp(x: np.ndarray, y: np.ndarray, kappa: int, tau: int, ensemble: int, seed
     rng = np.random.default_rng(seed)
     weights = np.zeros(c)
     chosen_count = np.zeros(c)
+    forced = list(forced)[:k]
     for _ in range(ensemble):
-        selected: list[int] = []
-        r = yc.copy()
+        selected: list[int] = list(forced)
         available = np.ones(c, dtype=bool)
+        available[selected] = False
         beta = np.zeros(0)
-        for _ in range(k):
+        if selected:
+            beta, *_ = np.linalg.lstsq(x[:, selected], yc, rcond=None)
+        r = yc - x[:, selected] @ beta if selected else yc.copy()
+        for _ in range(k - len(selected)):
             score = np.abs(x.T @ r)
             score[~available] = -np.inf
             pool_size = min(tau, int(available.sum()))
@@ -139,20 +242,33 @@ def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, kapp
     if np.isnan(y).any() or np.std(y) == 0:
         raise AnalysisError("runtime (gpu__time_duration.sum) is missing or identical in every run; "
                             "counter selection needs runs that differ in runtime")
-    cand = prepare_matrix(metrics, list(exclude))
+    cand = prepare_matrix(per_work(metrics), list(exclude))
     if cand.shape[1] == 0:
         raise AnalysisError("no counter varies across the runs; nothing to select from")
     xv = cand.to_numpy()
     z = (xv - xv.mean(axis=0)) / xv.std(axis=0)
-    w, freq = eomp(z, y, kappa, tau, ensemble, seed)
     yc = (y - y.mean()) / y.std()
     corr = (z * yc[:, None]).mean(axis=0)
-    order = sorted(np.flatnonzero(freq > 0), key=lambda j: (-abs(w[j]), -freq[j], cand.columns[j]))[:kappa]
+    names = list(cand.columns)
+    groups = _groups(z, corr, names)
+    work = work_metric(metrics)
+    forced = []
+    if work in names and abs(corr[names.index(work)]) >= WORK_FIRST_R:
+        groups = _work_first(groups, names.index(work), z)
+        forced = [0]
+    leaders = [g[0] for g in groups]
+    w, freq = eomp(z[:, leaders], y, kappa, tau, ensemble, seed, forced)
+    order = sorted(np.flatnonzero(freq > 0), key=lambda i: (-abs(w[i]), -freq[i], names[leaders[i]]))[:kappa]
     desc = descriptions or {}
-    out = [SelectedCounter(metric=cand.columns[j], weight=float(w[j]), frequency=float(freq[j]),
-                           correlation=float(corr[j]), description=describe(cand.columns[j], desc))
-           for j in order]
-    return CounterSelection(kernel=kernel, runs=len(y), candidates=cand.shape[1], counters=out)
+    out = []
+    for i in order:
+        j, rest = leaders[i], groups[i][1:]
+        name = names[j]
+        out.append(SelectedCounter(metric=name, weight=float(w[i]), frequency=float(freq[i]),
+                                   correlation=float(corr[j]), description=describe(name, desc),
+                                   description_by=described_by(name, desc), moves_with=len(rest),
+                                   moves_with_examples=[names[k] for k in rest[:3]], work=bool(forced) and i == 0))
+    return CounterSelection(kernel=kernel, runs=len(y), candidates=len(groups), counters=out)
 
 
 _ROLLUPS = ("sum", "avg", "min", "max")
@@ -164,11 +280,24 @@ _SOURCE_COUNTERS = {
 }
 
 
+def described_by(metric: str, dictionary: dict[str, str]) -> Literal["NVIDIA", "Optimas"] | None:
+    """Whose words `describe` gives: NVIDIA's metric list (with the rollup spelled out), or this
+    tool's own (source counters, PC-sampling reasons, counts per instruction)."""
+    if PER in metric or metric in _SOURCE_COUNTERS or metric.startswith("smsp__pcsamp_warps_issue_stalled_"):
+        return "Optimas" if describe(metric, dictionary) else None
+    return "NVIDIA" if describe(metric, dictionary) else None
+
+
 def describe(metric: str, dictionary: dict[str, str]) -> str | None:
     """The vendor's description of a metric name with suffixes (`dram__bytes.sum.per_second`).
 
     `ncu --query-metrics` lists base names; the rollup and submetric suffixes are explained here.
+    A derived `<count> / <instructions>` is described as the count per warp instruction.
     """
+    num, sep, den = metric.partition(PER)
+    if sep:
+        base = describe(num, dictionary)
+        return f"{base or num}, per warp instruction executed ({den})"
     if metric in dictionary:
         return dictionary[metric] or None
     if metric in _SOURCE_COUNTERS:

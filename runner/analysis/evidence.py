@@ -269,9 +269,15 @@ def _sentence(text: str) -> str:
 
 
 def _counter_text(c) -> str:
-    desc = c.description or "no vendor description"
-    return (f"{c.metric}: weight {c.weight:+.3f}, correlation with runtime {c.correlation:+.2f}, "
-            f"chosen in {c.frequency:.0%} of the ensemble. {desc}")
+    desc = f"{c.description_by}: {c.description}" if c.description else "no description"
+    group = ""
+    if c.moves_with:
+        group = (f" Stands for {c.moves_with} more counter{'s that move' if c.moves_with != 1 else ' that moves'} "
+                 f"with it across the runs, e.g. {', '.join(c.moves_with_examples[:2])}.")
+    role = (" (the work done, chosen first: the runs differ mainly in size, the other counters explain the "
+            "rest)") if c.work else ""
+    return (f"{c.metric}{role}: weight {c.weight:+.3f}, correlation with runtime {c.correlation:+.2f}, "
+            f"chosen in {c.frequency:.0%} of the ensemble. {desc}.{group}")
 
 
 def render_markdown(d: Diagnostics, max_bytes: int | None = None) -> str:

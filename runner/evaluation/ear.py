@@ -20,6 +20,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from runner.analysis.counters import counter_value
 from runner.analysis.evidence import Diagnostics, Evidence
 from runner.base.cuda_source import functions
 from runner.proposal.parser import Edit, Proposal
@@ -187,9 +188,7 @@ def _edit_file(proposal: Proposal, profiled_file: str) -> str:
 
 
 def _metric(series: pd.Series | None, name: str) -> float | None:
-    if series is None or name not in series.index or pd.isna(series[name]):
-        return None
-    return float(series[name])
+    return None if series is None else counter_value(series, name)
 
 
 def hallucinations(proposal: Proposal) -> Hallucinations:
