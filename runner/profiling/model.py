@@ -135,7 +135,8 @@ def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
     launches: list[pd.DataFrame] = []
     seen: dict[tuple, int] = {}
     units: dict[str, str] = {}
-    lines_by_kernel: dict[str, pd.DataFrame] = {}
+    claimed: set[str] = set()  # kernels whose lines an earlier export gave
+    line_parts: list[pd.DataFrame] = []
     device = None
     inputs: list[str] = []
     merged_rows: list[dict] = []
@@ -155,9 +156,13 @@ def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
             seen[key] = len(merged_rows)
             merged_rows.append(mrow)
             launches.append(pd.DataFrame([row._asdict()]))
-        for kernel, part in p.lines.groupby("kernel", sort=False):
-            if kernel not in lines_by_kernel:
-                lines_by_kernel[kernel] = part
+        if not p.lines.empty:
+            # rows, not groups: an application's export can hold thousands of kernels
+            fresh = ~p.lines["kernel"].isin(claimed)
+            if fresh.any():
+                part = p.lines if fresh.all() else p.lines[fresh]
+                line_parts.append(part)
+                claimed.update(part["kernel"].unique())
     out_launches = (pd.concat(launches, ignore_index=True) if launches
                     else pd.DataFrame(columns=LAUNCH_COLUMNS))
     out_metrics = pd.DataFrame(merged_rows).astype("float64") if merged_rows else pd.DataFrame()
@@ -165,7 +170,7 @@ def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
         # A launch first seen through an export without durations gains them from a later one.
         dur = out_launches["duration_ns"].astype(float)
         out_launches["duration_ns"] = dur.where(dur.notna(), out_metrics[DURATION_METRIC])
-    lines = (pd.concat(list(lines_by_kernel.values()), ignore_index=True)
-             if lines_by_kernel else empty_lines())
+    lines = (line_parts[0].reset_index(drop=True) if len(line_parts) == 1
+             else pd.concat(line_parts, ignore_index=True) if line_parts else empty_lines())
     return Profile(launches=out_launches, metrics=out_metrics, units=units, lines=lines,
                    device_name=device, inputs=inputs)

@@ -33,12 +33,6 @@ DEFAULT_LIBRARY_PATHS = (r"/cuda[^/]*/(targets/[^/]+/)?include/", r"/cub/", r"/t
 _SASS_PREFIX = '"",""'
 
 
-def _sass_address(line: str) -> str:
-    # SASS rows start with "","","<address>" and every field is quoted.
-    end = line.find('"', 7)
-    return line[7:end]
-
-
 class NcuSourceCsvReader:
     """Reads per-line PC-sampling data; ties library-header lines to the user line that calls them."""
 
@@ -53,7 +47,9 @@ class NcuSourceCsvReader:
     def read(self, path: Path | str) -> Profile:
         path = Path(path)
         sums: dict[tuple[str, str, int], list] = {}
-        user_addr: dict[tuple[str, str], tuple[str, int]] = {}
+        user_addr: dict[str, dict[str, tuple[str, int]]] = {}  # kernel -> address -> (file, line)
+        kernel_addr: dict[str, tuple[str, int]] = {}
+        cur_place: tuple[str, int] | None = None
         lib_addrs: dict[tuple[str, str, int], set[str]] = {}
         n_stall = len(STALL_REASONS)
         file = kernel = None
@@ -71,13 +67,13 @@ class NcuSourceCsvReader:
                 if line.startswith(_SASS_PREFIX):
                     if cur_line is None:
                         continue
-                    addr = _sass_address(line)
+                    addr = line[7:line.find('"', 7)]  # SASS rows start "","","<address>"
                     if addr == "...":
                         continue
                     if in_library:
                         lib_addrs.setdefault(cur_line, set()).add(addr)
-                    else:
-                        user_addr.setdefault((cur_line[0], addr), (cur_line[1], cur_line[2]))
+                    elif addr not in kernel_addr:
+                        kernel_addr[addr] = cur_place
                     continue
                 if line.startswith('"File Path"'):
                     file = next(csv.reader([line]))[1]
@@ -114,6 +110,8 @@ class NcuSourceCsvReader:
                     raise ProfileFormatError(path, f"line {lineno}: line number {row[0]!r} is not an integer",
                                              "a source-page export", HOW["source"]) from None
                 cur_line = (kernel, file, lno)
+                cur_place = (file, lno)
+                kernel_addr = user_addr.setdefault(kernel, {})
                 acc = sums.get(cur_line)
                 if acc is None:
                     acc = sums[cur_line] = [row[1], 0.0] + [0.0] * n_stall
@@ -150,7 +148,7 @@ class NcuSourceCsvReader:
             caller_file = caller_line = None
             if (kernel, file, line) in lib_addrs:
                 for addr in sorted(lib_addrs[(kernel, file, line)]):
-                    hit = user_addr.get((kernel, addr))
+                    hit = user_addr.get(kernel, {}).get(addr)
                     if hit:
                         caller_file, caller_line = hit
                         break
@@ -182,7 +180,7 @@ def _split_unescaped(line: str, n_fields: int) -> list[str] | None:
 
 
 def _num(text: str) -> float:
-    if not text or text == "-":
+    if not text or text == "-" or text == "0":
         return 0.0
     try:
         return float(text.replace(",", ""))
