@@ -236,12 +236,10 @@ def _roofline_text(r: Roofline) -> str:
     text = f"{r.summary}. Roofline: " + ", ".join(flops or ["no FLOPs"])
     if bandwidth:
         text += "; bandwidth " + ", ".join(bandwidth)
-    if r.intensity:
-        fp32 = next((x for x in r.roofs if x.name == "fp32" and x.peak), None)
-        peaks = {x.name: x.peak for x in r.roofs if x.kind == "memory" and x.peak}
-        parts = [f"{level.upper()} {ai:.3g}" + (f" ({fp32.peak / peaks[level]:.3g})" if fp32 and level in peaks
-                                                else "") for level, ai in r.intensity.items()]
-        text += "; arithmetic intensity in FLOP/B (FP32 ridge): " + ", ".join(parts)
+    if r.intensity and r.precision:
+        parts = [f"{level.upper()} {ai:.3g}" + (f" ({r.ridge[level]:.3g})" if level in r.ridge else "")
+                 for level, ai in r.intensity.items()]
+        text += f"; arithmetic intensity in {r.precision.upper()} FLOP/B (ridge): " + ", ".join(parts)
     if r.throughputs:
         text += "; throughput, busiest sub-unit (SOL): " + ", ".join(f"{x.name.upper()} {x.rho:.0%}"
                                                                        for x in r.throughputs)

@@ -83,12 +83,14 @@ class Roofline(BaseModel):
     memory_rho: float
     sol_compute_pct: float | None
     sol_memory_pct: float | None
-    arithmetic_intensity: float | None  # FLOP per DRAM byte
-    ridge_point: float | None  # FLOP per byte where the FP32 roof meets the DRAM roof
+    arithmetic_intensity: float | None  # FLOP per DRAM byte, in the kernel's main precision
+    ridge_point: float | None  # FLOP per byte where that precision's roof meets the DRAM roof
     bound: Literal["compute", "memory", "latency"]
     summary: str
     binding: str | None = None  # what bounds it (`L1 throughput`, `DRAM bandwidth`, `FP32`), None if latency-bound
     intensity: dict[str, float] = {}  # FLOP per byte at each level whose bytes were measured
+    precision: str | None = None  # the precision of most FLOPs, whose intensity and ridge are given
+    ridge: dict[str, float] = {}  # that precision's ridge point against each level's bandwidth
 
     @property
     def roofs(self) -> list[Resource]:
@@ -189,13 +191,15 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
     compute_rho = min(max(comp, default=0.0), 1.0)
     memory_rho = min(max(mem, default=0.0), 1.0)
 
-    flops = sum(r.achieved for r in res if r.kind == "compute" and r.achieved is not None)
+    # Intensity and ridge in the precision of most FLOPs, as ncu's roofline draws one chart per
+    # precision (a sum over precisions would match none of them).
+    main = max((r for r in res if r.measure == "flops" and r.achieved and r.peak), key=lambda r: r.achieved,
+               default=None)
     by_level = {r.name: r for r in res if r.measure == "bandwidth" and r.achieved}
-    fp32 = next((r for r in res if r.name == "fp32" and r.peak), None)
-    intensity = {level: flops / r.achieved for level, r in by_level.items()} if flops else {}
-    dram = by_level.get("dram")
-    ai = flops / dram.achieved if dram else None
-    ridge = fp32.peak / dram.peak if fp32 and dram and dram.peak else None
+    intensity = {level: main.achieved / r.achieved for level, r in by_level.items()} if main else {}
+    ridges = {level: main.peak / r.peak for level, r in by_level.items() if r.peak} if main else {}
+    ai = intensity.get("dram")
+    ridge = ridges.get("dram")
 
     bound, binding, lean = _classify(res, sol_c, sol_m, saturation)
     tail = {"memory": "memory-bound", "compute": "compute-bound",
@@ -213,7 +217,7 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
     return Roofline(kernel=kernel, resources=res, compute_rho=compute_rho, memory_rho=memory_rho,
                     sol_compute_pct=sol_c, sol_memory_pct=sol_m, arithmetic_intensity=ai, ridge_point=ridge,
                     bound=bound, summary=summary, binding=binding if bound != "latency" else None,
-                    intensity=intensity)
+                    intensity=intensity, precision=main.name if main else None, ridge=ridges)
 
 
 def _classify(res: list[Resource], sol_c: float | None, sol_m: float | None,
