@@ -338,7 +338,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise OptimasError(f"{args.run}: already evaluated; a run's results are never overwritten")
     ok, why = can_run_here(lc)
     if not ok:
-        raise OptimasError(why)
+        from runner.evaluation.measure import EvaluationError
+
+        raise EvaluationError(why)
     from runner.flows.loop import evaluate_recorded
 
     result, why = evaluate_recorded(lc, run, diag, proposed, progress=_progress)
@@ -400,10 +402,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     code = _report_proposal(result.run, it.proposed)
     if it.result is None:
         _progress(f"stopped after the proposal: {it.note}")
+        _closing_summary(args, result.run, it.proposed, not_done=it.note)
         return code
     _print_evaluation(it.result, it.note)
     _progress("one iteration from recorded profiles; run without profiles on a GPU to close the loop")
+    _closing_summary(args, result.run, it.proposed)
     return code
+
+
+def _closing_summary(args: argparse.Namespace, run, proposed, not_done: str = "") -> None:
+    """Where the run's results are and what to try next."""
+    folder = run.path
+    files = ["analysis/diagnostics.md (the evidence)", "prompt/ (what the model was asked)"]
+    if proposed.candidate_dir:
+        files.append(f"{proposed.candidate_dir}/diff.patch (the candidate)")
+    if (folder / "evaluation").is_dir():
+        files.append("evaluation/result.json (validation and timing)")
+    print(f"\n# Summary\nRun folder: {folder}")
+    for f in files:
+        print(f"- {f}")
+    if not_done:
+        print(f"Not done: validation and timing ({not_done}).")
+        print(f"Next, on a machine with an NVIDIA GPU: optimas evaluate --config {args.config} --run {folder}")
+    print("Your own program: optimas init <its folder>, then optimas run --config <its folder>/optimas.yml "
+          "on a GPU machine.")
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -108,11 +109,28 @@ def test_run_py_equals_optimas_run(tmp_path: Path):
     b = _cli("run", "--config", "config.yml", "--runs-dir", str(tmp_path / "b"))
     assert a.returncode == b.returncode == 0
     def summary(out: str) -> list[str]:
-        return [ln for ln in out.splitlines() if not ln.startswith(("Evidence:", "Prompt text:", "# Candidate"))]
+        return [ln for ln in out.splitlines() if not ln.startswith(("Evidence:", "Prompt text:", "# Candidate"))
+                and str(tmp_path) not in ln]
 
     assert summary(a.stdout) == summary(b.stdout)
     assert "+__global__ void matmul(const float* __restrict__ A" in a.stdout  # the offline backend's edit
     assert "stopped after the proposal" in a.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU here would evaluate the candidate")
+def test_the_demo_ends_with_where_its_results_are_and_what_is_left(tmp_path: Path):
+    r = _cli("run", "--config", "config.yml", "--runs-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    tail = r.stdout.split("# Summary\n", 1)[1]
+    assert tail.startswith(f"Run folder: {run}\n")
+    assert "- candidates/1/diff.patch (the candidate)" in tail and (run / "candidates" / "1" / "diff.patch").exists()
+    assert "Not done: validation and timing (validating and timing a CUDA candidate needs a GPU" in tail
+    assert f"optimas evaluate --config config.yml --run {run}" in tail
+    # that command, here: the evaluation cannot run, exit 7 as documented
+    e = _cli("evaluate", "--config", "config.yml", "--run", str(run))
+    assert e.returncode == 7, e.stderr
+    assert "needs a GPU" in e.stderr
 
 
 def test_report_input_on_the_command_line(tmp_path: Path, h200: Path):
