@@ -8,16 +8,19 @@ PY     := $(VENV)/bin/python
 .PHONY: venv demo test bench clean
 
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $@
+	@echo "make: creating $(VENV) and installing Optimas with its pinned dependencies (about a minute)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install --quiet -e '.[test]'
+	@touch $@
+	@echo "make: $(VENV) is ready"
 
 venv: $(VENV)/.installed
 
 # The main job on the embedded default: recorded H200 profiles, no GPU, no network.
 demo: venv
-	$(PY) run.py --config config.yml
+	@echo "make: the pipeline on the bundled H200 profiles (python run.py --config config.yml)"
+	@$(PY) run.py --config config.yml
 
 # Tests run on every core (pytest-xdist), then the timing tests alone (their verdicts need a quiet
 # CPU), sharing one build cache; `$(PY) -m pytest -q` runs everything one at a time.

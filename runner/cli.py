@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", choices=DIAGNOSTICS, default=None, help="a subset of configurations")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="model backend (default: llm.backend)")
+    p = sub.add_parser("demo", help="the pipeline on the bundled H200 profiles of a small program, offline "
+                       "(no GPU, no model, no network)")
+    p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the run goes (default: ./runs)")
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
     p = sub.add_parser("init", help="write a first optimas.yml for a CUDA project (no questions asked)")
@@ -438,6 +441,19 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """`optimas run` on the config shipped with the package (the repository's config.yml and the
+    recorded profiles it names), into ./runs: what `make demo` does, from any folder."""
+    from importlib import resources
+
+    config = Path(str(resources.files("runner").joinpath("data/demo/config.yml")))
+    if not config.is_file():
+        raise OptimasError(f"{config}: the bundled demo is missing from this installation; reinstall optimas")
+    demo = argparse.Namespace(config=config, runs_dir=args.runs_dir, run=None, configuration=None,
+                              diagnostics=None, backend=None, **{k: None for k in PROFILE_ROLES})
+    return cmd_run(demo)
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from runner.base.scaffold import write_config
 
@@ -456,7 +472,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "profile": cmd_profile, "analyze": cmd_analyze, "prompt": cmd_prompt,
             "propose": cmd_propose, "evaluate": cmd_evaluate, "corpus": cmd_corpus, "ablate": cmd_ablate,
-            "check-config": cmd_check_config, "init": cmd_init}
+            "check-config": cmd_check_config, "init": cmd_init, "demo": cmd_demo}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

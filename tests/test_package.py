@@ -1,0 +1,46 @@
+"""The installed package, not the source checkout: a wheel built from the repository, installed into
+a fresh virtual environment, runs the demo from another folder (issue #16)."""
+
+from __future__ import annotations
+
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+
+@pytest.mark.slow
+def test_the_wheel_runs_the_demo_from_any_folder(tmp_path: Path):
+    dist, venv, elsewhere = tmp_path / "dist", tmp_path / "venv", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(REPO)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    assert "deprecat" not in build.stderr.lower()  # clean build metadata (the backend's warnings land here)
+    (wheel,) = dist.glob("optimas-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                              "--no-index", str(wheel)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr
+    # the pinned dependencies come from the test environment; the package itself from the wheel only
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "test-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    where = subprocess.run([str(python), "-c", "import runner; print(runner.__file__)"], capture_output=True,
+                           text=True, cwd=elsewhere, env=env)
+    assert where.stdout.strip().startswith(purelib), where.stdout + where.stderr
+
+    r = subprocess.run([str(venv / "bin" / "optimas"), "demo"], capture_output=True, text=True, cwd=elsewhere,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (run,) = (elsewhere / "runs").iterdir()
+    assert (run / "analysis" / "diagnostics.md").read_text().startswith("# Diagnostics (NVIDIA H200")
+    assert (run / "prompt" / "user-1.md").exists() and "Hot kernel matmul" in (run / "prompt" / "user-1.md").read_text()
+    assert (run / "candidates" / "1" / "diff.patch").exists()
+    assert f"Run folder: runs/{run.name}" in r.stdout
