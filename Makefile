@@ -11,7 +11,8 @@ $(VENV)/.installed: pyproject.toml
 	@echo "make: creating $(VENV) and installing Optimas with its pinned dependencies (about a minute)"
 	@$(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --upgrade pip
-	@$(PY) -m pip install --quiet -e '.[test]'
+	@# setuptools notes that an editable install reads the working tree: that is what it is for
+	@PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[test]'
 	@touch $@
 	@echo "make: $(VENV) is ready"
 
