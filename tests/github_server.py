@@ -35,6 +35,7 @@ class FakeGitHub:
         self.vary_content_sha = False  # every read of a file gives a new blob SHA (the file keeps changing)
         self.content_reads = 0
         self.write_spans: list[tuple[str, float, float]] = []
+        self.manifest_codes: dict[str, dict] = {}  # registration code -> the App GitHub created (used once)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -113,6 +114,9 @@ class FakeGitHub:
                 "url": f"{self.url}/repos/{full}"}
 
     def route(self, method: str, path: str, query: dict, data) -> tuple[int, dict]:
+        if (m := re.fullmatch(r"/app-manifests/([^/]+)/conversions", path)) and method == "POST":
+            app = self.manifest_codes.pop(m.group(1), None)
+            return (201, app) if app else (404, {"message": "Not Found"})
         if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/check-runs", path)) and method == "POST":
             cid = len(self.check_runs) + 1
             self.check_runs[cid] = {"id": cid, **data, "url": f"{self.url}/repos/{m.group(1)}/check-runs/{cid}"}
