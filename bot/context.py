@@ -64,7 +64,8 @@ class JobContext:
     @cached_property
     def publisher(self) -> Publisher:
         """Writes on the PR, serialized per installation across worker processes."""
-        return Publisher(self.app, self.installation_id, self.repo, self.pr, backoff_s=self.settings.write_backoff_s,
+        return Publisher.for_installation(self.app, self.installation_id, self.repo, self.pr,
+                                          backoff_s=self.settings.write_backoff_s,
                          lock=lambda: self.conn.lock(self.key("writes", str(self.installation_id)), timeout=120,
                                                      blocking_timeout=600))
 

@@ -39,6 +39,16 @@ def private_key_from_env(env: dict[str, str] | None = None) -> str:
         raise GitHubAppError(f"OPTIMAS_PRIVATE_KEY_PATH={path}: cannot read it ({e.strerror})") from None
 
 
+def token_client(token: str, api_url: str = "https://api.github.com", seconds_between_writes: float = 1.0,
+                 seconds_between_requests: float = 0.25) -> Github:
+    """A PyGithub client for a token (a workflow's GITHUB_TOKEN), retrying reads only, as the
+    installation clients do."""
+    register_secret(token)
+    retry = GithubRetry(total=5, allowed_methods=frozenset({"GET", "HEAD"}))
+    return Github(auth=Auth.Token(token), base_url=api_url, timeout=30, retry=retry,
+                  seconds_between_writes=seconds_between_writes, seconds_between_requests=seconds_between_requests)
+
+
 class GitHubApp:
     """One GitHub App: a PyGithub client per installation, tokens cached by PyGithub."""
 

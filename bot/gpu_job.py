@@ -90,7 +90,7 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
         with contextlib.suppress(GithubException, requests.RequestException):
             pub.complete_check(check, "failure", "Optimas failed", describe(e))
         raise
-    summary = _summary(outcome, head_sha, sha != config_sha, ctx.settings.artifacts_url)
+    summary = summary_text(outcome, head_sha, sha != config_sha, ctx.settings.artifacts_url)
     current = pub.head_sha()
     if current != head_sha:
         pub.upsert_summary(summary + f"\n\nThe head moved on to `{current[:7]}` while this ran: no suggestions "
@@ -258,7 +258,8 @@ def loop_edits(original: dict[str, str], final: dict[str, str], workdir: Path, r
     return out
 
 
-def _summary(outcome: dict[str, Any], head_sha: str, config_changed: bool, artifacts_url: str | None = None) -> str:
+def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
+                 artifacts_url: str | None = None) -> str:
     """The summary comment. It names the run by its id only (the worker host's paths are nobody's
     business) and links the artifacts where the operator serves them (OPTIMAS_ARTIFACTS_URL)."""
     lines = [f"### Optimas on `{head_sha[:7]}`", "", outcome["headline"], ""]

@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable, ContextManager, TypeVar
 
 import requests
-from github import GithubException
+from github import Github, GithubException
 
 from bot.github_client import GitHubApp
 from bot.review import MAX_BODY, truncate
@@ -52,9 +52,12 @@ def retry_wait(e: GithubException) -> float | None:
 
 
 class Publisher:
-    def __init__(self, app: GitHubApp, installation_id: int, repo: str, pr: int, attempts: int = 5,
-                 backoff_s: float = 2.0, lock: Callable[[], ContextManager] | None = None):
-        self.gh = app.client(installation_id)
+    """Writes on one pull request through a PyGithub client: the App's installation client
+    (`for_installation`), or a workflow's token client in the GitHub Action (`token_client`)."""
+
+    def __init__(self, gh: Github, repo: str, pr: int, attempts: int = 5, backoff_s: float = 2.0,
+                 lock: Callable[[], ContextManager] | None = None):
+        self.gh = gh
         self.repo = self.gh.get_repo(repo)
         self.pr = pr
         self.attempts = attempts
@@ -62,6 +65,11 @@ class Publisher:
         # Writes of one installation are serialized across worker processes (GitHub's guidance for
         # avoiding secondary rate limits): `lock` makes the shared lock, e.g. a Redis lock.
         self.lock = lock or contextlib.nullcontext
+
+    @classmethod
+    def for_installation(cls, app: GitHubApp, installation_id: int, repo: str, pr: int, **kw: Any) -> Publisher:
+        """The publisher of one App installation."""
+        return cls(app.client(installation_id), repo, pr, **kw)
 
     def _write(self, call: Callable[[], T], already: Callable[[], T | None] = lambda: None) -> T:
         """A write, retried on 5xx, rate limits (honouring Retry-After) and lost answers; before each

@@ -150,7 +150,7 @@ def test_publisher_check_run_review_and_one_summary_comment(env):
 
     gh, conn, gpu = env
     gh.pr_files[2] = [{"filename": "k.cu", "status": "modified", "patch": "@@ -1,2 +1,3 @@\n a\n+b\n c"}]
-    pub = Publisher(app_from_env(), 1, REPO, 2)
+    pub = Publisher.for_installation(app_from_env(), 1, REPO, 2)
     check = pub.start_check(HEAD, "job-1")
     assert gh.check_runs[check]["status"] == "in_progress" and gh.check_runs[check]["head_sha"] == HEAD
     assert pub.changed_files() == {"k.cu": "@@ -1,2 +1,3 @@\n a\n+b\n c"}
@@ -173,7 +173,7 @@ def test_publishing_survives_502_and_a_secondary_rate_limit_without_duplicates(e
     from bot.publish import MARKER, Publisher
 
     gh, conn, gpu = env
-    pub = Publisher(app_from_env(), 1, REPO, 2, backoff_s=0.01)
+    pub = Publisher.for_installation(app_from_env(), 1, REPO, 2, backoff_s=0.01)
     limited = ({"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
                {"Retry-After": "0"})
     gh.faults = [("POST", r"/repos/.+/pulls/2/reviews", 502, {"message": "Bad Gateway"}, {}),
@@ -260,7 +260,7 @@ def test_writes_of_one_installation_are_serialized_across_publishers(env, pem):
                             seconds_between_requests=0)
             lock = (lambda: conn.lock(f"{prefix}:writes:1", timeout=30, blocking_timeout=30)) if use_lock else None
             app.installation_token(1)  # the token and its first use before the race, not inside it
-            pubs.append(Publisher(app, 1, REPO, 2, lock=lock))
+            pubs.append(Publisher.for_installation(app, 1, REPO, 2, lock=lock))
         gh.write_delay_s = 0.3  # each write is slow enough for the other process's writes to fall inside it
         gh.write_spans.clear()
         together = threading.Barrier(2)  # both start at once, however busy the machine

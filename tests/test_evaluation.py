@@ -310,7 +310,7 @@ def test_loop_control_stops_and_keeps_the_best():
 
 
 def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_measurements(tmp_path):
-    from bot.gpu_job import _summary, loop_outcome
+    from bot.gpu_job import loop_outcome, summary_text
     from runner.base.runstore import create_run
     from runner.evaluation.stage import evaluate
     from runner.flows.loop import IterationSummary, LoopResult
@@ -337,7 +337,7 @@ def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_
     assert out["per_config"][1] == "iteration 2: no-candidate"
     assert [line.split(":")[0] for line in out["per_config"][2:]] == ["iteration 1, small", "iteration 1, large"]
     assert out["ear"].coverage == 1.0 and out["validation"] == result.validation.summary()
-    text = _summary(out, "a" * 40, False)
+    text = summary_text(out, "a" * 40, False)
     assert "iteration 1, large:" in text and "EAR: evidence coverage 1.00" in text and "Validation:" in text
 
 

@@ -181,7 +181,7 @@ def test_an_answer_that_proposes_no_change_is_a_result_not_a_failure(tmp_path: P
 
 
 def test_the_bot_posts_the_reasons_of_a_no_change_answer_instead_of_a_review(tmp_path: Path, monkeypatch):
-    from bot.gpu_job import _summary, recorded_outcome
+    from bot.gpu_job import recorded_outcome, summary_text
     from runner.analysis.stage import profile_inputs
     from runner.flows.optimize import optimize
 
@@ -191,7 +191,7 @@ def test_the_bot_posts_the_reasons_of_a_no_change_answer_instead_of_a_review(tmp
         result = optimize(lc, tmp_path / "runs", profile_inputs(lc))
     outcome = recorded_outcome(result, lc, REPO)
     assert outcome["postable"] is False and outcome["edits"] == [] and outcome["verdict"] == "no change"
-    text = _summary(outcome, "a" * 40, False)
+    text = summary_text(outcome, "a" * 40, False)
     assert "No change proposed" in text
     assert "The model's reasons:\n- R1: triad runs at 91% of peak DRAM bandwidth" in text
     assert "- Unrolling the loop: it would only change the instruction count" in text

@@ -1,0 +1,195 @@
+"""The GitHub Action's entry point (action.yml): Optimas on the pull request head a self-hosted GPU
+runner has checked out, published through the App's publisher with the workflow's token (a check
+run, one review with suggestions, one summary comment), a job summary, and step outputs.
+
+    python -m bot.action --config .optimas.yml [--backend B] [--model M] [--diagnostics D]
+                         [--publish true|false] [--fail-on error|regression|no-improvement]
+
+It reads what a workflow run provides: GITHUB_EVENT_PATH (the pull request), GITHUB_REPOSITORY,
+GITHUB_API_URL, GITHUB_STEP_SUMMARY, GITHUB_OUTPUT, and the token in GITHUB_TOKEN. Model API keys
+come from the environment only (OPENAI_API_KEY, GEMINI_API_KEY), as for the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bot.github_client import token_client
+from bot.gpu_job import loop_outcome, recorded_outcome, summary_text
+from bot.publish import Publisher
+from bot.review import plan_review, review_body
+from runner.base.config import BACKENDS, DIAGNOSTICS
+from runner.base.errors import ConfigError, OptimasError
+from runner.base.redaction import describe, redact, register_secret
+
+log = logging.getLogger(__name__)
+
+FAIL_ON = ("error", "regression", "no-improvement")
+
+
+class ActionError(OptimasError):
+    exit_code = 2
+
+
+def pull_request(event: dict) -> tuple[int, str | None]:
+    """The pull request number and head SHA of a `pull_request` event (a comment on a pull request
+    names no head: None)."""
+    if "pull_request" in event:
+        pr = event["pull_request"]
+        return int(pr["number"]), pr["head"]["sha"]
+    issue = event.get("issue") or {}
+    if issue.get("pull_request"):
+        return int(issue["number"]), None
+    raise ActionError("the workflow's event is not about a pull request: run the action on `pull_request` "
+                      "(for example `labeled`) or on comments on pull requests")
+
+
+def outputs(result, outcome: dict[str, Any]) -> dict[str, str]:
+    """The step's outputs: verdict, improvement and its interval, EAR scores, run id and folder."""
+    out = {"verdict": str(outcome["verdict"]), "run-id": result.run.id, "run-dir": str(result.run.path),
+           "improvement": "", "ci-low": "", "ci-high": ""}
+    if result.loop is not None:
+        kept = next((it for it in result.loop.iterations if it.iteration == result.loop.best), None)
+        if result.loop.cumulative_improvement is not None:
+            out["improvement"] = f"{result.loop.cumulative_improvement:.6f}"
+        if kept is not None and kept.ci_low is not None:
+            out["ci-low"], out["ci-high"] = f"{kept.ci_low:.6f}", f"{kept.ci_high:.6f}"
+    elif result.iteration.result is not None and result.iteration.result.timing is not None:
+        r = result.iteration.result.timing.result
+        out["improvement"], out["ci-low"], out["ci-high"] = (f"{r.improvement:.6f}", f"{r.ci_low:.6f}",
+                                                             f"{r.ci_high:.6f}")
+    ear = outcome.get("ear")
+    for name in ("coverage", "localization", "directional"):
+        value = getattr(ear, name, None) if ear is not None else None
+        out[f"ear-{name}"] = "" if value is None else f"{value:.4f}"
+    out["ear-hallucinations"] = "" if ear is None else str(ear.hallucinations.count)
+    return out
+
+
+def policy_failure(fail_on: str, outcome: dict[str, Any], improved: bool) -> str | None:
+    """Why the step fails under the failure policy, or None. `improved`: a validated candidate is
+    significantly faster (a closed loop kept one, or the one evaluated candidate's verdict)."""
+    verdict = str(outcome["verdict"])
+    if fail_on in ("regression", "no-improvement") and verdict == "regression":
+        return "the validated candidate is slower than the original (fail-on: regression)"
+    if fail_on == "no-improvement" and not improved:
+        return f"no validated improvement ({verdict}; fail-on: no-improvement)"
+    return None
+
+
+def _write_lines(path: str | None, lines: list[str]) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+def _checked_out_head(workspace: Path) -> str | None:
+    r = subprocess.run(["git", "-C", str(workspace), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def run(args: argparse.Namespace, env: dict[str, str]) -> int:
+    from runner.analysis.stage import profile_inputs
+    from runner.base.config import load_config, path_problems, semantic_problems
+    from runner.flows.optimize import optimize
+
+    token = env.get("GITHUB_TOKEN", "")
+    if token:
+        register_secret(token)
+    event_path = env.get("GITHUB_EVENT_PATH")
+    if not event_path or not Path(event_path).is_file():
+        raise ActionError("GITHUB_EVENT_PATH names no event file: run this inside a GitHub Actions workflow")
+    pr, head = pull_request(json.loads(Path(event_path).read_text()))
+    repo = env.get("GITHUB_REPOSITORY", "")
+    if args.publish and not token:
+        raise ActionError("publishing needs a token: pass `github-token` (the workflow's GITHUB_TOKEN by default), "
+                          "or set `publish: false`")
+    workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+    config = args.config if args.config.is_absolute() else workspace / args.config
+    if not config.is_file():
+        raise ConfigError(config, ["not found: the action's `config` input names the repository's Optimas config"])
+    lc = load_config(config)
+    llm = lc.config.llm.model_copy(update={k: v for k, v in (("backend", args.backend), ("model", args.model)) if v})
+    lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
+    problems = semantic_problems(lc.config) + path_problems(lc)
+    if problems:
+        raise ConfigError(config, problems)
+
+    pub = None
+    if args.publish:
+        # GitHub's pacing for writes, as the App keeps it (the tests' loopback server needs none)
+        pacing = {"seconds_between_writes": float(env.get("OPTIMAS_GITHUB_WRITE_INTERVAL_S", 1.0)),
+                  "seconds_between_requests": float(env.get("OPTIMAS_GITHUB_REQUEST_INTERVAL_S", 0.25))}
+        pub = Publisher(token_client(token, env.get("GITHUB_API_URL", "https://api.github.com"), **pacing), repo, pr)
+        head = head or pub.head_sha()
+    analysed = _checked_out_head(workspace) or head or ""
+    check = pub.start_check(analysed, external_id=f"action-{env.get('GITHUB_RUN_ID', 'local')}") if pub else None
+    try:
+        runs = Path(env.get("RUNNER_TEMP") or workspace) / "optimas-runs"
+        result = optimize(lc, runs, profile_inputs(lc), args.diagnostics)
+        outcome = (loop_outcome if result.loop is not None else recorded_outcome)(result, lc, config.parent)
+    except Exception as e:
+        if pub and check is not None:
+            pub.complete_check(check, "failure", "Optimas failed", describe(e))
+        raise
+    summary = summary_text(outcome, analysed, False)
+    if pub:
+        moved = head is not None and analysed != head
+        if moved:
+            summary += (f"\n\nThe checkout (`{analysed[:7]}`) is not the pull request's head (`{head[:7]}`): "
+                        "no suggestions were posted. Check out the head: actions/checkout with `ref` set to the "
+                        "pull request's head SHA.")
+        if outcome["postable"] and not moved:
+            comments, outside = plan_review(outcome["edits"], pub.changed_files())
+            pub.post_review(analysed, review_body(outcome["headline"], "\n".join(e["diff"] for e in outside)),
+                            comments, f"action-{env.get('GITHUB_RUN_ID', 'local')}")
+        pub.upsert_summary(summary)
+        pub.complete_check(check, "success" if outcome["postable"] else "neutral", outcome["headline"], summary)
+    out = outputs(result, outcome)
+    _write_lines(env.get("GITHUB_STEP_SUMMARY"), [summary, "", f"Run folder: `{out['run-dir']}`"])
+    _write_lines(env.get("GITHUB_OUTPUT"), [f"{k}={v}" for k, v in out.items()])
+    print(summary)
+    improved = outcome["postable"] if result.loop is not None else outcome["verdict"] == "improvement"
+    failure = policy_failure(args.fail_on, outcome, improved)
+    if failure:
+        print(f"::error title=Optimas::{failure}")
+        return 1
+    return 0
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "yes", "1"):
+        return True
+    if text.lower() in ("false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r}: expected true or false")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bot.action", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", type=Path, default=Path(".optimas.yml"))
+    ap.add_argument("--backend", default="", choices=["", *BACKENDS])
+    ap.add_argument("--model", default="")
+    ap.add_argument("--diagnostics", default="", choices=["", *DIAGNOSTICS])
+    ap.add_argument("--publish", type=_bool, default=True)
+    ap.add_argument("--fail-on", choices=FAIL_ON, default="error")
+    args = ap.parse_args(argv)
+    args.diagnostics = args.diagnostics or None
+    logging.basicConfig(level=logging.INFO, format="[optimas %(asctime)s] %(message)s", datefmt="%H:%M:%S")
+    try:
+        return run(args, dict(os.environ))
+    except OptimasError as e:
+        print(f"::error title=Optimas::{redact(str(e))}")
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

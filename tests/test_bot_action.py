@@ -1,0 +1,107 @@
+"""The GitHub Action (issue #16): action.yml and the example workflow pass real linters, and the
+action's entry point runs the pipeline on a checked-out pull request and publishes through the
+App's publisher with a workflow token, against the loopback GitHub API."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from github_server import FakeGitHub
+from test_bot_end_to_end import PROBE_PR_FILES
+
+BIN = Path(sys.executable).parent
+TOKEN = "ghs_" + "WorkflowTok3n0123456789abcdefABCDEF01"[:36]
+
+
+@pytest.mark.parametrize("schema, path", [("vendor.github-actions", "action.yml"),
+                                          ("vendor.github-workflows", "examples/workflows/optimas.yml")])
+def test_the_action_and_the_example_workflow_pass_the_linters(schema: str, path: str):
+    r = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", schema, path], capture_output=True,
+                       text=True, cwd=REPO)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # zizmor audits workflows and actions for security: injection, unpinned actions, permissions...
+    z = subprocess.run([str(BIN / "zizmor"), "--offline", "--no-progress", path], capture_output=True, text=True,
+                       cwd=REPO)
+    assert z.returncode == 0, z.stdout + z.stderr
+
+
+def _workspace(tmp_path: Path) -> tuple[Path, str]:
+    """The demo app as a repository checked out at a pull request's head."""
+    ws = tmp_path / "ws"
+    shutil.copytree(REPO / "examples", ws / "examples")
+    shutil.copy(REPO / "config.yml", ws / ".optimas.yml")
+    git = ["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "pr head"], check=True)
+    head = subprocess.run([*git[:3], "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    return ws, head
+
+
+def _action(tmp_path: Path, gh: FakeGitHub, ws: Path, event: dict, *args: str) -> tuple[subprocess.CompletedProcess,
+                                                                                             dict[str, str], str]:
+    (tmp_path / "event.json").write_text(json.dumps(event))
+    out, summary = tmp_path / "output.txt", tmp_path / "summary.md"
+    out.unlink(missing_ok=True)
+    summary.unlink(missing_ok=True)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
+           "GITHUB_TOKEN": TOKEN, "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "GITHUB_REPOSITORY": "octo/probe",
+           "GITHUB_API_URL": gh.url, "GITHUB_WORKSPACE": str(ws), "GITHUB_OUTPUT": str(out),
+           "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_ID": "77", "RUNNER_TEMP": str(tmp_path / "runner"),
+           "OPTIMAS_GITHUB_WRITE_INTERVAL_S": "0", "OPTIMAS_GITHUB_REQUEST_INTERVAL_S": "0"}
+    r = subprocess.run([sys.executable, "-m", "bot.action", *args], capture_output=True, text=True, cwd=ws, env=env,
+                       timeout=300)
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines()) if out.exists() else {}
+    return r, outputs, summary.read_text() if summary.exists() else ""
+
+
+@pytest.mark.slow
+def test_the_action_publishes_the_run_on_the_pull_request(tmp_path: Path):
+    ws, head = _workspace(tmp_path)
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        gh.pr_files[2] = PROBE_PR_FILES
+        event = {"action": "labeled", "label": {"name": "optimas"},
+                 "pull_request": {"number": 2, "head": {"sha": head}}}
+        r, outputs, summary = _action(tmp_path, gh, ws, event)
+        assert r.returncode == 0, r.stdout + r.stderr
+        (check,) = gh.check_runs.values()
+        assert check["head_sha"] == head and check["external_id"] == "action-77"
+        assert check["status"] == "completed" and check["conclusion"] == "success"
+        (review,) = gh.reviews
+        assert review["commit_id"] == head
+        assert [(c["path"], c["line"]) for c in review["comments"]] == [("examples/h200-probe/probe_kernels.cu", 31)]
+        assert "```suggestion" in review["comments"][0]["body"]
+        summaries = [c for c in gh.comments if "optimas:summary" in c["body"]]
+        assert len(summaries) == 1 and f"### Optimas on `{head[:7]}`" in summaries[0]["body"]
+        assert all(q["auth"] == f"token {TOKEN}" for q in gh.requests)
+    assert outputs["verdict"] == "not measured" and outputs["run-id"] and outputs["improvement"] == ""
+    assert float(outputs["ear-coverage"]) > 0 and outputs["ear-hallucinations"] == "0"
+    assert (tmp_path / "runner" / "optimas-runs" / outputs["run-id"] / "analysis" / "diagnostics.md").exists()
+    assert summary.startswith(f"### Optimas on `{head[:7]}`") and "EAR: evidence coverage" in summary
+    assert TOKEN not in r.stdout + r.stderr + summary
+
+
+@pytest.mark.slow
+def test_the_failure_policy_and_the_inputs_it_refuses(tmp_path: Path):
+    ws, head = _workspace(tmp_path)
+    event = {"pull_request": {"number": 2, "head": {"sha": head}}}
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        r, outputs, _ = _action(tmp_path, gh, ws, event, "--publish", "false", "--fail-on", "no-improvement")
+        assert not gh.requests  # publish: false writes nothing on the pull request
+    assert r.returncode == 1 and "::error title=Optimas::no validated improvement (not measured" in r.stdout
+    assert outputs["verdict"] == "not measured"  # the outputs are set before the step fails
+    with FakeGitHub() as gh:
+        r, outputs, _ = _action(tmp_path, gh, ws, {"action": "opened", "issue": {"number": 3}})
+    assert r.returncode == 2 and "not about a pull request" in r.stdout and not outputs
+    bad = subprocess.run([sys.executable, "-m", "bot.action", "--fail-on", "sometimes"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "invalid choice: 'sometimes'" in bad.stderr
