@@ -155,3 +155,37 @@ def test_a_backend_given_on_the_command_line_is_checked_too(tmp_path: Path):
                 str(tmp_path / "runs"))
     assert r.returncode == 2 and "llm.model: the gemini backend needs a model name" in r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_configuration_reference_is_generated_from_the_schema_and_up_to_date():
+    from runner.base.config_reference import reference
+
+    committed = (REPO / "docs" / "configuration.md").read_text()
+    assert committed == reference() + "\n", ("docs/configuration.md is out of date: "
+                                             "python -m runner.base.config_reference > docs/configuration.md")
+    assert "|  |" not in committed  # every key says what it means
+
+
+def test_config_yml_sets_every_key_to_its_default_outside_the_demo_app():
+    """config.yml documents every knob: beyond the demo app's own sections (app, profiles) each
+    value is the schema's default, so the file and the reference cannot drift apart."""
+    import yaml
+
+    from runner.base.config import Config
+
+    written = yaml.safe_load((REPO / "config.yml").read_text())
+    defaults = Config().model_dump()
+
+    def leaves(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for k, v in d.items():
+            out |= leaves(v, f"{prefix}{k}.") if isinstance(v, dict) and v else {f"{prefix}{k}": v}
+        return out
+
+    ours, schema = leaves(written), leaves(defaults)
+    for section in ("analysis", "profiling", "llm", "evaluation", "runs_dir"):
+        keys = {k for k in schema if k == section or k.startswith(section + ".")}
+        missing = sorted(keys - set(ours))
+        assert not missing, f"config.yml lacks {missing}"
+        differ = {k: (ours[k], schema[k]) for k in keys if ours[k] != schema[k]}
+        assert not differ, differ

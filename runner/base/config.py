@@ -38,16 +38,18 @@ class OutputSpec(_Strict):
     """One output file of the application and how candidates' outputs are compared to it."""
 
     path: str = Field(description="file the run command writes; may use {out}")
-    compare: Literal["bitwise", "tolerance"] = "bitwise"
+    compare: Literal["bitwise", "tolerance"] = Field(default="bitwise", description="bitwise, or within the "
+                                                     "tolerances below")
     # Tolerance mode, for outputs declared as floating-point reductions: a value passes when
     # |candidate - baseline| <= atol + rtol * |baseline|, or when it is within `ulps` units in the
     # last place. `format` says how to read values: 'optimas' (the benchmarks' sectioned files,
     # each section typed) or 'raw' (the whole file is an array of `dtype`).
-    rtol: Annotated[float, Field(ge=0)] = 0.0
-    atol: Annotated[float, Field(ge=0)] = 0.0
-    ulps: Annotated[int, Field(ge=0)] = 0
-    format: Literal["optimas", "raw"] = "raw"
-    dtype: Literal["float32", "float64"] = "float32"
+    rtol: Annotated[float, Field(ge=0)] = Field(default=0.0, description="relative tolerance")
+    atol: Annotated[float, Field(ge=0)] = Field(default=0.0, description="absolute tolerance")
+    ulps: Annotated[int, Field(ge=0)] = Field(default=0, description="or within this many units in the last place")
+    format: Literal["optimas", "raw"] = Field(default="raw", description="raw: the file is an array of dtype; "
+                                              "optimas: the benchmarks' sectioned files")
+    dtype: Literal["float32", "float64"] = Field(default="float32", description="element type of a raw file")
 
 
 class GpuResultsSpec(_Strict):
@@ -57,10 +59,12 @@ class GpuResultsSpec(_Strict):
     # auto: compared bit for bit when the app declares no output files, not compared otherwise.
     compare: Literal["auto", "bitwise", "tolerance", "off"] = "auto"
     # Tolerance mode reads each result as an array of `dtype` and applies OutputSpec's rule.
-    rtol: Annotated[float, Field(ge=0)] = 0.0
-    atol: Annotated[float, Field(ge=0)] = 0.0
-    ulps: Annotated[int, Field(ge=0)] = 0
-    dtype: Literal["float32", "float64"] = "float32"
+    rtol: Annotated[float, Field(ge=0)] = Field(default=0.0, description="tolerance mode: relative tolerance")
+    atol: Annotated[float, Field(ge=0)] = Field(default=0.0, description="tolerance mode: absolute tolerance")
+    ulps: Annotated[int, Field(ge=0)] = Field(default=0, description="tolerance mode: or within this many units "
+                                              "in the last place")
+    dtype: Literal["float32", "float64"] = Field(default="float32", description="tolerance mode: how a result's "
+                                                 "bytes are read")
     keep_bytes: Annotated[int, Field(ge=0)] = Field(
         default=256 << 20, description="bytes of results kept per process for tolerance mode (beyond: mismatch)")
 
@@ -74,8 +78,8 @@ class StdoutSpec(_Strict):
                                      "'FAIL|[Mm]ismatch|[Ee]rror'")
     values: str | None = Field(default=None, description="regex with one group: the numbers it captures, in order, "
                                "must equal the baseline's within rtol/atol (checksums, residuals)")
-    rtol: Annotated[float, Field(ge=0)] = 0.0
-    atol: Annotated[float, Field(ge=0)] = 0.0
+    rtol: Annotated[float, Field(ge=0)] = Field(default=0.0, description="relative tolerance of `values`")
+    atol: Annotated[float, Field(ge=0)] = Field(default=0.0, description="absolute tolerance of `values`")
 
     def configured(self) -> bool:
         return any((self.pass_pattern, self.fail_pattern, self.values))
@@ -91,13 +95,14 @@ class AppConfig(_Strict):
     {config} a configuration name, {seed}, {scale} the problem-size factor, {out} an output path.
     """
 
-    name: str = "app"
+    name: str = Field(default="app", description="the app's name in runs, prompts and reports")
     workdir: str = Field(default=".", description="folder the commands run in, relative to the config")
     workspace: str | None = Field(default=None, description="folder copied to build a candidate (it must hold "
                                   "everything the build reads, e.g. shared headers); default: workdir")
     sources: list[str] = Field(default_factory=list, description="CUDA source files, relative to workdir")
     # Profiles name sources by the path they had where they were captured; map those to local files.
-    source_map: dict[str, str] = Field(default_factory=dict)
+    source_map: dict[str, str] = Field(default_factory=dict, description="a source path as recorded profiles "
+                                       "name it (where they were captured) -> the local file")
     build: str | None = Field(default=None, description="build command template")
     run: str | None = Field(default=None, description="run command template (validation runs)")
     profile_run: str | None = Field(default=None, description="run command under the profiler and the tracer's "
@@ -109,7 +114,8 @@ class AppConfig(_Strict):
                                       "e.g. {small: {n: 1024}, large: {n: 65536}} for a run of '{exe} {n}'")
     # Filled from the mapping form of `configurations` (may also be given directly).
     configuration_values: dict[str, dict[str, Annotated[str, Field(pattern=r"^[^{}]*$")] | int | float]] = Field(
-        default_factory=dict)
+        default_factory=dict, description="each configuration's placeholder values (filled from the mapping form "
+        "of configurations)")
     profile_configuration: str | None = Field(default=None, description="the one profiled (default: first)")
     seeds: list[int] = Field(default_factory=lambda: [1])
     outputs: list[OutputSpec] = Field(default_factory=list)
@@ -215,14 +221,17 @@ class AnalysisConfig(_Strict):
 class ProfilingConfig(_Strict):
     """The Profiling Agent: what to collect, with which tools."""
 
-    ncu: str = "ncu"
-    nvcc: str = "nvcc"
-    nvidia_smi: str = "nvidia-smi"
-    targeted_sections: list[str] = Field(default_factory=lambda: [
+    ncu: str = Field(default="ncu", description="the Nsight Compute CLI (a name on PATH or a path)")
+    nvcc: str = Field(default="nvcc", description="the CUDA compiler")
+    nvidia_smi: str = Field(default="nvidia-smi", description="lists the GPUs and their architecture")
+    targeted_sections: list[str] = Field(description="ncu sections of the targeted pass over the hot kernels "
+                                         "(roofline inputs, source-level PC sampling, launch statistics)",
+                                         default_factory=lambda: [
         "SpeedOfLight", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalSingleRooflineChart", "SourceCounters",
         "WarpStateStats", "LaunchStats", "Occupancy",
     ])
-    counter_sections: list[str] = Field(default_factory=lambda: [
+    counter_sections: list[str] = Field(description="ncu sections of the counter runs for eOMP",
+                                        default_factory=lambda: [
         "SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "SchedulerStats", "WarpStateStats",
         "Occupancy", "LaunchStats", "InstructionStats",
     ])
@@ -241,17 +250,19 @@ class LLMConfig(_Strict):
     """Model settings, read by the prompt and proposal stages. API keys come from the environment only."""
 
     backend: Backend = "offline"
-    model: str | None = None
-    base_url: str | None = None
-    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.15
-    max_tokens: Annotated[int, Field(ge=1)] = 8192
-    timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    model: str | None = Field(default=None, description="the model's name at the backend (required for "
+                              "openai, gemini and ollama)")
+    base_url: str | None = Field(default=None, description="an OpenAI-compatible or Ollama server's URL")
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = Field(default=0.15, description="sampling temperature")
+    max_tokens: Annotated[int, Field(ge=1)] = Field(default=8192, description="most tokens of one answer")
+    timeout_s: Annotated[float, Field(gt=0)] = Field(default=300.0, description="one request's limit")
     retries: Annotated[int, Field(ge=0, le=20)] = 3
     backoff_s: Annotated[float, Field(ge=0)] = 2.0
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
                                     "(default OPENAI_API_KEY / GEMINI_API_KEY); the key itself never goes in config")
     price_input_per_mtok: Annotated[float, Field(ge=0)] | None = None
-    price_output_per_mtok: Annotated[float, Field(ge=0)] | None = None
+    price_output_per_mtok: Annotated[float, Field(ge=0)] | None = Field(default=None, description="price per "
+                                                                         "million output tokens, for the cost")
     replay_dir: str | None = Field(default=None, description="answers keyed by prompt hash, for the replay backend")
     max_prompt_tokens: Annotated[int, Field(ge=1000)] = 32000
     parse_retries: Annotated[int, Field(ge=0, le=10)] = 2
@@ -260,14 +271,16 @@ class LLMConfig(_Strict):
 class EvaluationConfig(_Strict):
     """Settings of the evaluation stage (build, validate, time)."""
 
-    compile_retries: Annotated[int, Field(ge=0, le=20)] = 3
+    compile_retries: Annotated[int, Field(ge=0, le=20)] = Field(default=3, description="compiler errors fed back "
+                                                                "to the model, at most this many times")
     timed_runs: Annotated[int, Field(ge=2, le=1000)] = 5
     # More interleaved pairs are timed, one at a time, while the interval of the speed ratio is wider
     # than `timing_precision` (relative width), up to `max_timed_runs` each. The stop depends on the
     # interval's width only, never on where it lies, so stopping early does not bias the verdict.
     max_timed_runs: Annotated[int, Field(ge=2, le=1000)] = 20
     timing_precision: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.04
-    warmup_runs: Annotated[int, Field(ge=0, le=100)] = 1
+    warmup_runs: Annotated[int, Field(ge=0, le=100)] = Field(default=1, description="untimed runs of each binary "
+                                                             "before timing")
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
     max_iterations: Annotated[int, Field(ge=1, le=100)] = 3
     time_all_configurations: bool = True  # also time the configurations that were not profiled
@@ -290,7 +303,7 @@ class Config(_Strict):
     profiling: ProfilingConfig = Field(default_factory=ProfilingConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
-    runs_dir: str = "runs"
+    runs_dir: str = Field(default="runs", description="where run folders go, relative to the config")
 
 
 class LoadedConfig(BaseModel):
