@@ -154,7 +154,10 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         pub.upsert_summary(summary)
         pub.complete_check(check, "success" if outcome["postable"] else "neutral", outcome["headline"], summary)
     out = outputs(result, outcome)
-    _write_lines(env.get("GITHUB_STEP_SUMMARY"), [summary, "", f"Run folder: `{out['run-dir']}`"])
+    evidence = result.run.path / "analysis" / "diagnostics.md"
+    details = (["", "<details><summary>Evidence (R*, S*, C*, L*: what the model was shown)</summary>", "",
+                evidence.read_text(), "", "</details>"] if evidence.is_file() else [])
+    _write_lines(env.get("GITHUB_STEP_SUMMARY"), [summary, *details, "", f"Run folder: `{out['run-dir']}`"])
     _write_lines(env.get("GITHUB_OUTPUT"), [f"{k}={v}" for k, v in out.items()])
     print(summary)
     improved = outcome["postable"] if result.loop is not None else outcome["verdict"] == "improvement"
