@@ -152,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the pipeline on the bundled H200 profiles of a small program, offline "
                        "(no GPU, no model, no network)")
     p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the run goes (default: ./runs)")
+    p = sub.add_parser("dashboard", help="serve the runs of a runs folder as web pages (read-only, local)")
+    p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="the runs folder (default: ./runs)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: this machine only)")
+    p.add_argument("--port", type=int, default=8050)
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
     p = sub.add_parser("init", help="write a first optimas.yml for a CUDA project (no questions asked)")
@@ -454,6 +458,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return cmd_run(demo)
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from werkzeug.serving import make_server
+
+    from runner.dashboard.app import create_dashboard
+
+    if not args.runs_dir.is_dir():
+        raise ConfigError(args.runs_dir, ["not a folder: --runs-dir names the folder that holds the run folders"])
+    server = make_server(args.host, args.port, create_dashboard(args.runs_dir), threaded=True)
+    print(f"dashboard of {args.runs_dir.resolve()} at http://{args.host}:{server.server_port}/ (Ctrl-C stops it)",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from runner.base.scaffold import write_config
 
@@ -472,7 +493,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "profile": cmd_profile, "analyze": cmd_analyze, "prompt": cmd_prompt,
             "propose": cmd_propose, "evaluate": cmd_evaluate, "corpus": cmd_corpus, "ablate": cmd_ablate,
-            "check-config": cmd_check_config, "init": cmd_init, "demo": cmd_demo}
+            "check-config": cmd_check_config, "init": cmd_init, "demo": cmd_demo, "dashboard": cmd_dashboard}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

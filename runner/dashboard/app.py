@@ -1,0 +1,61 @@
+"""The dashboard as a Flask app (read-only): `create_dashboard(runs_dir)`. The CLI serves it locally
+(`optimas dashboard`); the GitHub App can mount the same pages behind authentication."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask, Response, abort, render_template, request
+
+from runner.dashboard.charts import roofline_svg, timing_svg
+from runner.dashboard.runs import detail, list_runs, run_folder
+
+SORTS = {"created", "app", "gpu", "model", "diagnostics", "verdict", "improvement"}
+
+
+def create_dashboard(runs_dir: Path) -> Flask:
+    """The dashboard over one runs folder."""
+    app = Flask(__name__, template_folder=str(Path(__file__).parent / "templates"))
+    runs_dir = Path(runs_dir)
+
+    @app.get("/")
+    def runs() -> str:
+        rows = list_runs(runs_dir)
+        filters = {k: request.args.get(k, "") for k in ("app", "verdict", "gpu")}
+        for key, value in filters.items():
+            if value:
+                rows = [r for r in rows if getattr(r, key) == value]
+        sort = request.args.get("sort", "created")
+        sort = sort if sort in SORTS else "created"
+        descending = request.args.get("order", "desc") != "asc"
+        known = [r for r in rows if getattr(r, sort) not in (None, "")]
+        known.sort(key=lambda r: getattr(r, sort), reverse=descending)
+        rows = known + [r for r in rows if getattr(r, sort) in (None, "")]  # rows without it last, either way
+        everything = list_runs(runs_dir)
+        choices = {k: sorted({getattr(r, k) for r in everything if getattr(r, k)}) for k in filters}
+        return render_template("runs.html", rows=rows, filters=filters, choices=choices, sort=sort,
+                               descending=descending, runs_dir=runs_dir)
+
+    @app.get("/runs/<run_id>")
+    def run(run_id: str) -> str:
+        folder = run_folder(runs_dir, run_id) or abort(404)
+        return render_template("run.html", run=detail(folder))
+
+    @app.get("/runs/<run_id>/roofline-<int:index>.svg")
+    def roofline(run_id: str, index: int) -> Response:
+        folder = run_folder(runs_dir, run_id) or abort(404)
+        rooflines = detail(folder).rooflines
+        if not 0 <= index < len(rooflines):
+            abort(404)
+        r = rooflines[index]
+        return Response(roofline_svg(r["before"], r["after"]), mimetype="image/svg+xml")
+
+    @app.get("/runs/<run_id>/timing.svg")
+    def timing(run_id: str) -> Response:
+        folder = run_folder(runs_dir, run_id) or abort(404)
+        t = detail(folder).timing
+        if not t:
+            abort(404)
+        return Response(timing_svg(t), mimetype="image/svg+xml")
+
+    return app

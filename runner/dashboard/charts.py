@@ -1,0 +1,81 @@
+"""Charts drawn on the server as SVG with matplotlib (no pyplot, no display): the roofline of a hot
+kernel before and after the candidate, and the timing samples of baseline and candidate."""
+
+from __future__ import annotations
+
+import io
+
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
+
+_LEVELS = (("dram", "DRAM"), ("l2", "L2"), ("l1", "L1"))
+
+
+def _svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    FigureCanvasSVG(fig).print_svg(buf)
+    return buf.getvalue()
+
+
+def _main_flops(roof: dict) -> dict | None:
+    flops = [r for r in roof.get("resources", []) if r.get("measure") == "flops" and r.get("achieved")
+             and r.get("peak")]
+    return max(flops, key=lambda r: r["achieved"], default=None)
+
+
+def roofline_svg(before: dict, after: dict | None = None) -> str:
+    """The roofline of one kernel: the GPU's roofs from the measured peaks (the main precision's
+    FLOP rate; DRAM, L2 and L1 bandwidth) and the kernel's point at DRAM intensity, before (and
+    after, when the candidate was profiled). Points carry the SVG ids point-before, point-after."""
+    fig = Figure(figsize=(6.4, 4.2))
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    main = _main_flops(before)
+    bw = {r["name"]: r for r in before.get("resources", []) if r.get("measure") == "bandwidth" and r.get("peak")}
+    xs = [10.0 ** (k / 8) for k in range(-32, 41)]
+    peak = main["peak"] if main else max((r.get("peak") or 0 for r in before.get("resources", [])
+                                          if r.get("unit") == "FLOP/s"), default=0.0)
+    for name, label in _LEVELS:
+        if name in bw and peak:
+            ax.plot(xs, [min(peak, bw[name]["peak"] * x) for x in xs], label=f"{label} roof", linewidth=1.2)
+    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+    ax.set_ylabel(f"{(main or {}).get('name', 'fp32').upper()} FLOP/s")
+    for tag, roof, marker in (("before", before, "o"), ("after", after, "s")):
+        point = _point(roof) if roof else None
+        if point:
+            ax.plot([point[0]], [point[1]], marker, markersize=8, label=tag, gid=f"point-{tag}")
+    ax.set_title(before.get("kernel", "").split("(")[0][:60], fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="major", alpha=0.3)
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def _point(roof: dict) -> tuple[float, float] | None:
+    main = _main_flops(roof)
+    dram = next((r for r in roof.get("resources", []) if r.get("name") == "dram"
+                 and r.get("measure") == "bandwidth" and r.get("achieved")), None)
+    if not main or not dram:
+        return None
+    return main["achieved"] / dram["achieved"], main["achieved"]
+
+
+def timing_svg(timing: dict) -> str:
+    """The timed samples of baseline and candidate (one point per process), with the medians and
+    the improvement's interval in the title. Points carry the SVG ids samples-baseline, samples-candidate."""
+    fig = Figure(figsize=(6.4, 2.8))
+    ax = fig.add_subplot()
+    for row, name in enumerate(("baseline", "candidate")):
+        values = timing.get(name) or []
+        ax.plot(values, [row] * len(values), "o", alpha=0.7, label=name, gid=f"samples-{name}")
+    ax.set_yticks([0, 1], ["baseline", "candidate"])
+    ax.set_xlabel(timing.get("metric", "time"))
+    r = timing.get("result") or {}
+    if r.get("improvement") is not None:
+        ax.set_title(f"improvement {r['improvement']:+.1%} ({r['ci_low']:+.1%} to {r['ci_high']:+.1%}, "
+                     f"{r.get('confidence', 0.95):.0%}), {r.get('samples', len(timing.get('baseline') or []))} pairs",
+                     fontsize=9)
+    ax.set_ylim(-0.6, 1.6)
+    fig.tight_layout()
+    return _svg(fig)

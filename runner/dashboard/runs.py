@@ -1,0 +1,127 @@
+"""Run folders as the dashboard reads them: a summary per run for the list, the details of one run
+for its page. Only a run's small files are read (manifest, results, evidence, prompt, answer)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f-]{36}$")
+
+
+class RunSummary(BaseModel):
+    """One row of the runs page."""
+
+    id: str
+    created: str = ""
+    app: str = ""
+    gpu: str = ""
+    model: str = ""
+    diagnostics: str = ""
+    status: str = ""  # the last stage the run finished
+    verdict: str = ""
+    improvement: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ear: dict[str, Any] = {}
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def run_folder(runs_dir: Path, run_id: str) -> Path | None:
+    """The folder of a run named by its id, or None: only a direct child of the runs folder whose
+    name is a run id, so that no other path is ever read."""
+    if not RUN_ID.match(run_id):
+        return None
+    folder = runs_dir / run_id
+    return folder if (folder / "manifest.json").is_file() else None
+
+
+def summary(folder: Path) -> RunSummary:
+    """A run's row, from its manifest, its candidates' result and its evaluation result."""
+    m = _json(folder / "manifest.json") or {}
+    stages = m.get("stages") or {}
+    config = (m.get("config") or {}).get("path", "")
+    s = RunSummary(id=folder.name, created=str(m.get("created", ""))[:19].replace("T", " "),
+                   app=Path(config).parent.name if config else "", gpu=(m.get("device") or {}).get("name", ""),
+                   status=next((k for k in ("evaluation", "candidates", "analysis", "profile") if k in stages), ""))
+    cand = _json(folder / "candidates" / "result.json") or {}
+    attempts = cand.get("attempts") or []
+    if attempts:
+        s.model = f"{attempts[-1].get('backend', '')}: {attempts[-1].get('model', '')}"
+    s.diagnostics = cand.get("diagnostics", "")
+    ev = _json(folder / "evaluation" / "result.json")
+    if ev:
+        s.verdict = ev.get("verdict", "")
+        r = (ev.get("timing") or {}).get("result") or {}
+        s.improvement, s.ci_low, s.ci_high = r.get("improvement"), r.get("ci_low"), r.get("ci_high")
+        s.ear = {k: v for k, v in (ev.get("ear") or {}).items() if k in ("coverage", "localization", "directional",
+                                                                          "hallucination_rate", "correct")}
+    elif cand:
+        s.verdict = cand.get("status", "")
+    return s
+
+
+def list_runs(runs_dir: Path) -> list[RunSummary]:
+    """Every run under `runs_dir`, newest first."""
+    if not runs_dir.is_dir():
+        return []
+    folders = [p for p in runs_dir.iterdir() if RUN_ID.match(p.name) and (p / "manifest.json").is_file()]
+    return [summary(p) for p in sorted(folders, key=lambda p: p.name, reverse=True)]
+
+
+class RunDetail(BaseModel):
+    """What the run page shows."""
+
+    summary: RunSummary
+    evidence: list[dict] = []
+    hot_kernels: list[dict] = []
+    rooflines: list[dict] = []  # per kernel: before (and after, from the re-profile of the candidate)
+    prompt: str = ""
+    answer: str = ""
+    diff: str = ""
+    validation: list[dict] = []
+    timing: dict = {}
+    checks: list[dict] = []
+    iterations: list[dict] = []
+
+
+def detail(folder: Path) -> RunDetail:
+    """The run page's content."""
+    d = RunDetail(summary=summary(folder))
+    diag = _json(folder / "analysis" / "diagnostics.json") or {}
+    d.evidence = [{"id": e["id"], "kind": e["kind"], "text": e.get("text", "")} for e in diag.get("evidence", [])]
+    d.hot_kernels = [k for k in diag.get("kernels", []) if k.get("hot")]
+    after = {}
+    for it in sorted((folder / "iterations").glob("*/analysis/diagnostics.json")) if (folder / "iterations").is_dir() \
+            else []:
+        after = {e["kernel"]: e["roofline"] for e in (_json(it) or {}).get("evidence", []) if e.get("roofline")}
+        break  # the re-profile of this run's candidate
+    d.rooflines = [{"kernel": e["kernel"], "before": e["roofline"], "after": after.get(e["kernel"])}
+                   for e in diag.get("evidence", []) if e.get("roofline")]
+    d.prompt = _text(folder / "prompt" / "user-1.md")
+    d.answer = _text(folder / "llm" / "answer-1.txt")
+    d.diff = _text(folder / "candidates" / "1" / "diff.patch")
+    ev = _json(folder / "evaluation" / "result.json") or {}
+    d.validation = (ev.get("validation") or {}).get("cases", [])
+    d.timing = ev.get("timing") or {}
+    d.checks = (ev.get("ear") or {}).get("checks", [])
+    loop = _json(folder / "evaluation" / "loop.json") or {}
+    d.iterations = loop.get("iterations", [])
+    return d
+
+
+def _text(path: Path, limit: int = 200_000) -> str:
+    try:
+        return path.read_text(errors="replace")[:limit]
+    except OSError:
+        return ""

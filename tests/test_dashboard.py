@@ -1,0 +1,123 @@
+"""The dashboard (issue #17) in a real browser: headless Chromium (Debian's) driven by Selenium,
+against `optimas dashboard` serving a runs folder with a real H200 run (evaluated, re-profiled) and
+the demo's run (proposed, not evaluated)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+from conftest import FIXTURES, REPO
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+H200_RUN = "20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf7"
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory):
+    """`optimas dashboard` on a runs folder of two runs; (base URL, runs folder)."""
+    runs = tmp_path_factory.mktemp("runs")
+    shutil.copytree(FIXTURES / "runs" / H200_RUN, runs / H200_RUN)
+    demo = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(REPO / "config.yml"),
+                           "--runs-dir", str(runs)], capture_output=True, text=True, cwd=REPO)
+    assert demo.returncode == 0, demo.stderr
+    server = subprocess.Popen([sys.executable, "-m", "runner.cli", "dashboard", "--runs-dir", str(runs), "--port",
+                               "0"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        line = server.stdout.readline()
+        url = re.search(r"(http://127\.0\.0\.1:\d+/)", line).group(1)
+        yield url, runs
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not shutil.which("chromium") or not shutil.which("chromedriver"):
+        pytest.fail("Chromium and its driver are needed: apt-get install chromium chromium-driver (.ci/run does)")
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.binary_location = shutil.which("chromium")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(shutil.which("chromedriver")))
+    yield driver
+    driver.quit()
+
+
+def _no_console_errors(browser) -> None:
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+
+
+@pytest.mark.slow
+def test_the_runs_page_lists_filters_and_links_every_run(dashboard, browser):
+    url, runs = dashboard
+    browser.get(url)
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr.run")
+    assert len(rows) == 2
+    verdicts = sorted(r.find_element(By.CLASS_NAME, "verdict").text for r in rows)
+    assert verdicts == ["accepted", "improvement"]
+    h200 = next(r for r in rows if "improvement" in r.text)
+    assert "NVIDIA H200" in h200.text and "+132.0%" in h200.text and "+131.8% to +132.3%" in h200.text
+    _no_console_errors(browser)
+    # filter: the verdict list holds what the runs hold
+    Select(browser.find_element(By.NAME, "verdict")).select_by_visible_text("improvement")
+    table = browser.find_element(By.ID, "runs")
+    browser.find_element(By.CSS_SELECTOR, "#filters button").click()
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(table))  # the filtered page has loaded
+    assert [r.find_element(By.CLASS_NAME, "verdict").text for r in browser.find_elements(By.CSS_SELECTOR, "tr.run")] \
+        == ["improvement"]
+    # sort by improvement, ascending then descending: the run without a measurement goes last
+    browser.get(url + "?sort=improvement&order=desc")
+    assert browser.find_elements(By.CSS_SELECTOR, "tr.run")[0].find_element(By.CLASS_NAME, "verdict").text \
+        == "improvement"
+    # every link on the page answers
+    for href in {a.get_attribute("href") for a in browser.find_elements(By.TAG_NAME, "a")}:
+        assert urllib.request.urlopen(href).status == 200, href
+    _no_console_errors(browser)
+
+
+@pytest.mark.slow
+def test_the_run_page_shows_the_evidence_the_proof_and_the_charts(dashboard, browser):
+    url, _ = dashboard
+    browser.get(url)
+    link = next(a for a in browser.find_elements(By.CSS_SELECTOR, "tr.run a") if H200_RUN in a.get_attribute("href"))
+    link.click()
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(link))
+    assert browser.find_element(By.ID, "verdict").text == "improvement"
+    assert "R1" in browser.find_element(By.ID, "evidence").text and "S1" in browser.find_element(By.ID, "evidence").text
+    assert "EDIT file=reduction_kernel.cu" in browser.find_element(By.ID, "answer").get_attribute("textContent")
+    assert "+++ b/reduction_kernel.cu" in browser.find_element(By.ID, "diff").get_attribute("textContent")
+    validation = browser.find_element(By.ID, "validation").text
+    assert "small" in validation and "large" in validation and "gpu-results:bitwise" in validation
+    checks = browser.find_element(By.ID, "checks").text
+    assert "stall_long_sb share" in checks and "True" in checks
+    images = browser.find_elements(By.CSS_SELECTOR, "img.roofline") + [browser.find_element(By.ID, "timing")]
+    for img in images:  # loaded and drawn by the browser
+        assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img), \
+            img.get_attribute("src")
+    _no_console_errors(browser)
+    roofline = urllib.request.urlopen(images[0].get_attribute("src")).read().decode()
+    assert roofline.startswith("<?xml") and 'id="point-before"' in roofline and 'id="point-after"' in roofline
+    timing = urllib.request.urlopen(images[-1].get_attribute("src")).read().decode()
+    assert 'id="samples-baseline"' in timing and 'id="samples-candidate"' in timing
+
+
+def test_no_path_outside_the_runs_folder_is_served(dashboard):
+    url, runs = dashboard
+    (runs.parent / "secret.txt").write_text("not for the dashboard")
+    for path in ("runs/..%2fsecret.txt", "runs/../secret.txt", "runs/%2e%2e/secret.txt", f"runs/{H200_RUN}/..%2f..",
+                 "runs/20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf8", "runs/x/timing.svg"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url + path)
+        assert e.value.code == 404, path
