@@ -25,7 +25,7 @@ H200_RUN = "20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf7"
 def dashboard(tmp_path_factory):
     """`optimas dashboard` on a runs folder of two runs; (base URL, runs folder)."""
     runs = tmp_path_factory.mktemp("runs")
-    shutil.copytree(FIXTURES / "runs" / H200_RUN, runs / H200_RUN)
+    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, runs / H200_RUN)
     demo = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(REPO / "config.yml"),
                            "--runs-dir", str(runs)], capture_output=True, text=True, cwd=REPO)
     assert demo.returncode == 0, demo.stderr
