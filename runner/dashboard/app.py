@@ -20,7 +20,8 @@ def create_dashboard(runs_dir: Path) -> Flask:
 
     @app.get("/")
     def runs() -> str:
-        rows = list_runs(runs_dir)
+        everything = list_runs(runs_dir)
+        rows = list(everything)
         filters = {k: request.args.get(k, "") for k in ("app", "verdict", "gpu")}
         for key, value in filters.items():
             if value:
@@ -31,7 +32,6 @@ def create_dashboard(runs_dir: Path) -> Flask:
         known = [r for r in rows if getattr(r, sort) not in (None, "")]
         known.sort(key=lambda r: getattr(r, sort), reverse=descending)
         rows = known + [r for r in rows if getattr(r, sort) in (None, "")]  # rows without it last, either way
-        everything = list_runs(runs_dir)
         choices = {k: sorted({getattr(r, k) for r in everything if getattr(r, k)}) for k in filters}
         return render_template("runs.html", rows=rows, filters=filters, choices=choices, sort=sort,
                                descending=descending, runs_dir=runs_dir)
