@@ -98,6 +98,10 @@ def test_the_run_page_shows_the_evidence_the_proof_and_the_charts(dashboard, bro
     assert "R1" in browser.find_element(By.ID, "evidence").text and "S1" in browser.find_element(By.ID, "evidence").text
     assert "EDIT file=reduction_kernel.cu" in browser.find_element(By.ID, "answer").get_attribute("textContent")
     assert "+++ b/reduction_kernel.cu" in browser.find_element(By.ID, "diff").get_attribute("textContent")
+    # the stall hot spots on the source: the lines the evidence names, with their share of samples
+    hot = browser.find_elements(By.CSS_SELECTOR, "table.source tr.hot")
+    assert [r.find_elements(By.TAG_NAME, "td")[0].text for r in hot] == ["469", "470", "474"]
+    assert "S1 82%" in hot[1].text and "stall_long_sb" in hot[1].text and "mySum += g_idata[i];" in hot[1].text
     validation = browser.find_element(By.ID, "validation").text
     assert "small" in validation and "large" in validation and "gpu-results:bitwise" in validation
     checks = browser.find_element(By.ID, "checks").text

@@ -93,6 +93,32 @@ class RunDetail(BaseModel):
     timing: dict = {}
     checks: list[dict] = []
     iterations: list[dict] = []
+    hot_spots: list[dict] = []  # the prompt's hot-kernel source, each line with its salient stall
+
+
+_BLOCK = re.compile(r"^### (Hot kernel [^\n]*?) \(([^,\n]+), lines (\d+)-(\d+)\)\n```cuda\n(.*?)\n```", re.M | re.S)
+
+
+def hot_spots(prompt: str, evidence: list[dict]) -> list[dict]:
+    """The hot kernels' source as the prompt showed it, each line with the share of the kernel's
+    PC samples it holds and its dominant stall reason where the evidence names it (S*)."""
+    stalls = {}
+    for e in evidence:
+        s = e.get("stall")
+        if s:
+            stalls[(Path(s["file"]).name, s["line"])] = {"id": e["id"], "share": s["line_share"],
+                                                        "reason": s["reason"]}
+    blocks = []
+    for m in _BLOCK.finditer(prompt):
+        title, file = m.group(1), m.group(2)
+        lines = []
+        for row in m.group(5).splitlines():
+            number, _, text = row.partition("| ")
+            if number.strip().isdigit():
+                no = int(number)
+                lines.append({"no": no, "text": text, **stalls.get((Path(file).name, no), {})})
+        blocks.append({"title": title, "file": file, "lines": lines})
+    return blocks
 
 
 def detail(folder: Path) -> RunDetail:
@@ -109,6 +135,7 @@ def detail(folder: Path) -> RunDetail:
     d.rooflines = [{"kernel": e["kernel"], "before": e["roofline"], "after": after.get(e["kernel"])}
                    for e in diag.get("evidence", []) if e.get("roofline")]
     d.prompt = _text(folder / "prompt" / "user-1.md")
+    d.hot_spots = hot_spots(d.prompt, diag.get("evidence", []))
     d.answer = _text(folder / "llm" / "answer-1.txt")
     d.diff = _text(folder / "candidates" / "1" / "diff.patch")
     ev = _json(folder / "evaluation" / "result.json") or {}
