@@ -117,6 +117,12 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
             return jsonify(status="redis unavailable"), 503
         return jsonify(status="ok"), 200
 
+    if settings.dashboard_runs_dir:
+        from werkzeug.middleware.dispatcher import DispatcherMiddleware
+
+        from bot.dashboard import protected_dashboard
+
+        app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {"/dashboard": protected_dashboard(settings).wsgi_app})
     return app
 
 

@@ -38,6 +38,11 @@ class Settings:
     api_url: str = "https://api.github.com"
     # GitHub caps webhook payloads at 25 MB; a larger body is refused (413) before it is read.
     max_body_bytes: int = 25 * 1024 * 1024
+    # The dashboard under /dashboard, over this runs folder; never without authentication: a bearer
+    # token, or an identity header that the reverse proxy in front sets (and strips from clients).
+    dashboard_runs_dir: str | None = None
+    dashboard_token: bytes | None = None
+    dashboard_user_header: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -49,7 +54,18 @@ class Settings:
         if not secret:
             raise SettingsError("OPTIMAS_WEBHOOK_SECRET is not set: the webhook secret configured in the GitHub "
                                 "App's settings is needed to verify deliveries")
+        runs_dir = e.get("OPTIMAS_DASHBOARD_RUNS_DIR") or None
+        token = e.get("OPTIMAS_DASHBOARD_TOKEN") or None
+        user_header = e.get("OPTIMAS_DASHBOARD_USER_HEADER") or None
+        if runs_dir and not (token or user_header):
+            raise SettingsError("OPTIMAS_DASHBOARD_RUNS_DIR is set but the dashboard would be open to anyone: set "
+                                "OPTIMAS_DASHBOARD_TOKEN (a bearer token) or OPTIMAS_DASHBOARD_USER_HEADER (the "
+                                "identity header your reverse proxy sets)")
+        if token and len(token) < 16:
+            raise SettingsError("OPTIMAS_DASHBOARD_TOKEN is shorter than 16 characters: use a long random token")
         return cls(webhook_secret=secret.encode(), redis_url=e.get("OPTIMAS_REDIS_URL", cls.redis_url),
+                   dashboard_runs_dir=runs_dir, dashboard_token=token.encode() if token else None,
+                   dashboard_user_header=user_header,
                    label=e.get("OPTIMAS_LABEL", cls.label), app_slug=e.get("OPTIMAS_APP_SLUG", cls.app_slug),
                    key_prefix=e.get("OPTIMAS_KEY_PREFIX", cls.key_prefix),
                    control_queue=e.get("OPTIMAS_CONTROL_QUEUE", cls.control_queue),

@@ -1,0 +1,31 @@
+"""The dashboard served by the App under /dashboard, behind authentication: a bearer token
+(`Authorization: Bearer <OPTIMAS_DASHBOARD_TOKEN>`) or the identity header a reverse proxy sets
+(OPTIMAS_DASHBOARD_USER_HEADER, e.g. X-Forwarded-User; the proxy must strip it from clients)."""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+
+from flask import Flask, Response, request
+
+from bot.settings import Settings
+from runner.dashboard.app import create_dashboard
+
+
+def protected_dashboard(settings: Settings) -> Flask:
+    """The dashboard app over the settings' runs folder; every request authenticated first."""
+    app = create_dashboard(Path(settings.dashboard_runs_dir or "."))
+
+    @app.before_request
+    def authenticate() -> Response | None:
+        if settings.dashboard_user_header and request.headers.get(settings.dashboard_user_header, "").strip():
+            return None
+        given = request.headers.get("Authorization", "")
+        if settings.dashboard_token and given.startswith("Bearer ") and hmac.compare_digest(
+                given[7:].encode(), settings.dashboard_token):
+            return None
+        return Response("authentication required\n", status=401, mimetype="text/plain",
+                        headers={"WWW-Authenticate": 'Bearer realm="optimas-dashboard"'})
+
+    return app
