@@ -29,6 +29,10 @@ def dashboard(tmp_path_factory):
     demo = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(REPO / "config.yml"),
                            "--runs-dir", str(runs)], capture_output=True, text=True, cwd=REPO)
     assert demo.returncode == 0, demo.stderr
+    ablate = subprocess.run([sys.executable, "-m", "runner.cli", "ablate", "--config", str(REPO / "config.yml"),
+                             "--runs-dir", str(runs), "--only", "PC", "Roofline"], capture_output=True, text=True,
+                            cwd=REPO)
+    assert ablate.returncode == 0, ablate.stderr
     server = subprocess.Popen([sys.executable, "-m", "runner.cli", "dashboard", "--runs-dir", str(runs), "--port",
                                "0"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
@@ -64,9 +68,10 @@ def test_the_runs_page_lists_filters_and_links_every_run(dashboard, browser):
     url, runs = dashboard
     browser.get(url)
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.run")
-    assert len(rows) == 2
+    assert len(rows) == 5  # the demo's run; the ablation's evidence and its two configurations; the H200 run
     verdicts = sorted(r.find_element(By.CLASS_NAME, "verdict").text for r in rows)
-    assert verdicts == ["accepted", "improvement"]
+    assert verdicts == ["", "accepted", "accepted", "accepted", "improvement"]
+    assert sorted(r.find_element(By.CLASS_NAME, "app").text for r in rows) == ["h200-probe"] * 4 + ["reduction"]
     h200 = next(r for r in rows if "improvement" in r.text)
     assert "NVIDIA H200" in h200.text and "+132.0%" in h200.text and "+131.8% to +132.3%" in h200.text
     _no_console_errors(browser)
@@ -77,6 +82,13 @@ def test_the_runs_page_lists_filters_and_links_every_run(dashboard, browser):
     WebDriverWait(browser, 10).until(expected_conditions.staleness_of(table))  # the filtered page has loaded
     assert [r.find_element(By.CLASS_NAME, "verdict").text for r in browser.find_elements(By.CSS_SELECTOR, "tr.run")] \
         == ["improvement"]
+    Select(browser.find_element(By.NAME, "verdict")).select_by_visible_text("all")
+    Select(browser.find_element(By.NAME, "app")).select_by_visible_text("h200-probe")
+    table = browser.find_element(By.ID, "runs")
+    browser.find_element(By.CSS_SELECTOR, "#filters button").click()
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(table))
+    assert {r.find_element(By.CLASS_NAME, "app").text for r in browser.find_elements(By.CSS_SELECTOR, "tr.run")} \
+        == {"h200-probe"}
     # sort by improvement, ascending then descending: the run without a measurement goes last
     browser.get(url + "?sort=improvement&order=desc")
     assert browser.find_elements(By.CSS_SELECTOR, "tr.run")[0].find_element(By.CLASS_NAME, "verdict").text \
@@ -125,3 +137,25 @@ def test_no_path_outside_the_runs_folder_is_served(dashboard):
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(url + path)
         assert e.value.code == 404, path
+
+
+@pytest.mark.slow
+def test_the_app_page_sets_configurations_side_by_side_and_kernels_across_runs(dashboard, browser):
+    url, _ = dashboard
+    browser.get(url + "apps/h200-probe")
+    (table,) = browser.find_elements(By.CSS_SELECTOR, "table.ablation")
+    assert [r.find_elements(By.TAG_NAME, "td")[0].text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")] \
+        == ["PC", "Roofline"]
+    img = browser.find_element(By.CSS_SELECTOR, "img.ablation")
+    assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img)
+    _no_console_errors(browser)
+    browser.get(url + "apps/reduction")
+    assert "reduce7<" in browser.find_element(By.ID, "history-table").text
+    assert "+132.0%" in browser.find_element(By.ID, "history-table").text
+    img = browser.find_element(By.ID, "history")
+    assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", img)
+    assert 'id="history-0"' in urllib.request.urlopen(img.get_attribute("src")).read().decode()
+    _no_console_errors(browser)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url + "ablations/..%2f..%2fsecret.svg")
+    assert e.value.code == 404

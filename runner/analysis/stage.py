@@ -56,11 +56,16 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress 
     return diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels)
 
 
+def record_config(run: Run, lc: LoadedConfig, diag: Diagnostics) -> None:
+    """The config a run used (a copy, its path, hash and app) and the device its evidence is of."""
+    atomic_write_text(run.path / "config.yml", lc.path.read_text(encoding="utf-8"))
+    run.manifest["config"] = {"path": str(lc.path), "sha256": lc.sha256, "app": lc.config.app.name}
+    run.manifest["device"] = {"name": diag.gpu.name, "compute_capability": diag.gpu.compute_capability}
+
+
 def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> tuple[Path, Path]:
     """Record the inputs and write analysis/diagnostics.{json,md} into the run."""
-    atomic_write_text(run.path / "config.yml", lc.path.read_text(encoding="utf-8"))
-    run.manifest["config"] = {"path": str(lc.path), "sha256": lc.sha256}
-    run.manifest["device"] = {"name": diag.gpu.name, "compute_capability": diag.gpu.compute_capability}
+    record_config(run, lc, diag)
     for role in PROFILE_ROLES:
         if inputs.get(role):
             run.add_inputs(inputs[role], role)

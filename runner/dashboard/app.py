@@ -7,8 +7,8 @@ from pathlib import Path
 
 from flask import Flask, Response, abort, render_template, request
 
-from runner.dashboard.charts import roofline_svg, timing_svg
-from runner.dashboard.runs import detail, list_runs, run_folder
+from runner.dashboard.charts import history_svg, roofline_svg, timing_svg
+from runner.dashboard.runs import ablation_svg, ablations, detail, kernel_history, list_runs, run_folder
 
 SORTS = {"created", "app", "gpu", "model", "diagnostics", "verdict", "improvement"}
 
@@ -57,5 +57,25 @@ def create_dashboard(runs_dir: Path) -> Flask:
         if not t:
             abort(404)
         return Response(timing_svg(t), mimetype="image/svg+xml")
+
+    @app.get("/apps/<name>")
+    def app_page(name: str) -> str:
+        rows = [r for r in list_runs(runs_dir) if r.app == name]
+        if not rows:
+            abort(404)
+        return render_template("app.html", name=name, rows=rows, ablations=ablations(runs_dir, {r.id for r in rows}),
+                               history=kernel_history(runs_dir, rows))
+
+    @app.get("/apps/<name>/history.svg")
+    def history(name: str) -> Response:
+        rows = [r for r in list_runs(runs_dir) if r.app == name]
+        if not rows:
+            abort(404)
+        return Response(history_svg(kernel_history(runs_dir, rows)), mimetype="image/svg+xml")
+
+    @app.get("/ablations/<name>.svg")
+    def ablation(name: str) -> Response:
+        svg = ablation_svg(runs_dir, name) or abort(404)
+        return Response(svg, mimetype="image/svg+xml")
 
     return app

@@ -79,3 +79,22 @@ def timing_svg(timing: dict) -> str:
     ax.set_ylim(-0.6, 1.6)
     fig.tight_layout()
     return _svg(fig)
+
+
+def history_svg(history: dict[str, list[tuple[str, float, float, float]]]) -> str:
+    """Improvement per kernel across runs, each with its interval. Series carry the SVG ids
+    history-<n> in the order of `history`."""
+    fig = Figure(figsize=(6.4, 3.2))
+    ax = fig.add_subplot()
+    for n, (kernel, points) in enumerate(history.items()):
+        xs = list(range(len(points)))
+        ys = [100 * p[1] for p in points]
+        err = [[100 * (p[1] - p[2]) for p in points], [100 * (p[3] - p[1]) for p in points]]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=kernel.split("(")[0][:40], gid=f"history-{n}")
+    ax.axhline(0, color="#888", linewidth=0.8)
+    ax.set_xlabel("evaluated runs, oldest first")
+    ax.set_ylabel("improvement (%)")
+    if history:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _svg(fig)

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f-]{36}$")
+ABLATION = re.compile(r"^ablation-\d{8}T\d{6}Z-[0-9a-f-]{36}$")
 
 
 class RunSummary(BaseModel):
@@ -52,7 +53,9 @@ def summary(folder: Path) -> RunSummary:
     stages = m.get("stages") or {}
     config = (m.get("config") or {}).get("path", "")
     s = RunSummary(id=folder.name, created=str(m.get("created", ""))[:19].replace("T", " "),
-                   app=Path(config).parent.name if config else "", gpu=(m.get("device") or {}).get("name", ""),
+                   app=(m.get("config") or {}).get("app") or _app_name(folder)
+                   or (Path(config).parent.name if config else ""),
+                   gpu=(m.get("device") or {}).get("name", ""),
                    status=next((k for k in ("evaluation", "candidates", "analysis", "profile") if k in stages), ""))
     cand = _json(folder / "candidates" / "result.json") or {}
     attempts = cand.get("attempts") or []
@@ -69,6 +72,17 @@ def summary(folder: Path) -> RunSummary:
     elif cand:
         s.verdict = cand.get("status", "")
     return s
+
+
+# `name:` under `app:` (lines of the section, blank lines and comments between)
+_APP_NAME = re.compile(r"^app:[ \t]*\n(?:[ \t]+.*\n|[ \t]*\n|#.*\n)*?"
+                       r"[ \t]+name:[ \t]*[\"']?([^\"'#\n]+?)[\"']?[ \t]*(?:#.*)?$", re.M)
+
+
+def _app_name(folder: Path) -> str:
+    """`app.name` of the config the run copied (config.yml), without parsing the whole YAML."""
+    m = _APP_NAME.search(_text(folder / "config.yml", limit=20_000))
+    return m.group(1).strip() if m else ""
 
 
 def list_runs(runs_dir: Path) -> list[RunSummary]:
@@ -152,3 +166,37 @@ def _text(path: Path, limit: int = 200_000) -> str:
         return path.read_text(errors="replace")[:limit]
     except OSError:
         return ""
+
+
+def ablations(runs_dir: Path, run_ids: set[str]) -> list[dict]:
+    """The ablations (`optimas ablate`: every diagnostic configuration side by side) whose runs are
+    among `run_ids`, newest first: folder name and rows."""
+    out = []
+    if not runs_dir.is_dir():
+        return out
+    for folder in sorted((p for p in runs_dir.iterdir() if ABLATION.match(p.name)), key=lambda p: p.name,
+                         reverse=True):
+        rows = _json(folder / "ablation.json") or []
+        if rows and any(r.get("run_id") in run_ids for r in rows):
+            out.append({"name": folder.name, "rows": rows, "svg": (folder / "ablation.svg").is_file()})
+    return out
+
+
+def ablation_svg(runs_dir: Path, name: str) -> str | None:
+    """An ablation's plot, by its folder's name (only such folders, directly under the runs folder)."""
+    if not ABLATION.match(name):
+        return None
+    return _text(runs_dir / name / "ablation.svg") or None
+
+
+def kernel_history(runs_dir: Path, runs: list[RunSummary]) -> dict[str, list[tuple[str, float, float, float]]]:
+    """Per hot kernel, the measured improvement of each evaluated run (oldest first): (created,
+    improvement, interval low, interval high), from each evaluation's per-kernel timing."""
+    history: dict[str, list[tuple[str, float, float, float]]] = {}
+    for r in sorted(runs, key=lambda r: r.id):
+        ev = _json(runs_dir / r.id / "evaluation" / "result.json") or {}
+        for kernel, imp in ((ev.get("timing") or {}).get("per_kernel") or {}).items():
+            if imp.get("improvement") is not None:
+                history.setdefault(kernel, []).append((r.created or r.id, imp["improvement"], imp["ci_low"],
+                                                       imp["ci_high"]))
+    return history

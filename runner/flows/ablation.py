@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics
+from runner.analysis.stage import record_config
 from runner.base.config import DIAGNOSTICS, LoadedConfig
 from runner.base.progress import Progress, progress_for
 from runner.base.runstore import atomic_write_text, create_run
@@ -55,6 +56,7 @@ def ablate(lc: LoadedConfig, diag: Diagnostics, runs_dir: Path, evaluate_here: b
     files = read_sources(workdir, lc.config.app.sources)
     for cfg in configurations:
         run = create_run(runs_dir)
+        record_config(run, lc, diag)
         run.write_text("analysis", "diagnostics.json", diag.model_dump_json(indent=2) + "\n")
         progress(f"{cfg}: run {run.id}")
         result = propose(lc, diag, run, cfg, progress=progress)
