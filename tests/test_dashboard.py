@@ -159,3 +159,23 @@ def test_the_app_page_sets_configurations_side_by_side_and_kernels_across_runs(d
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(url + "ablations/..%2f..%2fsecret.svg")
     assert e.value.code == 404
+
+
+def test_the_run_page_shows_the_closed_loops_iterations(tmp_path):
+    """A closed loop's summary as `optimas run` wrote it (the stream app's offline loop on the H200,
+    benchmarks/results/loop-2026-12-02b), in a run folder."""
+    import json
+
+    from runner.dashboard.app import create_dashboard
+
+    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, tmp_path / H200_RUN)
+    recorded = json.loads((REPO / "benchmarks" / "results" / "loop-2026-12-02b" / "offline_loop_experiments.json")
+                          .read_text())
+    loop = (recorded[0] if isinstance(recorded, list) else recorded)["loop"]
+    (tmp_path / H200_RUN / "evaluation" / "loop.json").write_text(json.dumps(loop))
+    page = create_dashboard(tmp_path).test_client().get(f"/runs/{H200_RUN}").get_data(as_text=True)
+    table = page.split('<table id="iterations">', 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr><td>") == len(loop["iterations"]) >= 1
+    first = loop["iterations"][0]
+    assert f"<td>{first['verdict']}</td>" in table and f"{100 * first['improvement']:+.1f}%" in table
+    assert f"stopped: {loop['stopped_because']}" in page

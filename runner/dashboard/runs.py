@@ -108,6 +108,7 @@ class RunDetail(BaseModel):
     checks: list[dict] = []
     iterations: list[dict] = []
     hot_spots: list[dict] = []  # the prompt's hot-kernel source, each line with its salient stall
+    loop: dict = {}  # the closed loop's outcome: kept iteration, cumulative improvement, why it stopped
 
 
 _BLOCK = re.compile(r"^### (Hot kernel [^\n]*?) \(([^,\n]+), lines (\d+)-(\d+)\)\n```cuda\n(.*?)\n```", re.M | re.S)
@@ -158,6 +159,7 @@ def detail(folder: Path) -> RunDetail:
     d.checks = (ev.get("ear") or {}).get("checks", [])
     loop = _json(folder / "evaluation" / "loop.json") or {}
     d.iterations = loop.get("iterations", [])
+    d.loop = {k: loop.get(k) for k in ("best", "cumulative_improvement", "stopped_because")} if loop else {}
     return d
 
 
