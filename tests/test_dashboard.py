@@ -73,6 +73,7 @@ def test_the_runs_page_lists_filters_and_links_every_run(dashboard, browser):
     assert verdicts == ["", "accepted", "accepted", "accepted", "improvement"]
     assert sorted(r.find_element(By.CLASS_NAME, "app").text for r in rows) == ["h200-probe"] * 4 + ["reduction"]
     h200 = next(r for r in rows if "improvement" in r.text)
+    assert h200.find_element(By.CLASS_NAME, "status").text == "evaluation"
     assert "NVIDIA H200" in h200.text and "+132.0%" in h200.text and "+131.8% to +132.3%" in h200.text
     _no_console_errors(browser)
     # filter: the verdict list holds what the runs hold
@@ -107,7 +108,8 @@ def test_the_run_page_shows_the_evidence_the_proof_and_the_charts(dashboard, bro
     link.click()
     WebDriverWait(browser, 10).until(expected_conditions.staleness_of(link))
     assert browser.find_element(By.ID, "verdict").text == "improvement"
-    assert "R1" in browser.find_element(By.ID, "evidence").text and "S1" in browser.find_element(By.ID, "evidence").text
+    evidence = browser.find_element(By.ID, "evidence").text
+    assert all(f"\n{i} " in "\n" + evidence for i in ("L1", "R1", "S1", "C1", "K1")), evidence
     assert "EDIT file=reduction_kernel.cu" in browser.find_element(By.ID, "answer").get_attribute("textContent")
     assert "+++ b/reduction_kernel.cu" in browser.find_element(By.ID, "diff").get_attribute("textContent")
     # the stall hot spots on the source: the lines the evidence names, with their share of samples

@@ -10,7 +10,7 @@ from flask import Flask, Response, abort, render_template, request
 from runner.dashboard.charts import history_svg, roofline_svg, timing_svg
 from runner.dashboard.runs import ablation_svg, ablations, detail, kernel_history, list_runs, run_folder
 
-SORTS = {"created", "app", "gpu", "model", "diagnostics", "verdict", "improvement"}
+SORTS = {"created", "status", "app", "gpu", "model", "diagnostics", "verdict", "improvement"}
 
 
 def create_dashboard(runs_dir: Path) -> Flask:

@@ -151,6 +151,11 @@ def detail(folder: Path) -> RunDetail:
                    for e in diag.get("evidence", []) if e.get("roofline")]
     d.prompt = _text(folder / "prompt" / "user-1.md")
     d.hot_spots = hot_spots(d.prompt, diag.get("evidence", []))
+    # compiler feedback (K*) is measured at prompt time: the prompt holds it
+    section = d.prompt.split("## Compiler feedback (K)", 1)[1].split("\n## ", 1)[0] if "## Compiler feedback (K)" \
+        in d.prompt else ""
+    for m in re.finditer(r"^- (K\d+) (.*)$", section, re.M):
+        d.evidence.append({"id": m.group(1), "kind": "compiler", "text": m.group(2)})
     d.answer = _text(folder / "llm" / "answer-1.txt")
     d.diff = _text(folder / "candidates" / "1" / "diff.patch")
     ev = _json(folder / "evaluation" / "result.json") or {}
