@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.github_client import token_client
-from bot.gpu_job import loop_outcome, recorded_outcome, summary_text
+from bot.gpu_job import pipeline, publish_outcome, summary_text
 from bot.publish import Publisher
-from bot.review import plan_review, review_body
 from runner.base.config import BACKENDS, DIAGNOSTICS
 from runner.base.errors import ConfigError, OptimasError
+from runner.base.processes import child_environment
 from runner.base.redaction import describe, redact, register_secret
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def policy_failure(fail_on: str, outcome: dict[str, Any], improved: bool) -> str
     """Why the step fails under the failure policy, or None. `improved`: a validated candidate is
     significantly faster (a closed loop kept one, or the one evaluated candidate's verdict)."""
     verdict = str(outcome["verdict"])
-    if fail_on in ("regression", "no-improvement") and verdict == "regression":
+    if fail_on in ("regression", "no-improvement") and verdict == "slower":
         return "the validated candidate is slower than the original (fail-on: regression)"
     if fail_on == "no-improvement" and not improved:
         return f"no validated improvement ({verdict}; fail-on: no-improvement)"
@@ -92,14 +92,13 @@ def _write_lines(path: str | None, lines: list[str]) -> None:
 
 
 def _checked_out_head(workspace: Path) -> str | None:
-    r = subprocess.run(["git", "-C", str(workspace), "rev-parse", "HEAD"], capture_output=True, text=True)
+    r = subprocess.run(["git", "-C", str(workspace), "rev-parse", "HEAD"], capture_output=True, text=True,
+                       env=child_environment())  # not the workflow's token
     return r.stdout.strip() if r.returncode == 0 else None
 
 
 def run(args: argparse.Namespace, env: dict[str, str]) -> int:
-    from runner.analysis.stage import profile_inputs
     from runner.base.config import load_config, path_problems, semantic_problems
-    from runner.flows.optimize import optimize
 
     token = env.get("GITHUB_TOKEN", "")
     if token:
@@ -131,11 +130,11 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         pub = Publisher(token_client(token, env.get("GITHUB_API_URL", "https://api.github.com"), **pacing), repo, pr)
         head = head or pub.head_sha()
     analysed = _checked_out_head(workspace) or head or ""
-    check = pub.start_check(analysed, external_id=f"action-{env.get('GITHUB_RUN_ID', 'local')}") if pub else None
+    # one key per workflow run and attempt: a re-run gets a check run and review of its own
+    run_key = f"action-{env.get('GITHUB_RUN_ID', 'local')}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
+    check = pub.start_check(analysed, external_id=run_key) if pub else None
     try:
-        runs = Path(env.get("RUNNER_TEMP") or workspace) / "optimas-runs"
-        result = optimize(lc, runs, profile_inputs(lc), args.diagnostics)
-        outcome = (loop_outcome if result.loop is not None else recorded_outcome)(result, lc, config.parent)
+        result, outcome = pipeline(lc, Path(env.get("RUNNER_TEMP") or workspace) / "optimas-runs", args.diagnostics)
     except Exception as e:
         if pub and check is not None:
             pub.complete_check(check, "failure", "Optimas failed", describe(e))
@@ -147,12 +146,7 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
             summary += (f"\n\nThe checkout (`{analysed[:7]}`) is not the pull request's head (`{head[:7]}`): "
                         "no suggestions were posted. Check out the head: actions/checkout with `ref` set to the "
                         "pull request's head SHA.")
-        if outcome["postable"] and not moved:
-            comments, outside = plan_review(outcome["edits"], pub.changed_files())
-            pub.post_review(analysed, review_body(outcome["headline"], "\n".join(e["diff"] for e in outside)),
-                            comments, f"action-{env.get('GITHUB_RUN_ID', 'local')}")
-        pub.upsert_summary(summary)
-        pub.complete_check(check, "success" if outcome["postable"] else "neutral", outcome["headline"], summary)
+        publish_outcome(pub, check, outcome, analysed, summary, run_key, suggest=not moved)
     out = outputs(result, outcome)
     evidence = result.run.path / "analysis" / "diagnostics.md"
     details = (["", "<details><summary>Evidence (R*, S*, C*, L*: what the model was shown)</summary>", "",

@@ -64,10 +64,10 @@ class JobContext:
     @cached_property
     def publisher(self) -> Publisher:
         """Writes on the PR, serialized per installation across worker processes."""
-        return Publisher.for_installation(self.app, self.installation_id, self.repo, self.pr,
-                                          backoff_s=self.settings.write_backoff_s,
-                         lock=lambda: self.conn.lock(self.key("writes", str(self.installation_id)), timeout=120,
-                                                     blocking_timeout=600))
+        return Publisher.for_installation(
+            self.app, self.installation_id, self.repo, self.pr, backoff_s=self.settings.write_backoff_s,
+            lock=lambda: self.conn.lock(self.key("writes", str(self.installation_id)), timeout=120,
+                                        blocking_timeout=600))
 
     def reply(self, body: str) -> None:
         """A reply on the PR, once per control job whatever its retries."""

@@ -39,14 +39,20 @@ def private_key_from_env(env: dict[str, str] | None = None) -> str:
         raise GitHubAppError(f"OPTIMAS_PRIVATE_KEY_PATH={path}: cannot read it ({e.strerror})") from None
 
 
+def _github(auth: Auth.Auth, api_url: str, seconds_between_writes: float, seconds_between_requests: float) -> Github:
+    # Reads are retried by the HTTP layer; writes never are: a POST whose answer is lost may have
+    # landed, and only the publisher can look for it before writing again.
+    retry = GithubRetry(total=5, allowed_methods=frozenset({"GET", "HEAD"}))
+    return Github(auth=auth, base_url=api_url, timeout=30, retry=retry, seconds_between_writes=seconds_between_writes,
+                  seconds_between_requests=seconds_between_requests)
+
+
 def token_client(token: str, api_url: str = "https://api.github.com", seconds_between_writes: float = 1.0,
                  seconds_between_requests: float = 0.25) -> Github:
-    """A PyGithub client for a token (a workflow's GITHUB_TOKEN), retrying reads only, as the
-    installation clients do."""
+    """A PyGithub client for a token (a workflow's GITHUB_TOKEN), with the installation clients'
+    retry policy and pacing."""
     register_secret(token)
-    retry = GithubRetry(total=5, allowed_methods=frozenset({"GET", "HEAD"}))
-    return Github(auth=Auth.Token(token), base_url=api_url, timeout=30, retry=retry,
-                  seconds_between_writes=seconds_between_writes, seconds_between_requests=seconds_between_requests)
+    return _github(Auth.Token(token), api_url, seconds_between_writes, seconds_between_requests)
 
 
 class GitHubApp:
@@ -65,12 +71,8 @@ class GitHubApp:
     def client(self, installation_id: int) -> Github:
         if installation_id not in self._clients:
             auth = self.app_auth.get_installation_auth(installation_id)
-            # Reads are retried by the HTTP layer; writes never are: a POST whose answer is lost may
-            # have landed, and only the publisher can look for it before writing again.
-            retry = GithubRetry(total=5, allowed_methods=frozenset({"GET", "HEAD"}))
-            self._clients[installation_id] = Github(auth=auth, base_url=self.api_url, timeout=30, retry=retry,
-                                                    seconds_between_writes=self.seconds_between_writes,
-                                                    seconds_between_requests=self.seconds_between_requests)
+            self._clients[installation_id] = _github(auth, self.api_url, self.seconds_between_writes,
+                                                     self.seconds_between_requests)
             self._auths[installation_id] = auth
         return self._clients[installation_id]
 

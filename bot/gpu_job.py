@@ -18,6 +18,7 @@ from rq import get_current_job
 
 from bot.context import JobContext
 from bot.jobs import CONFIG_PATH, release_job_key
+from bot.publish import Publisher
 from bot.review import plan_review, review_body
 from runner.base.errors import OptimasError
 from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
@@ -99,16 +100,25 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
         _release(ctx, job)
         return {"status": "stale", "head": current}
     log.info("publishing: %s", outcome["headline"])
+    posted = publish_outcome(pub, check, outcome, head_sha, summary, run_key)
+    _release(ctx, job)
+    return {"status": "published", "suggestions": posted, "verdict": outcome["verdict"]}
+
+
+def publish_outcome(pub: Publisher, check: int, outcome: dict[str, Any], head_sha: str, summary: str, run_key: str,
+                    suggest: bool = True) -> int:
+    """One review with the outcome's suggestions (where it has any and `suggest`), the summary
+    comment, and the completed check run; returns how many suggestions were posted. Each write is
+    the publisher's, idempotent under a lost answer (keyed by `run_key`)."""
     posted = 0
-    if outcome["postable"]:
+    if outcome["postable"] and suggest:
         comments, outside = plan_review(outcome["edits"], pub.changed_files())
         diff_outside = "\n".join(e["diff"] for e in outside)
         pub.post_review(head_sha, review_body(outcome["headline"], diff_outside), comments, run_key)
         posted = len(comments)
     pub.upsert_summary(summary)
     pub.complete_check(check, "success" if outcome["postable"] else "neutral", outcome["headline"], summary)
-    _release(ctx, job)
-    return {"status": "published", "suggestions": posted, "verdict": outcome["verdict"]}
+    return posted
 
 
 def _release(ctx: JobContext, job) -> None:
@@ -141,17 +151,20 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
 
 
 def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
-    """One Optimas run (runner.flows.optimize: recorded profiles in the config, else the closed loop
-    on this GPU); what to publish."""
-    from runner.analysis.stage import profile_inputs
     from runner.base.config import load_config
+
+    return pipeline(load_config(cfg_file), runs)[1]
+
+
+def pipeline(lc, runs: Path, diagnostics: str | None = None) -> tuple[Any, dict[str, Any]]:
+    """One Optimas run (runner.flows.optimize: recorded profiles in the config, else the closed loop
+    on this GPU): its result, and what to publish of it."""
+    from runner.analysis.stage import profile_inputs
     from runner.flows.optimize import optimize
 
-    lc = load_config(cfg_file)
-    result = optimize(lc, runs, profile_inputs(lc))
-    if result.loop is not None:
-        return loop_outcome(result, lc, cfg_file.parent)
-    return recorded_outcome(result, lc, cfg_file.parent)
+    result = optimize(lc, runs, profile_inputs(lc), diagnostics)
+    outcome = (loop_outcome if result.loop is not None else recorded_outcome)(result, lc, lc.path.parent)
+    return result, outcome
 
 
 def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:

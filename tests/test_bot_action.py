@@ -54,7 +54,8 @@ def _action(tmp_path: Path, gh: FakeGitHub, ws: Path, event: dict, *args: str) -
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
            "GITHUB_TOKEN": TOKEN, "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "GITHUB_REPOSITORY": "octo/probe",
            "GITHUB_API_URL": gh.url, "GITHUB_WORKSPACE": str(ws), "GITHUB_OUTPUT": str(out),
-           "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_ID": "77", "RUNNER_TEMP": str(tmp_path / "runner"),
+           "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_ID": "77", "GITHUB_RUN_ATTEMPT": "2",
+           "RUNNER_TEMP": str(tmp_path / "runner"),
            "OPTIMAS_GITHUB_WRITE_INTERVAL_S": "0", "OPTIMAS_GITHUB_REQUEST_INTERVAL_S": "0"}
     r = subprocess.run([sys.executable, "-m", "bot.action", *args], capture_output=True, text=True, cwd=ws, env=env,
                        timeout=300)
@@ -73,7 +74,7 @@ def test_the_action_publishes_the_run_on_the_pull_request(tmp_path: Path):
         r, outputs, summary = _action(tmp_path, gh, ws, event)
         assert r.returncode == 0, r.stdout + r.stderr
         (check,) = gh.check_runs.values()
-        assert check["head_sha"] == head and check["external_id"] == "action-77"
+        assert check["head_sha"] == head and check["external_id"] == "action-77-2"
         assert check["status"] == "completed" and check["conclusion"] == "success"
         (review,) = gh.reviews
         assert review["commit_id"] == head
@@ -106,3 +107,21 @@ def test_the_failure_policy_and_the_inputs_it_refuses(tmp_path: Path):
     bad = subprocess.run([sys.executable, "-m", "bot.action", "--fail-on", "sometimes"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "invalid choice: 'sometimes'" in bad.stderr
+
+
+def test_the_failure_policy_reads_the_evaluations_own_verdicts():
+    """fail-on regression acts on the verdict the evaluation writes for a slower candidate (its
+    first version compared with a name the evaluation never writes)."""
+    from typing import get_args
+
+    from bot.action import policy_failure
+    from runner.evaluation.stage import EvaluationResult
+
+    verdicts = get_args(EvaluationResult.model_fields["verdict"].annotation)
+    assert "slower" in verdicts
+    for verdict in verdicts:
+        outcome = {"verdict": verdict, "postable": verdict == "improvement"}
+        improved = verdict == "improvement"
+        assert (policy_failure("regression", outcome, improved) is not None) == (verdict == "slower"), verdict
+        assert (policy_failure("no-improvement", outcome, improved) is not None) == (verdict != "improvement")
+        assert policy_failure("error", outcome, improved) is None
