@@ -10,11 +10,14 @@ from pathlib import Path
 from flask import Flask, Response, request
 
 from bot.settings import Settings
+from runner.base.redaction import register_secret
 from runner.dashboard.app import create_dashboard
 
 
 def protected_dashboard(settings: Settings) -> Flask:
     """The dashboard app over the settings' runs folder; every request authenticated first."""
+    if settings.dashboard_token:
+        register_secret(settings.dashboard_token.decode())  # never in a log line or an error text
     app = create_dashboard(Path(settings.dashboard_runs_dir or "."))
 
     @app.before_request

@@ -8,7 +8,16 @@ from pathlib import Path
 from flask import Flask, Response, abort, render_template, request
 
 from runner.dashboard.charts import history_svg, roofline_svg, timing_svg
-from runner.dashboard.runs import ablation_svg, ablations, detail, kernel_history, list_runs, run_folder
+from runner.dashboard.runs import (
+    ablation_svg,
+    ablations,
+    detail,
+    evaluation_timing,
+    kernel_history,
+    list_runs,
+    rooflines,
+    run_folder,
+)
 
 SORTS = {"created", "status", "app", "gpu", "model", "diagnostics", "verdict", "improvement"}
 
@@ -44,16 +53,16 @@ def create_dashboard(runs_dir: Path) -> Flask:
     @app.get("/runs/<run_id>/roofline-<int:index>.svg")
     def roofline(run_id: str, index: int) -> Response:
         folder = run_folder(runs_dir, run_id) or abort(404)
-        rooflines = detail(folder).rooflines
-        if not 0 <= index < len(rooflines):
+        kernels = rooflines(folder)
+        if not 0 <= index < len(kernels):
             abort(404)
-        r = rooflines[index]
+        r = kernels[index]
         return Response(roofline_svg(r["before"], r["after"]), mimetype="image/svg+xml")
 
     @app.get("/runs/<run_id>/timing.svg")
     def timing(run_id: str) -> Response:
         folder = run_folder(runs_dir, run_id) or abort(404)
-        t = detail(folder).timing
+        t = evaluation_timing(folder)
         if not t:
             abort(404)
         return Response(timing_svg(t), mimetype="image/svg+xml")
@@ -64,14 +73,14 @@ def create_dashboard(runs_dir: Path) -> Flask:
         if not rows:
             abort(404)
         return render_template("app.html", name=name, rows=rows, ablations=ablations(runs_dir, {r.id for r in rows}),
-                               history=kernel_history(runs_dir, rows))
+                               history=kernel_history(rows))
 
     @app.get("/apps/<name>/history.svg")
     def history(name: str) -> Response:
         rows = [r for r in list_runs(runs_dir) if r.app == name]
         if not rows:
             abort(404)
-        return Response(history_svg(kernel_history(runs_dir, rows)), mimetype="image/svg+xml")
+        return Response(history_svg(kernel_history(rows)), mimetype="image/svg+xml")
 
     @app.get("/ablations/<name>.svg")
     def ablation(name: str) -> Response:

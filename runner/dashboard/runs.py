@@ -29,6 +29,7 @@ class RunSummary(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
     ear: dict[str, Any] = {}
+    per_kernel: dict[str, dict] = {}  # each hot kernel's improvement with its interval
 
 
 def _json(path: Path) -> Any:
@@ -51,10 +52,8 @@ def summary(folder: Path) -> RunSummary:
     """A run's row, from its manifest, its candidates' result and its evaluation result."""
     m = _json(folder / "manifest.json") or {}
     stages = m.get("stages") or {}
-    config = (m.get("config") or {}).get("path", "")
     s = RunSummary(id=folder.name, created=str(m.get("created", ""))[:19].replace("T", " "),
-                   app=(m.get("config") or {}).get("app") or _app_name(folder)
-                   or (Path(config).parent.name if config else ""),
+                   app=(m.get("config") or {}).get("app") or _app_name(folder),
                    gpu=(m.get("device") or {}).get("name", ""),
                    status=next((k for k in ("evaluation", "candidates", "analysis", "profile") if k in stages), ""))
     cand = _json(folder / "candidates" / "result.json") or {}
@@ -65,8 +64,10 @@ def summary(folder: Path) -> RunSummary:
     ev = _json(folder / "evaluation" / "result.json")
     if ev:
         s.verdict = ev.get("verdict", "")
-        r = (ev.get("timing") or {}).get("result") or {}
+        timing = ev.get("timing") or {}
+        r = timing.get("result") or {}
         s.improvement, s.ci_low, s.ci_high = r.get("improvement"), r.get("ci_low"), r.get("ci_high")
+        s.per_kernel = timing.get("per_kernel") or {}
         s.ear = {k: v for k, v in (ev.get("ear") or {}).items() if k in ("coverage", "localization", "directional",
                                                                           "hallucination_rate", "correct")}
     elif cand:
@@ -80,7 +81,8 @@ _APP_NAME = re.compile(r"^app:[ \t]*\n(?:[ \t]+.*\n|[ \t]*\n|#.*\n)*?"
 
 
 def _app_name(folder: Path) -> str:
-    """`app.name` of the config the run copied (config.yml), without parsing the whole YAML."""
+    """`app.name` of the config the run copied (config.yml), without parsing the whole YAML: runs
+    written before manifests recorded the app's name."""
     m = _APP_NAME.search(_text(folder / "config.yml", limit=20_000))
     return m.group(1).strip() if m else ""
 
@@ -142,13 +144,7 @@ def detail(folder: Path) -> RunDetail:
     diag = _json(folder / "analysis" / "diagnostics.json") or {}
     d.evidence = [{"id": e["id"], "kind": e["kind"], "text": e.get("text", "")} for e in diag.get("evidence", [])]
     d.hot_kernels = [k for k in diag.get("kernels", []) if k.get("hot")]
-    after = {}
-    for it in sorted((folder / "iterations").glob("*/analysis/diagnostics.json")) if (folder / "iterations").is_dir() \
-            else []:
-        after = {e["kernel"]: e["roofline"] for e in (_json(it) or {}).get("evidence", []) if e.get("roofline")}
-        break  # the re-profile of this run's candidate
-    d.rooflines = [{"kernel": e["kernel"], "before": e["roofline"], "after": after.get(e["kernel"])}
-                   for e in diag.get("evidence", []) if e.get("roofline")]
+    d.rooflines = rooflines(folder, diag)
     d.prompt = _text(folder / "prompt" / "user-1.md")
     d.hot_spots = hot_spots(d.prompt, diag.get("evidence", []))
     # compiler feedback (K*) is measured at prompt time: the prompt holds it
@@ -166,6 +162,23 @@ def detail(folder: Path) -> RunDetail:
     d.iterations = loop.get("iterations", [])
     d.loop = {k: loop.get(k) for k in ("best", "cumulative_improvement", "stopped_because")} if loop else {}
     return d
+
+
+def rooflines(folder: Path, diag: dict | None = None) -> list[dict]:
+    """Each hot kernel's roofline: before (the run's evidence) and after (the re-profile of its
+    candidate, the run's first iteration folder, where there is one)."""
+    if diag is None:
+        diag = _json(folder / "analysis" / "diagnostics.json") or {}
+    reprofile = next(iter(sorted(folder.glob("iterations/*/analysis/diagnostics.json"))), None)
+    after = {e["kernel"]: e["roofline"] for e in ((_json(reprofile) or {}) if reprofile else {}).get("evidence", [])
+             if e.get("roofline")}
+    return [{"kernel": e["kernel"], "before": e["roofline"], "after": after.get(e["kernel"])}
+            for e in diag.get("evidence", []) if e.get("roofline")]
+
+
+def evaluation_timing(folder: Path) -> dict:
+    """The evaluation's timing (samples of baseline and candidate, the interval), or {}."""
+    return (_json(folder / "evaluation" / "result.json") or {}).get("timing") or {}
 
 
 def _text(path: Path, limit: int = 200_000) -> str:
@@ -196,13 +209,12 @@ def ablation_svg(runs_dir: Path, name: str) -> str | None:
     return _text(runs_dir / name / "ablation.svg") or None
 
 
-def kernel_history(runs_dir: Path, runs: list[RunSummary]) -> dict[str, list[tuple[str, float, float, float]]]:
+def kernel_history(runs: list[RunSummary]) -> dict[str, list[tuple[str, float, float, float]]]:
     """Per hot kernel, the measured improvement of each evaluated run (oldest first): (created,
     improvement, interval low, interval high), from each evaluation's per-kernel timing."""
     history: dict[str, list[tuple[str, float, float, float]]] = {}
     for r in sorted(runs, key=lambda r: r.id):
-        ev = _json(runs_dir / r.id / "evaluation" / "result.json") or {}
-        for kernel, imp in ((ev.get("timing") or {}).get("per_kernel") or {}).items():
+        for kernel, imp in r.per_kernel.items():
             if imp.get("improvement") is not None:
                 history.setdefault(kernel, []).append((r.created or r.id, imp["improvement"], imp["ci_low"],
                                                        imp["ci_high"]))
