@@ -35,6 +35,14 @@ def _get(url: str, headers: dict | None = None) -> tuple[int, str]:
         return e.code, e.read().decode()
 
 
+def _get_request(req: urllib.request.Request) -> int:
+    try:
+        with urllib.request.urlopen(req) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
 @pytest.fixture
 def runs(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURES / "run-folders" / RUN, tmp_path / "runs" / RUN)
@@ -64,6 +72,10 @@ def test_the_dashboard_needs_the_token_and_serves_only_run_folders(runs: Path):
                      "/dashboard/runs/%2e%2e%2f%2e%2e%2fsecret.txt"):
             assert _get(base + path, auth)[0] == 404, path
         assert _get(base + "/healthz")[0] == 200  # the App's own routes are untouched
+        forged = urllib.request.Request(base + "/webhook", data=b'{"action": "labeled"}', method="POST",
+                                        headers={"X-GitHub-Event": "pull_request",
+                                                 "X-Hub-Signature-256": "sha256=" + "0" * 64})
+        assert _get_request(forged) == 401  # a forged delivery is still refused beside the dashboard
     finally:
         srv.shutdown()
 
