@@ -3,6 +3,7 @@ run against the ncu timing pass (wall time, hot set, kernel names), and the trac
 the kernel time the application reports itself (untraced and traced runs interleaved).
 
 Usage: python3 benchmarks/bench_tracer.py [--apps stream,seismic] [--runs 10] [--out DIR]
+(--apps takes benchmark app names or paths of any program's optimas.yml)
 """
 
 from __future__ import annotations
@@ -40,11 +41,20 @@ def checked(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 90
     return time.perf_counter() - t0, r.output
 
 
+def app_config(app: str) -> Path:
+    """A benchmark app's name (`stream`) or any program's optimas.yml (a cuda-samples program)."""
+    return Path(app).resolve() if app.endswith((".yml", ".yaml")) else BENCH / app / "optimas.yml"
+
+
+def app_name(app: str) -> str:
+    return app_config(app).parent.name
+
+
 def build_app(app: str, work: Path) -> tuple[LoadedConfig, Path]:
-    """A benchmark app's config and its binary, built into `work` with its own command for sm_90."""
-    lc = load_config(BENCH / app / "optimas.yml")
+    """An app's config and its binary, built into `work` with its own command for sm_90."""
+    lc = load_config(app_config(app))
     cfg = lc.config.app
-    exe = work / app
+    exe = work / app_name(app)
     checked(render(cfg.build, exe=exe, arch="sm_90", lineinfo="", config="", seed=1, scale=1, out=""),
             lc.resolve(cfg.workdir), child_environment(cfg.env))
     return lc, exe
@@ -58,7 +68,7 @@ def each_app(apps: list[str], one: Callable[[str, Path], dict], out: Path, brief
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for app in apps:
-            work = Path(tmp) / app
+            work = Path(tmp) / app_name(app)
             work.mkdir()
             results.append(one(app, work))
             print(json.dumps(brief(results[-1])), flush=True)
@@ -67,8 +77,9 @@ def each_app(apps: list[str], one: Callable[[str, Path], dict], out: Path, brief
     print(f"wrote {out}")
 
 
-def one_app(app: str, runs: int, lib: Path, work: Path) -> dict:
-    lc, exe = build_app(app, work)
+def one_app(path: str, runs: int, lib: Path, work: Path) -> dict:
+    lc, exe = build_app(path, work)
+    app = app_name(path)
     cfg = lc.config.app
     cwd = lc.resolve(cfg.workdir)
     env = child_environment(cfg.env)

@@ -9,7 +9,7 @@ import pytest
 
 from runner.analysis.evidence import Diagnostics, GpuInfo
 from runner.analysis.hot import KernelTime
-from runner.base.cuda_source import functions, kernel_base_name, kernel_by_name, parameter_count, template_arguments
+from runner.base.cuda_source import first_code_line, functions, kernel_base_name, kernel_by_name, parameter_count, template_arguments
 from runner.base.workspace import read_included, read_sources, source_name, stored_name
 from runner.proposal.guard import apply_proposal
 from runner.proposal.parser import Edit, Proposal
@@ -261,3 +261,25 @@ def test_the_prompt_shows_the_macros_and_constants_the_code_uses_from_any_file()
     assert "host_only_counter" not in user  # not used by the code shown
     assert user.count("#define EARLY 3") == 1  # inside the declarations block already
     assert user.count("constexpr int local") == 1  # a function's own constant is not file scope
+
+
+LICENSED = """\
+/* Copyright (c) someone.
+ * Redistribution and use in source and binary forms ... are permitted.
+ */
+// SPDX-License-Identifier: BSD-3-Clause
+
+#include <cstdio>  // printf
+#define BLOCK 256
+__global__ void k(float *out, const float *in) { out[threadIdx.x] = in[threadIdx.x] * BLOCK; }
+"""
+
+
+def test_the_declarations_start_after_the_files_opening_comments():
+    assert first_code_line(LICENSED) == 6
+    assert first_code_line("// only a comment\n") == 3  # past the end: no code at all
+    assert first_code_line("#include <x>\n") == 1
+    user = build_prompt("prog", diagnostics("k(float *, const float *)"), {"main.cu": LICENSED}).user
+    assert "### Declarations (main.cu, lines 6-7)" in user
+    assert "Copyright" not in user and "SPDX" not in user
+    assert "\n6| #include <cstdio>  // printf\n" in user  # comments after code are kept

@@ -296,6 +296,8 @@ REPLAYED_EXTERNAL = {
     "sortingNetworks": f"{SAMPLES}/2_Concepts_and_Techniques/sortingNetworks/optimas.yml",
     "BlackScholes": f"{SAMPLES}/5_Domain_Specific/BlackScholes/optimas.yml",
     "convolutionSeparable": f"{SAMPLES}/2_Concepts_and_Techniques/convolutionSeparable/optimas.yml",
+    "histogram": f"{SAMPLES}/2_Concepts_and_Techniques/histogram/optimas.yml",
+    "transpose": f"{SAMPLES}/6_Performance/transpose/optimas.yml",
 }
 
 

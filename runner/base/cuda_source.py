@@ -72,6 +72,14 @@ def strip_comments_and_strings(text: str) -> str:
     return "".join(out)
 
 
+def first_code_line(text: str) -> int:
+    """The first line holding code (1-based): past a file's opening comments, a license header
+    most often; one past the last line when the file holds nothing else."""
+    clean = strip_comments_and_strings(text)
+    m = re.search(r"\S", clean)
+    return _line_of(clean, m.start()) if m else clean.count("\n") + 2
+
+
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 

@@ -16,6 +16,7 @@ from runner.base.cuda_source import (
     Function,
     called_names,
     definitions,
+    first_code_line,
     functions,
     kernel_base_name,
     kernel_by_name,
@@ -131,11 +132,14 @@ def _source_blocks(files: dict[str, str], hot: list[str],
                 if f not in kernels.get(name, []):
                     kernels.setdefault(name, []).append(f)
                 break
-    declared: dict[str, int] = {}  # file -> last line of its declarations block
+    # file -> (first, last) line of its declarations block: includes, macros, types and constants
+    # before its first function, without the file's opening comments (a license, most often)
+    declared: dict[str, tuple[int, int]] = {}
     for name in kernels:
         first = min((f.start_line for f in parsed[name] if f.owner is None), default=1)
-        if first > 1:
-            declared[name] = first - 1
+        start = first_code_line(files[name])
+        if start < first:
+            declared[name] = (start, first - 1)
     index: dict[str, list[tuple[str, Function]]] = {}
     for name, funcs in parsed.items():
         for f in funcs:
@@ -146,7 +150,7 @@ def _source_blocks(files: dict[str, str], hot: list[str],
 
     def add(name: str, g: Function, todo: list) -> None:
         key = (name, g.start_line)
-        if key in helpers or len(helpers) >= MAX_HELPERS or g.end_line <= declared.get(name, 0):
+        if key in helpers or len(helpers) >= MAX_HELPERS or g.end_line <= declared.get(name, (0, 0))[1]:
             return  # shown already, enough shown, or inside a declarations block that is shown
         helpers[key] = (name, g)
         todo.append((name, g))
@@ -163,7 +167,7 @@ def _source_blocks(files: dict[str, str], hot: list[str],
                 if g.owner is None or hname == name:
                     add(hname, g, todo)
 
-    shown: dict[str, list[tuple[int, int]]] = {name: [(1, end)] for name, end in declared.items()}
+    shown: dict[str, list[tuple[int, int]]] = {name: [lines] for name, lines in declared.items()}
     for name, g in helpers.values():
         shown.setdefault(name, []).append((g.start_line, g.end_line))
     for name, fs in kernels.items():
@@ -174,8 +178,8 @@ def _source_blocks(files: dict[str, str], hot: list[str],
     editable: dict[str, list[tuple[int, int]]] = {}
     for name, text in files.items():
         if name in declared:
-            blocks.append(SourceBlock(title="Declarations", file=name, start=1, end=declared[name],
-                                      text=numbered(text, 1, declared[name])))
+            a, b = declared[name]
+            blocks.append(SourceBlock(title="Declarations", file=name, start=a, end=b, text=numbered(text, a, b)))
         for a, b in defined.get(name, []):
             blocks.append(SourceBlock(title="Definitions the code shown uses (read-only)", file=name, start=a,
                                       end=b, text=numbered(text, a, b)))
