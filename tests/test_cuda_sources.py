@@ -9,7 +9,14 @@ import pytest
 
 from runner.analysis.evidence import Diagnostics, GpuInfo
 from runner.analysis.hot import KernelTime
-from runner.base.cuda_source import first_code_line, functions, kernel_base_name, kernel_by_name, parameter_count, template_arguments
+from runner.base.cuda_source import (
+    first_code_line,
+    functions,
+    kernel_base_name,
+    kernel_by_name,
+    parameter_count,
+    template_arguments,
+)
 from runner.base.workspace import read_included, read_sources, source_name, stored_name
 from runner.proposal.guard import apply_proposal
 from runner.proposal.parser import Edit, Proposal
