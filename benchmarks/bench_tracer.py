@@ -85,7 +85,7 @@ def one_app(path: str, runs: int, lib: Path, work: Path) -> dict:
     env = child_environment(cfg.env)
     conf = cfg.profile_configuration or cfg.configurations[0]
     argv = render(cfg.profile_run or cfg.run, exe=exe, config=conf, seed=cfg.seeds[0], scale=1, out="/dev/null",
-                  arch="", lineinfo="")
+                  arch="", lineinfo="", **cfg.values(conf))
     alpha = lc.config.analysis.alpha
 
     rep = work / f"{app}-timing"
@@ -129,7 +129,8 @@ def one_app(path: str, runs: int, lib: Path, work: Path) -> dict:
         with_tracer.append(float(pattern.search(tout).group(1)))
         eager.append(float(pattern.search(eout).group(1)))
         trace_total.append(sum(sum(t.kernel_ns().values()) for t in read_traces(tdir)) / 1e6)
-    p, w, e = statistics.median(plain), statistics.median(with_tracer), statistics.median(eager)
+    # a program without kernel_time_regex prints no timer: no overhead figure on it
+    p, w, e = (statistics.median(x) if x else None for x in (plain, with_tracer, eager))
     return {
         "app": app, "configuration": conf, "launches": len(trace_launches), "ncu_launches": len(ncu_launches),
         "hot_selection_s": {"ncu_timing_pass": round(ncu_s + export_s, 3), "traced_run": round(trace_s + read_s, 3),
@@ -139,7 +140,8 @@ def one_app(path: str, runs: int, lib: Path, work: Path) -> dict:
         "kernel_ms_ncu": {k: round(v, 4) for k, v in ncu_ms.items()},
         "kernel_ms_trace": {k: round(v, 4) for k, v in trace_ms.items()},
         "app_timer_ms_untraced_median": p, "app_timer_ms_traced_median": w, "app_timer_ms_traced_eager_median": e,
-        "app_timer_overhead": round(w / p - 1, 4), "app_timer_overhead_eager": round(e / p - 1, 4),
+        "app_timer_overhead": round(w / p - 1, 4) if p else None,
+        "app_timer_overhead_eager": round(e / p - 1, 4) if p else None,
         "trace_kernel_total_ms_median": statistics.median(trace_total) if trace_total else None,
         "untraced": plain, "traced": with_tracer, "traced_eager": eager,
     }

@@ -93,7 +93,7 @@ def ncu_agreement(app: str, runs: int, lib: Path, work: Path) -> dict:
     cwd, env = lc.resolve(cfg.workdir), child_environment(cfg.env)
     conf = cfg.profile_configuration or cfg.configurations[0]
     argv = render(cfg.profile_run or cfg.run, exe=exe, config=conf, seed=cfg.seeds[0], scale=1, out="/dev/null",
-                  arch="", lineinfo="")
+                  arch="", lineinfo="", **cfg.values(conf))
     totals: dict[str, list[dict[str, float]]] = defaultdict(list)
     for i in range(runs):
         for cache in ("all", "none"):
