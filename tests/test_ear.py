@@ -140,3 +140,47 @@ def test_hallucinations_find_claims_without_changes_and_changes_without_claims()
     assert s.hallucination_rate == pytest.approx(2 / 5)
     assert (s.applied, s.withheld) == (3, 1)
     assert s.coverage == 1.0 and s.localization is None and s.directional is None and s.correct is None
+
+
+def test_a_bound_resource_relieved_by_needing_less_of_it_is_consistent():
+    """transpose on the H200: the naive kernel's scattered writes kept L2 72% busy; the tiled
+    rewrite ran 6.8x shorter at 48%. Its memory did less work per launch: the bound was relieved."""
+    r1 = roof(1, TRIAD, "memory", 0.72, 0.05)
+    p = Proposal(shape="structured", raw="", edits=[edit(17, 17, ["R1"])])
+    none = lines_table([])
+    after_diag = diag(roof(1, TRIAD, "memory", 0.48, 0.05))
+
+    def check(before_ns: float, after_ns: float):
+        (c,) = directional([r1], p, none, none, after_diag, {TRIAD: pd.Series({"gpu__time_duration.sum": before_ns})},
+                           {TRIAD: pd.Series({"gpu__time_duration.sum": after_ns})})
+        return c
+
+    c = check(17_200, 2_530)  # 12.4 us of work at peak -> 1.2 us
+    assert (c.before, c.after, c.consistent) == (0.72, 0.48, True)
+    assert "fell, 12.4 -> 1.21 us at peak" in c.quantity
+    # utilization fell and the launch got longer: as much work for the memory as before, not relieved
+    assert check(17_200, 26_000).consistent is False
+    # without durations, only utilization counts
+    (c,) = directional([r1], p, none, none, after_diag, {}, {})
+    assert c.consistent is False and "fell" not in c.quantity
+
+
+def test_directional_inputs_cover_every_profiled_kernel():
+    """The H200 capture of transpose: five targeted reports, counters for the hottest kernel only.
+    Every hot kernel has metrics (its launch duration for the work rule); the counter run's stand
+    where it covered the kernel."""
+    from conftest import REPO
+
+    from runner.flows.loop import _profile_of
+    from runner.profiling.readers import read_any
+
+    cap = REPO / "benchmarks" / "replay" / "captures" / "transpose-h200"
+    inputs = {"report": sorted(cap.glob("hot*.ncu-rep")), "counters": [cap / "counters" / "scale_1.ncu-rep"]}
+    _, metrics = _profile_of(inputs)
+    names = {k.split("(")[0] for k in metrics}
+    assert {"transposeNaive", "transposeCoalesced", "transposeDiagonal", "copy", "transposeCoarseGrained"} <= names
+    assert all(m["gpu__time_duration.sum"] > 0 for m in metrics.values())
+    counters = read_any(inputs["counters"][0])
+    (naive,) = [k for k in metrics if k.startswith("transposeNaive")]
+    assert metrics[naive]["gpu__time_duration.sum"] == pytest.approx(
+        counters.kernel_metrics(naive)["gpu__time_duration.sum"].mean())

@@ -5,7 +5,8 @@
    the same kernel;
 3. directional consistency: after re-profiling the candidate, the share of cited evidence whose
    quantity moved the expected way (a cited stall's share falls, a memory-bound kernel's memory
-   utilization rises, a counter with positive runtime weight falls ...) by more than
+   utilization rises or the work its memory does per launch falls, a counter with positive
+   runtime weight falls ...) by more than
    `evaluation.direction_min_change` of its value (smaller moves are noise), with before and after;
 4. hallucinations: applied-optimization claims with no matching change, and edits with no claim;
 5. correctness: validation passed on every configuration.
@@ -167,11 +168,19 @@ def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.Data
                 b = max(r0.memory_rho, r0.compute_rho)
                 a = max(r1.memory_rho, r1.compute_rho) if r1 else None
                 name = "peak utilization (latency-bound)"
+                ok = moved(b, a, "rise", min_change)
             else:
                 b, a = getattr(r0, field), (getattr(r1, field) if r1 else None)
                 name = f"{field.replace('_rho', '')} utilization ({r0.bound}-bound)"
-            checks.append(DirectionCheck(id=e.id, quantity=name, expected="rise", before=b, after=a,
-                                         consistent=moved(b, a, "rise", min_change)))
+                ok = moved(b, a, "rise", min_change)
+                work = _bound_work(b, a, before_metrics.get(e.kernel), after_metrics.get(e.kernel))
+                if ok is False and work and moved(*work, "fall", min_change):
+                    # The bound is relieved by needing the resource less, too: a fix that removes
+                    # wasted traffic lowers utilization while the launch gets much shorter.
+                    ok = True
+                    name += (f"; the work it bounds per launch (utilization x duration) fell, "
+                             f"{work[0] / 1e3:.3g} -> {work[1] / 1e3:.3g} us at peak")
+            checks.append(DirectionCheck(id=e.id, quantity=name, expected="rise", before=b, after=a, consistent=ok))
         elif e.kind == "counter" and e.counter:
             metric, weight = e.counter["metric"], e.counter["weight"]
             b = _metric(before_metrics.get(e.kernel), metric)
@@ -180,6 +189,19 @@ def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.Data
             checks.append(DirectionCheck(id=e.id, quantity=metric, expected=expected, before=b, after=a,
                                          consistent=moved(b, a, expected, min_change)))
     return checks
+
+
+DURATION = "gpu__time_duration.sum"  # ns per launch (ncu's Speed-of-Light section)
+
+
+def _bound_work(before: float | None, after: float | None, before_m: pd.Series | None,
+                after_m: pd.Series | None) -> tuple[float, float] | None:
+    """The bound resource's work per launch before and after, as the time it would take at its
+    peak (utilization x duration, ns); None without both durations."""
+    tb, ta = _metric(before_m, DURATION), _metric(after_m, DURATION)
+    if None in (before, after, tb, ta):
+        return None
+    return before * tb, after * ta
 
 
 def _edit_file(proposal: Proposal, profiled_file: str) -> str:

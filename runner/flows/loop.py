@@ -90,15 +90,15 @@ def with_sources(lc: LoadedConfig, files: dict[str, str], where: Path) -> Loaded
 
 def _profile_of(inputs: dict[str, list[Path]]) -> tuple[Profile, dict[str, pd.Series]]:
     """The targeted profile's lines and, per kernel, the metrics of the counter run at scale 1
-    (the app's own size), else of the targeted report."""
+    (the app's own size) where it covered the kernel, else of the targeted report."""
     prof = read_profiles(reports=inputs.get("report", []))
     metrics = {}
     scale1 = [p for p in inputs.get("counters", []) if p.stem == "scale_1"]
-    counters = merge([read_any(p) for p in scale1]) if scale1 else prof
-    for k in counters.kernels():
-        rows = counters.kernel_metrics(k)
-        if len(rows):
-            metrics[k] = aggregate_launches(rows, counters.kernel_durations(k))
+    for source in (prof, merge([read_any(p) for p in scale1]) if scale1 else None):
+        for k in source.kernels() if source is not None else ():
+            rows = source.kernel_metrics(k)
+            if len(rows):
+                metrics[k] = aggregate_launches(rows, source.kernel_durations(k))
     return prof, metrics
 
 
