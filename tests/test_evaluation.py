@@ -488,3 +488,21 @@ def test_the_summary_says_which_rule_decides():
     assert faster.significant and "significant: the interval excludes 0; permutation test p=" in faster.summary()
     assert not same.significant and "not significant: the interval includes 0" in same.summary()
     assert "for reference" in faster.summary()
+
+
+def test_a_gain_too_small_to_matter_is_not_called_an_improvement():
+    """matrixMul on the H200: +0.07% with an interval of +0.068% to +0.082% was an 'improvement'.
+    Below evaluation.min_improvement (1% by default) it is no significant gain, and says why."""
+    from runner.evaluation.stage import timing_verdict
+
+    base = [1.0000, 1.0001, 0.9999, 1.0000, 1.0001]
+    tiny = improvement(base, [x / 1.0007 for x in base])
+    assert tiny.faster
+    verdict, reason = timing_verdict(tiny, 0.01)
+    assert verdict == "no-significant-gain"
+    assert reason == "faster, but by less than evaluation.min_improvement (+0.07% < 1%)"
+    assert timing_verdict(tiny, 0.0) == ("improvement", "")
+    assert timing_verdict(improvement(base, [x / 1.05 for x in base]), 0.01) == ("improvement", "")
+    assert timing_verdict(improvement(base, [x * 1.05 for x in base]), 0.01) == ("slower", "")
+    noisy = improvement([1.0, 1.2, 0.9, 1.1, 1.0], [1.1, 0.9, 1.0, 1.2, 1.0])
+    assert timing_verdict(noisy, 0.01) == ("no-significant-gain", "")

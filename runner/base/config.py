@@ -282,6 +282,9 @@ class EvaluationConfig(_Strict):
     warmup_runs: Annotated[int, Field(ge=0, le=100)] = Field(default=1, description="untimed runs of each binary "
                                                              "before timing")
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+    min_improvement: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
+        default=0.01, description="the smallest median gain called an improvement: a faster candidate below "
+        "it is 'no-significant-gain', too small to be worth a change (0: any gain whose interval excludes zero)")
     max_iterations: Annotated[int, Field(ge=1, le=100)] = 3
     time_all_configurations: bool = True  # also time the configurations that were not profiled
     # EAR directional consistency: a cited quantity must move the expected way by more than this

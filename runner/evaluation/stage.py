@@ -19,6 +19,7 @@ from runner.base.workspace import read_sources, workspace_dirs
 from runner.evaluation.corpus import append_record, update_record
 from runner.evaluation.ear import DirectionCheck, EARScores, direction_score, scores
 from runner.evaluation.measure import EvaluationError, Timing, Validation, time_interleaved, validate
+from runner.evaluation.statistics import Improvement
 from runner.proposal.stage import ProposeResult, compile_candidate
 
 PROGRESS = progress_for("evaluation")
@@ -44,6 +45,15 @@ class EvaluationResult(BaseModel):
         if self.reason:
             parts.append(self.reason)
         return "; ".join(parts)
+
+
+def timing_verdict(r: Improvement, min_improvement: float) -> tuple[str, str]:
+    """The verdict on a timed comparison, and why where the numbers alone do not say it: a gain
+    whose interval excludes zero is an improvement only from `min_improvement` up."""
+    if r.faster and r.improvement < min_improvement:
+        return "no-significant-gain", (f"faster, but by less than evaluation.min_improvement "
+                                       f"({r.improvement:+.2%} < {min_improvement:.0%})")
+    return ("improvement" if r.faster else "slower" if r.significant else "no-significant-gain"), ""
 
 
 @in_stage("evaluation")
@@ -97,9 +107,9 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
                              for c in others]
     seconds["time"] = time.monotonic() - t0
     r = timing.result
-    verdict = "improvement" if r.faster else ("slower" if r.significant else "no-significant-gain")
-    result = EvaluationResult(verdict=verdict, validation=validation, timing=timing, timings=per_config, ear=ear,
-                              seconds=seconds)
+    verdict, reason = timing_verdict(r, lc.config.evaluation.min_improvement)
+    result = EvaluationResult(verdict=verdict, reason=reason, validation=validation, timing=timing, timings=per_config,
+                              ear=ear, seconds=seconds)
     return _finish(lc, run, diag, proposed, result, iteration, corpus)
 
 
