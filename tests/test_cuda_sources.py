@@ -10,7 +10,7 @@ import pytest
 from runner.analysis.evidence import Diagnostics, GpuInfo
 from runner.analysis.hot import KernelTime
 from runner.base.cuda_source import (
-    first_code_line,
+    after_license_header,
     functions,
     kernel_base_name,
     kernel_by_name,
@@ -276,17 +276,19 @@ LICENSED = """\
  */
 // SPDX-License-Identifier: BSD-3-Clause
 
+// Scales a row: ties between equal scores keep their order.
 #include <cstdio>  // printf
 #define BLOCK 256
 __global__ void k(float *out, const float *in) { out[threadIdx.x] = in[threadIdx.x] * BLOCK; }
 """
 
 
-def test_the_declarations_start_after_the_files_opening_comments():
-    assert first_code_line(LICENSED) == 6
-    assert first_code_line("// only a comment\n") == 3  # past the end: no code at all
-    assert first_code_line("#include <x>\n") == 1
+def test_the_declarations_leave_out_the_license_the_file_opens_with():
+    assert after_license_header(LICENSED) == 6  # past the license and the blank line; a comment that
+    assert after_license_header("// Scales a row.\n#include <x>\n") == 1  # says what the code does stays
+    assert after_license_header("#include <x>\n// Copyright (c) later\n") == 1
+    assert after_license_header("/* Copyright */ /* more */\n\nint x;\n") == 3
     user = build_prompt("prog", diagnostics("k(float *, const float *)"), {"main.cu": LICENSED}).user
-    assert "### Declarations (main.cu, lines 6-7)" in user
+    assert "### Declarations (main.cu, lines 6-8)" in user
     assert "Copyright" not in user and "SPDX" not in user
-    assert "\n6| #include <cstdio>  // printf\n" in user  # comments after code are kept
+    assert "\n6| // Scales a row: ties between equal scores keep their order.\n" in user

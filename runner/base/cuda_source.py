@@ -72,12 +72,35 @@ def strip_comments_and_strings(text: str) -> str:
     return "".join(out)
 
 
-def first_code_line(text: str) -> int:
-    """The first line holding code (1-based): past a file's opening comments, a license header
-    most often; one past the last line when the file holds nothing else."""
-    clean = strip_comments_and_strings(text)
-    m = re.search(r"\S", clean)
-    return _line_of(clean, m.start()) if m else clean.count("\n") + 2
+_LICENSE = re.compile(r"copyright|licen[cs]e|redistribution|spdx|all rights reserved|permission is hereby granted",
+                      re.IGNORECASE)
+
+
+def after_license_header(text: str) -> int:
+    """The first line (1-based) after a file's opening license or copyright comments; comments
+    that say what the code does are kept, and so is everything from the first line of code on."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if not stripped:
+            i += 1
+            continue
+        if stripped.startswith("//"):
+            j = i
+            while j < len(lines) and lines[j].strip().startswith("//"):
+                j += 1
+        elif stripped.startswith("/*"):
+            j = i
+            while j < len(lines) and "*/" not in lines[j][lines[j].find("/*") + 2 if j == i else 0:]:
+                j += 1
+            j += 1
+        else:
+            break
+        if not _LICENSE.search("\n".join(lines[i:j])):
+            break
+        i = j
+    return i + 1
 
 
 def _line_of(text: str, pos: int) -> int:

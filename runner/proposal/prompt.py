@@ -14,9 +14,9 @@ from pydantic import BaseModel
 from runner.analysis.evidence import Diagnostics, render_markdown
 from runner.base.cuda_source import (
     Function,
+    after_license_header,
     called_names,
     definitions,
-    first_code_line,
     functions,
     kernel_base_name,
     kernel_by_name,
@@ -133,11 +133,11 @@ def _source_blocks(files: dict[str, str], hot: list[str],
                     kernels.setdefault(name, []).append(f)
                 break
     # file -> (first, last) line of its declarations block: includes, macros, types and constants
-    # before its first function, without the file's opening comments (a license, most often)
+    # before its first function, without the license or copyright comments the file opens with
     declared: dict[str, tuple[int, int]] = {}
     for name in kernels:
         first = min((f.start_line for f in parsed[name] if f.owner is None), default=1)
-        start = first_code_line(files[name])
+        start = after_license_header(files[name])
         if start < first:
             declared[name] = (start, first - 1)
     index: dict[str, list[tuple[str, Function]]] = {}
