@@ -307,6 +307,32 @@ def test_loop_control_stops_and_keeps_the_best():
     best, total = cumulative([it(1, "improvement", 0.2), it(2, "improvement", 0.1), it(3, "slower", -0.05)])
     assert best == 2 and total == pytest.approx(1.2 * 1.1 - 1)
     assert cumulative([it(1, "invalid")]) == (None, None)
+    # an invalid candidate, asked again: the baseline did not move, so the chain goes on past it
+    best, total = cumulative([it(1, "improvement", 0.2), it(2, "invalid"), it(3, "improvement", 0.1)])
+    assert best == 3 and total == pytest.approx(1.2 * 1.1 - 1)
+    assert cumulative([it(1, "invalid"), it(2, "improvement", 0.3)]) == (2, pytest.approx(0.3))
+
+
+def test_a_rejected_candidate_is_described_to_the_next_attempt():
+    from runner.evaluation.measure import CaseResult, Validation
+    from runner.evaluation.stage import EvaluationResult
+    from runner.flows.loop import MAX_REJECTED_DIFF, candidate_was_wrong, rejection_note
+    from runner.proposal.stage import ProposeResult
+
+    bad = CaseResult(configuration="default", seed=1, status="mismatch",
+                     detail="GPU result 1 (cudaMemcpy, 16000000 bytes) differs from the baseline's")
+    result = EvaluationResult(verdict="invalid", validation=Validation(passed=False, cases=[bad]))
+    diff = "--- a/k.cuh\n+++ b/k.cuh\n@@ -1 +1 @@\n-x\n+y\n"
+    note = rejection_note(result, ProposeResult(status="accepted", diagnostics="PC", diff=diff))
+    assert note == ("It compiled and ran, but its results are not the original program's: default/seed 1: "
+                    "mismatch (GPU result 1 (cudaMemcpy, 16000000 bytes) differs from the baseline's).\n"
+                    "Its change was:\n```diff\n" + diff.rstrip() + "\n```")
+    assert candidate_was_wrong(result)
+    base = CaseResult(configuration="default", seed=2, status="baseline-failed", detail="exit code 1")
+    assert not candidate_was_wrong(EvaluationResult(verdict="invalid", validation=Validation(passed=False,
+                                                                                            cases=[bad, base])))
+    long = rejection_note(result, ProposeResult(status="accepted", diagnostics="PC", diff="+x\n" * 5000))
+    assert len(long) < MAX_REJECTED_DIFF + 400 and "the rest of the diff left out" in long
 
 
 def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_measurements(tmp_path):

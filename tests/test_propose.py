@@ -361,3 +361,20 @@ def test_the_offline_backend_answers_no_change_when_no_rule_applies():
     proposal = parse_response(reply, {"probe_kernels.cu": text})
     assert proposal.shape == "no-change" and not proposal.edits
     assert any("shared-memory tiling" in w.suggestion for w in proposal.withheld)
+
+
+def test_a_prompt_after_a_rejected_candidate_says_what_was_wrong(tmp_path: Path):
+    """The closed loop asks again after a candidate fails validation; the prompt carries what
+    differed and the rejected diff. Prompts without it are unchanged (the replay keys hold)."""
+    lc = load_config(REPO / "config.yml")
+    diag = analyze(lc, profile_inputs(lc))
+    note = "It compiled and ran, but its results are not the original program's: default/seed 1: mismatch."
+    run = create_run(tmp_path)
+    result = propose(lc, diag, run, rejected=note)
+    user = (run.path / "prompt" / "user-1.md").read_text()
+    assert "## A previous candidate was rejected\n" + note in user
+    assert "Do not propose it again." in user
+    assert result.status in ("accepted", "no-change")
+    plain = create_run(tmp_path / "plain")
+    propose(lc, diag, plain)
+    assert "rejected" not in (plain.path / "prompt" / "user-1.md").read_text()

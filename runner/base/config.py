@@ -286,6 +286,8 @@ class EvaluationConfig(_Strict):
         default=0.01, description="the smallest median gain called an improvement: a faster candidate below "
         "it is 'no-significant-gain', too small to be worth a change (0: any gain whose interval excludes zero)")
     max_iterations: Annotated[int, Field(ge=1, le=100)] = 3
+    retry_invalid: bool = Field(default=True, description="closed loop: after a candidate fails validation, ask "
+                                "again (the next iteration, same baseline) with what differed and its diff")
     time_all_configurations: bool = True  # also time the configurations that were not profiled
     # EAR directional consistency: a cited quantity must move the expected way by more than this
     # share of its value before the change (smaller moves are run-to-run noise).

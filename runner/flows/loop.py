@@ -1,7 +1,10 @@
 """The closed loop: profile -> analyze -> propose -> evaluate, and while the candidate is a
 significant improvement, re-profile the new code and go again (up to evaluation.max_iterations),
-keeping the best. Every candidate that validates is re-profiled with the same collection, which
-scores its directional consistency (EAR 3) in its result.json and corpus record.
+keeping the best. A candidate that fails validation leaves the baseline as it was; with
+evaluation.retry_invalid the next iteration asks again, its prompt saying what differed and
+showing the rejected diff (an answer that repeats it ends the loop). Every candidate that
+validates is re-profiled with the same collection, which scores its directional consistency
+(EAR 3) in its result.json and corpus record.
 
 Iteration 1 lives in the run directory itself; iteration k > 1 is a run of its own under
 `<run>/iterations/`, its app workspace a copy holding the previous candidate's sources.
@@ -66,14 +69,45 @@ def next_step(history: list[IterationSummary], max_iterations: int) -> str | Non
 
 
 def cumulative(history: list[IterationSummary]) -> tuple[int | None, float | None]:
-    """The last improving iteration and the compound gain of the improving chain before it."""
+    """The last improving iteration and the compound gain of the improving chain before it. An
+    invalid candidate changes no baseline: the chain goes on past one that was asked again."""
     total, best = 1.0, None
     for it in history:
+        if it.verdict == "invalid":
+            continue
         if it.verdict != "improvement" or it.improvement is None:
             break
         total *= 1.0 + it.improvement
         best = it.iteration
     return best, (total - 1.0) if best else None
+
+
+MAX_REJECTED_DIFF = 4000  # characters of a rejected candidate's diff shown to the model
+
+
+def rejection_note(result: EvaluationResult, proposed: ProposeResult) -> str:
+    """What the next prompt says of a candidate that failed validation: what differed, and its diff."""
+    what = result.validation.summary() if result.validation else result.reason
+    diff = proposed.diff if len(proposed.diff) <= MAX_REJECTED_DIFF else (
+        proposed.diff[:MAX_REJECTED_DIFF] + "\n... (the rest of the diff left out)")
+    return (f"It compiled and ran, but its results are not the original program's: {what}.\n"
+            f"Its change was:\n```diff\n{diff.rstrip()}\n```")
+
+
+def candidate_was_wrong(result: EvaluationResult) -> bool:
+    """Invalid because of the candidate: another answer could pass (not when the original program
+    itself failed a check, which no candidate can fix)."""
+    v = result.validation
+    return result.verdict == "invalid" and v is not None and all(c.status != "baseline-failed" for c in v.cases)
+
+
+def retry_run(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> Run:
+    """A new iteration's run on the same code and evidence (after an invalid candidate)."""
+    nxt = create_run(run.path / "iterations")
+    nxt.manifest["build_cache"] = str(run.build_cache)
+    nxt.save()
+    write_analysis(nxt, lc, inputs, diag)
+    return nxt
 
 
 def with_sources(lc: LoadedConfig, files: dict[str, str], where: Path) -> LoadedConfig:
@@ -113,9 +147,11 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
     diag = analyze(current, inputs, progress)
     write_analysis(it_run, current, inputs, diag)
     stop = ""
+    rejected: str | None = None  # why the previous iteration's candidate failed validation
+    rejected_diff = ""
     for k in range(1, max_it + 1):
-        progress(f"iteration {k}: proposing")
-        proposed = propose(current, diag, it_run, diagnostics, progress=progress)
+        progress(f"iteration {k}: proposing" + (" again, with why the last candidate was rejected" if rejected else ""))
+        proposed = propose(current, diag, it_run, diagnostics, progress=progress, rejected=rejected)
         if proposed.status == "no-change":
             record_no_change(current, it_run, diag, proposed, iteration=k, corpus=corpus)
             history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-change"))
@@ -124,6 +160,10 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
         if proposed.status != "accepted":
             history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
             stop = f"iteration {k}: no usable candidate ({proposed.reason[:200]})"
+            break
+        if rejected and proposed.diff == rejected_diff:  # a rule-based backend answers the same again
+            history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
+            stop = f"iteration {k}: the answer repeats the rejected candidate"
             break
         result: EvaluationResult = evaluate(current, it_run, diag, proposed, iteration=k, progress=progress,
                                             corpus=corpus)
@@ -134,8 +174,14 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
         history.append(summary)
         stop = next_step(history, max_it) or ""
         progress(f"iteration {k}: {result.summary()}")
+        if candidate_was_wrong(result) and k < max_it and lc.config.evaluation.retry_invalid:
+            # the baseline stays; the next iteration asks again, saying what was wrong
+            rejected, rejected_diff, stop = rejection_note(result, proposed), proposed.diff, ""
+            it_run = retry_run(run, current, inputs, diag)
+            continue
         if not (result.validation and result.validation.passed):
             break  # nothing to re-profile: the candidate did not build or is wrong
+        rejected = None
         # Re-profile the candidate: its directions (EAR 3), and the next iteration's evidence.
         try:
             after = reprofile_candidate(current, it_run, diag, proposed, inputs, k, corpus, configuration, progress,

@@ -243,8 +243,10 @@ def _definitions_used(files: dict[str, str], parsed: dict[str, list[Function]],
 def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics: str = "PC+IA+Roofline",
                  resources: list[KernelResources] = (), kernels: list[str] | None = None,
                  compile_errors: str | None = None, parse_error: str | None = None,
-                 max_evidence_bytes: int | None = 6000, editable: list[str] = ()) -> Prompt:
-    """Render the prompt for the hot kernels (or `kernels`) of one diagnostic configuration."""
+                 max_evidence_bytes: int | None = 6000, editable: list[str] = (),
+                 rejected: str | None = None) -> Prompt:
+    """Render the prompt for the hot kernels (or `kernels`) of one diagnostic configuration;
+    `rejected` says why an earlier candidate of the same code failed validation."""
     if diagnostics not in DIAGNOSTIC_KINDS:
         raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
                            + ", ".join(DIAGNOSTIC_KINDS))
@@ -267,7 +269,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     user = env.get_template("user.md.j2").render(
         app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),
         evidence_md=evidence_md,
-        compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, sources=blocks,
+        compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, rejected=rejected, sources=blocks,
         hot_kernels=[short_kernel_name(k) for k in hot])
     ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot, evidence_ids=ids,

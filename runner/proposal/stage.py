@@ -152,12 +152,15 @@ class _Stage:
     have_nvcc: bool
     backend: Backend
     progress: Progress
+    rejected: str | None = None  # why an earlier candidate of this code failed validation
 
 
 @in_stage("proposal")
 def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | None = None,
-            backend: Backend | None = None, progress: Progress = PROGRESS) -> ProposeResult:
-    """Ask the backend for an optimization of the hot kernels and keep the first usable candidate.
+            backend: Backend | None = None, progress: Progress = PROGRESS,
+            rejected: str | None = None) -> ProposeResult:
+    """Ask the backend for an optimization of the hot kernels and keep the first usable candidate
+    (`rejected`: what was wrong with an earlier candidate of the same code, shown in the prompt).
 
     When the prompt for all hot kernels exceeds llm.max_prompt_tokens, each kernel gets a prompt
     of its own; the accepted edits are then combined (they touch different kernels) and checked
@@ -182,10 +185,11 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     else:
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
     st = _Stage(lc, diag, run, diagnostics, files, resources, arch, have_nvcc,
-                backend or make_backend(cfg.llm, lc.path.parent), progress)
+                backend or make_backend(cfg.llm, lc.path.parent), progress, rejected)
     result = ProposeResult(status="failed", diagnostics=diagnostics)
     whole = build_prompt(cfg.app.name, diag, files, diagnostics, resources,
-                         max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable)
+                         max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
+                         rejected=rejected)
     parts: list[list[str] | None] = [None]
     if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(whole.hot_kernels) > 1:
         parts = [[k] for k in whole.hot_kernels]
@@ -234,7 +238,8 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
         if first is None:
             first = build_prompt(cfg.app.name, st.diag, st.files, st.diagnostics, st.resources, kernels=kernels,
                                  compile_errors=compile_errors, parse_error=parse_error,
-                                 max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable)
+                                 max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
+                                 rejected=st.rejected)
         prompt, first = first, None
         st.run.write_text("prompt", f"system-{n}.md", prompt.system)
         st.run.write_text("prompt", f"user-{n}.md", prompt.user)
