@@ -4,6 +4,7 @@ inside an unmodified program (tests marked gpu)."""
 from __future__ import annotations
 
 import ctypes
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -125,7 +126,8 @@ def test_validation_and_timing_of_a_program_that_writes_no_file(tmp_path, librar
     assert same.passed and same.cases[0].modes == ["gpu-results:bitwise"]
     caught = validate(lc, base, wrong, tmp_path / "v2")
     assert not caught.passed and caught.cases[0].status == "mismatch"
-    assert caught.cases[0].detail == "GPU result 6 (cudaMemcpyFromSymbol, 256 bytes) differs from the baseline's"
+    assert caught.cases[0].detail.startswith("GPU result 6 (cudaMemcpyFromSymbol, 256 bytes) differs from the "
+                                             "baseline's, from byte ")
     t = time_interleaved(lc, base, base, kernels=["spin(float *, int, int)"])
     assert t.metric == "traced_kernel_ms" and len(t.baseline) == 5 and t.kernels == ["spin"]
     assert set(t.per_kernel) == {"spin"} and abs(t.result.improvement) < 0.05
@@ -159,7 +161,16 @@ def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
     assert compare_results([_process(tmp_path, "same", [a, a[:10]])], base, spec, "bitwise") == (True, "")
     near = [_process(tmp_path, "near", [close, a[:10]])]
     assert compare_results(near, base, spec, "bitwise") == (
-        False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's")
+        False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's, from byte 28: read as float32, "
+        f"value 7 is {close[7]!s} where the baseline has {a[7]!s}; 1 of 100 values differ, by 1 to 1 ulps")
+    assert compare_results([_process(tmp_path, "near-unkept", [close, a[:10]], kept=False)], base, spec,
+                           "bitwise") == (False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's")
+    wrong = a.copy()
+    wrong[50:] = 0
+    ok, why = compare_results([_process(tmp_path, "wrong", [wrong, a[:10]])], base, spec, "bitwise")
+    assert why.startswith("GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's, from byte 200: read as "
+                          "float32, value 50 is 0.0 where the baseline has 0.5050505; 50 of "
+                          "100 values differ, by ")
     assert compare_results(near, base, GpuResultsSpec(compare="tolerance", ulps=1), "tolerance") == (True, "")
     ok, why = compare_results(near, base, GpuResultsSpec(compare="tolerance", rtol=1e-9), "tolerance")
     assert not ok and why.startswith("GPU result 1 (cudaMemcpy, 400 bytes): section 0, value 7")
@@ -269,9 +280,14 @@ def test_planted_faults_that_the_programs_own_check_misses_are_caught(tmp_path):
     assert seen["BASE"].passed
     for v in ("WRONG", "SKIP"):
         assert seen[v].cases[0].status == "mismatch"
-        assert seen[v].cases[0].detail == "GPU result 2 (cudaMemcpy, 4194304 bytes) differs from the baseline's"
+        assert seen[v].cases[0].detail.startswith("GPU result 2 (cudaMemcpy, 4194304 bytes) differs from the "
+                                                  "baseline's, from byte ")
     assert seen["RACE"].cases[0].status in ("nondeterministic", "mismatch")  # float atomics: the bits vary
-    assert seen["REORDER"].cases[0].detail == "GPU result 1 (cudaMemcpy, 16384 bytes) differs from the baseline's"
+    # a different summation order: the same sums, rounded otherwise, a few ulps apart
+    assert seen["REORDER"].cases[0].detail.startswith("GPU result 1 (cudaMemcpy, 16384 bytes) differs from the "
+                                                      "baseline's, from byte ")
+    lo, hi = map(int, re.search(r"by (\d+) to (\d+) ulps$", seen["REORDER"].cases[0].detail).groups())
+    assert 1 <= lo <= hi < 10_000  # rounding, where WRONG's values are off by far more
     tolerant = config("  gpu_results: {compare: tolerance, rtol: 1.0e-5}\n")
     assert validate(tolerant, exes["BASE"], exes["REORDER"], tmp_path / "t-reorder").passed  # same sums, rounded
     assert not validate(tolerant, exes["BASE"], exes["SKIP"], tmp_path / "t-skip").passed

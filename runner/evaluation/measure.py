@@ -233,6 +233,30 @@ def results_mode(lc: LoadedConfig) -> Literal["bitwise", "tolerance", "off"]:
     return mode
 
 
+def first_difference(candidate: bytes, baseline: bytes, dtype: str, other: str = "the baseline") -> str:
+    """Where two results' kept bytes first differ and, read as `dtype`, by how much: a rounding
+    difference in the last bits reads otherwise than a wrong value (empty when nothing was kept)."""
+    n = min(len(candidate), len(baseline))
+    if n == 0:
+        return ""
+    c, b = np.frombuffer(candidate[:n], np.uint8), np.frombuffer(baseline[:n], np.uint8)
+    at = np.flatnonzero(c != b)
+    if not at.size:
+        return f" (not in its first {n} bytes, the part kept)"
+    first = int(at[0])
+    size = np.dtype(dtype).itemsize
+    m = n // size * size
+    if first >= m:
+        return f", from byte {first}"
+    cv, bv = np.frombuffer(candidate[:m], dtype), np.frombuffer(baseline[:m], dtype)
+    ints = {4: np.uint32, 8: np.uint64}[size]
+    differ = cv.view(ints) != bv.view(ints)
+    ulps = _ulp_distance(cv[differ], bv[differ])
+    k = first // size
+    return (f", from byte {first}: read as {dtype}, value {k} is {cv[k]!s} where {other} has {bv[k]!s}; "
+            f"{int(differ.sum())} of {len(cv)} values differ, by {int(ulps.min())} to {int(ulps.max())} ulps")
+
+
 def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spec: GpuResultsSpec,
                     mode: Literal["bitwise", "tolerance"], other: str = "the baseline") -> tuple[bool, str]:
     """(equal enough, why not) for two runs' device-to-host results, in program order; `other`
@@ -250,7 +274,8 @@ def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace],
         if cr.hash == br.hash:
             continue
         if mode == "bitwise":
-            return False, f"{what} differs from {other}'s"
+            return False, f"{what} differs from {other}'s" + first_difference(ct.kept_bytes(cr), bt.kept_bytes(br),
+                                                                            spec.dtype, other)
         if cr.kept < cr.bytes or br.kept < br.bytes:
             return False, (f"{what} differs from {other}'s and only {min(cr.kept, br.kept)} of its bytes were "
                            "kept for the tolerance check (app.gpu_results.keep_bytes)")
@@ -294,13 +319,17 @@ def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[s
     return render(app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="", **app.values(cfg))
 
 
+MISMATCH_BYTES = 16 << 20  # of each process's results, kept in bitwise mode to describe a mismatch
+
+
 def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None,
                    traces: Path) -> CaseResult:
     timeout = lc.config.app.timeout_s
     tag = f"{cfg}-{seed}"
     mode = results_mode(lc)
     spec = lc.config.app.gpu_results
-    keep = spec.keep_bytes if mode == "tolerance" else 0
+    # bitwise: a few MB kept anyway, so that a mismatch can say where and by how much
+    keep = spec.keep_bytes if mode == "tolerance" else min(spec.keep_bytes, MISMATCH_BYTES)
     case = CaseResult(configuration=cfg, seed=seed, status="pass",
                       modes=[s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if library else [])
                       + (["stdout"] if lc.config.app.stdout.configured() else []))
