@@ -104,9 +104,9 @@ def test_closed_loop_on_a_benchmark_app(tmp_path: Path):
     (run,) = [p for p in runs.iterdir() if p.is_dir()]
     loop = json.loads((run / "evaluation" / "loop.json").read_text())
     first = loop["iterations"][0]
-    # whatever the GPU measured, the verdict follows the interval's rule
-    expected = ("improvement" if first["ci_low"] > 0 else "slower" if first["ci_high"] < 0
-                else "no-significant-gain")
+    # whatever the GPU measured, the verdict follows the interval's rule and evaluation.min_improvement
+    expected = ("improvement" if first["ci_low"] > 0 and first["improvement"] >= 0.01 else
+                "slower" if first["ci_high"] < 0 else "no-significant-gain")
     assert first["verdict"] == expected
     assert first["checks"], "the candidate was re-profiled, so its cited evidence was checked"
     records = [json.loads(ln) for ln in (runs / "corpus.jsonl").read_text().splitlines()]
@@ -119,3 +119,54 @@ def test_closed_loop_on_a_benchmark_app(tmp_path: Path):
     timing_builds = [[c for c in json.loads((r / "manifest.json").read_text())["commands"]
                       if c["name"] == "build-timing"] for r in (run, reprofiled)]
     assert [[c["cached"] for c in b] for b in timing_builds] == [[False], [True]]
+
+
+WRONG_ANSWER = """EDIT file=main.cu lines=33-33 cites=R1
+WHY: one atomic per block is already minimal (R1); this answer is scripted to be wrong.
+```cuda
+  if (threadIdx.x == 0) atomicAdd(total, block_correct + 1);
+```
+
+APPLIED:
+- line 33: the block's count added once (R1)
+NOT APPLIED:
+- nothing else: scripted
+"""
+
+NO_CHANGE_AFTER = """The rejected edit changed the count; the kernel has nothing safe left to change.
+
+NO CHANGE
+- R1: the scripted test stops here.
+"""
+
+
+def test_the_closed_loop_asks_again_after_an_invalid_candidate(tmp_path: Path):
+    """A model (the loopback OpenAI server) answers a wrong edit, then NO CHANGE: the wrong candidate
+    is rejected by validation, the baseline stays, and the second prompt says what differed and
+    shows the rejected diff."""
+    import json
+
+    import yaml
+    from conftest import run_cli
+    from llm_servers import ChatServer, Reply
+
+    app = REPO / "benchmarks" / "accuracy"
+    data = yaml.safe_load((app / "optimas.yml").read_text())
+    data["app"].update(workdir=str(app), workspace=str(app.parent))
+    data.pop("runs_dir", None)
+    data["evaluation"] = {"max_iterations": 2}
+    with ChatServer("openai") as server:
+        server.script = [Reply(text=WRONG_ANSWER), Reply(text=NO_CHANGE_AFTER)]
+        data["llm"] = {"backend": "openai", "model": "scripted", "base_url": f"{server.url}/v1"}
+        cfg = tmp_path / "optimas.yml"
+        cfg.write_text(yaml.safe_dump(data))
+        r = run_cli("run", "--config", str(cfg), "--configuration", "small", "--runs-dir", str(tmp_path / "runs"))
+    assert r.returncode in (0, 5), r.stderr[-3000:]
+    (run,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    loop = json.loads((run / "evaluation" / "loop.json").read_text())
+    assert [it["verdict"] for it in loop["iterations"]] == ["invalid", "no-change"]
+    assert loop["best"] is None
+    users = [req["json"]["messages"][1]["content"] for req in server.requests]
+    assert len(users) == 2 and "rejected" not in users[0]
+    assert "## A previous candidate was rejected\nIt compiled and ran, but its results are not" in users[1]
+    assert "+  if (threadIdx.x == 0) atomicAdd(total, block_correct + 1);" in users[1]
