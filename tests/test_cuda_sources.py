@@ -270,6 +270,38 @@ def test_the_prompt_shows_the_macros_and_constants_the_code_uses_from_any_file()
     assert user.count("constexpr int local") == 1  # a function's own constant is not file scope
 
 
+TYPES_HEADER = """#pragma once
+#include <cuda_runtime.h>
+struct Params {
+    float scale;
+    int n;
+};
+typedef float4 vec4_t;
+template <typename T>
+using ptr_t = T *;
+enum class Mode : int { Fast, Exact };
+struct Unused { int x; };
+typedef int unused_t;
+"""
+TYPES_MAIN = """#include "types.h"
+__global__ void k(Params p, const vec4_t *in, ptr_t<float> out, Mode m)
+{
+    struct Local { int y; };
+    if (m == Mode::Fast) out[threadIdx.x] = in[threadIdx.x].x * p.scale;
+}
+"""
+
+
+def test_the_prompt_shows_the_types_the_code_uses_from_a_header():
+    user = build_prompt("prog", diagnostics("k(Params, const float4 *, float *, Mode)"),
+                        {"main.cu": TYPES_MAIN, "types.h": TYPES_HEADER}).user
+    blocks = [b.split("\n```", 1)[0] for b in user.split("### ")[1:]]
+    # the struct to its closing brace, the typedef, the alias with its template head, the enum: one block
+    assert "Definitions the code shown uses (read-only) (types.h, lines 3-10)" in blocks
+    assert "struct Unused" not in user and "unused_t" not in user
+    assert user.count("struct Local") == 1  # a function's own type is not file scope
+
+
 LICENSED = """\
 /* Copyright (c) someone.
  * Redistribution and use in source and binary forms ... are permitted.

@@ -374,6 +374,29 @@ _CONSTANT = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:__constant__|__device__|cons
                        r"\b([A-Za-z_]\w*)[ \t]*(?:\[[^\]\n]*\][ \t]*)*(?:=|;)", re.M)
 
 
+# A type's definition at file scope: `struct Params {`, `typedef float4 vec;`, `using idx_t = int;`
+_RECORD = re.compile(r"^[ \t]*(?:template[ \t]*<[^;{}]*>[ \t\n]*)?(?:struct|class|union|enum(?:[ \t]+class)?)"
+                     r"[ \t]+(?:__align__\([^)]*\)[ \t]+|alignas\([^)]*\)[ \t]+)?([A-Za-z_]\w*)[^;{}()]*\{", re.M)
+_TYPEDEF = re.compile(r"^[ \t]*typedef\b[^;{}]*?\b([A-Za-z_]\w*)[ \t]*(?:\[[^\]]*\][ \t]*)*;", re.M)
+_USING = re.compile(r"^[ \t]*(?:template[ \t]*<[^;{}]*>[ \t\n]*)?using[ \t]+([A-Za-z_]\w*)[ \t]*=[^;]*;", re.M)
+
+
+def _types(clean: str, inside: list[tuple[int, int]]) -> dict[str, list[tuple[int, int]]]:
+    """Where each file-scope type is defined (records to their closing `};`, typedefs, aliases)."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    spans = []
+    for m in _RECORD.finditer(clean):
+        close = _match_brace(clean, m.end() - 1)
+        semi = clean.find(";", close)
+        spans.append((m, close if semi < 0 else semi))
+    spans += [(m, m.end() - 1) for rx in (_TYPEDEF, _USING) for m in rx.finditer(clean)]
+    for m, end in spans:
+        first = _line_of(clean, m.start())
+        if not any(a <= first <= b for a, b in inside):
+            found.setdefault(m.group(1), []).append((first, _line_of(clean, end)))
+    return found
+
+
 def used_names(text: str, start: int, end: int) -> set[str]:
     """Identifiers on lines start..end (1-based, inclusive), comments and strings left out."""
     lines = strip_comments_and_strings(text).splitlines()[start - 1:end]
@@ -381,9 +404,10 @@ def used_names(text: str, start: int, end: int) -> set[str]:
 
 
 def definitions(text: str, funcs: list[Function]) -> dict[str, list[tuple[int, int]]]:
-    """Where each macro (`#define`, with its continuation lines) and each file-scope constant or
-    device variable (`__constant__ float c[17];`, `constexpr int N = 4;`) is defined: name -> line
-    ranges. Definitions inside functions are not file scope and are left out."""
+    """Where each macro (`#define`, with its continuation lines), each file-scope constant or
+    device variable (`__constant__ float c[17];`, `constexpr int N = 4;`) and each type (`struct`,
+    `class`, `union`, `enum`, `typedef`, `using`) is defined: name -> line ranges. Definitions
+    inside functions are not file scope and are left out."""
     clean = strip_comments_and_strings(text)
     lines = text.splitlines()
     inside = [(f.start_line, f.end_line) for f in funcs]
@@ -397,4 +421,6 @@ def definitions(text: str, funcs: list[Function]) -> dict[str, list[tuple[int, i
         line = _line_of(clean, m.start())
         if not any(a <= line <= b for a, b in inside):
             found.setdefault(m.group(1), []).append((line, line))
+    for name, ranges in _types(clean, inside).items():
+        found.setdefault(name, []).extend(ranges)
     return found
