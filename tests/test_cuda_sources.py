@@ -302,6 +302,15 @@ def test_the_prompt_shows_the_types_the_code_uses_from_a_header():
     assert user.count("struct Local") == 1  # a function's own type is not file scope
 
 
+def test_a_long_preamble_is_reduced_to_what_the_code_uses():
+    preamble = "".join(f"static double host_table_{i}[4] = {{1, 2, 3, {i}}};\n" for i in range(120))
+    main = ("#include <cstdio>\n#define BLOCK 128\ntypedef float real;\n" + preamble +
+            "__global__ void k(real *out) { out[threadIdx.x] = BLOCK; }\n")
+    user = build_prompt("prog", diagnostics("k(float *)"), {"main.cu": main}).user
+    assert "### Declarations" not in user and "host_table_" not in user
+    assert "### Definitions the code shown uses (read-only) (main.cu, lines 2-3)" in user
+
+
 LICENSED = """\
 /* Copyright (c) someone.
  * Redistribution and use in source and binary forms ... are permitted.

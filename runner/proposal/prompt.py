@@ -115,6 +115,9 @@ def compiler_evidence(resources: list[KernelResources], kernels: list[str],
 
 
 MAX_HELPERS = 24  # device functions shown besides the hot kernels, nearest callees first
+# A file's declarations before its first function are shown whole up to this many lines; beyond,
+# only the macros, constants and types the code shown uses (host globals, long tables left out).
+MAX_DECLARATION_LINES = 80
 
 
 def _source_blocks(files: dict[str, str], hot: list[str],
@@ -138,7 +141,7 @@ def _source_blocks(files: dict[str, str], hot: list[str],
     for name in kernels:
         first = min((f.start_line for f in parsed[name] if f.owner is None), default=1)
         start = after_license_header(files[name])
-        if start < first:
+        if start < first <= start + MAX_DECLARATION_LINES:  # a longer preamble: only what the code uses
             declared[name] = (start, first - 1)
     index: dict[str, list[tuple[str, Function]]] = {}
     for name, funcs in parsed.items():
