@@ -528,6 +528,7 @@ def test_a_gain_too_small_to_matter_is_not_called_an_improvement():
     assert verdict == "no-significant-gain"
     assert reason == "faster, but by less than evaluation.min_improvement (+0.07% < 1%)"
     assert timing_verdict(tiny, 0.0) == ("improvement", "")
+    assert timing_verdict(tiny, 0.005)[1].endswith("(+0.07% < 0.5%)")
     assert timing_verdict(improvement(base, [x / 1.05 for x in base]), 0.01) == ("improvement", "")
     assert timing_verdict(improvement(base, [x * 1.05 for x in base]), 0.01) == ("slower", "")
     noisy = improvement([1.0, 1.2, 0.9, 1.1, 1.0], [1.1, 0.9, 1.0, 1.2, 1.0])

@@ -52,7 +52,7 @@ def timing_verdict(r: Improvement, min_improvement: float) -> tuple[str, str]:
     whose interval excludes zero is an improvement only from `min_improvement` up."""
     if r.faster and r.improvement < min_improvement:
         return "no-significant-gain", (f"faster, but by less than evaluation.min_improvement "
-                                       f"({r.improvement:+.2%} < {min_improvement:.0%})")
+                                       f"({r.improvement:+.2%} < {min_improvement * 100:g}%)")
     return ("improvement" if r.faster else "slower" if r.significant else "no-significant-gain"), ""
 
 
