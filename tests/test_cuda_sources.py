@@ -282,12 +282,16 @@ using ptr_t = T *;
 enum class Mode : int { Fast, Exact };
 struct Unused { int x; };
 typedef int unused_t;
+typedef struct {
+    float re, im;
+} complex_t;
 """
 TYPES_MAIN = """#include "types.h"
 __global__ void k(Params p, const vec4_t *in, ptr_t<float> out, Mode m)
 {
     struct Local { int y; };
-    if (m == Mode::Fast) out[threadIdx.x] = in[threadIdx.x].x * p.scale;
+    complex_t z = {in[threadIdx.x].x, 0.0f};
+    if (m == Mode::Fast) out[threadIdx.x] = z.re * p.scale;
 }
 """
 
@@ -298,6 +302,7 @@ def test_the_prompt_shows_the_types_the_code_uses_from_a_header():
     blocks = [b.split("\n```", 1)[0] for b in user.split("### ")[1:]]
     # the struct to its closing brace, the typedef, the alias with its template head, the enum: one block
     assert "Definitions the code shown uses (read-only) (types.h, lines 3-10)" in blocks
+    assert "Definitions the code shown uses (read-only) (types.h, lines 13-15)" in blocks  # C-style typedef
     assert "struct Unused" not in user and "unused_t" not in user
     assert user.count("struct Local") == 1  # a function's own type is not file scope
 

@@ -378,22 +378,29 @@ _CONSTANT = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:__constant__|__device__|cons
 _RECORD = re.compile(r"^[ \t]*(?:template[ \t]*<[^;{}]*>[ \t\n]*)?(?:struct|class|union|enum(?:[ \t]+class)?)"
                      r"[ \t]+(?:__align__\([^)]*\)[ \t]+|alignas\([^)]*\)[ \t]+)?([A-Za-z_]\w*)[^;{}()]*\{", re.M)
 _TYPEDEF = re.compile(r"^[ \t]*typedef\b[^;{}]*?\b([A-Za-z_]\w*)[ \t]*(?:\[[^\]]*\][ \t]*)*;", re.M)
+_TYPEDEF_RECORD = re.compile(r"^[ \t]*typedef[ \t]+(?:struct|union|enum)\b[^;{}()]*\{", re.M)  # C style
 _USING = re.compile(r"^[ \t]*(?:template[ \t]*<[^;{}]*>[ \t\n]*)?using[ \t]+([A-Za-z_]\w*)[ \t]*=[^;]*;", re.M)
 
 
 def _types(clean: str, inside: list[tuple[int, int]]) -> dict[str, list[tuple[int, int]]]:
     """Where each file-scope type is defined (records to their closing `};`, typedefs, aliases)."""
     found: dict[str, list[tuple[int, int]]] = {}
-    spans = []
+    spans: list[tuple[str, int, int]] = []  # name, start and end offsets
     for m in _RECORD.finditer(clean):
         close = _match_brace(clean, m.end() - 1)
         semi = clean.find(";", close)
-        spans.append((m, close if semi < 0 else semi))
-    spans += [(m, m.end() - 1) for rx in (_TYPEDEF, _USING) for m in rx.finditer(clean)]
-    for m, end in spans:
-        first = _line_of(clean, m.start())
+        spans.append((m.group(1), m.start(), close if semi < 0 else semi))
+    for m in _TYPEDEF_RECORD.finditer(clean):  # typedef struct { ... } name;
+        close = _match_brace(clean, m.end() - 1)
+        semi = clean.find(";", close)
+        names = re.findall(r"[A-Za-z_]\w*", clean[close + 1:semi]) if semi > 0 else []
+        if names:
+            spans.append((names[-1], m.start(), semi))
+    spans += [(m.group(1), m.start(), m.end() - 1) for rx in (_TYPEDEF, _USING) for m in rx.finditer(clean)]
+    for name, start, end in spans:
+        first = _line_of(clean, start)
         if not any(a <= first <= b for a, b in inside):
-            found.setdefault(m.group(1), []).append((first, _line_of(clean, end)))
+            found.setdefault(name, []).append((first, _line_of(clean, end)))
     return found
 
 
