@@ -533,3 +533,13 @@ def test_a_gain_too_small_to_matter_is_not_called_an_improvement():
     assert timing_verdict(improvement(base, [x * 1.05 for x in base]), 0.01) == ("slower", "")
     noisy = improvement([1.0, 1.2, 0.9, 1.1, 1.0], [1.1, 0.9, 1.0, 1.2, 1.0])
     assert timing_verdict(noisy, 0.01) == ("no-significant-gain", "")
+
+
+def test_a_bitwise_output_mismatch_names_the_first_differing_byte():
+    spec = OutputSpec(path="out.bin", compare="bitwise")
+    a = bytes(range(200)) * 100
+    b = bytearray(a)
+    b[12_345] ^= 1
+    assert compare(a, bytes(b), spec) == (False, "bytes differ from offset 12345 (20000 vs 20000 bytes)")
+    assert compare(a, a[:500], spec) == (False, "bytes differ from offset 500 (20000 vs 500 bytes)")
+    assert compare(a, a, spec) == (True, "")

@@ -198,8 +198,8 @@ def compare(candidate: bytes, baseline: bytes, spec: OutputSpec) -> tuple[bool, 
     if candidate == baseline:
         return True, ""
     if spec.compare == "bitwise":
-        diff = next((i for i, (x, y) in enumerate(zip(candidate, baseline, strict=False)) if x != y),
-                    min(len(candidate), len(baseline)))
+        diff = _first_differing_byte(candidate, baseline)
+        diff = min(len(candidate), len(baseline)) if diff is None else diff
         return False, f"bytes differ from offset {diff} ({len(candidate)} vs {len(baseline)} bytes)"
     try:
         cand, base = _values(candidate, spec), _values(baseline, spec)
@@ -233,17 +233,22 @@ def results_mode(lc: LoadedConfig) -> Literal["bitwise", "tolerance", "off"]:
     return mode
 
 
+def _first_differing_byte(a: bytes, b: bytes) -> int | None:
+    """The offset of the first byte where a and b differ, over their common length (None: none)."""
+    n = min(len(a), len(b))
+    at = np.flatnonzero(np.frombuffer(a, np.uint8, n) != np.frombuffer(b, np.uint8, n))
+    return int(at[0]) if at.size else None
+
+
 def first_difference(candidate: bytes, baseline: bytes, dtype: str, other: str = "the baseline") -> str:
     """Where two results' kept bytes first differ and, read as `dtype`, by how much: a rounding
     difference in the last bits reads otherwise than a wrong value (empty when nothing was kept)."""
     n = min(len(candidate), len(baseline))
     if n == 0:
         return ""
-    c, b = np.frombuffer(candidate[:n], np.uint8), np.frombuffer(baseline[:n], np.uint8)
-    at = np.flatnonzero(c != b)
-    if not at.size:
+    first = _first_differing_byte(candidate, baseline)
+    if first is None:
         return f" (not in its first {n} bytes, the part kept)"
-    first = int(at[0])
     size = np.dtype(dtype).itemsize
     m = n // size * size
     if first >= m:
