@@ -386,16 +386,15 @@ def _types(clean: str, inside: list[tuple[int, int]]) -> dict[str, list[tuple[in
     """Where each file-scope type is defined (records to their closing `};`, typedefs, aliases)."""
     found: dict[str, list[tuple[int, int]]] = {}
     spans: list[tuple[str, int, int]] = []  # name, start and end offsets
-    for m in _RECORD.finditer(clean):
-        close = _match_brace(clean, m.end() - 1)
-        semi = clean.find(";", close)
-        spans.append((m.group(1), m.start(), close if semi < 0 else semi))
-    for m in _TYPEDEF_RECORD.finditer(clean):  # typedef struct { ... } name;
-        close = _match_brace(clean, m.end() - 1)
-        semi = clean.find(";", close)
-        names = re.findall(r"[A-Za-z_]\w*", clean[close + 1:semi]) if semi > 0 else []
-        if names:
-            spans.append((names[-1], m.start(), semi))
+    for rx in (_RECORD, _TYPEDEF_RECORD):
+        for m in rx.finditer(clean):  # to the `;` after the closing brace
+            close = _match_brace(clean, m.end() - 1)
+            semi = clean.find(";", close)
+            end = close if semi < 0 else semi
+            if rx is _RECORD:
+                spans.append((m.group(1), m.start(), end))
+            elif names := re.findall(r"[A-Za-z_]\w*", clean[close + 1:end]):  # typedef struct { ... } name;
+                spans.append((names[-1], m.start(), end))
     spans += [(m.group(1), m.start(), m.end() - 1) for rx in (_TYPEDEF, _USING) for m in rx.finditer(clean)]
     for name, start, end in spans:
         first = _line_of(clean, start)

@@ -101,11 +101,18 @@ def candidate_was_wrong(result: EvaluationResult) -> bool:
     return result.verdict == "invalid" and v is not None and all(c.status != "baseline-failed" for c in v.cases)
 
 
+def iteration_run(run: Run, where: Path) -> Run:
+    """A new iteration's run under `where`, sharing `run`'s build cache (a source tree built
+    before is not built again)."""
+    new_run = create_run(where)
+    new_run.manifest["build_cache"] = str(run.build_cache)
+    new_run.save()
+    return new_run
+
+
 def retry_run(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> Run:
     """A new iteration's run on the same code and evidence (after an invalid candidate)."""
-    nxt = create_run(run.path / "iterations")
-    nxt.manifest["build_cache"] = str(run.build_cache)
-    nxt.save()
+    nxt = iteration_run(run, run.path / "iterations")
     write_analysis(nxt, lc, inputs, diag)
     return nxt
 
@@ -218,9 +225,7 @@ def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed:
     (default `<run>/iterations/`), and score its directional consistency against `before_inputs`;
     the score is added to the evaluated `run`'s result.json and corpus record."""
     progress(f"iteration {iteration}: re-profiling the candidate")
-    new_run = create_run(iterations or run.path / "iterations")
-    new_run.manifest["build_cache"] = str(run.build_cache)  # a source tree built before is not built again
-    new_run.save()
+    new_run = iteration_run(run, iterations or run.path / "iterations")
     new_lc = with_sources(lc, proposed.files, new_run.path)
     after = ProfilingAgent(new_lc, new_run, progress, configuration).collect()
     after_diag = analyze(new_lc, after, progress)
