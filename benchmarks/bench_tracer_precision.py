@@ -4,7 +4,11 @@ by the application's own timer. Reports the interval widths and how many compari
 significant (at 95% confidence about 5% would be, by chance, if the statistics are right).
 
 Usage: python3 benchmarks/bench_tracer_precision.py [--apps accuracy,stream] [--comparisons 20]
-       [--configuration small] [--timers tracer,app] [--out DIR]
+       [--configuration small] [--timers tracer,app] [--max-seconds S] [--out DIR]
+
+Each comparison is reported on stderr as it ends. With --max-seconds, an app starts no comparison
+after S seconds of its own and its result says how many it made (`cut_short`), so that a run with
+a fixed time limit still returns what it measured.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from bench_tracer import build_app, each_app  # noqa: E402 (beside this script)
 from runner.evaluation.measure import time_interleaved  # noqa: E402
 
 
-def one_app(app: str, comparisons: int, configuration: str | None, timers: list[str], work: Path) -> dict:
+def one_app(app: str, comparisons: int, configuration: str | None, timers: list[str], work: Path,
+            max_seconds: float | None = None) -> dict:
     lc, exe = build_app(app, work)
+    started = time.perf_counter()
     cfg = lc.config.app
     conf = configuration or cfg.profile_configuration or cfg.configurations[0]
     out = {"app": app, "configuration": conf}
@@ -33,15 +39,21 @@ def one_app(app: str, comparisons: int, configuration: str | None, timers: list[
         lcx = lc.model_copy(update={"config": lc.config.model_copy(update={"evaluation": ev})})
         rows = []
         t0 = time.perf_counter()
-        for _ in range(comparisons):
+        for i in range(comparisons):
+            if max_seconds is not None and rows and time.perf_counter() - started > max_seconds:
+                break
             t = time_interleaved(lcx, exe, exe, conf)
             rows.append({"width": t.result.ratio_width, "significant": t.result.significant, "stop": t.stop,
                          "pairs": len(t.baseline), "improvement": t.result.improvement,
                          "cv": t.result.baseline_cv})
+            print(f"{app} {conf} {timer}: comparison {i + 1}/{comparisons}, width {t.result.ratio_width:.4f}, "
+                  f"{len(t.baseline)} pairs, {'significant' if t.result.significant else 'not significant'}, "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         widths = [x["width"] for x in rows]
         out[timer] = {"seconds": round(time.perf_counter() - t0, 1), "median_width": statistics.median(widths),
                       "max_width": max(widths), "significant": sum(x["significant"] for x in rows),
-                      "comparisons": comparisons, "median_pairs": statistics.median(x["pairs"] for x in rows),
+                      "comparisons": len(rows), "cut_short": len(rows) < comparisons,
+                      "median_pairs": statistics.median(x["pairs"] for x in rows),
                       "median_cv": statistics.median(x["cv"] for x in rows), "rows": rows}
     return out
 
@@ -52,10 +64,12 @@ def main() -> int:
     ap.add_argument("--comparisons", type=int, default=20)
     ap.add_argument("--configuration", default=None)
     ap.add_argument("--timers", default="tracer,app", help="tracer, app (the program's own kernel_time_regex) or both")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="per app: start no comparison after this many seconds (at least one is made)")
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     args = ap.parse_args()
     each_app(args.apps.split(","), lambda app, work: one_app(app, args.comparisons, args.configuration,
-                                       args.timers.split(","), work),
+                                       args.timers.split(","), work, args.max_seconds),
              args.out / "tracer-precision.json",
              lambda res: {k: ({kk: vv for kk, vv in v.items() if kk != "rows"} if isinstance(v, dict) else v)
                           for k, v in res.items()})

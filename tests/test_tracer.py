@@ -70,10 +70,10 @@ def test_malformed_traces_name_the_file_and_line(tmp_path: Path):
         read_trace(bad)
 
 
-def _run_probe(tmp: Path, library: Path, exe: Path, *args: str, keep: int = 0):
+def _run_probe(tmp: Path, library: Path, exe: Path, *args: str, keep: int = 0, keep_each: int = 0):
     traces = tmp / f"traces-{len(list(tmp.glob('traces-*')))}"
     traces.mkdir()
-    env = child_environment(trace_environment(library, traces, keep))
+    env = child_environment(trace_environment(library, traces, keep, keep_each))
     r = run_process([str(exe), *args], tmp, 120, env=env)
     assert r.returncode == 0 and "PASS" in r.output, r.output
     (trace,) = read_traces(traces)
@@ -105,6 +105,9 @@ def test_the_tracer_sees_every_kernel_and_every_result_of_an_unmodified_program(
     assert t.kept_bytes(t.results[0]) == first and [r.kept for r in t.results[:3]] == [4 * n, 100, 0]
     again = _run_probe(tmp_path, library, exe)
     assert [r.hash for r in again.results] == [r.hash for r in t.results]  # deterministic run to run
+    each = _run_probe(tmp_path, library, exe, keep=16 << 20, keep_each=1000)  # the start of every result
+    assert [r.kept for r in each.results] == [1000] * 5 + [256, 1000, 768, 1000]  # 2D: across its rows
+    assert each.kept_bytes(each.results[0]) == first[:1000] and len(each.kept_bytes(each.results[5])) == 256
     wrong = _run_probe(tmp_path, library, exe, "wrong")
     differs = [a.source for a, b in zip(t.results, wrong.results, strict=True) if a.hash != b.hash]
     assert differs == ["cudaMemcpyFromSymbol"]  # one element of one result; the program still said PASS
@@ -164,7 +167,8 @@ def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
         False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's, from byte 28: read as float32, "
         f"value 7 is {close[7]!s} where the baseline has {a[7]!s}; 1 of 100 values differ, by 1 to 1 ulps")
     assert compare_results([_process(tmp_path, "near-unkept", [close, a[:10]], kept=False)], base, spec,
-                           "bitwise") == (False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's")
+                           "bitwise") == (False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's "
+                                          "(none of its bytes were kept to say where)")
     wrong = a.copy()
     wrong[50:] = 0
     ok, why = compare_results([_process(tmp_path, "wrong", [wrong, a[:10]])], base, spec, "bitwise")

@@ -152,7 +152,8 @@ def run_once(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str] |
 
 
 def run_traced(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str], library: Path,
-               folder: Path | None = None, keep_bytes: int = 0) -> tuple[RunOutcome, list[ProcessTrace]]:
+               folder: Path | None = None, keep_bytes: int = 0,
+               keep_each: int = 0) -> tuple[RunOutcome, list[ProcessTrace]]:
     """run_once with the tracer loaded; the records of every CUDA process the run started. The
     records go to `folder` when given (kept bytes are read from there later), else to a temporary
     folder removed once they are read."""
@@ -160,7 +161,7 @@ def run_traced(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str]
     where = Path(tempfile.mkdtemp(prefix="optimas-trace-")) if own else folder
     where.mkdir(parents=True, exist_ok=True)
     try:
-        r = run_once(argv, cwd, timeout_s, {**env, **trace_environment(library, where, keep_bytes)})
+        r = run_once(argv, cwd, timeout_s, {**env, **trace_environment(library, where, keep_bytes, keep_each)})
         return r, (read_traces(where) if r.returncode == 0 else [])
     finally:
         if own:
@@ -242,10 +243,10 @@ def _first_differing_byte(a: bytes, b: bytes) -> int | None:
 
 def first_difference(candidate: bytes, baseline: bytes, dtype: str, other: str = "the baseline") -> str:
     """Where two results' kept bytes first differ and, read as `dtype`, by how much: a rounding
-    difference in the last bits reads otherwise than a wrong value (empty when nothing was kept)."""
+    difference in the last bits reads otherwise than a wrong value."""
     n = min(len(candidate), len(baseline))
     if n == 0:
-        return ""
+        return " (none of its bytes were kept to say where)"
     first = _first_differing_byte(candidate, baseline)
     if first is None:
         return f" (not in its first {n} bytes, the part kept)"
@@ -324,7 +325,10 @@ def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[s
     return render(app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="", **app.values(cfg))
 
 
-MISMATCH_BYTES = 16 << 20  # of each process's results, kept in bitwise mode to describe a mismatch
+# Kept in bitwise mode to describe a mismatch: the first MISMATCH_EACH bytes of every result, up to
+# MISMATCH_BYTES per process (a prefix of the whole would miss a small result read after large ones).
+MISMATCH_BYTES = 16 << 20
+MISMATCH_EACH = 1 << 20
 
 
 def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None,
@@ -335,6 +339,7 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
     spec = lc.config.app.gpu_results
     # bitwise: a few MB kept anyway, so that a mismatch can say where and by how much
     keep = spec.keep_bytes if mode == "tolerance" else min(spec.keep_bytes, MISMATCH_BYTES)
+    each = 0 if mode == "tolerance" else MISMATCH_EACH  # tolerance mode needs results whole
     case = CaseResult(configuration=cfg, seed=seed, status="pass",
                       modes=[s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if library else [])
                       + (["stdout"] if lc.config.app.stdout.configured() else []))
@@ -345,7 +350,7 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
         argv = _argv(lc, exe, cfg, seed, out)
         if library is None:
             return run_once(argv, cwd, timeout, env), []
-        return run_traced(argv, cwd, timeout, env, library, traces / name, keep)
+        return run_traced(argv, cwd, timeout, env, library, traces / name, keep, each)
 
     b, base_results = execute(baseline_exe, base_out, "baseline")
     if b.returncode != 0:

@@ -107,10 +107,13 @@ def tracer_library(nvcc: str = "nvcc", cache: Path | None = None) -> Path:
     return target
 
 
-def trace_environment(library: Path, trace_dir: Path, keep_bytes: int = 0) -> dict[str, str]:
+def trace_environment(library: Path, trace_dir: Path, keep_bytes: int = 0, keep_each: int = 0) -> dict[str, str]:
     """What a traced process needs in its environment: the driver loads the tracer, which writes
-    its records into `trace_dir` (and keeps up to `keep_bytes` of results)."""
+    its records into `trace_dir` (and keeps up to `keep_bytes` of results, at most `keep_each` of
+    each one when given)."""
     env = {"CUDA_INJECTION64_PATH": str(library), "OPTIMAS_TRACE_DIR": str(trace_dir)}
     if keep_bytes:
         env["OPTIMAS_TRACE_KEEP_BYTES"] = str(keep_bytes)
+        if keep_each:
+            env["OPTIMAS_TRACE_KEEP_EACH"] = str(keep_each)
     return env

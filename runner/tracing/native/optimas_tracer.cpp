@@ -4,7 +4,8 @@
 //   - every device-to-host result: the size and a 64-bit hash of each copy into host memory, in the
 //     order the program issued them, and the final contents of managed allocations,
 // and, with OPTIMAS_TRACE_KEEP_BYTES=N, the first N bytes of those results (trace-<pid>.bin) so that
-// float tolerances can be applied. The record format is read by runner/tracing/trace.py.
+// float tolerances can be applied; OPTIMAS_TRACE_KEEP_EACH=M keeps at most the first M bytes of each
+// result, so that a late result is kept too after large early ones. The record format is read by runner/tracing/trace.py.
 //
 // Not covered (documented in the README): kernels launched from the device, copies that are nodes of
 // CUDA graphs, cudaMemcpyBatchAsync, programs that use the driver API's copies directly, and host
@@ -65,7 +66,7 @@ struct EventMark {
 std::mutex lock;
 FILE* out = nullptr;
 FILE* bytes_out = nullptr;
-uint64_t keep_budget = 0, kept_total = 0;
+uint64_t keep_budget = 0, keep_each = UINT64_MAX, kept_total = 0;
 std::atomic<uint64_t> next_seq{0};
 std::vector<Pending> pending;
 std::unordered_map<const void*, EventMark> events;
@@ -137,8 +138,9 @@ void write_result(char tag, uint64_t seq, const char* api, const std::vector<std
   for (auto& r : rows) {
     hasher.add(r.first, r.second);
     total += r.second;
-    if (bytes_out && kept_total < keep_budget) {
-      size_t take = r.second < keep_budget - kept_total ? r.second : keep_budget - kept_total;
+    if (bytes_out && kept_total < keep_budget && kept < keep_each) {
+      uint64_t room = keep_budget - kept_total < keep_each - kept ? keep_budget - kept_total : keep_each - kept;
+      size_t take = r.second < room ? r.second : static_cast<size_t>(room);
       fwrite(r.first, 1, take, bytes_out);
       kept_total += take;
       kept += take;
@@ -528,6 +530,9 @@ int start() {
   if (const char* keep = getenv("OPTIMAS_TRACE_KEEP_BYTES")) {
     keep_budget = strtoull(keep, nullptr, 10);
     if (keep_budget) bytes_out = fopen((path + ".bin").c_str(), "w");
+  }
+  if (const char* each = getenv("OPTIMAS_TRACE_KEEP_EACH")) {
+    if (uint64_t m = strtoull(each, nullptr, 10)) keep_each = m;
   }
   uint32_t version = 0;
   cuptiGetVersion(&version);
