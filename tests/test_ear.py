@@ -62,6 +62,41 @@ def test_localization_measures_edited_lines_near_stall_lines_of_the_same_kernel(
     assert localization(p, diag(), FILES) is None
 
 
+HELPER_SRC = """\
+__device__ float load_scaled(const float* p, int i, float s) {
+  float v = p[i];
+  return v * s;
+}
+
+__global__ void apply(float* out, const float* in, int n, float s) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  // not a call: load_scaled(in, i, s) in a comment
+  float a = 1.0f;
+  float b = 2.0f;
+  out[i] = a * b + load_scaled(in, i, s);
+}
+"""
+
+
+def test_localization_counts_edits_where_the_kernel_calls_the_helper_holding_the_stall():
+    kernel = "apply(float *, const float *, int, float)"
+    helper_stall = Evidence(id="S1", kind="stall", kernel=kernel, text="", stall=StallLine(
+        kernel=kernel, file="/gpu/machine/ops.cu", line=2, source="float v = p[i];", reason="stall_long_sb",
+        reason_share=0.9, line_share=0.8, samples=100))
+    d = diag(helper_stall)
+    files = {"ops.cu": HELPER_SRC}
+
+    def at(a: int, b: int) -> Proposal:
+        return Proposal(shape="structured", raw="", edits=[Edit(file="ops.cu", start_line=a, end_line=b, cites=["S1"],
+                                                                new_text="  out[i] = a * b + in[i] * s;")])
+    assert localization(at(12, 12), d, files) == 1.0  # the call replaced by the helper's work, written in
+    assert localization(at(8, 8), d, files) == 0.0  # 4 lines from the call, 6 from the stall line itself
+    assert localization(at(7, 12), d, files) == pytest.approx(4 / 6)  # lines 9-12 are near the call
+    only_comment = {"ops.cu": HELPER_SRC.replace("  out[i] = a * b + load_scaled(in, i, s);", "  out[i] = a * b;")}
+    assert localization(at(12, 12), d, only_comment) == 0.0  # line 9 names it in a comment: not a call
+
+
 def test_map_line_follows_edits():
     edits = [edit(5, 6, [], "a\nb\nc\nd"), edit(10, 10, [], "")]
     assert map_line(edits, "main.cu", 3) == 3

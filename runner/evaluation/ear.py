@@ -2,7 +2,9 @@
 
 1. coverage: share of edits that cite at least one evidence id the prompt showed;
 2. localization: share of edited lines within `distance` lines of a salient stall line (S*) of
-   the same kernel;
+   the same kernel, or of a line of the kernel that calls the helper function holding the stall
+   line (an edit may act on a helper's stalls where the kernel calls it, for example by writing
+   the helper's work into the kernel);
 3. directional consistency: after re-profiling the candidate, the share of cited evidence whose
    quantity moved the expected way (a cited stall's share falls, a memory-bound kernel's memory
    utilization rises or the work its memory does per launch falls, a counter with positive
@@ -23,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from runner.analysis.counters import counter_value
 from runner.analysis.evidence import Diagnostics, Evidence
-from runner.base.cuda_source import functions
+from runner.base.cuda_source import functions, strip_comments_and_strings
 from runner.proposal.parser import Edit, Proposal
 
 _ID = re.compile(r"\b([RSCK]\d+)\b")
@@ -74,9 +76,25 @@ def _kernel_at(files: dict[str, str], file: str, line: int) -> str | None:
     return None
 
 
+def _call_sites(files: dict[str, str], file: str, line: int) -> list[tuple[str, int]]:
+    """Where the non-kernel function holding `file`:`line` (matched by base name) is called, as
+    (base name, line) pairs; none when the line is in a kernel or in no function of `files`."""
+    base = posixpath.basename(file)
+    helper = next((f for name, text in files.items() if posixpath.basename(name) == base
+                   for f in functions(text) if f.start_line <= line <= f.end_line), None)
+    if helper is None or helper.is_kernel:
+        return []
+    call = re.compile(rf"\b{re.escape(helper.name.split('::')[-1])}\s*(<[^;()]*>)?\s*\(")
+    inside = range(helper.start_line, helper.end_line + 1)  # its own lines (recursion) are not call sites
+    return [(posixpath.basename(name), i) for name, text in files.items()
+            for i, src in enumerate(strip_comments_and_strings(text).splitlines(), start=1)
+            if call.search(src) and not (posixpath.basename(name) == base and i in inside)]
+
+
 def localization(proposal: Proposal, diag: Diagnostics, files: dict[str, str], distance: int = 3,
                  shown: list[str] | None = None) -> float | None:
-    """Share of edited (original) lines near an S* line of the kernel they belong to; None without S*."""
+    """Share of edited (original) lines near an S* line of the kernel they belong to, or near that
+    kernel's calls of the helper holding an S* line; None without S*."""
     stalls = [e for e in diag.evidence if e.kind == "stall" and (shown is None or e.id in shown)]
     if not stalls or not proposal.edits:
         return None
@@ -84,6 +102,7 @@ def localization(proposal: Proposal, diag: Diagnostics, files: dict[str, str], d
     for e in stalls:
         name = (e.kernel or "").split("(")[0].split("<")[0].split("::")[-1].replace("void ", "").strip()
         by_kernel.setdefault(name, []).append((posixpath.basename(e.stall.file), e.stall.line))
+        by_kernel[name].extend(_call_sites(files, e.stall.file, e.stall.line))
     near = total = 0
     for ed in proposal.edits:
         for line in range(ed.start_line, ed.end_line + 1):
