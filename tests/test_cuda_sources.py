@@ -338,3 +338,25 @@ def test_the_declarations_leave_out_the_license_the_file_opens_with():
     assert "### Declarations (main.cu, lines 6-8)" in user
     assert "Copyright" not in user and "SPDX" not in user
     assert "\n6| // Scales a row: ties between equal scores keep their order.\n" in user
+
+
+def test_hot_kernels_defined_outside_the_sources_are_named_with_their_share_not_prompted(tmp_path: Path):
+    from runner.analysis.evidence import Evidence
+    from runner.analysis.stalls import StallLine
+    from runner.base.errors import OptimasError
+
+    files = {"main.cu": DEFS_MAIN, "sizes.h": DEFS_HEADER}
+    mine = "k(float *, const float *)"
+    lib = "void cub::DeviceRadixSortOnesweepKernel<Policy, false, unsigned int>(unsigned int *, int)"
+    diag = diagnostics(lib, mine)
+    diag.kernels[0].share, diag.kernels[1].share = 0.62, 0.3
+    diag.evidence = [Evidence(id=f"S{i}", kind="stall", kernel=k, text=f"stall of {k}", stall=StallLine(
+        kernel=k, file=f, line=3, source="x", reason="stall_long_sb", reason_share=0.9, line_share=0.8, samples=10))
+        for i, (k, f) in enumerate(((lib, "onesweep.cuh"), (mine, "main.cu")), start=1)]
+    prompt = build_prompt("prog", diag, files)
+    assert prompt.hot_kernels == [mine] and prompt.evidence_ids == ["S2"]
+    assert "stall of " + mine in prompt.user and "onesweep" not in prompt.user
+    assert ("Also hot, but defined outside the sources shown (library or generated code, not to be edited):\n"
+            "cub::DeviceRadixSortOnesweepKernel<Policy, false, unsigned int> (62% of kernel time).") in prompt.user
+    with pytest.raises(OptimasError, match="none of the hot kernels"):
+        build_prompt("prog", diagnostics(lib), files)

@@ -254,6 +254,14 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
                            + ", ".join(DIAGNOSTIC_KINDS))
     hot = kernels or [k.kernel for k in diag.hot_kernels]
+    # Hot kernels defined elsewhere (a library's, generated code) cannot be edited: the prompt is
+    # about the others, and names these with their share of the time so that the model knows it.
+    parsed = [functions(text) for text in files.values()]
+    defined = [k for k in hot if any(kernel_by_name(fs, k) is not None for fs in parsed)]
+    share = {k.kernel: k.share for k in diag.kernels}
+    elsewhere = [f"{short_kernel_name(k)} ({share[k]:.0%} of kernel time)" if k in share else short_kernel_name(k)
+                 for k in hot if k not in defined] if defined else []
+    hot = defined or hot
     kinds = DIAGNOSTIC_KINDS[diagnostics]
     # Evidence of a kernel the prompt does not show is never cited (counters of another kernel, say).
     shown = [e for e in diag.evidence if e.kind in kinds and e.kernel in hot]
@@ -273,7 +281,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),
         evidence_md=evidence_md,
         compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, rejected=rejected, sources=blocks,
-        hot_kernels=[short_kernel_name(k) for k in hot])
+        hot_kernels=[short_kernel_name(k) for k in hot], elsewhere=elsewhere)
     ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot, evidence_ids=ids,
                   editable=ranges)
