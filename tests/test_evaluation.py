@@ -335,6 +335,46 @@ def test_a_rejected_candidate_is_described_to_the_next_attempt():
     assert len(long) < MAX_REJECTED_DIFF + 400 and "the rest of the diff left out" in long
 
 
+def test_a_candidate_that_only_rounded_otherwise_is_told_why_that_happens():
+    import numpy as np
+
+    from runner.evaluation.measure import CaseResult, Validation, first_difference
+    from runner.evaluation.stage import EvaluationResult
+    from runner.flows.loop import rejection_note
+    from runner.proposal.stage import ProposeResult
+
+    base = np.linspace(1, 2, 64, dtype=np.float32)
+    rounded = base.copy()
+    rounded[3] = np.nextafter(np.nextafter(rounded[3], np.float32(3)), np.float32(3))  # 2 ulps
+    rounded[9] = np.nextafter(rounded[9], np.float32(0))
+    wrong = base.copy()
+    wrong[5] = 0.0
+
+    def case(values: np.ndarray, status: str = "mismatch") -> CaseResult:
+        what = "GPU result 1 (cudaMemcpy, 256 bytes) differs from the baseline's"
+        return CaseResult(configuration="small", seed=1, status=status,
+                          detail=what + first_difference(values.tobytes(), base.tobytes(), "float32"))
+
+    def note(*cases: CaseResult) -> str:
+        result = EvaluationResult(verdict="invalid", validation=Validation(passed=False, cases=list(cases)))
+        return rejection_note(result, ProposeResult(status="accepted", diagnostics="PC", diff="+x\n"))
+
+    told = note(case(rounded), case(base, "pass"))
+    assert "2 of 64 values differ, by 1 to 2 ulps)." in told
+    assert "Every value it got wrong is within 2 ulps of the original's, as when the same computation is " in told
+    assert "nvcc fuses a multiply and an add into one FMA" in told and told.endswith("```")
+    assert "rounded otherwise" not in note(case(wrong))  # 0.0 for 1.08: a wrong value, not rounding
+    counts = np.arange(64, dtype=np.int32)
+    miscounted = counts.copy()
+    miscounted[7] += 1  # a count off by one, read as float32: "1 ulp" between two subnormals
+    detail = first_difference(miscounted.tobytes(), counts.tobytes(), "float32")
+    assert detail.endswith("by 1 to 1 ulps (all subnormal: probably not float32 data)")
+    off_by_one = CaseResult(configuration="small", seed=1, status="mismatch", detail="GPU result 1 differs" + detail)
+    assert "rounded otherwise" not in note(off_by_one)
+    assert "rounded otherwise" not in note(case(rounded), case(base, "nondeterministic"))
+    assert Validation(passed=True, cases=[case(base, "pass")]).rounding_only() is None
+
+
 def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_measurements(tmp_path):
     from bot.gpu_job import loop_outcome, summary_text
     from runner.base.runstore import create_run

@@ -56,9 +56,28 @@ class CaseResult(BaseModel):
     modes: list[str] = Field(default_factory=list)  # comparison mode per output
 
 
+# A mismatch whose values all lie within this many ulps of the baseline's reads as the same
+# computation rounded otherwise (a reordered sum, a multiply-add fused or no longer fused), not as
+# a wrong result; first_difference's description ends with the range, which is read back here.
+ROUNDING_ULPS = 1024
+_ULP_RANGE = re.compile(r"values differ, by (\d+) to (\d+) ulps$")
+
+
 class Validation(BaseModel):
     passed: bool
     cases: list[CaseResult]
+
+    def rounding_only(self) -> int | None:
+        """The largest ulp distance when every failed case is a mismatch of at most ROUNDING_ULPS
+        (None when any failed otherwise, by more, or without that description)."""
+        bad = [c for c in self.cases if c.status != "pass"]
+        worst = 0
+        for c in bad:
+            m = _ULP_RANGE.search(c.detail) if c.status == "mismatch" else None
+            if m is None or int(m.group(2)) > ROUNDING_ULPS:
+                return None
+            worst = max(worst, int(m.group(2)))
+        return worst if bad else None
 
     def summary(self) -> str:
         bad = [c for c in self.cases if c.status != "pass"]
@@ -259,8 +278,13 @@ def first_difference(candidate: bytes, baseline: bytes, dtype: str, other: str =
     differ = cv.view(ints) != bv.view(ints)
     ulps = _ulp_distance(cv[differ], bv[differ])
     k = first // size
+    # Integers read as floats are subnormal (up to 2**23 for float32): their "ulps" are a count's
+    # difference, not rounding; said so, and then not read back as rounding (Validation.rounding_only).
+    tiny = np.finfo(dtype).tiny
+    integral = bool(np.all(np.abs(cv[differ]) < tiny) and np.all(np.abs(bv[differ]) < tiny))
     return (f", from byte {first}: read as {dtype}, value {k} is {cv[k]!s} where {other} has {bv[k]!s}; "
-            f"{int(differ.sum())} of {len(cv)} values differ, by {int(ulps.min())} to {int(ulps.max())} ulps")
+            f"{int(differ.sum())} of {len(cv)} values differ, by {int(ulps.min())} to {int(ulps.max())} ulps"
+            + (f" (all subnormal: probably not {dtype} data)" if integral else ""))
 
 
 def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spec: GpuResultsSpec,

@@ -85,13 +85,22 @@ def cumulative(history: list[IterationSummary]) -> tuple[int | None, float | Non
 MAX_REJECTED_DIFF = 4000  # characters of a rejected candidate's diff shown to the model
 
 
+ROUNDING_NOTE = ("Every value it got wrong is within {ulps} ulps of the original's, as when the same computation "
+                 "is rounded otherwise. Bit-for-bit results need the same floating-point operations in the same "
+                 "order; nvcc fuses a multiply and an add into one FMA (one rounding) where it can, so moving, "
+                 "regrouping or reordering arithmetic can change which operations are fused.\n")
+
+
 def rejection_note(result: EvaluationResult, proposed: ProposeResult) -> str:
-    """What the next prompt says of a candidate that failed validation: what differed, and its diff."""
+    """What the next prompt says of a candidate that failed validation: what differed (and, when
+    only rounding differed, why that happens), and its diff."""
     what = result.validation.summary() if result.validation else result.reason
+    ulps = result.validation.rounding_only() if result.validation else None
     diff = proposed.diff if len(proposed.diff) <= MAX_REJECTED_DIFF else (
         proposed.diff[:MAX_REJECTED_DIFF] + "\n... (the rest of the diff left out)")
     return (f"It compiled and ran, but its results are not the original program's: {what}.\n"
-            f"Its change was:\n```diff\n{diff.rstrip()}\n```")
+            + (ROUNDING_NOTE.format(ulps=ulps) if ulps else "")
+            + f"Its change was:\n```diff\n{diff.rstrip()}\n```")
 
 
 def candidate_was_wrong(result: EvaluationResult) -> bool:
