@@ -355,6 +355,10 @@ def test_hot_kernels_defined_outside_the_sources_are_named_with_their_share_not_
         for i, (k, f) in enumerate(((lib, "onesweep.cuh"), (mine, "main.cu")), start=1)]
     prompt = build_prompt("prog", diag, files)
     assert prompt.hot_kernels == [mine] and prompt.evidence_ids == ["S2"]
+    assert "Optimize the hot kernel k (30.0% of kernel time: 1 launch, 1,000 us).\n" in prompt.user
+    diag.kernels[1].launches, diag.kernels[1].total_ns = 808, 2.1e6
+    assert "Optimize the hot kernel k (30.0% of kernel time: 808 launches, 2.6 us each on average).\n" in \
+        build_prompt("prog", diag, files).user
     assert "stall of " + mine in prompt.user and "onesweep" not in prompt.user
     assert ("Also hot, but defined outside the sources shown (library or generated code, not to be edited):\n"
             "cub::DeviceRadixSortOnesweepKernel<Policy, false, unsigned int> (62% of kernel time).") in prompt.user

@@ -281,10 +281,24 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),
         evidence_md=evidence_md,
         compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, rejected=rejected, sources=blocks,
-        hot_kernels=[short_kernel_name(k) for k in hot], elsewhere=elsewhere)
+        hot_kernels=[_with_time(k, diag) for k in hot], elsewhere=elsewhere)
     ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot, evidence_ids=ids,
                   editable=ranges)
+
+
+def _with_time(kernel: str, diag: Diagnostics) -> str:
+    """A hot kernel's name with its share of kernel time and its launches, so that the model knows
+    where the time goes (the name alone when the profile has no time for it)."""
+    t = next((k for k in diag.kernels if k.kernel == kernel), None)
+    name = short_kernel_name(kernel)
+    if t is None or not t.launches:
+        return name
+    us = t.total_ns / t.launches / 1000
+    each = f"{us:,.0f}" if us >= 100 else f"{us:.3g}"
+    if t.launches == 1:
+        return f"{name} ({t.share:.1%} of kernel time: 1 launch, {each} us)"
+    return f"{name} ({t.share:.1%} of kernel time: {t.launches:,} launches, {each} us each on average)"
 
 
 def _evidence_section(d: Diagnostics, max_bytes: int | None) -> str:
