@@ -351,8 +351,8 @@ def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[s
 
 # Kept in bitwise mode to describe a mismatch: the first MISMATCH_EACH bytes of every result, up to
 # MISMATCH_BYTES per process (a prefix of the whole would miss a small result read after large ones).
-MISMATCH_BYTES = 16 << 20
-MISMATCH_EACH = 1 << 20
+MISMATCH_BYTES = 32 << 20
+MISMATCH_EACH = 4 << 20
 
 
 def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None,
