@@ -57,7 +57,7 @@ def test_a_plain_nvcc_project_gets_a_config_that_checks_and_builds(tmp_path: Pat
     root = project(tmp_path / "saxpy")
     r = init(str(root), "--args", "--n 1024")
     assert r.returncode == 0, r.stderr
-    assert "1 kernels in 1 files, build by nvcc" in r.stdout and "optimas check-config" in r.stdout
+    assert "1 kernel in 1 file, build by nvcc" in r.stdout and "optimas check-config" in r.stdout
     lc = load_config(root / "optimas.yml")
     app = lc.config.app
     assert app.sources == ["kernels/saxpy.cuh"] and app.run == "{exe} --n 1024" and app.configurations == ["default"]
@@ -83,6 +83,32 @@ def test_a_makefile_project_builds_its_target(tmp_path: Path):
         built = subprocess.run(render(app.build, exe=exe, arch="sm_90", lineinfo="-lineinfo"), cwd=root,
                                capture_output=True, text=True, timeout=300)
         assert built.returncode == 0 and exe.is_file(), built.stderr
+
+
+def test_a_makefile_that_calls_nvcc_through_a_variable_gets_arch_and_lineinfo_and_its_binary(tmp_path: Path):
+    """A Makefile as older research suites write them: the compiler in a variable set from a
+    toolkit folder, the binary named by another variable, a first target that is not `all`."""
+    mk = ("CUDA_DIR ?= /opt/cuda-that-is-not-here\nCC := $(CUDA_DIR)/bin/nvcc\nSRC = main.cu\n"
+          "EXE = saxpy_bench\n\nrelease: $(SRC)\n\t$(CC) $(SRC) -o $(EXE) -I.\n\n"
+          "other:\n\tclang++ --cuda-gpu-arch=sm_70 $(SRC) -o x\nclean:\n\trm -f $(EXE)\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    assert "building target 'release', whose recipe writes saxpy_bench" in r.stdout
+    app = load_config(root / "optimas.yml").config.app
+    assert app.build == "sh -c 'make -B release CC=\"nvcc -arch={arch} {lineinfo}\" && cp saxpy_bench {exe}'"
+    with_arch = mk.replace("-o $(EXE) -I.", "-o $(EXE) -I. $(FLAGS)").replace("SRC = main.cu", "SRC = main.cu\n"
+                                                                               "FLAGS = -O3 -arch=sm_80")
+    (root / "Makefile").write_text(with_arch)
+    assert init(str(root), "--force").returncode == 0
+    build = load_config(root / "optimas.yml").config.app.build
+    assert build == "sh -c 'make -B release CC=\"nvcc {lineinfo}\" && cp saxpy_bench {exe}'"  # its own -arch stays
+    (root / "Makefile").write_text(mk)
+    if shutil.which("nvcc") and shutil.which("make"):
+        exe = tmp_path / "app"
+        built = subprocess.run(render(app.build, exe=exe, arch="sm_90", lineinfo="-lineinfo"), cwd=root,
+                               capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0 and exe.is_file(), built.stderr  # CUDA_DIR's nvcc would not exist
 
 
 def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):

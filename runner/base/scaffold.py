@@ -91,17 +91,7 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
     for name in ("GNUmakefile", "makefile", "Makefile"):
         mk = root / name
         if mk.is_file():
-            text = mk.read_text(errors="replace")
-            rules = [t for t in re.findall(r"^([A-Za-z0-9_.+/-]+)\s*:(?!=)", text, re.M)
-                     if not t.startswith(".") and t not in {"all", "clean", "install", "run", "test", "check"}]
-            target = rules[0] if rules else "app"
-            flags = " EXTRA_NVCCFLAGS={lineinfo}" if "EXTRA_NVCCFLAGS" in text else ""
-            build = f"sh -c 'make -B {target}{flags} && cp {target} {{exe}}'"
-            notes = [f"{name}: building target {target!r}; check the name of the binary it makes"]
-            if not flags:
-                notes.append(f"{name}: per-line evidence needs -lineinfo in profiling builds; add {{lineinfo}} to "
-                             "the nvcc flags the build command passes (e.g. `make NVCCFLAGS=\"-O3 {lineinfo}\"`)")
-            return "make", build, notes
+            return ("make", *_make_build(name, mk.read_text(errors="replace")))
     cu = [f for f in kernel_files if f.endswith(".cu")]
     units = list(dict.fromkeys([*mains[:1], *(c for c in cu if c not in mains)]))
     notes = []
@@ -111,6 +101,65 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
         notes.append("no .cu file defines main(): give the build command that links your program")
     build = "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -I. -o {exe} " + " ".join(units or cu)
     return "nvcc", build, notes
+
+
+_ASSIGNMENT = re.compile(r"^(?:override\s+|export\s+)?([A-Za-z_]\w*)\s*(?::{1,3}=|\?=|\+=|=)\s*(.*?)\s*$", re.M)
+_REFERENCE = re.compile(r"\$(?:\(([A-Za-z_]\w*)\)|\{([A-Za-z_]\w*)\})")
+
+
+def _expand(value: str, variables: dict[str, str], target: str) -> str:
+    """A Makefile value with simple variable references and $@ replaced (unknown ones kept)."""
+    for _ in range(5):  # references to references, a few levels deep
+        new = _REFERENCE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), value)
+        if new == value:
+            break
+        value = new
+    return value.replace("$@", target)
+
+
+def _recipe(text: str, target: str) -> list[str]:
+    """The recipe lines (tab-indented) of `target`'s rule."""
+    m = re.search(rf"^{re.escape(target)}\s*:(?!=).*$", text, re.M)
+    lines = []
+    for line in text[m.end() + 1:].splitlines() if m else []:
+        if not line.startswith("\t"):
+            if line.strip() and not line.lstrip().startswith("#"):
+                break
+            continue
+        lines.append(line.strip().lstrip("@-+").strip())
+    return lines
+
+
+def _make_build(name: str, text: str) -> tuple[str, list[str]]:
+    """Build command template and notes for a Makefile: its first target; the binary named by the
+    recipe's `-o`; nvcc given -arch and -lineinfo through the variable the recipe calls it by
+    (a variable set on make's command line overrides the Makefile's), or EXTRA_NVCCFLAGS where the
+    Makefile takes it (NVIDIA's samples)."""
+    rules = [t for t in re.findall(r"^([A-Za-z0-9_.+/-]+)\s*:(?!=)", text, re.M)
+             if not t.startswith(".") and t not in {"all", "clean", "install", "run", "test", "check"}]
+    target = rules[0] if rules else "app"
+    variables = {m.group(1): m.group(2) for m in _ASSIGNMENT.finditer(text)}
+    recipe = [_expand(line, variables, target) for line in _recipe(text, target)]
+    outputs = [m.group(1) for line in recipe for m in re.finditer(r"(?:^|\s)-o\s*(\S+)", line)]
+    binary = next((o for o in outputs if "$" not in o), None)
+    notes = [f"{name}: building target {target!r}" + (f", whose recipe writes {binary}" if binary else
+                                                      "; check the name of the binary it makes")]
+    if "EXTRA_NVCCFLAGS" in text:
+        return f"sh -c 'make -B {target} EXTRA_NVCCFLAGS={{lineinfo}} && cp {binary or target} {{exe}}'", notes
+    compiler = next((m.group(1) or m.group(2) for line in _recipe(text, target)
+                     if (m := re.match(r"\$(?:\((\w+)\)|\{(\w+)\})\s", line))
+                     and _expand(variables.get(m.group(1) or m.group(2), ""), variables, target)
+                     .split(" ")[0].endswith("nvcc")), None)
+    if compiler is None:
+        notes.append(f"{name}: per-line evidence needs -lineinfo in profiling builds; add {{lineinfo}} to "
+                     "the nvcc flags the build command passes (e.g. `make NVCCFLAGS=\"-O3 {lineinfo}\"`)")
+        return f"sh -c 'make -B {target} && cp {binary or target} {{exe}}'", notes
+    # An -arch of our own beside the Makefile's would be a second one: nvcc refuses that.
+    given = re.search(r"(?<![\w-])(-arch|--gpu-architecture|-gencode|--generate-code)\b", " ".join(recipe))
+    arch = "" if given else " -arch={arch}"
+    notes.append(f"{name}: nvcc is called through {compiler}; the build sets it to `nvcc{arch} {{lineinfo}}` "
+                 "on make's command line (the nvcc on PATH)")
+    return f"sh -c 'make -B {target} {compiler}=\"nvcc{arch} {{lineinfo}}\" && cp {binary or target} {{exe}}'", notes
 
 
 def inspect(root: Path) -> Project:
@@ -135,7 +184,8 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".")
         "app:",
         f"  name: {_q(name)}",
         f"  workdir: {_q(workdir)}",
-        f"  # The files that define the {len(p.kernels)} kernels found: {', '.join(p.kernels[:6])}"
+        f"  # The files that define the {len(p.kernels)} kernel{'s' if len(p.kernels) != 1 else ''} found: "
+        f"{', '.join(p.kernels[:6])}"
         f"{', ...' if len(p.kernels) > 6 else ''}.",
         "  # Local headers they include are followed (two levels): device helpers there are shown too.",
         f"  sources: [{', '.join(_q(f) for f in p.kernel_files)}]",
