@@ -111,6 +111,22 @@ def test_a_makefile_that_calls_nvcc_through_a_variable_gets_arch_and_lineinfo_an
         assert built.returncode == 0 and exe.is_file(), built.stderr  # CUDA_DIR's nvcc would not exist
 
 
+def test_a_makefile_that_compiles_objects_with_nvcc_and_links_with_gcc(tmp_path: Path):
+    """The target named through a variable, nvcc only in the object's rule, flags appended under a
+    conditional; an architecture CUDA 13 no longer builds is pointed out."""
+    mk = ("NVCC = $(CUDA_DIR)/bin/nvcc\nNVCC_FLAGS = -I.\nifeq ($(dbg),1)\n\tNVCC_FLAGS += -g\nelse\n"
+          "\tNVCC_FLAGS += -O2\nendif\nBIN = saxpy_gpu\n\n$(BIN): main.o\n\tg++ main.o -o $(BIN) -lcudart\n\n"
+          "main.o: main.cu\n\t$(NVCC) $(NVCC_FLAGS) -c main.cu\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    assert init(str(root)).returncode == 0
+    app = load_config(root / "optimas.yml").config.app
+    assert app.build == "sh -c 'make -B saxpy_gpu NVCC=\"nvcc -arch={arch} {lineinfo}\" && cp saxpy_gpu {exe}'"
+    (root / "Makefile").write_text(mk.replace("NVCC_FLAGS += -O2", "NVCC_FLAGS += -O2 -arch=sm_20"))
+    r = init(str(root), "--force")
+    assert "its nvcc flags ask for sm_20, older than CUDA 13 builds (sm_75 and newer)" in r.stdout
+    assert load_config(root / "optimas.yml").config.app.build.startswith("sh -c 'make -B saxpy_gpu NVCC=\"nvcc {lin")
+
+
 def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
     cm = "cmake_minimum_required(VERSION 3.24)\nproject(s LANGUAGES CXX CUDA)\nadd_executable(saxpy_app main.cu)\n"
     root = project(tmp_path / "p", ("CMakeLists.txt", cm))

@@ -103,11 +103,24 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
     return "nvcc", build, notes
 
 
-_ASSIGNMENT = re.compile(r"^(?:override\s+|export\s+)?([A-Za-z_]\w*)\s*(?::{1,3}=|\?=|\+=|=)\s*(.*?)\s*$", re.M)
+_ASSIGNMENT = re.compile(r"^[ \t]*(?:override[ \t]+|export[ \t]+)?([A-Za-z_]\w*)[ \t]*"
+                         r"(:{1,3}=|\?=|\+=|=)[ \t]*(.*?)[ \t]*$", re.M)
 _REFERENCE = re.compile(r"\$(?:\(([A-Za-z_]\w*)\)|\{([A-Za-z_]\w*)\})")
+_RULE = re.compile(r"^([^\s:#=][^:#=\n]*?)[ \t]*:(?![:=])", re.M)
+_NOT_A_BINARY = {"all", "clean", "install", "run", "test", "check"}
+OLDEST_SM = 75  # the oldest architecture CUDA 13's nvcc builds
 
 
-def _expand(value: str, variables: dict[str, str], target: str) -> str:
+def _make_variables(text: str) -> dict[str, str]:
+    """A Makefile's variables as its assignments leave them, conditionals ignored (+= appends)."""
+    found: dict[str, str] = {}
+    for m in _ASSIGNMENT.finditer(text):
+        name, op, value = m.groups()
+        found[name] = f"{found.get(name, '')} {value}".strip() if op == "+=" else value
+    return found
+
+
+def _expand(value: str, variables: dict[str, str], target: str = "") -> str:
     """A Makefile value with simple variable references and $@ replaced (unknown ones kept)."""
     for _ in range(5):  # references to references, a few levels deep
         new = _REFERENCE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), value)
@@ -117,45 +130,50 @@ def _expand(value: str, variables: dict[str, str], target: str) -> str:
     return value.replace("$@", target)
 
 
-def _recipe(text: str, target: str) -> list[str]:
-    """The recipe lines (tab-indented) of `target`'s rule."""
-    m = re.search(rf"^{re.escape(target)}\s*:(?!=).*$", text, re.M)
-    lines = []
-    for line in text[m.end() + 1:].splitlines() if m else []:
-        if not line.startswith("\t"):
-            if line.strip() and not line.lstrip().startswith("#"):
-                break
+def _rules(text: str, variables: dict[str, str]) -> dict[str, list[str]]:
+    """Each explicit rule's first target (variables expanded) -> its recipe lines, in file order."""
+    rules: dict[str, list[str]] = {}
+    heads = list(_RULE.finditer(text))
+    for i, m in enumerate(heads):
+        if m.group(0).lstrip().startswith("\t"):
             continue
-        lines.append(line.strip().lstrip("@-+").strip())
-    return lines
+        name = _expand(m.group(1).split()[0], variables) if m.group(1).split() else ""
+        body = text[m.end():heads[i + 1].start() if i + 1 < len(heads) else len(text)]
+        recipe = [ln.strip().lstrip("@-+").strip() for ln in body.splitlines()[1:] if ln.startswith("\t")]
+        rules.setdefault(name, recipe)
+    return rules
 
 
 def _make_build(name: str, text: str) -> tuple[str, list[str]]:
     """Build command template and notes for a Makefile: its first target; the binary named by the
-    recipe's `-o`; nvcc given -arch and -lineinfo through the variable the recipe calls it by
-    (a variable set on make's command line overrides the Makefile's), or EXTRA_NVCCFLAGS where the
-    Makefile takes it (NVIDIA's samples)."""
-    rules = [t for t in re.findall(r"^([A-Za-z0-9_.+/-]+)\s*:(?!=)", text, re.M)
-             if not t.startswith(".") and t not in {"all", "clean", "install", "run", "test", "check"}]
-    target = rules[0] if rules else "app"
-    variables = {m.group(1): m.group(2) for m in _ASSIGNMENT.finditer(text)}
-    recipe = [_expand(line, variables, target) for line in _recipe(text, target)]
-    outputs = [m.group(1) for line in recipe for m in re.finditer(r"(?:^|\s)-o\s*(\S+)", line)]
-    binary = next((o for o in outputs if "$" not in o), None)
+    recipe's `-o`; nvcc given -arch and -lineinfo through the variable the recipes call it by
+    (a variable set on make's command line overrides the Makefile's, in sub-makes too), or
+    EXTRA_NVCCFLAGS where the Makefile takes it (NVIDIA's samples)."""
+    variables = _make_variables(text)
+    rules = _rules(text, variables)
+    targets = [t for t in rules if t and not t.startswith((".", "%", "$")) and t not in _NOT_A_BINARY]
+    target = targets[0] if targets else "app"
+    recipe = [_expand(line, variables, target) for line in rules.get(target, [])]
+    binary = next((o for line in recipe for o in re.findall(r"(?:^|\s)-o\s*(\S+)", line) if "$" not in o), None)
     notes = [f"{name}: building target {target!r}" + (f", whose recipe writes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
+    calls = [(m.group(1) or m.group(2), line) for lines in rules.values() for line in lines
+             if (m := re.match(r"\$(?:\((\w+)\)|\{(\w+)\})\s", line))
+             and _expand(variables.get(m.group(1) or m.group(2), ""), variables).split(" ")[0].endswith("nvcc")]
+    compiled = " ".join(_expand(line, variables) for _, line in calls)
+    old = sorted({int(v) for v in re.findall(r"\b(?:sm|compute)_(\d+)", compiled) if int(v) < OLDEST_SM})
+    if old:
+        notes.append(f"{name}: its nvcc flags ask for sm_{old[0]}, older than CUDA 13 builds (sm_{OLDEST_SM} and "
+                     "newer): remove that -arch/-gencode, or set it to {arch}")
     if "EXTRA_NVCCFLAGS" in text:
         return f"sh -c 'make -B {target} EXTRA_NVCCFLAGS={{lineinfo}} && cp {binary or target} {{exe}}'", notes
-    compiler = next((m.group(1) or m.group(2) for line in _recipe(text, target)
-                     if (m := re.match(r"\$(?:\((\w+)\)|\{(\w+)\})\s", line))
-                     and _expand(variables.get(m.group(1) or m.group(2), ""), variables, target)
-                     .split(" ")[0].endswith("nvcc")), None)
-    if compiler is None:
+    if not calls:
         notes.append(f"{name}: per-line evidence needs -lineinfo in profiling builds; add {{lineinfo}} to "
                      "the nvcc flags the build command passes (e.g. `make NVCCFLAGS=\"-O3 {lineinfo}\"`)")
         return f"sh -c 'make -B {target} && cp {binary or target} {{exe}}'", notes
+    compiler = calls[0][0]
     # An -arch of our own beside the Makefile's would be a second one: nvcc refuses that.
-    given = re.search(r"(?<![\w-])(-arch|--gpu-architecture|-gencode|--generate-code)\b", " ".join(recipe))
+    given = re.search(r"(?<![\w-])(-arch|--gpu-architecture|-gencode|--generate-code)\b", compiled)
     arch = "" if given else " -arch={arch}"
     notes.append(f"{name}: nvcc is called through {compiler}; the build sets it to `nvcc{arch} {{lineinfo}}` "
                  "on make's command line (the nvcc on PATH)")
