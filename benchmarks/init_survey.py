@@ -1,0 +1,60 @@
+"""`optimas init` over a set of CUDA program folders: the build command it writes for each, and
+whether that command builds the program (for a given architecture, with -lineinfo), as a
+Markdown table. Needs nvcc (and make or cmake where the programs use them); no GPU.
+
+Usage: python benchmarks/init_survey.py FOLDER... [--arch sm_90] [--out FILE.md]
+Each FOLDER gets an optimas.yml (replaced if there is one: run it on a copy of the programs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from runner.base.config import load_config  # noqa: E402 (after the path above)
+from runner.base.processes import render  # noqa: E402
+
+
+def survey(folder: Path, arch: str, bins: Path) -> dict:
+    """init, then the written build command, in one program folder."""
+    r = subprocess.run([sys.executable, "-m", "runner.cli", "init", "--force", str(folder)], capture_output=True,
+                       text=True, cwd=BENCH.parent)
+    if r.returncode != 0:
+        return {"program": folder.name, "build": "", "init": r.stderr.strip().splitlines()[-1], "builds": None}
+    app = load_config(folder / "optimas.yml").config.app
+    t0 = time.monotonic()
+    built = subprocess.run(render(app.build, exe=bins / folder.name, arch=arch, lineinfo="-lineinfo"), cwd=folder,
+                           capture_output=True, text=True, timeout=900)
+    last = (built.stderr or built.stdout).strip().splitlines()[-1:] if built.returncode else []
+    return {"program": folder.name, "build": app.build, "init": "", "builds": built.returncode == 0,
+            "seconds": round(time.monotonic() - t0, 1), "error": last[0] if last else ""}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folders", nargs="+", type=Path)
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--out", type=Path, default=None, help="write the table here too")
+    args = ap.parse_args()
+    rows = ["| program | build command written | builds with -lineinfo |", "|---|---|---|"]
+    with tempfile.TemporaryDirectory() as bins:
+        for folder in args.folders:
+            s = survey(folder.resolve(), args.arch, Path(bins))
+            verdict = ("init refused: " + s["init"]) if s["builds"] is None else (
+                "yes" if s["builds"] else f"no: {s['error']}".replace("|", "/"))
+            rows.append(f"| {s['program']} | `{s['build']}` | {verdict} |")
+            print(rows[-1], flush=True)
+    if args.out:
+        args.out.write_text("\n".join(rows) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
