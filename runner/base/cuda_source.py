@@ -234,6 +234,13 @@ def kernel_by_name(funcs: list[Function], name: str) -> Function | None:
     return next((f for f in found if len(f.params) == n), found[0] if found else None)
 
 
+def defined_kernels(kernels: list[str], files: dict[str, str]) -> list[str]:
+    """The kernels, in the given order, that one of `files` defines (the others are a library's
+    or generated code: no edit can act on them)."""
+    parsed = [functions(text) for text in files.values()]
+    return [k for k in kernels if any(kernel_by_name(funcs, k) is not None for funcs in parsed)]
+
+
 def _closing_angle(s: str, open_pos: int) -> int:
     """Index of the `>` closing the `<` at open_pos; `<` and `>` inside parentheses (`(1 << 8)`)
     and the arrow of `->` do not count."""

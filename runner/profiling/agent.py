@@ -27,7 +27,7 @@ import pandas as pd
 
 from runner.analysis.hot import select_hot_kernels, spelled_as
 from runner.base.config import Config, LoadedConfig
-from runner.base.cuda_source import functions, kernel_by_name, kernel_key, template_symbol_prefix
+from runner.base.cuda_source import defined_kernels, kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
 from runner.base.processes import (
@@ -315,8 +315,7 @@ class ProfilingAgent:
 def counter_target(hot: list[str], files: dict[str, str]) -> str:
     """The kernel the counter runs profile: the hottest one defined in the sources (the one a
     candidate can edit), else the hottest."""
-    parsed = [functions(text) for text in files.values()]
-    return next((k for k in hot if any(kernel_by_name(funcs, k) for funcs in parsed)), hot[0])
+    return next(iter(defined_kernels(hot, files)), hot[0])
 
 
 def restrict_to_configured(launched: list[str], configured: list[str]) -> list[str]:

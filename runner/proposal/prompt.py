@@ -16,6 +16,7 @@ from runner.base.cuda_source import (
     Function,
     after_license_header,
     called_names,
+    defined_kernels,
     definitions,
     functions,
     kernel_base_name,
@@ -256,8 +257,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     hot = kernels or [k.kernel for k in diag.hot_kernels]
     # Hot kernels defined elsewhere (a library's, generated code) cannot be edited: the prompt is
     # about the others, and names these with their share of the time so that the model knows it.
-    parsed = [functions(text) for text in files.values()]
-    defined = [k for k in hot if any(kernel_by_name(fs, k) is not None for fs in parsed)]
+    defined = defined_kernels(hot, files)
     share = {k.kernel: k.share for k in diag.kernels}
     elsewhere = [f"{short_kernel_name(k)} ({share[k]:.0%} of kernel time)" if k in share else short_kernel_name(k)
                  for k in hot if k not in defined] if defined else []
