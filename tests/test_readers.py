@@ -313,3 +313,30 @@ def test_a_launch_seen_through_two_exports_of_one_capture_counts_once(first: str
     assert len(profile.launches) == 5
     (matmul,) = [k for k in diagnose(profile, AnalysisConfig()).kernels if k.kernel.startswith("matmul")]
     assert (matmul.launches, matmul.total_ns) == (1, 418624.0)
+
+
+def test_the_ncu_report_of_an_nsight_compute_install_is_named_in_a_warning(tmp_path: Path, h200: Path):
+    """An Nsight Compute install's own module (extras/python/ncu_report.py) first on PYTHONPATH:
+    2025.3.1's crashed reading our captures, so using one is said; here a stand-in that cannot
+    load anything shows the warning and the error that names the report."""
+    import os
+    import subprocess
+    import sys
+
+    extras = tmp_path / "nsight-compute" / "2025.3.1" / "extras" / "python"
+    extras.mkdir(parents=True)
+    (extras / "ncu_report.py").write_text("def load_report(path):\n    raise Exception('stand-in')\n")
+    report = next(h200.glob("*.ncu-rep"))
+    code = ("import logging, sys\nlogging.basicConfig(level=logging.WARNING)\n"
+            "from runner.profiling.readers.report import NcuReportReader\n"
+            "from runner.base.errors import ProfileFormatError\n"
+            f"try:\n    NcuReportReader().read({str(report)!r})\nexcept ProfileFormatError as e:\n"
+            "    print('error:', e)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(extras), str(Path(__file__).parents[1])])}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"using the ncu_report module of an Nsight Compute install ({extras / 'ncu_report.py'})" in r.stderr
+    assert "ncu_report could not load it (stand-in)" in r.stdout and report.name in r.stdout
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert "Nsight Compute install" not in plain.stderr  # the pinned package: no warning

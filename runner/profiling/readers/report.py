@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import re
 import struct
@@ -20,6 +22,8 @@ from runner.profiling.model import (
     aggregate_lines,
     empty_lines,
 )
+
+log = logging.getLogger(__name__)
 
 REPORT_MAGIC = b"NVR\x00"
 _HOW = ("Collect it with: ncu --set full --import-source yes -o <name> <app> (from an app built with "
@@ -68,8 +72,7 @@ class NcuReportReader:
     page = "report"
 
     def read(self, path: Path | str) -> Profile:
-        import ncu_report
-
+        ncu_report = _module()
         path = Path(path)
         ctx = _load(path)
         launch_rows: list[dict] = []
@@ -129,9 +132,25 @@ class NcuReportReader:
                        units=units, lines=lines, device_name=device, inputs=[str(path)])
 
 
-def _load(path: Path):
-    """The report through NVIDIA's module (imported here, so that CSV-only use never loads its library)."""
+@functools.cache
+def _module():
+    """NVIDIA's ncu_report, imported on first use (CSV-only use never loads its library). The one an
+    Nsight Compute install ships (extras/python, a single file) can be found first on PYTHONPATH;
+    2025.3.1's crashed the process (a segmentation fault in IMetric.unit) reading our H200 captures,
+    where the ncu-report package pinned in pyproject reads them: said once, in the log."""
     import ncu_report
+
+    where = Path(getattr(ncu_report, "__file__", "") or "")
+    if where.name == "ncu_report.py" and where.parent.name == "python" and where.parent.parent.name == "extras":
+        log.warning("using the ncu_report module of an Nsight Compute install (%s); Optimas reads reports with the "
+                    "ncu-report package it pins (pip install ncu-report==2026.3.1): an older bundled module has "
+                    "crashed reading reports. Take the Nsight Compute folder off PYTHONPATH if reading fails.", where)
+    return ncu_report
+
+
+def _load(path: Path):
+    """The report through NVIDIA's module."""
+    ncu_report = _module()
 
     check_report_file(path)
     try:
@@ -142,7 +161,7 @@ def _load(path: Path):
 
 def report_kernel_names(path: Path | str) -> dict[str, str]:
     """Each kernel of a report: its symbol (mangled name) -> its name as ncu demangles it."""
-    import ncu_report
+    ncu_report = _module()
 
     ctx = _load(Path(path))
     names: dict[str, str] = {}
