@@ -361,6 +361,6 @@ def test_hot_kernels_defined_outside_the_sources_are_named_with_their_share_not_
         build_prompt("prog", diag, files).user
     assert "stall of " + mine in prompt.user and "onesweep" not in prompt.user
     assert ("Also hot, but defined outside the sources shown (library or generated code, not to be edited):\n"
-            "cub::DeviceRadixSortOnesweepKernel<Policy, false, unsigned int> (62% of kernel time).") in prompt.user
+            "cub::DeviceRadixSortOnesweepKernel<Policy, false, unsigned int> (62.0% of kernel time).") in prompt.user
     with pytest.raises(OptimasError, match="none of the hot kernels"):
         build_prompt("prog", diagnostics(lib), files)

@@ -259,7 +259,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     # about the others, and names these with their share of the time so that the model knows it.
     defined = defined_kernels(hot, files)
     share = {k.kernel: k.share for k in diag.kernels}
-    elsewhere = [f"{short_kernel_name(k)} ({share[k]:.0%} of kernel time)" if k in share else short_kernel_name(k)
+    elsewhere = [f"{short_kernel_name(k)} ({share[k]:.1%} of kernel time)" if k in share else short_kernel_name(k)
                  for k in hot if k not in defined] if defined else []
     hot = defined or hot
     kinds = DIAGNOSTIC_KINDS[diagnostics]
