@@ -146,38 +146,36 @@ def _rules(text: str, variables: dict[str, str]) -> dict[str, list[str]]:
 
 def _make_build(name: str, text: str) -> tuple[str, list[str]]:
     """Build command template and notes for a Makefile: its first target; the binary named by the
-    recipe's `-o`; nvcc given -arch and -lineinfo through the variable the recipes call it by
-    (a variable set on make's command line overrides the Makefile's, in sub-makes too), or
-    EXTRA_NVCCFLAGS where the Makefile takes it (NVIDIA's samples)."""
+    recipe's `-o`; -arch and -lineinfo for every nvcc the build runs through NVCC_APPEND_FLAGS
+    (nvcc adds them after its own arguments: a Makefile's older -arch gives way, with a warning),
+    and the variable the recipes call nvcc by set to the nvcc on PATH on make's command line (it
+    overrides the Makefile's, in sub-makes too); EXTRA_NVCCFLAGS where the Makefile takes it
+    (NVIDIA's samples, which choose their architectures themselves)."""
     variables = _make_variables(text)
     rules = _rules(text, variables)
     targets = [t for t in rules if t and not t.startswith((".", "%", "$")) and t not in _NOT_A_BINARY]
     target = targets[0] if targets else "app"
     recipe = [_expand(line, variables, target) for line in rules.get(target, [])]
     binary = next((o for line in recipe for o in re.findall(r"(?:^|\s)-o\s*(\S+)", line) if "$" not in o), None)
+    copy = f"cp {binary or target} {{exe}}"
     notes = [f"{name}: building target {target!r}" + (f", whose recipe writes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
+    if "EXTRA_NVCCFLAGS" in text:
+        return f"sh -c 'make -B {target} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes
     calls = [(m.group(1) or m.group(2), line) for lines in rules.values() for line in lines
              if (m := re.match(r"\$(?:\((\w+)\)|\{(\w+)\})\s", line))
              and _expand(variables.get(m.group(1) or m.group(2), ""), variables).split(" ")[0].endswith("nvcc")]
     compiled = " ".join(_expand(line, variables) for _, line in calls)
     old = sorted({int(v) for v in re.findall(r"\b(?:sm|compute)_(\d+)", compiled) if int(v) < OLDEST_SM})
     if old:
-        notes.append(f"{name}: its nvcc flags ask for sm_{old[0]}, older than CUDA 13 builds (sm_{OLDEST_SM} and "
-                     "newer): remove that -arch/-gencode, or set it to {arch}")
-    if "EXTRA_NVCCFLAGS" in text:
-        return f"sh -c 'make -B {target} EXTRA_NVCCFLAGS={{lineinfo}} && cp {binary or target} {{exe}}'", notes
-    if not calls:
-        notes.append(f"{name}: per-line evidence needs -lineinfo in profiling builds; add {{lineinfo}} to "
-                     "the nvcc flags the build command passes (e.g. `make NVCCFLAGS=\"-O3 {lineinfo}\"`)")
-        return f"sh -c 'make -B {target} && cp {binary or target} {{exe}}'", notes
-    compiler = calls[0][0]
-    # An -arch of our own beside the Makefile's would be a second one: nvcc refuses that.
-    given = re.search(r"(?<![\w-])(-arch|--gpu-architecture|-gencode|--generate-code)\b", compiled)
-    arch = "" if given else " -arch={arch}"
-    notes.append(f"{name}: nvcc is called through {compiler}; the build sets it to `nvcc{arch} {{lineinfo}}` "
-                 "on make's command line (the nvcc on PATH)")
-    return f"sh -c 'make -B {target} {compiler}=\"nvcc{arch} {{lineinfo}}\" && cp {binary or target} {{exe}}'", notes
+        notes.append(f"{name}: its nvcc flags ask for sm_{old[0]}, which CUDA 13 no longer builds; the -arch the "
+                     "build appends takes its place (nvcc warns of the redefinition)")
+    notes.append(f"{name}: every nvcc the build runs gets -arch={{arch}} {{lineinfo}} through NVCC_APPEND_FLAGS")
+    override = ""
+    if calls:
+        override = f" {calls[0][0]}=nvcc"
+        notes.append(f"{name}: nvcc is called through {calls[0][0]}; the build sets it to the nvcc on PATH")
+    return f"sh -c 'NVCC_APPEND_FLAGS=\"-arch={{arch}} {{lineinfo}}\" make -B {target}{override} && {copy}'", notes
 
 
 def inspect(root: Path) -> Project:
