@@ -119,6 +119,10 @@ def test_a_makefile_that_compiles_objects_in_rules_of_their_own(tmp_path: Path):
     (root / "Makefile").write_text(mk.replace("NVCC_FLAGS += -O2", "NVCC_FLAGS += -O2 -arch=sm_20"))
     r = init(str(root), "--force")
     assert "its nvcc flags ask for sm_20, which CUDA 13 no longer builds; the -arch the build appends" in r.stdout
+    gencode = mk.replace("NVCC_FLAGS += -O2", "NVCC_FLAGS += -O2 -gencode arch=compute_60,code=sm_60")
+    (root / "Makefile").write_text(gencode)
+    assert "generate code for compute_60, which CUDA 13 refuses" in init(str(root), "--force").stdout
+    (root / "Makefile").write_text(mk.replace("NVCC_FLAGS += -O2", "NVCC_FLAGS += -O2 -arch=sm_20"))
     if shutil.which("nvcc") and shutil.which("make"):
         exe = tmp_path / "app"
         built = subprocess.run(render(app.build, exe=exe, arch="sm_90", lineinfo="-lineinfo"), cwd=root,

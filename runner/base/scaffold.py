@@ -166,10 +166,15 @@ def _make_build(name: str, text: str) -> tuple[str, list[str]]:
              if (m := re.match(r"\$(?:\((\w+)\)|\{(\w+)\})\s", line))
              and _expand(variables.get(m.group(1) or m.group(2), ""), variables).split(" ")[0].endswith("nvcc")]
     compiled = " ".join(_expand(line, variables) for _, line in calls)
-    old = sorted({int(v) for v in re.findall(r"\b(?:sm|compute)_(\d+)", compiled) if int(v) < OLDEST_SM})
-    if old:
+    def older(pattern: str) -> list[int]:
+        return sorted({int(v) for v in re.findall(pattern, compiled) if int(v) < OLDEST_SM})
+
+    if old := older(r"(?:-arch|--gpu-architecture)[= ]\s*(?:sm|compute)_(\d+)"):
         notes.append(f"{name}: its nvcc flags ask for sm_{old[0]}, which CUDA 13 no longer builds; the -arch the "
                      "build appends takes its place (nvcc warns of the redefinition)")
+    if old := older(r"(?:-gencode|--generate-code)[= ]\s*arch=compute_(\d+)"):
+        notes.append(f"{name}: its nvcc flags generate code for compute_{old[0]}, which CUDA 13 refuses and an "
+                     "appended -arch does not replace: remove that -gencode")
     notes.append(f"{name}: every nvcc the build runs gets -arch={{arch}} {{lineinfo}} through NVCC_APPEND_FLAGS")
     override = ""
     if calls:
