@@ -131,6 +131,24 @@ def test_a_makefile_that_compiles_objects_in_rules_of_their_own(tmp_path: Path):
         assert "incompatible redefinition for option 'gpu-architecture'" in built.stderr
 
 
+def test_a_makefile_that_builds_in_a_subfolder_by_a_recursive_make(tmp_path: Path):
+    top = "all: bench\n\nbench:\n\tcd src; $(MAKE)\n\nclean:\n\tcd src; make clean\n"
+    root = project(tmp_path / "p", ("Makefile", top))
+    (root / "src").mkdir()
+    (root / "src" / "Makefile").write_text("NVCC ?= nvcc\nEXE = bench_gpu\n\n$(EXE): ../main.cu\n"
+                                           "\t$(NVCC) -O2 -I.. -o $@ ../main.cu\n")
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    assert "building target 'bench', whose recipe writes src/bench_gpu" in r.stdout
+    app = load_config(root / "optimas.yml").config.app
+    assert app.build == "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -B bench && cp src/bench_gpu {exe}'"
+    if shutil.which("nvcc") and shutil.which("make"):
+        exe = tmp_path / "app"
+        built = subprocess.run(render(app.build, exe=exe, arch="sm_90", lineinfo="-lineinfo"), cwd=root,
+                               capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0 and exe.is_file(), built.stderr
+
+
 def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
     cm = "cmake_minimum_required(VERSION 3.24)\nproject(s LANGUAGES CXX CUDA)\nadd_executable(saxpy_app main.cu)\n"
     root = project(tmp_path / "p", ("CMakeLists.txt", cm))
