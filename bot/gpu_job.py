@@ -237,8 +237,7 @@ def loop_outcome(result, lc, root: Path) -> dict[str, Any]:
     if result.final is None:
         return outcome
     _, workdir = workspace_dirs(lc)
-    kept = sum(1 for it in loop.iterations if it.verdict == "improvement" and it.iteration <= loop.best)
-    headline = (f"Optimas: {loop.cumulative_improvement:+.1%} over {kept} iteration(s), each significant "
+    headline = (f"Optimas: {loop.cumulative_improvement:+.1%} over {loop.kept} iteration(s), each significant "
                 "at 95%")
     outcome.update(postable=True, headline=headline,
                    edits=loop_edits(result.original, result.final, workdir, root, headline))

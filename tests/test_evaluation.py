@@ -294,7 +294,7 @@ def test_corpus_updates_do_not_lose_concurrent_appends(tmp_path):
 
 
 def test_loop_control_stops_and_keeps_the_best():
-    from runner.flows.loop import IterationSummary, cumulative, next_step
+    from runner.flows.loop import IterationSummary, LoopResult, cumulative, next_step
 
     def it(k, verdict, gain=None):
         return IterationSummary(iteration=k, run_dir=f"r{k}", verdict=verdict, improvement=gain)
@@ -311,6 +311,11 @@ def test_loop_control_stops_and_keeps_the_best():
     best, total = cumulative([it(1, "improvement", 0.2), it(2, "invalid"), it(3, "improvement", 0.1)])
     assert best == 3 and total == pytest.approx(1.2 * 1.1 - 1)
     assert cumulative([it(1, "invalid"), it(2, "improvement", 0.3)]) == (2, pytest.approx(0.3))
+    # what the PR headline counts: the improvements the kept code compounds, not the rejected one
+    chain = [it(1, "improvement", 0.2), it(2, "invalid"), it(3, "improvement", 0.1), it(4, "slower", -0.05)]
+    assert LoopResult(iterations=chain, best=3, cumulative_improvement=0.32, stopped_because="").kept == 2
+    none_kept = LoopResult(iterations=[it(1, "invalid")], best=None, cumulative_improvement=None, stopped_because="")
+    assert none_kept.kept == 0
 
 
 def test_a_rejected_candidate_is_described_to_the_next_attempt():

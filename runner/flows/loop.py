@@ -57,6 +57,12 @@ class LoopResult(BaseModel):
     cumulative_improvement: float | None  # product of the kept iterations' improvements
     stopped_because: str
 
+    @property
+    def kept(self) -> int:
+        """How many iterations the kept code compounds (the improvements up to `best`; a rejected
+        candidate between them changed no code)."""
+        return sum(1 for it in self.iterations if it.verdict == "improvement" and it.iteration <= (self.best or 0))
+
 
 def next_step(history: list[IterationSummary], max_iterations: int) -> str | None:
     """Why the loop stops now, or None to go on."""
