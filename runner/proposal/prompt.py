@@ -12,11 +12,11 @@ import jinja2
 from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics, render_markdown
+from runner.analysis.hot import KernelTime
 from runner.base.cuda_source import (
     Function,
     after_license_header,
     called_names,
-    defined_kernels,
     definitions,
     functions,
     kernel_base_name,
@@ -121,18 +121,20 @@ MAX_HELPERS = 24  # device functions shown besides the hot kernels, nearest call
 MAX_DECLARATION_LINES = 80
 
 
-def _source_blocks(files: dict[str, str], hot: list[str],
-                   extra: list[str] = ()) -> tuple[list[SourceBlock], dict[str, list[tuple[int, int]]]]:
+def _source_blocks(files: dict[str, str], hot: list[str], extra: list[str] = ()
+                   ) -> tuple[list[SourceBlock], dict[str, list[tuple[int, int]]], list[str]]:
     """The hot kernels (editable, in whichever file defines them), the declarations before them, and
     the device functions they reach, across every file given: by call, and the members of the
     functor types a kernel is instantiated with (`for_each<Saxpy>` -> `Saxpy::operator()`). Helpers
-    are read-only unless `extra` names them."""
+    are read-only unless `extra` names them. Also: the hot kernels that the files define."""
     parsed = {name: functions(text) for name, text in files.items()}
     kernels: dict[str, list[Function]] = {}
+    found: list[str] = []
     for k in hot:
         for name, funcs in parsed.items():
             f = kernel_by_name(funcs, k)
             if f is not None:
+                found.append(k)
                 if f not in kernels.get(name, []):
                     kernels.setdefault(name, []).append(f)
                 break
@@ -198,7 +200,7 @@ def _source_blocks(files: dict[str, str], hot: list[str],
             blocks.append(SourceBlock(title=f"Hot kernel {k.name}", file=name, start=k.start_line, end=k.end_line,
                                       text=numbered(text, k.start_line, k.end_line)))
             editable.setdefault(name, []).append((k.start_line, k.end_line))
-    return blocks, editable
+    return blocks, editable, found
 
 
 MAX_DEFINITION_LINES = 60  # macro and constant lines shown beside the functions
@@ -255,23 +257,22 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
                            + ", ".join(DIAGNOSTIC_KINDS))
     hot = kernels or [k.kernel for k in diag.hot_kernels]
+    blocks, ranges, defined = _source_blocks(files, hot, editable)
+    if not blocks:
+        raise OptimasError("none of the hot kernels (" + ", ".join(short_kernel_name(k) for k in hot)
+                           + f") is defined in the sources given ({', '.join(files) or 'none'}); check app.sources")
     # Hot kernels defined elsewhere (a library's, generated code) cannot be edited: the prompt is
     # about the others, and names these with their share of the time so that the model knows it.
-    defined = defined_kernels(hot, files)
-    share = {k.kernel: k.share for k in diag.kernels}
-    elsewhere = [f"{short_kernel_name(k)} ({share[k]:.1%} of kernel time)" if k in share else short_kernel_name(k)
-                 for k in hot if k not in defined] if defined else []
+    times = {k.kernel: k for k in diag.kernels}
+    elsewhere = [f"{short_kernel_name(k)} ({times[k].share:.1%} of kernel time)" if k in times
+                 else short_kernel_name(k) for k in hot if k not in defined] if defined else []
     hot = defined or hot
     kinds = DIAGNOSTIC_KINDS[diagnostics]
     # Evidence of a kernel the prompt does not show is never cited (counters of another kernel, say).
     shown = [e for e in diag.evidence if e.kind in kinds and e.kernel in hot]
     sub = diag.model_copy(update={"evidence": shown, "notes": []})
     evidence_md = _evidence_section(sub, max_evidence_bytes) if shown else ""
-    blocks, ranges = _source_blocks(files, hot, editable)
-    if not blocks:
-        raise OptimasError("none of the hot kernels (" + ", ".join(short_kernel_name(k) for k in hot)
-                           + f") is defined in the sources given ({', '.join(files) or 'none'}); check app.sources")
-    k_items = compiler_evidence(list(resources), hot, {k.kernel: k.mangled for k in diag.kernels if k.mangled})
+    k_items = compiler_evidence(list(resources), hot, {k: t.mangled for k, t in times.items() if t.mangled})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     response_format = (TEMPLATES / "response_format.md").read_text()
@@ -281,16 +282,15 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),
         evidence_md=evidence_md,
         compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, rejected=rejected, sources=blocks,
-        hot_kernels=[_with_time(k, diag) for k in hot], elsewhere=elsewhere)
+        hot_kernels=[_with_time(k, times.get(k)) for k in hot], elsewhere=elsewhere)
     ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot, evidence_ids=ids,
                   editable=ranges)
 
 
-def _with_time(kernel: str, diag: Diagnostics) -> str:
+def _with_time(kernel: str, t: KernelTime | None) -> str:
     """A hot kernel's name with its share of kernel time and its launches, so that the model knows
     where the time goes (the name alone when the profile has no time for it)."""
-    t = next((k for k in diag.kernels if k.kernel == kernel), None)
     name = short_kernel_name(kernel)
     if t is None or not t.launches:
         return name
