@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from runner.analysis.counters import counter_value
 from runner.analysis.evidence import Diagnostics, Evidence
-from runner.base.cuda_source import functions, strip_comments_and_strings
+from runner.base.cuda_source import Function, functions, strip_comments_and_strings
 from runner.proposal.parser import Edit, Proposal
 
 _ID = re.compile(r"\b([RSCK]\d+)\b")
@@ -69,25 +69,24 @@ def coverage(proposal: Proposal, prompt_ids: list[str]) -> float | None:
     return sum(1 for e in proposal.edits if shown & set(e.cites)) / len(proposal.edits)
 
 
-def _kernel_at(files: dict[str, str], file: str, line: int) -> str | None:
-    for f in functions(files.get(file, "")):
-        if f.is_kernel and f.start_line <= line <= f.end_line:
-            return f.name
-    return None
+def _kernel_at(funcs: list[Function], line: int) -> str | None:
+    return next((f.name for f in funcs if f.is_kernel and f.start_line <= line <= f.end_line), None)
 
 
-def _call_sites(files: dict[str, str], file: str, line: int) -> list[tuple[str, int]]:
+def _call_sites(parsed: dict[str, list[Function]], code: dict[str, list[str]], file: str,
+                line: int) -> list[tuple[str, int]]:
     """Where the non-kernel function holding `file`:`line` (matched by base name) is called, as
-    (base name, line) pairs; none when the line is in a kernel or in no function of `files`."""
+    (base name, line) pairs; none when the line is in a kernel or in no function of the files
+    (`parsed`: their functions; `code`: their lines without comments and strings)."""
     base = posixpath.basename(file)
-    helper = next((f for name, text in files.items() if posixpath.basename(name) == base
-                   for f in functions(text) if f.start_line <= line <= f.end_line), None)
+    helper = next((f for name, funcs in parsed.items() if posixpath.basename(name) == base
+                   for f in funcs if f.start_line <= line <= f.end_line), None)
     if helper is None or helper.is_kernel:
         return []
     call = re.compile(rf"\b{re.escape(helper.name.split('::')[-1])}\s*(<[^;()]*>)?\s*\(")
     inside = range(helper.start_line, helper.end_line + 1)  # its own lines (recursion) are not call sites
-    return [(posixpath.basename(name), i) for name, text in files.items()
-            for i, src in enumerate(strip_comments_and_strings(text).splitlines(), start=1)
+    return [(posixpath.basename(name), i) for name, lines in code.items()
+            for i, src in enumerate(lines, start=1)
             if call.search(src) and not (posixpath.basename(name) == base and i in inside)]
 
 
@@ -98,16 +97,18 @@ def localization(proposal: Proposal, diag: Diagnostics, files: dict[str, str], d
     stalls = [e for e in diag.evidence if e.kind == "stall" and (shown is None or e.id in shown)]
     if not stalls or not proposal.edits:
         return None
+    parsed = {name: functions(text) for name, text in files.items()}
+    code = {name: strip_comments_and_strings(text).splitlines() for name, text in files.items()}
     by_kernel: dict[str, list[tuple[str, int]]] = {}
     for e in stalls:
         name = (e.kernel or "").split("(")[0].split("<")[0].split("::")[-1].replace("void ", "").strip()
         by_kernel.setdefault(name, []).append((posixpath.basename(e.stall.file), e.stall.line))
-        by_kernel[name].extend(_call_sites(files, e.stall.file, e.stall.line))
+        by_kernel[name].extend(_call_sites(parsed, code, e.stall.file, e.stall.line))
     near = total = 0
     for ed in proposal.edits:
         for line in range(ed.start_line, ed.end_line + 1):
             total += 1
-            kernel = _kernel_at(files, ed.file, line)
+            kernel = _kernel_at(parsed.get(ed.file, []), line)
             targets = by_kernel.get(kernel or "", [])
             near += any(posixpath.basename(ed.file) == f and abs(line - ln) <= distance for f, ln in targets)
     return near / total if total else None
