@@ -150,8 +150,8 @@ def _profile_of(inputs: dict[str, list[Path]]) -> tuple[Profile, dict[str, pd.Se
     prof = read_profiles(reports=inputs.get("report", []))
     metrics = {}
     scale1 = [p for p in inputs.get("counters", []) if p.stem == "scale_1"]
-    for source in (prof, merge([read_any(p) for p in scale1]) if scale1 else None):
-        for k in source.kernels() if source is not None else ():
+    for source in [prof] + ([merge([read_any(p) for p in scale1])] if scale1 else []):  # the counter run wins
+        for k in source.kernels():
             rows = source.kernel_metrics(k)
             if len(rows):
                 metrics[k] = aggregate_launches(rows, source.kernel_durations(k))
