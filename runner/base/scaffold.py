@@ -88,10 +88,8 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
                      "CMAKE_CUDA_ARCHITECTURES does not override -arch, and that the binary lands at the top of "
                      "the build folder"]
             return "cmake", build, notes
-    for name in ("GNUmakefile", "makefile", "Makefile"):
-        mk = root / name
-        if mk.is_file():
-            return ("make", *_make_build(name, mk.read_text(errors="replace"), root))
+    if (mk := _makefile(root)) is not None:
+        return ("make", *_make_build(mk.name, mk.read_text(errors="replace"), root))
     cu = [f for f in kernel_files if f.endswith(".cu")]
     units = list(dict.fromkeys([*mains[:1], *(c for c in cu if c not in mains)]))
     notes = []
@@ -135,8 +133,6 @@ def _rules(text: str, variables: dict[str, str]) -> dict[str, list[str]]:
     rules: dict[str, list[str]] = {}
     heads = list(_RULE.finditer(text))
     for i, m in enumerate(heads):
-        if m.group(0).lstrip().startswith("\t"):
-            continue
         name = _expand(m.group(1).split()[0], variables) if m.group(1).split() else ""
         body = text[m.end():heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         recipe = [ln.strip().lstrip("@-+").strip() for ln in body.splitlines()[1:] if ln.startswith("\t")]
@@ -152,28 +148,32 @@ def _first_target(rules: dict[str, list[str]]) -> str | None:
     return next((t for t in rules if t and not t.startswith((".", "%", "$")) and t not in _NOT_A_BINARY), None)
 
 
-def _binary(text: str, target: str, folder: Path | None, depth: int = 0) -> str | None:
+def _makefile(folder: Path) -> Path | None:
+    return next((folder / n for n in ("GNUmakefile", "makefile", "Makefile") if (folder / n).is_file()), None)
+
+
+def _binary(rules: dict[str, list[str]], variables: dict[str, str], target: str, folder: Path,
+            depth: int = 0) -> str | None:
     """The file `target`'s recipe writes with -o, relative to the Makefile's folder; through a
     recursive make (`cd sub; make`, `make -C sub`) into a subfolder's Makefile, two levels deep."""
-    variables = _make_variables(text)
-    recipe = [_expand(line, variables, target) for line in _rules(text, variables).get(target, [])]
+    recipe = [_expand(line, variables, target) for line in rules.get(target, [])]
     found = next((o for line in recipe for o in re.findall(r"(?:^|\s)-o\s*(\S+)", line) if "$" not in o), None)
-    if found or folder is None or depth >= 2:
+    if found or depth >= 2:
         return found
     for m in (m for line in recipe for m in _SUBMAKE.finditer(line)):
-        sub = folder / (m.group(1) or m.group(2))
-        mk = next((sub / n for n in ("GNUmakefile", "makefile", "Makefile") if (sub / n).is_file()), None)
-        if mk is None:
+        sub = m.group(1) or m.group(2)
+        if (mk := _makefile(folder / sub)) is None:
             continue
         inner = mk.read_text(errors="replace")
-        first = _first_target(_rules(inner, _make_variables(inner)))
-        inner_binary = _binary(inner, first, sub, depth + 1) if first else None
-        if inner_binary:
-            return f"{m.group(1) or m.group(2)}/{inner_binary}"
+        inner_vars = _make_variables(inner)
+        inner_rules = _rules(inner, inner_vars)
+        first = _first_target(inner_rules)
+        if first and (inner_binary := _binary(inner_rules, inner_vars, first, folder / sub, depth + 1)):
+            return f"{sub}/{inner_binary}"
     return None
 
 
-def _make_build(name: str, text: str, folder: Path | None = None) -> tuple[str, list[str]]:
+def _make_build(name: str, text: str, folder: Path) -> tuple[str, list[str]]:
     """Build command template and notes for a Makefile: its first target; the binary named by the
     recipe's `-o`; -arch and -lineinfo for every nvcc the build runs through NVCC_APPEND_FLAGS
     (nvcc adds them after its own arguments: a Makefile's older -arch gives way, with a warning),
@@ -183,7 +183,7 @@ def _make_build(name: str, text: str, folder: Path | None = None) -> tuple[str, 
     variables = _make_variables(text)
     rules = _rules(text, variables)
     target = _first_target(rules) or "app"
-    binary = _binary(text, target, folder)
+    binary = _binary(rules, variables, target, folder)
     copy = f"cp {binary or target} {{exe}}"
     notes = [f"{name}: building target {target!r}" + (f", whose recipe writes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
