@@ -84,44 +84,41 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     args = ap.parse_args()
     t0 = time.monotonic()
-    rows = []
-    if args.sequential:
-        return sequential_rows(args, t0)
-    for noise in ("lognormal", "outliers"):
-        for ratio in (1.0, 1.05):
-            for n in (5, 8, 12, 20):
-                rows.append(coverage(n, ratio, noise, args.experiments, seed=n))
-                r = rows[-1]
-                print(f"{noise:9} true {r['true_improvement']:+.0%} n={n:2}: coverage {r['coverage']:.1%}, "
-                      f"significant {r['called_significant']:.1%}, width {r['median_width']:.2%}", flush=True)
+    rows = sequential_rows(args.experiments) if args.sequential else coverage_rows(args.experiments)
     command = "python benchmarks/" + Path(sys.argv[0]).name + " " + " ".join(sys.argv[1:])
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "interval-coverage.json"
+    out = args.out / ("interval-sequential.json" if args.sequential else "interval-coverage.json")
     out.write_text(json.dumps({"command": command.strip(), "seconds": round(time.monotonic() - t0, 1),
                                "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")
     return 0
 
 
-def sequential_rows(args: argparse.Namespace, t0: float) -> int:
+def coverage_rows(experiments: int) -> list[dict]:
+    rows = []
+    for noise in ("lognormal", "outliers"):
+        for ratio in (1.0, 1.05):
+            for n in (5, 8, 12, 20):
+                rows.append(coverage(n, ratio, noise, experiments, seed=n))
+                r = rows[-1]
+                print(f"{noise:9} true {r['true_improvement']:+.0%} n={n:2}: coverage {r['coverage']:.1%}, "
+                      f"significant {r['called_significant']:.1%}, width {r['median_width']:.2%}", flush=True)
+    return rows
+
+
+def sequential_rows(experiments: int) -> list[dict]:
     # The spreads span the A/A runs' baseline CVs on the H200 (0.05% to 0.9%, extrema small's) and
     # beyond; 2% is bench_tracer_precision's precision, 4% the default evaluation.timing_precision.
     rows = []
     for precision in (0.02, 0.04):
         for cv in (0.002, 0.005, 0.009, 0.012, 0.02):
             for first, most in ((5, 5), (5, 20)):
-                rows.append(sequential(cv, precision, args.experiments, seed=int(cv * 1e4), first=first, most=most))
+                rows.append(sequential(cv, precision, experiments, seed=int(cv * 1e4), first=first, most=most))
                 r = rows[-1]
                 rule = "fixed 5" if r["fixed_pairs"] else "5..20"
                 print(f"precision {precision:.0%} cv {cv:.1%} {rule:7}: significant {r['called_significant']:.1%}, "
                       f"median pairs {r['median_pairs']:g}", flush=True)
-    command = "python benchmarks/" + Path(sys.argv[0]).name + " " + " ".join(sys.argv[1:])
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "interval-sequential.json"
-    out.write_text(json.dumps({"command": command.strip(), "seconds": round(time.monotonic() - t0, 1),
-                               "rows": rows}, indent=1) + "\n")
-    print(f"wrote {out}")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":
