@@ -19,6 +19,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
+from runner.base.nvcc_shim import build_environment  # noqa: E402
 from runner.base.processes import render  # noqa: E402
 
 
@@ -28,10 +29,13 @@ def survey(folder: Path, arch: str, bins: Path) -> dict:
                        text=True, cwd=BENCH.parent)
     if r.returncode != 0:
         return {"program": folder.name, "build": "", "init": r.stderr.strip().splitlines()[-1], "builds": None}
-    app = load_config(folder / "optimas.yml").config.app
+    config = load_config(folder / "optimas.yml").config
+    app = config.app
     t0 = time.monotonic()
+    # the environment Optimas builds in: app.env, and the nvcc that drops unsupported architectures
     built = subprocess.run(render(app.build, exe=bins / folder.name, arch=arch, lineinfo="-lineinfo"), cwd=folder,
-                           capture_output=True, text=True, timeout=900)
+                           capture_output=True, text=True, timeout=900,
+                           env=build_environment(app.env, config.profiling.nvcc))
     last = (built.stderr or built.stdout).strip().splitlines()[-1:] if built.returncode else []
     return {"program": folder.name, "build": app.build, "init": "", "builds": built.returncode == 0,
             "seconds": round(time.monotonic() - t0, 1), "error": last[0] if last else ""}

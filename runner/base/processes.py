@@ -125,6 +125,15 @@ def child_environment(declared: Mapping[str, str] | None = None, source: Mapping
     return env
 
 
+def cache_root() -> Path:
+    """Where Optimas keeps what it builds once per user and toolkit (the tracer, the nvcc shim):
+    OPTIMAS_CACHE_DIR, else $XDG_CACHE_HOME/optimas, else ~/.cache/optimas."""
+    if os.environ.get("OPTIMAS_CACHE_DIR"):
+        return Path(os.environ["OPTIMAS_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "optimas"
+
+
 @dataclass
 class CommandResult:
     argv: list[str]

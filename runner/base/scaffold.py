@@ -84,9 +84,9 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
             build = (f"sh -c 'cmake -S . -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release "
                      f"\"-DCMAKE_CUDA_FLAGS=-arch={{arch}} {{lineinfo}}\" >/dev/null && "
                      f"cmake --build {{exe}}.build --target {t} -j && cp {{exe}}.build/{t} {{exe}}'")
-            notes = [f"CMakeLists.txt: building target {t!r} (of {', '.join(targets)}); check that your "
-                     "CMAKE_CUDA_ARCHITECTURES does not override -arch, and that the binary lands at the top of "
-                     "the build folder"]
+            notes = [f"CMakeLists.txt: building target {t!r} (of {', '.join(targets)}); check that the binary "
+                     "lands at the top of the build folder. Architectures CMAKE_CUDA_ARCHITECTURES names are "
+                     "built beside -arch; Optimas's builds drop those this CUDA no longer compiles"]
             return "cmake", build, notes
     if (mk := _makefile(root)) is not None:
         return ("make", *_make_build(mk.name, mk.read_text(errors="replace"), root))
@@ -197,11 +197,11 @@ def _make_build(name: str, text: str, folder: Path) -> tuple[str, list[str]]:
         return sorted({int(v) for v in re.findall(pattern, compiled) if int(v) < OLDEST_SM})
 
     if old := older(r"(?:-arch|--gpu-architecture)[= ]\s*(?:sm|compute)_(\d+)"):
-        notes.append(f"{name}: its nvcc flags ask for sm_{old[0]}, which CUDA 13 no longer builds; the -arch the "
-                     "build appends takes its place (nvcc warns of the redefinition)")
+        notes.append(f"{name}: its nvcc flags ask for sm_{old[0]}, which CUDA 13 no longer builds; Optimas's "
+                     "builds drop that option (the build log says so) and the -arch they append decides")
     if old := older(r"(?:-gencode|--generate-code)[= ]\s*arch=compute_(\d+)"):
-        notes.append(f"{name}: its nvcc flags generate code for compute_{old[0]}, which CUDA 13 refuses and an "
-                     "appended -arch does not replace: remove that -gencode")
+        notes.append(f"{name}: its nvcc flags generate code for compute_{old[0]}, which CUDA 13 refuses; Optimas's "
+                     "builds drop that -gencode (the build log says so), a build by hand needs it removed")
     notes.append(f"{name}: every nvcc the build runs gets -arch={{arch}} {{lineinfo}} through NVCC_APPEND_FLAGS")
     override = ""
     if calls:

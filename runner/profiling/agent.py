@@ -30,6 +30,7 @@ from runner.base.config import Config, LoadedConfig
 from runner.base.cuda_source import defined_kernels, kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
+from runner.base.nvcc_shim import build_environment
 from runner.base.processes import (
     CommandResult,
     child_environment,
@@ -114,11 +115,13 @@ class ProfilingAgent:
                                  f"app.configurations {app.configurations}")
 
     def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False,
-              env: dict[str, str] | None = None) -> CommandResult:
+              env: dict[str, str] | None = None, build: bool = False) -> CommandResult:
         log = self.dir / "logs" / f"{name}.log"
         self.progress(f"{what}: {shlex.join(argv)}")
-        result = run_command(argv, self.workdir, timeout_s, log, self.progress, what,
-                             child_environment({**self.cfg.app.env, **(env or {})}))
+        declared = {**self.cfg.app.env, **(env or {})}
+        environment = (build_environment(declared, self.cfg.profiling.nvcc) if build
+                       else child_environment(declared))
+        result = run_command(argv, self.workdir, timeout_s, log, self.progress, what, environment)
         self._record(result.manifest_entry(name, self.workdir, self.run.path))
         if ncu:
             check_ncu_output(result, log, what)
@@ -179,7 +182,7 @@ class ProfilingAgent:
         # from there when it profiles.
         argv = render(app.build, exe=exe_prof, arch=self.gpu.arch, lineinfo="-lineinfo", config=self.configuration,
                       seed=app.seeds[0], scale=1, out="")
-        self._exec(argv, "build-profiling", app.timeout_s, "build-profiling")
+        self._exec(argv, "build-profiling", app.timeout_s, "build-profiling", build=True)
 
         # 1. every launch's duration: one run under the tracer, or ncu's timing pass (a replay per launch)
         mangled: dict[str, str] = {}  # the tracer's kernel names -> their mangled names, for ncu's -k

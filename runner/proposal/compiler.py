@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
-from runner.base.processes import child_environment, render, run_process
+from runner.base.nvcc_shim import build_environment
+from runner.base.processes import render, run_process
 
 
 class KernelResources(BaseModel):
@@ -97,7 +98,8 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         if verbose and is_nvcc:
             argv += ["-Xptxas", "-v"]
         limit = timeout_s or app.timeout_s
-        r = run_process(argv, workdir, limit, env=child_environment(app.env), what="the build (app.build)")
+        r = run_process(argv, workdir, limit, env=build_environment(app.env, lc.config.profiling.nvcc),
+                        what="the build (app.build)")
         if r.timed_out:
             return CompileResult(ok=False, command=argv,
                                  output=f"the build timed out after {limit:g} s and was killed")

@@ -24,6 +24,7 @@ from runner.analysis.sources import resolver, stale_sources
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.gpu import target_arch
+from runner.base.nvcc_shim import SHIM_VERSION
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
@@ -107,12 +108,16 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
 
 def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str) -> str:
     """What a build depends on: every file of the workspace copy, the build command, the
-    architecture, the declared environment and the compiler (its path, size and time)."""
+    architecture, the declared environment, the command's first word and nvcc (each one's path,
+    size and time: a make or sh build runs nvcc unnamed) and the nvcc shim's version."""
     h = hashlib.sha256()
-    compiler = shutil.which(build_compiler(lc) or "") or ""
-    stat = os.stat(compiler) if compiler else None
-    h.update(json.dumps([lc.config.app.build, arch, str(workdir), sorted(lc.config.app.env.items()), compiler,
-                         stat.st_size if stat else None, stat.st_mtime_ns if stat else None]).encode())
+    tools = []
+    for name in (build_compiler(lc) or "", lc.config.profiling.nvcc):
+        path = shutil.which(name) or ""
+        stat = os.stat(path) if path else None
+        tools += [path, stat.st_size if stat else None, stat.st_mtime_ns if stat else None]
+    h.update(json.dumps([lc.config.app.build, arch, str(workdir), sorted(lc.config.app.env.items()), *tools,
+                         SHIM_VERSION]).encode())
     for path in sorted(p for p in tree.rglob("*") if p.is_file()):
         h.update(str(path.relative_to(tree)).encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.base.errors import OptimasError
-from runner.base.processes import child_environment, run_process
+from runner.base.processes import cache_root, child_environment, run_process
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +73,6 @@ def _probe(path: Path, size: int, mtime_ns: int) -> Toolkit:
         raise TracerError(f"CUPTI not found in the toolkit at {root} ({missing} is in none of extras/CUPTI, "
                           "include, lib64, lib): install the toolkit's CUPTI (cuda-cupti) package")
     return Toolkit(nvcc=path, release=m.group(1), cupti_include=include, cupti_lib=lib)
-
-
-def cache_root() -> Path:
-    """OPTIMAS_CACHE_DIR, else $XDG_CACHE_HOME/optimas, else ~/.cache/optimas."""
-    if os.environ.get("OPTIMAS_CACHE_DIR"):
-        return Path(os.environ["OPTIMAS_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "optimas"
 
 
 def tracer_library(nvcc: str = "nvcc", cache: Path | None = None) -> Path:

@@ -1,0 +1,177 @@
+"""An `nvcc` placed first on the PATH of every build Optimas runs: it drops the GPU architecture
+options this toolkit no longer compiles for, then runs the real nvcc with everything else as given.
+
+Third-party Makefiles and CMake projects often name old architectures (`-gencode
+arch=compute_35,code=sm_35`, `--gpu-code=compute_20`, `set(CMAKE_CUDA_ARCHITECTURES 60)`). nvcc
+stops at the first one it does not support ("Unsupported gpu architecture"), and NVCC_APPEND_FLAGS
+cannot take an option back, only add one. The build's own `-arch={arch}` (in the command init
+writes, through NVCC_APPEND_FLAGS or CMAKE_CUDA_FLAGS) then decides the architecture. Options
+naming an architecture this nvcc supports are left alone, so `-arch=sm_90a` keeps its features.
+Each option dropped is said on stderr, into the build's log.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from runner.base.processes import cache_root, child_environment, run_process
+
+SHIM_VERSION = "1"
+_ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
+# Single-value options (-arch X, -arch=X, --gpu-architecture ...), list options (-code a,b) and
+# -gencode's "arch=...,code=..." pairs.
+_ARCH = ("-arch", "--gpu-architecture")
+_CODE = ("-code", "--gpu-code")
+_GENCODE = ("-gencode", "--generate-code")
+
+
+def _base(value: str) -> str:
+    """compute_90a -> compute_90, sm_100f -> sm_100, lto_90 -> sm_90: the name nvcc lists."""
+    value = value.strip().strip('"').strip("'")
+    m = re.fullmatch(r"(compute|sm|lto)_(\d+)[a-z]?", value)
+    if not m:
+        return value
+    return f"{'compute' if m.group(1) == 'compute' else 'sm'}_{m.group(2)}"
+
+
+def is_supported(value: str, supported: frozenset[str]) -> bool:
+    """Whether nvcc compiles for `value`; names that are not an architecture number (native, all,
+    all-major) are nvcc's to judge and count as supported."""
+    base = _base(value)
+    return base in supported if re.fullmatch(r"(compute|sm)_\d+", base) else True
+
+
+def _split_list(value: str) -> list[str]:
+    return [v for v in re.split(r"[,\[\]\"' ]+", value) if v]
+
+
+def _gencode_keep(value: str, supported: frozenset[str]) -> str | None:
+    """A -gencode value with its unsupported codes taken out; None when nothing of it stays."""
+    m = re.fullmatch(r"""\s*["']?arch=([^,]+),\s*code=(.+?)["']?\s*""", value)
+    if not m:
+        return value  # a form this shim does not know: nvcc judges it
+    arch, codes = m.group(1).strip("\"'"), _split_list(m.group(2))
+    if not is_supported(arch, supported):
+        return None
+    kept = [c for c in codes if is_supported(c, supported)]
+    if not kept:
+        return None
+    if kept == codes:
+        return value
+    return f"arch={arch},code=[{','.join(kept)}]"
+
+
+def filter_architectures(args: list[str], supported: frozenset[str]) -> tuple[list[str], list[str]]:
+    """nvcc's arguments without the architecture options `supported` lacks: (kept arguments, the
+    options dropped as the user wrote them)."""
+    out: list[str] = []
+    dropped: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, inline = arg.partition("=")
+        if name in _ARCH + _CODE + _GENCODE:
+            if eq:
+                value, words = inline, [arg]
+            elif i + 1 < len(args):
+                value, words = args[i + 1], [arg, args[i + 1]]
+            else:
+                out.append(arg)
+                break
+            i += len(words)
+            if name in _ARCH:
+                keep = value if is_supported(value, supported) else None
+            elif name in _CODE:
+                codes = _split_list(value)
+                kept = [c for c in codes if is_supported(c, supported)]
+                keep = None if not kept else value if kept == codes else ",".join(kept)
+            else:
+                keep = _gencode_keep(value, supported)
+            if keep is None:
+                dropped.append(" ".join(words))
+            elif keep == value:
+                out.extend(words)
+            else:
+                dropped.append(" ".join(words))
+                out.append(f"{name}={keep}")
+            continue
+        out.append(arg)
+        i += 1
+    return out, dropped
+
+
+@functools.lru_cache(maxsize=8)
+def _supported(nvcc: str, size: int, mtime_ns: int) -> frozenset[str]:
+    names: set[str] = set()
+    for flag in ("--list-gpu-arch", "--list-gpu-code"):
+        r = run_process([nvcc, flag], Path(nvcc).parent, 60, env=child_environment(), what=f"{nvcc} {flag}")
+        if r.returncode != 0:
+            return frozenset()
+        names.update(w for w in r.output.split() if re.fullmatch(r"(compute|sm)_\d+", w))
+    return frozenset(names)
+
+
+def supported_architectures(nvcc: Path) -> frozenset[str]:
+    """The virtual and real architectures `nvcc` lists (compute_75 ... sm_121); empty when it cannot
+    say (an nvcc older than --list-gpu-arch), and then the shim drops nothing."""
+    stat = nvcc.stat()
+    return _supported(str(nvcc), stat.st_size, stat.st_mtime_ns)
+
+
+def shim_folder(nvcc: str, cache: Path) -> Path | None:
+    """A folder holding an `nvcc` that filters architectures and runs the real `nvcc` (from PATH or
+    a path), written once under `cache`; None when there is no nvcc, or it lists nothing."""
+    found = shutil.which(nvcc)
+    if not found:
+        return None
+    real = Path(found).resolve()
+    supported = supported_architectures(real)
+    if not supported:
+        return None
+    key = hashlib.sha256("\0".join([SHIM_VERSION, str(real), sys.executable, str(_ROOT),
+                                    *sorted(supported)]).encode()).hexdigest()[:16]
+    folder = cache / "nvcc-shim" / key
+    target = folder / "nvcc"
+    if target.is_file():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    part = folder / f"nvcc.{os.getpid()}"
+    part.write_text(
+        f"#!{sys.executable} -IS\n"
+        "# Written by Optimas (runner/base/nvcc_shim.py): drops GPU architectures this nvcc does not\n"
+        "# support, then runs it. -IS: the standard library only, whatever the build's environment.\n"
+        "import sys\n"
+        f"sys.path.insert(0, {str(_ROOT)!r})\n"
+        "from runner.base.nvcc_shim import run_shim\n"
+        f"run_shim({str(real)!r}, {sorted(supported)!r})\n")
+    part.chmod(0o755)
+    part.replace(target)  # whole or absent, with builds in parallel
+    return folder
+
+
+def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", cache: Path | None = None
+                      ) -> dict[str, str]:
+    """The environment of a build command: child_environment(declared) with the shim's folder first
+    on PATH (when there is an nvcc to wrap)."""
+    env = child_environment(declared)
+    folder = shim_folder(nvcc, cache or cache_root())
+    if folder is not None:
+        env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', os.defpath)}"
+    return env
+
+
+def run_shim(real: str, supported: list[str]) -> None:
+    """The shim's body: filter this process's arguments and replace it with the real nvcc."""
+    args, dropped = filter_architectures(sys.argv[1:], frozenset(supported))
+    for option in dropped:
+        sys.stderr.write(f"optimas: dropped `{option}`: this nvcc ({real}) does not compile for that "
+                         "architecture; the build's -arch decides\n")
+    sys.stderr.flush()
+    os.execv(real, [real, *args])

@@ -1,0 +1,82 @@
+"""The nvcc every build runs first (runner.base.nvcc_shim): third-party build files that name GPU
+architectures CUDA no longer compiles for still build, for the architecture Optimas asks."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.base.config import load_config
+from runner.base.nvcc_shim import build_environment, filter_architectures
+from runner.base.processes import child_environment
+from runner.proposal.compiler import build
+
+SUPPORTED = frozenset({"compute_75", "compute_80", "compute_90", "compute_100", "sm_75", "sm_80", "sm_90", "sm_100"})
+
+
+@pytest.mark.parametrize("args, kept, dropped", [
+    (["-O2", "-gencode", "arch=compute_35,code=sm_35", "-c", "a.cu"], ["-O2", "-c", "a.cu"],
+     ["-gencode arch=compute_35,code=sm_35"]),
+    (["--generate-code=arch=compute_60,code=[compute_60,sm_60]"], [],
+     ["--generate-code=arch=compute_60,code=[compute_60,sm_60]"]),
+    (['-gencode=arch=compute_90,code="sm_90,compute_90"'], ['-gencode=arch=compute_90,code="sm_90,compute_90"'], []),
+    (["-gencode", "arch=compute_80,code=[sm_70,sm_80]"], ["-gencode=arch=compute_80,code=[sm_80]"],
+     ["-gencode arch=compute_80,code=[sm_70,sm_80]"]),
+    (["--gpu-architecture=compute_20", "--gpu-code=compute_20", "x.cu"], ["x.cu"],
+     ["--gpu-architecture=compute_20", "--gpu-code=compute_20"]),
+    (["-arch", "sm_35", "-o", "app"], ["-o", "app"], ["-arch sm_35"]),
+    (["-arch=sm_90a", "-arch=native", "-gencode", "arch=compute_100f,code=sm_100f", "-code=lto_90"],
+     ["-arch=sm_90a", "-arch=native", "-gencode", "arch=compute_100f,code=sm_100f", "-code=lto_90"], []),
+    (["-code=sm_50,sm_90"], ["-code=sm_90"], ["-code=sm_50,sm_90"]),
+    (["-Xcompiler", "-march=native", "-arch"], ["-Xcompiler", "-march=native", "-arch"], []),
+])
+def test_only_architecture_options_this_nvcc_lacks_are_dropped(args, kept, dropped):
+    assert filter_architectures(args, SUPPORTED) == (kept, dropped)
+
+
+OLD_ARCH_MAKEFILE = ("NVCC = /opt/cuda-9/bin/nvcc\nFLAGS = -O2 -gencode arch=compute_35,code=sm_35 "
+                     "--gpu-architecture=compute_20 --gpu-code=compute_20\n\n"
+                     "app: k.cu\n\t$(NVCC) $(FLAGS) k.cu -o app\n")
+KERNEL = "__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\nint main() { return 0; }\n"
+
+
+def project(root: Path, build_file: str, text: str, build: str) -> Path:
+    root.mkdir()
+    (root / "k.cu").write_text(KERNEL)
+    (root / build_file).write_text(text)
+    (root / "optimas.yml").write_text(yaml.safe_dump({"app": {"sources": ["k.cu"], "build": build}}))
+    return root
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_a_makefile_that_asks_for_architectures_cuda_dropped_builds_for_the_one_asked(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    root = project(tmp_path / "p", "Makefile", OLD_ARCH_MAKEFILE,
+                   "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app NVCC=nvcc && cp app {exe}'")
+    plain = subprocess.run(["sh", "-c", "NVCC_APPEND_FLAGS=-arch=sm_90 make -B app NVCC=nvcc"], cwd=root,
+                           capture_output=True, text=True, env=child_environment())
+    assert plain.returncode != 0 and "nvcc fatal" in plain.stderr  # what the shim is for
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert result.ok, result.output
+    assert (tmp_path / "app").is_file()
+    assert "optimas: dropped `-gencode arch=compute_35,code=sm_35`" in result.output
+    assert "dropped `--gpu-architecture=compute_20`" in result.output
+    assert "dropped `--gpu-code=compute_20`" in result.output
+    assert build_environment(None)["PATH"].split(":")[0] == str(next((tmp_path / "cache" / "nvcc-shim").iterdir()))
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("cmake")), reason="nvcc and cmake not installed")
+def test_a_cmake_project_with_old_cuda_architectures_builds(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    cm = ("cmake_minimum_required(VERSION 3.18)\nproject(s LANGUAGES CXX CUDA)\n"
+          "set(CMAKE_CUDA_ARCHITECTURES 35 60)\nadd_executable(k_app k.cu)\n")
+    written = ("sh -c 'cmake -S . -B {exe}.build -DCMAKE_BUILD_TYPE=Release \"-DCMAKE_CUDA_FLAGS=-arch={arch} "
+               "{lineinfo}\" >/dev/null && cmake --build {exe}.build --target k_app -j && cp {exe}.build/k_app {exe}'")
+    root = project(tmp_path / "p", "CMakeLists.txt", cm, written)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert result.ok, result.output
+    assert "dropped `--generate-code=arch=compute_35,code=[compute_35,sm_35]`" in result.output
