@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from test_readers import ACCURACY, MATMUL, TRIAD
 
-from runner.analysis.hot import select_hot_kernels
+from runner.analysis.hot import select_hot_kernels, widen_to_editable
 from runner.analysis.roofline import aggregate_launches, roofline
 from runner.base.errors import AnalysisError
 from runner.profiling.readers import NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader
@@ -59,6 +59,18 @@ def test_all_zero_time_is_an_error():
 def test_no_durations_is_an_error():
     with pytest.raises(AnalysisError, match="no kernel durations"):
         select_hot_kernels(launches(("a", float("nan"))), 0.8)
+
+
+def test_when_no_hot_kernel_is_editable_the_hottest_editable_ones_become_hot_too():
+    """A library kernel takes 85% of the time: the app's own kernels covering 0.8 of their own time
+    are hot too (a 10, b 4 of 15), the library's stays hot for its share; else nothing changes."""
+    ks = select_hot_kernels(launches(("lib", 85), ("a", 10), ("b", 4), ("c", 1)), 0.8)
+    widened = widen_to_editable(ks, {"a", "b", "c"}, 0.8)
+    assert [k.kernel for k in widened if k.hot] == ["lib", "a", "b"]
+    assert [k.hot for k in ks] == [True, False, False, False]  # the input is not changed
+    assert widen_to_editable(ks, {"lib", "c"}, 0.8) == ks  # a hot kernel is editable already
+    assert widen_to_editable(ks, set(), 0.8) == ks  # nothing to edit: the prompt stage says so
+    assert [k.kernel for k in widen_to_editable(ks, {"c"}, 0.8) if k.hot] == ["lib", "c"]
 
 
 def test_hot_kernels_on_h200_capture(h200: Path):

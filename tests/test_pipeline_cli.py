@@ -63,6 +63,23 @@ def test_missing_source_data_is_a_note_not_a_failure(h200: Path):
     assert any("no counter runs" in n for n in d.notes)
 
 
+def test_a_kernel_the_sources_define_is_analysed_and_prompted_when_a_library_one_takes_the_time(h200: Path):
+    """matmul (87.5% of the time) stands for a library's kernel: the sources define only triad, so
+    triad gets evidence of its own and the prompt, which names matmul with its share."""
+    from runner.proposal.prompt import build_prompt
+
+    p = read_profiles(raw=[h200 / "probe_full_raw_base.csv"], source=[h200 / "probe_full_source_cuda_sass.csv"])
+    triad = next(k for k in p.kernels() if k.startswith("triad"))
+    d = diagnose(p, AnalysisConfig(), editable=[triad])
+    assert [k.kernel.split("(")[0] for k in d.hot_kernels] == ["matmul", "triad"]
+    assert {e.kernel for e in d.evidence if e.kind == "roofline"} == {k.kernel for k in d.hot_kernels}
+    assert [k.kernel for k in diagnose(p, AnalysisConfig()).hot_kernels] == [d.hot_kernels[0].kernel]
+    source = "__global__ void triad(float* a, const float* b, const float* c, float s, int n) {}\n"
+    prompt = build_prompt("probe", d, {"k.cu": source})
+    assert prompt.hot_kernels == [triad]
+    assert "Also hot, but defined outside the sources shown" in prompt.user and "matmul" in prompt.user
+
+
 # ---------------------------------------------------------------- run store
 
 def test_runs_are_unique_and_manifest_hashes_inputs(tmp_path: Path, h200: Path):

@@ -8,13 +8,14 @@ then findings by weight) so the same profile always yields the same ids.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Collection
 from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, Field
 
 from runner.analysis.counters import CounterSelection, select_counters
-from runner.analysis.hot import KernelTime, in_profile_spelling, select_hot_kernels
+from runner.analysis.hot import KernelTime, in_profile_spelling, select_hot_kernels, widen_to_editable
 from runner.analysis.launch import LaunchConfig, launch_config, launch_text
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
 from runner.analysis.sources import SourceDigest, source_digests
@@ -104,16 +105,19 @@ def _gpu_info(profile: Profile, rooflines: list[Roofline], metrics: pd.DataFrame
 
 def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None = None,
              descriptions: dict[str, str] | None = None, timing: pd.DataFrame | None = None,
-             only: list[str] = ()) -> Diagnostics:
+             only: list[str] = (), editable: Collection[str] | None = None) -> Diagnostics:
     """Hot kernels, then roofline, stalls and counters for them, as numbered evidence.
 
     Hot kernels come from `timing` (launches of a timing pass over every launch) when given, else
     from the profile's own launches. `only` restricts them to the named kernels (function names or
-    full signatures).
+    full signatures). `editable` names the kernels the app's sources define: when no hot kernel is
+    one of them, the hottest of them are hot too (widen_to_editable).
     """
     if timing is not None:
         timing = in_profile_spelling(timing, profile.launches)
     kernels = select_hot_kernels(timing if timing is not None else profile.launches, cfg.alpha)
+    if editable and not only:
+        kernels = widen_to_editable(kernels, editable, cfg.alpha)
     if only:
         wanted = set(only)
         for k in kernels:

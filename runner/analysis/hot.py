@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 import pandas as pd
 from pydantic import BaseModel
@@ -68,6 +69,26 @@ def select_hot_kernels(launches: pd.DataFrame, alpha: float) -> list[KernelTime]
         out.append(KernelTime(kernel=row.kernel, total_ns=float(row.total_ns), launches=int(row.launches),
                               share=share, cumulative_share=min(cumulative, 1.0), hot=hot,
                               mangled=row.mangled if isinstance(row.mangled, str) and row.mangled else None))
+    return out
+
+
+def widen_to_editable(kernels: list[KernelTime], editable: Collection[str], alpha: float) -> list[KernelTime]:
+    """The ranked kernels with, when no hot kernel is `editable` (defined in the app's sources; the
+    others are a library's or generated code), also hot the smallest prefix of the editable ones
+    that covers `alpha` of their own time: there is then code an edit can act on. The library's
+    kernels stay hot, so that their share is known. Unchanged when a hot kernel is editable or
+    none is. Returns copies."""
+    out = [k.model_copy() for k in kernels]
+    if any(k.hot and k.kernel in editable for k in out):
+        return out
+    own = [k for k in out if k.kernel in editable and k.total_ns > 0]
+    total = sum(k.total_ns for k in own)
+    cumulative = 0.0
+    for k in own:
+        k.hot = True
+        cumulative += k.total_ns / total
+        if cumulative + _EPS >= alpha:
+            break
     return out
 
 

@@ -6,17 +6,22 @@ bad input stops a run before anything is written.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from runner.analysis.counters import load_metric_dictionary
 from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
 from runner.base.config import PROFILE_ROLES, LoadedConfig
+from runner.base.cuda_source import defined_kernels
+from runner.base.errors import OptimasError
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
+from runner.base.workspace import read_context
 from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles, read_timing
 
 PROGRESS = progress_for("analysis")
+log = logging.getLogger(__name__)
 
 def _size(p: Path) -> str:
     n = p.stat().st_size
@@ -53,7 +58,20 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress 
         progress(f"reading {len(inputs['timing'])} timing export(s)")
         timing = read_timing(inputs["timing"]).launches
     progress(f"analysing {len(profile.launches)} launches of {len(profile.kernels())} kernels")
-    return diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels)
+    # both spellings: diagnose names the timing's kernels as the profile does where it can
+    launched = sorted(set(profile.kernels()) | (set(timing["kernel"]) if timing is not None else set()))
+    return diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels,
+                    editable=_defined(lc, launched))
+
+
+def _defined(lc: LoadedConfig, kernels: list[str]) -> list[str]:
+    """The kernels the app's sources define; none when there are no sources to read (an analysis of
+    recorded profiles alone: the proposal stage says what is missing)."""
+    try:
+        return defined_kernels(kernels, read_context(lc)) if lc.config.app.sources else []
+    except OptimasError as e:
+        log.info("the kernels the sources define are not known: %s", e)
+        return []
 
 
 def record_config(run: Run, lc: LoadedConfig, diag: Diagnostics) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from runner.analysis.hot import select_hot_kernels, spelled_as
+from runner.analysis.hot import KernelTime, select_hot_kernels, spelled_as, widen_to_editable
 from runner.base.config import Config, LoadedConfig
 from runner.base.cuda_source import defined_kernels, kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
@@ -205,6 +205,8 @@ class ProfilingAgent:
         hot = [k.kernel for k in kernels if k.hot]
         if app.kernels:
             hot = restrict_to_configured([k.kernel for k in kernels], app.kernels)
+        else:
+            hot = self._with_editable(kernels, hot)
         self.progress(f"hot kernels: {', '.join(hot)}")
 
         # 2. targeted collection: one ncu run for all hot kernels, then one per kernel it missed
@@ -275,6 +277,19 @@ class ProfilingAgent:
                             inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
                                     for role, paths in inputs.items()})
         return inputs
+
+    def _with_editable(self, kernels: list[KernelTime], hot: list[str]) -> list[str]:
+        """The hot kernels, and when the sources define none of them (a library's kernels take the
+        time), the hottest kernels the sources do define: the analysis widens the same way."""
+        defined = defined_kernels([k.kernel for k in kernels], read_context(self.lc))
+        widened = [k.kernel for k in widen_to_editable(kernels, defined, self.cfg.analysis.alpha) if k.hot]
+        added = [k for k in widened if k not in hot]
+        if added:
+            share = sum(k.share for k in kernels if k.kernel in added)
+            self.progress(f"none of the hot kernels is defined in the sources ({', '.join(map(short_kernel_name, hot))}"
+                          f"); also profiling the hottest ones that are: {', '.join(map(short_kernel_name, added))} "
+                          f"({share:.1%} of kernel time, the most an edit of them can save)")
+        return widened
 
     def _timing_build(self, exe: Path) -> None:
         """The app without line info, for the traced run, through the run's build cache."""
