@@ -357,8 +357,8 @@ def test_a_candidate_that_only_rounded_otherwise_is_told_why_that_happens():
 
     def case(values: np.ndarray, status: str = "mismatch") -> CaseResult:
         what = "GPU result 1 (cudaMemcpy, 256 bytes) differs from the baseline's"
-        return CaseResult(configuration="small", seed=1, status=status,
-                          detail=what + first_difference(values.tobytes(), base.tobytes(), "float32"))
+        where, max_ulps = first_difference(values.tobytes(), base.tobytes(), "float32")
+        return CaseResult(configuration="small", seed=1, status=status, detail=what + where, max_ulps=max_ulps)
 
     def note(*cases: CaseResult) -> str:
         result = EvaluationResult(verdict="invalid", validation=Validation(passed=False, cases=list(cases)))
@@ -372,8 +372,8 @@ def test_a_candidate_that_only_rounded_otherwise_is_told_why_that_happens():
     counts = np.arange(64, dtype=np.int32)
     miscounted = counts.copy()
     miscounted[7] += 1  # a count off by one, read as float32: "1 ulp" between two subnormals
-    detail = first_difference(miscounted.tobytes(), counts.tobytes(), "float32")
-    assert detail.endswith("by 1 to 1 ulps (all subnormal: probably not float32 data)")
+    detail, max_ulps = first_difference(miscounted.tobytes(), counts.tobytes(), "float32")
+    assert detail.endswith("by 1 to 1 ulps (all subnormal: probably not float32 data)") and max_ulps is None
     off_by_one = CaseResult(configuration="small", seed=1, status="mismatch", detail="GPU result 1 differs" + detail)
     assert "rounded otherwise" not in note(off_by_one)
     assert "rounded otherwise" not in note(case(rounded), case(base, "nondeterministic"))

@@ -161,30 +161,31 @@ def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
     close[7] = np.nextafter(close[7], np.float32(2))
     base = [_process(tmp_path, "base", [a, a[:10]])]
     spec = GpuResultsSpec()
-    assert compare_results([_process(tmp_path, "same", [a, a[:10]])], base, spec, "bitwise") == (True, "")
+    assert compare_results([_process(tmp_path, "same", [a, a[:10]])], base, spec, "bitwise") == (True, "", None)
     near = [_process(tmp_path, "near", [close, a[:10]])]
     assert compare_results(near, base, spec, "bitwise") == (
         False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's, from byte 28: read as float32, "
-        f"value 7 is {close[7]!s} where the baseline has {a[7]!s}; 1 of 100 values differ, by 1 to 1 ulps")
+        f"value 7 is {close[7]!s} where the baseline has {a[7]!s}; 1 of 100 values differ, by 1 to 1 ulps", 1)
     assert compare_results([_process(tmp_path, "near-unkept", [close, a[:10]], kept=False)], base, spec,
                            "bitwise") == (False, "GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's "
-                                          "(none of its bytes were kept to say where)")
+                                          "(none of its bytes were kept to say where)", None)
     wrong = a.copy()
     wrong[50:] = 0
-    ok, why = compare_results([_process(tmp_path, "wrong", [wrong, a[:10]])], base, spec, "bitwise")
+    ok, why, max_ulps = compare_results([_process(tmp_path, "wrong", [wrong, a[:10]])], base, spec, "bitwise")
+    assert max_ulps is not None and max_ulps > 1_000_000  # 0.0 for 0.5: not rounding
     assert why.startswith("GPU result 1 (cudaMemcpy, 400 bytes) differs from the baseline's, from byte 200: read as "
                           "float32, value 50 is 0.0 where the baseline has 0.5050505; 50 of "
                           "100 values differ, by ")
-    assert compare_results(near, base, GpuResultsSpec(compare="tolerance", ulps=1), "tolerance") == (True, "")
-    ok, why = compare_results(near, base, GpuResultsSpec(compare="tolerance", rtol=1e-9), "tolerance")
+    assert compare_results(near, base, GpuResultsSpec(compare="tolerance", ulps=1), "tolerance") == (True, "", None)
+    ok, why, _ = compare_results(near, base, GpuResultsSpec(compare="tolerance", rtol=1e-9), "tolerance")
     assert not ok and why.startswith("GPU result 1 (cudaMemcpy, 400 bytes): section 0, value 7")
     unkept = [_process(tmp_path, "unkept", [close, a[:10]], kept=False)]
-    ok, why = compare_results(unkept, base, GpuResultsSpec(compare="tolerance", ulps=1), "tolerance")
+    ok, why, _ = compare_results(unkept, base, GpuResultsSpec(compare="tolerance", ulps=1), "tolerance")
     assert not ok and "only 0 of its bytes were kept" in why
     assert compare_results([_process(tmp_path, "short", [a])], base, spec, "bitwise") == (
-        False, "1 results read back from the GPU where the baseline reads 2")
+        False, "1 results read back from the GPU where the baseline reads 2", None)
     assert compare_results([_process(tmp_path, "size", [a, a[:11]])], base, spec, "bitwise") == (
-        False, "GPU result 2 (cudaMemcpy) has 44 bytes where the baseline's has 40")
+        False, "GPU result 2 (cudaMemcpy) has 44 bytes where the baseline's has 40", None)
 
 
 def test_timer_and_gpu_results_defaults_follow_the_config(tmp_path: Path):

@@ -18,7 +18,7 @@ import shlex
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -54,13 +54,24 @@ class CaseResult(BaseModel):
     status: Literal["pass", "mismatch", "nondeterministic", "missing-output", "failed", "timeout", "baseline-failed"]
     detail: str = ""
     modes: list[str] = Field(default_factory=list)  # comparison mode per output
+    # A GPU result's mismatch read as floating-point values: the largest distance in ulps of a
+    # differing value from the baseline's (None: not read so, or not floating-point data).
+    max_ulps: int | None = None
 
 
 # A mismatch whose values all lie within this many ulps of the baseline's reads as the same
 # computation rounded otherwise (a reordered sum, a multiply-add fused or no longer fused), not as
-# a wrong result; first_difference's description ends with the range, which is read back here.
+# a wrong result.
 ROUNDING_ULPS = 1024
-_ULP_RANGE = re.compile(r"values differ, by (\d+) to (\d+) ulps$")
+
+
+class Difference(NamedTuple):
+    """How two results compare: equal enough, why not, and the largest ulp distance of a differing
+    value when their bytes read as floating-point values differ (None otherwise)."""
+
+    ok: bool
+    why: str = ""
+    max_ulps: int | None = None
 
 
 class Validation(BaseModel):
@@ -71,13 +82,9 @@ class Validation(BaseModel):
         """The largest ulp distance when every failed case is a mismatch of at most ROUNDING_ULPS
         (None when any failed otherwise, by more, or without that description)."""
         bad = [c for c in self.cases if c.status != "pass"]
-        worst = 0
-        for c in bad:
-            m = _ULP_RANGE.search(c.detail) if c.status == "mismatch" else None
-            if m is None or int(m.group(2)) > ROUNDING_ULPS:
-                return None
-            worst = max(worst, int(m.group(2)))
-        return worst if bad else None
+        if not bad or any(c.status != "mismatch" or c.max_ulps is None or c.max_ulps > ROUNDING_ULPS for c in bad):
+            return None
+        return max(c.max_ulps for c in bad if c.max_ulps is not None)
 
     def summary(self) -> str:
         bad = [c for c in self.cases if c.status != "pass"]
@@ -260,59 +267,63 @@ def _first_differing_byte(a: bytes, b: bytes) -> int | None:
     return int(at[0]) if at.size else None
 
 
-def first_difference(candidate: bytes, baseline: bytes, dtype: str, other: str = "the baseline") -> str:
-    """Where two results' kept bytes first differ and, read as `dtype`, by how much: a rounding
-    difference in the last bits reads otherwise than a wrong value."""
+def first_difference(candidate: bytes, baseline: bytes, dtype: str, other: str = "the baseline"
+                     ) -> tuple[str, int | None]:
+    """Where two results' kept bytes first differ and, read as `dtype`, by how much (a rounding
+    difference in the last bits reads otherwise than a wrong value): the words, and the largest
+    ulp distance when the differing values are floating-point data (None when not, or unknown)."""
     n = min(len(candidate), len(baseline))
     if n == 0:
-        return " (none of its bytes were kept to say where)"
+        return " (none of its bytes were kept to say where)", None
     first = _first_differing_byte(candidate, baseline)
     if first is None:
-        return f" (not in its first {n} bytes, the part kept)"
+        return f" (not in its first {n} bytes, the part kept)", None
     size = np.dtype(dtype).itemsize
     m = n // size * size
     if first >= m:
-        return f", from byte {first}"
+        return f", from byte {first}", None
     cv, bv = np.frombuffer(candidate[:m], dtype), np.frombuffer(baseline[:m], dtype)
     ints = {4: np.uint32, 8: np.uint64}[size]
     differ = cv.view(ints) != bv.view(ints)
     ulps = _ulp_distance(cv[differ], bv[differ])
     k = first // size
     # Integers read as floats are subnormal (up to 2**23 for float32): their "ulps" are a count's
-    # difference, not rounding; said so, and then not read back as rounding (Validation.rounding_only).
+    # difference, not rounding; said so, and then no ulp distance is given.
     tiny = np.finfo(dtype).tiny
     integral = bool(np.all(np.abs(cv[differ]) < tiny) and np.all(np.abs(bv[differ]) < tiny))
-    return (f", from byte {first}: read as {dtype}, value {k} is {cv[k]!s} where {other} has {bv[k]!s}; "
+    text = (f", from byte {first}: read as {dtype}, value {k} is {cv[k]!s} where {other} has {bv[k]!s}; "
             f"{int(differ.sum())} of {len(cv)} values differ, by {int(ulps.min())} to {int(ulps.max())} ulps"
             + (f" (all subnormal: probably not {dtype} data)" if integral else ""))
+    return text, None if integral else int(ulps.max())
 
 
 def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spec: GpuResultsSpec,
-                    mode: Literal["bitwise", "tolerance"], other: str = "the baseline") -> tuple[bool, str]:
-    """(equal enough, why not) for two runs' device-to-host results, in program order; `other`
-    names the run compared against in the reason."""
+                    mode: Literal["bitwise", "tolerance"], other: str = "the baseline") -> Difference:
+    """How two runs' device-to-host results compare, in program order; `other` names the run
+    compared against in the reason."""
     cand = [(t, r) for t in candidate for r in t.results]
     base = [(t, r) for t in baseline for r in t.results]
     if len(cand) != len(base):
-        return False, f"{len(cand)} results read back from the GPU where {other} reads {len(base)}"
+        return Difference(False, f"{len(cand)} results read back from the GPU where {other} reads {len(base)}")
     rule = OutputSpec(path="gpu result", compare="tolerance", format="raw", dtype=spec.dtype, rtol=spec.rtol,
                       atol=spec.atol, ulps=spec.ulps)
     for i, ((ct, cr), (bt, br)) in enumerate(zip(cand, base, strict=True), start=1):
         what = f"GPU result {i} ({br.source}, {br.bytes} bytes)"
         if cr.bytes != br.bytes:
-            return False, f"GPU result {i} ({br.source}) has {cr.bytes} bytes where {other}'s has {br.bytes}"
+            return Difference(False, f"GPU result {i} ({br.source}) has {cr.bytes} bytes where {other}'s has "
+                                     f"{br.bytes}")
         if cr.hash == br.hash:
             continue
         if mode == "bitwise":
-            return False, f"{what} differs from {other}'s" + first_difference(ct.kept_bytes(cr), bt.kept_bytes(br),
-                                                                            spec.dtype, other)
+            where, max_ulps = first_difference(ct.kept_bytes(cr), bt.kept_bytes(br), spec.dtype, other)
+            return Difference(False, f"{what} differs from {other}'s{where}", max_ulps)
         if cr.kept < cr.bytes or br.kept < br.bytes:
-            return False, (f"{what} differs from {other}'s and only {min(cr.kept, br.kept)} of its bytes were "
-                           "kept for the tolerance check (app.gpu_results.keep_bytes)")
+            return Difference(False, f"{what} differs from {other}'s and only {min(cr.kept, br.kept)} of its "
+                                     "bytes were kept for the tolerance check (app.gpu_results.keep_bytes)")
         ok, why = compare(ct.kept_bytes(cr), bt.kept_bytes(br), rule)
         if not ok:
-            return False, f"{what}: {why}"
-    return True, ""
+            return Difference(False, f"{what}: {why}")
+    return Difference(True)
 
 
 def _outputs(lc: LoadedConfig, out: Path) -> list[tuple[OutputSpec, Path]]:
@@ -429,9 +440,9 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
         if not ok:
             case.status, case.detail = "nondeterministic", f"in the candidate's second run, {why}"
             return case
-        ok, why = compare_results(gpu_results[0], base_results, spec, mode)
-        if not ok:
-            case.status, case.detail = "mismatch", why
+        against = compare_results(gpu_results[0], base_results, spec, mode)
+        if not against.ok:
+            case.status, case.detail, case.max_ulps = "mismatch", against.why, against.max_ulps
     return case
 
 
