@@ -145,6 +145,42 @@ def test_a_makefile_that_builds_in_a_subfolder_by_a_recursive_make(tmp_path: Pat
     make_builds(app.build, root, tmp_path / "app")
 
 
+def test_a_makefile_in_the_kernels_subfolder_builds_when_the_top_has_none(tmp_path: Path):
+    """src/Makefile over the kernels' files (a top CMakeLists.txt with no add_executable, and a
+    tools/ Makefile over none of them, do not count); its run target's arguments are not taken."""
+    root = tmp_path / "p"
+    (root / "src" / "kernels").mkdir(parents=True)
+    (root / "tools").mkdir()
+    (root / "src" / "main.cu").write_text(MAIN)
+    (root / "src" / "kernels" / "saxpy.cuh").write_text(SAXPY)
+    (root / "CMakeLists.txt").write_text("add_suite_benchmark(NAME saxpy SOURCES src/main.cu)\n")
+    (root / "tools" / "Makefile").write_text("all:\n\techo tools\n")
+    (root / "src" / "Makefile").write_text("CC = nvcc\nprogram = main\n\n$(program): main.cu\n"
+                                           "\t$(CC) -O2 main.cu -o $(program)\n\nrun: $(program)\n\t./$(program) data/in.txt\n")
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    app = load_config(root / "optimas.yml").config.app
+    assert app.build == ("sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -C src -B main CC=nvcc && "
+                         "cp src/main {exe}'")
+    assert app.run == "{exe}" and "no Makefile at the top: the one in src/, over the kernels' files" in r.stdout
+    make_builds(app.build, root, tmp_path / "app")
+
+
+def test_the_run_arguments_come_from_the_makefiles_run_target_unless_given(tmp_path: Path):
+    mk = ("CC = nvcc\nLAUNCHER =\nprogram = main\n\n$(program): main.cu\n\t$(CC) main.cu -o $(program)\n\n"
+          "run: $(program)\n\t$(LAUNCHER) ./$(program) 8192 -i 10\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    assert load_config(root / "optimas.yml").config.app.run == "{exe} 8192 -i 10"
+    assert "the run arguments are the ones the Makefile's run target gives: 8192 -i 10" in r.stdout
+    r = init(str(root), "--force", "--args", "64")
+    assert load_config(root / "optimas.yml").config.app.run == "{exe} 64" and "run target gives" not in r.stdout
+    (root / "Makefile").write_text(mk.replace("8192 -i 10", "8192 | tee log.txt"))
+    init(str(root), "--force")
+    assert load_config(root / "optimas.yml").config.app.run == "{exe}"  # more than a run: not taken
+
+
 def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
     cm = "cmake_minimum_required(VERSION 3.24)\nproject(s LANGUAGES CXX CUDA)\nadd_executable(saxpy_app main.cu)\n"
     root = project(tmp_path / "p", ("CMakeLists.txt", cm))

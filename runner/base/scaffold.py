@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,7 @@ class Project:
     build: str
     build_kind: str  # cmake | make | nvcc | the command given
     notes: list[str] = field(default_factory=list)
+    run_args: str = ""  # the arguments the top Makefile's `run` target gives the binary, if any
 
 
 def _skipped(d: Path) -> bool:
@@ -74,8 +77,9 @@ def _q(s: str) -> str:
     return json.dumps(s)
 
 
-def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple[str, str, list[str]]:
-    """(kind, build command template, notes) for the project in root."""
+def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple[str, str, list[str], str]:
+    """(kind, build command template, notes, run arguments found in the build file) for the project
+    in root."""
     cmake = root / "CMakeLists.txt"
     if cmake.is_file():
         targets = re.findall(r"(?i)\b(?:cuda_)?add_executable\s*\(\s*([\w.+-]+)", cmake.read_text(errors="replace"))
@@ -87,9 +91,15 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
             notes = [f"CMakeLists.txt: building target {t!r} (of {', '.join(targets)}); check that the binary "
                      "lands at the top of the build folder. Architectures CMAKE_CUDA_ARCHITECTURES names are "
                      "built beside -arch; Optimas's builds drop those this CUDA no longer compiles"]
-            return "cmake", build, notes
+            return "cmake", build, notes, ""
     if (mk := _makefile(root)) is not None:
         return ("make", *_make_build(mk.name, mk.read_text(errors="replace"), root))
+    if (mk := _kernels_makefile(root, kernel_files)) is not None:
+        sub = mk.parent.relative_to(root).as_posix()
+        # its run target's arguments are not taken: paths in them would be relative to the subfolder
+        build, notes, _ = _make_build(f"{sub}/{mk.name}", mk.read_text(errors="replace"), mk.parent, sub)
+        return "make", build, [f"no Makefile at the top: the one in {sub}/, over the kernels' files, builds",
+                               *notes], ""
     cu = [f for f in kernel_files if f.endswith(".cu")]
     units = list(dict.fromkeys([*mains[:1], *(c for c in cu if c not in mains)]))
     notes = []
@@ -98,7 +108,7 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
     if not mains:
         notes.append("no .cu file defines main(): give the build command that links your program")
     build = "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -I. -o {exe} " + " ".join(units or cu)
-    return "nvcc", build, notes
+    return "nvcc", build, notes, ""
 
 
 _ASSIGNMENT = re.compile(r"^[ \t]*(?:override[ \t]+|export[ \t]+)?([A-Za-z_]\w*)[ \t]*"
@@ -173,22 +183,65 @@ def _binary(rules: dict[str, list[str]], variables: dict[str, str], target: str,
     return None
 
 
-def _make_build(name: str, text: str, folder: Path) -> tuple[str, list[str]]:
-    """Build command template and notes for a Makefile: its first target; the binary named by the
-    recipe's `-o`; -arch and -lineinfo for every nvcc the build runs through NVCC_APPEND_FLAGS
-    (nvcc adds them after its own arguments: a Makefile's older -arch gives way, with a warning),
-    and the variable the recipes call nvcc by set to the nvcc on PATH on make's command line (it
-    overrides the Makefile's, in sub-makes too); EXTRA_NVCCFLAGS where the Makefile takes it
-    (NVIDIA's samples, which choose their architectures themselves)."""
+_SHELL_OPERATORS = re.compile(r"[|;&<>`$]")
+
+
+def run_target_args(text: str, binary: str) -> str | None:
+    """The arguments a Makefile's `run` target passes to `binary` (its recipe's first line that runs
+    it, variables expanded); None when there is no such line or it does more than run the binary
+    (pipes, redirections, command lists, unknown variables)."""
+    variables = _make_variables(text)
+    for line in _rules(text, variables).get("run", []):
+        expanded = _expand(line, variables, "run").strip()
+        if _SHELL_OPERATORS.search(expanded):
+            continue
+        try:
+            words = shlex.split(expanded)
+        except ValueError:
+            continue
+        at = next((i for i, w in enumerate(words) if posixpath.basename(w) == posixpath.basename(binary)), None)
+        if at is not None:
+            return shlex.join(words[at + 1:])
+    return None
+
+
+def _kernels_makefile(root: Path, kernel_files: list[str]) -> Path | None:
+    """A Makefile in a subfolder (three levels deep at most) that holds the kernels' files: the one
+    over the most of them, the shallowest of equals; None when none is over any (or its folder's
+    name needs quoting in a shell command)."""
+    best: tuple[int, int, Path] | None = None
+    found = {p.parent for depth in (1, 2, 3) for p in root.glob("*/" * depth + "*akefile") if p.is_file()}
+    for folder in sorted(found):
+        rel = folder.relative_to(root)
+        if any(_skipped(Path(part)) for part in rel.parts):
+            continue
+        if not re.fullmatch(r"[\w./+-]+", rel.as_posix()) or (mk := _makefile(folder)) is None:
+            continue
+        over = sum(1 for f in kernel_files if Path(f).is_relative_to(rel))
+        if over and (best is None or (over, -len(rel.parts)) > best[:2]):
+            best = (over, -len(rel.parts), mk)
+    return best[2] if best else None
+
+
+def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str, list[str], str]:
+    """Build command template and notes for a Makefile (in the subfolder `sub`, run with make -C):
+    its first target; the binary named by the recipe's `-o`; -arch and -lineinfo for every nvcc
+    the build runs through NVCC_APPEND_FLAGS (nvcc adds them after its own arguments: a Makefile's
+    older -arch gives way, with a warning), and the variable the recipes call nvcc by set to the
+    nvcc on PATH on make's command line (it overrides the Makefile's, in sub-makes too);
+    EXTRA_NVCCFLAGS where the Makefile takes it (NVIDIA's samples, which choose their
+    architectures themselves). Also the arguments its `run` target gives the binary ("" if none)."""
     variables = _make_variables(text)
     rules = _rules(text, variables)
     target = _first_target(rules) or "app"
     binary = _binary(rules, variables, target, folder)
-    copy = f"cp {binary or target} {{exe}}"
+    make = f"make -C {sub} -B {target}" if sub else f"make -B {target}"
+    copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
+    run_args = run_target_args(text, binary or target) or ""
     notes = [f"{name}: building target {target!r}" + (f", whose recipe writes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
     if "EXTRA_NVCCFLAGS" in text:
-        return f"sh -c 'make -B {target} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes
+        return f"sh -c '{make} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes, run_args
     calls = [(m.group(1) or m.group(2), line) for lines in rules.values() for line in lines
              if (m := re.match(r"\$(?:\((\w+)\)|\{(\w+)\})\s", line))
              and _expand(variables.get(m.group(1) or m.group(2), ""), variables).split(" ")[0].endswith("nvcc")]
@@ -207,7 +260,7 @@ def _make_build(name: str, text: str, folder: Path) -> tuple[str, list[str]]:
     if calls:
         override = f" {calls[0][0]}=nvcc"
         notes.append(f"{name}: nvcc is called through {calls[0][0]}; the build sets it to the nvcc on PATH")
-    return f"sh -c 'NVCC_APPEND_FLAGS=\"-arch={{arch}} {{lineinfo}}\" make -B {target}{override} && {copy}'", notes
+    return f"sh -c 'NVCC_APPEND_FLAGS=\"-arch={{arch}} {{lineinfo}}\" {make}{override} && {copy}'", notes, run_args
 
 
 def inspect(root: Path) -> Project:
@@ -218,8 +271,8 @@ def inspect(root: Path) -> Project:
     if not files:
         raise ConfigError(root, [f"no __global__ function found in {', '.join(CUDA_SUFFIXES)} files under {root} "
                                  f"(searched {MAX_DEPTH} levels deep, skipping hidden and build folders)"])
-    kind, build, notes = detect_build(root, files, mains)
-    return Project(files, kernels, build, kind, notes)
+    kind, build, notes, run_args = detect_build(root, files, mains)
+    return Project(files, kernels, build, kind, notes, run_args)
 
 
 def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".") -> str:
@@ -262,7 +315,11 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
     over an existing file unless `force`). Returns what was found and the text written."""
     project = inspect(root)
     if build:  # the user's own command: what was guessed about the build does not apply
-        project.build, project.build_kind, project.notes = build, "the command given", []
+        project.build, project.build_kind, project.notes, project.run_args = build, "the command given", [], ""
+    if not run_args and project.run_args:
+        run_args = project.run_args
+        project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
+                             "(pass --args to choose others)")
     if out.exists() and not force:
         raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
     where = out.resolve()
