@@ -156,7 +156,8 @@ def test_a_makefile_in_the_kernels_subfolder_builds_when_the_top_has_none(tmp_pa
     (root / "CMakeLists.txt").write_text("add_suite_benchmark(NAME saxpy SOURCES src/main.cu)\n")
     (root / "tools" / "Makefile").write_text("all:\n\techo tools\n")
     (root / "src" / "Makefile").write_text("CC = nvcc\nprogram = main\n\n$(program): main.cu\n"
-                                           "\t$(CC) -O2 main.cu -o $(program)\n\nrun: $(program)\n\t./$(program) data/in.txt\n")
+                                           "\t$(CC) -O2 main.cu -o $(program)\n\n"
+                                           "run: $(program)\n\t./$(program) data/in.txt\n")
     r = init(str(root))
     assert r.returncode == 0, r.stderr
     app = load_config(root / "optimas.yml").config.app
