@@ -194,6 +194,29 @@ def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
     assert "--target saxpy_app" in argv[2] and "-DCMAKE_CUDA_FLAGS=-arch=sm_90 -lineinfo" in argv[2]
 
 
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_a_cmake_project_whose_executable_is_defined_in_a_subdirectory_builds(tmp_path: Path):
+    """The top CMakeLists.txt only adds src/; the executable is named by ${PROJECT_NAME} and lands
+    in bin/ (CMAKE_RUNTIME_OUTPUT_DIRECTORY), not at the top of the build folder."""
+    root = tmp_path / "p"
+    (root / "src" / "kernels").mkdir(parents=True)
+    (root / "src" / "main.cu").write_text(MAIN)
+    (root / "src" / "kernels" / "saxpy.cuh").write_text(SAXPY)
+    (root / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\nproject(saxpy LANGUAGES CXX CUDA)\n"
+                                         "set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n"
+                                         "add_subdirectory(src)\n")
+    (root / "src" / "CMakeLists.txt").write_text("add_executable(${PROJECT_NAME} main.cu)\n")
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    assert "src/CMakeLists.txt: building target 'saxpy' (of saxpy), configured from the top" in r.stdout
+    app = load_config(root / "optimas.yml").config.app
+    assert "--target saxpy " in app.build
+    if shutil.which("nvcc"):
+        built = subprocess.run(render(app.build, exe=tmp_path / "app", arch="sm_90", lineinfo="-lineinfo"), cwd=root,
+                               capture_output=True, text=True, timeout=600)
+        assert built.returncode == 0 and (tmp_path / "app").is_file(), built.stderr
+
+
 def test_a_config_written_elsewhere_points_back_at_the_project(tmp_path: Path):
     root = project(tmp_path / "p")
     out = tmp_path / "configs" / "p.yml"

@@ -80,18 +80,18 @@ def _q(s: str) -> str:
 def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple[str, str, list[str], str]:
     """(kind, build command template, notes, run arguments found in the build file) for the project
     in root."""
-    cmake = root / "CMakeLists.txt"
-    if cmake.is_file():
-        targets = re.findall(r"(?i)\b(?:cuda_)?add_executable\s*\(\s*([\w.+-]+)", cmake.read_text(errors="replace"))
-        if targets:
-            t = targets[0]
-            build = (f"sh -c 'cmake -S . -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release "
-                     f"\"-DCMAKE_CUDA_FLAGS=-arch={{arch}} {{lineinfo}}\" >/dev/null && "
-                     f"cmake --build {{exe}}.build --target {t} -j && cp {{exe}}.build/{t} {{exe}}'")
-            notes = [f"CMakeLists.txt: building target {t!r} (of {', '.join(targets)}); check that the binary "
-                     "lands at the top of the build folder. Architectures CMAKE_CUDA_ARCHITECTURES names are "
-                     "built beside -arch; Optimas's builds drop those this CUDA no longer compiles"]
-            return "cmake", build, notes, ""
+    if (found := _cmake_target(root, kernel_files)) is not None:
+        where, t, targets = found
+        # the binary is found by name: CMAKE_RUNTIME_OUTPUT_DIRECTORY or a subfolder's target puts it
+        # elsewhere than the top of the build folder
+        build = (f"sh -c 'cmake -S . -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release "
+                 f"\"-DCMAKE_CUDA_FLAGS=-arch={{arch}} {{lineinfo}}\" >/dev/null && "
+                 f"cmake --build {{exe}}.build --target {t} -j && "
+                 f"cp \"$(find {{exe}}.build -name {t} -type f -perm -u+x | head -n 1)\" {{exe}}'")
+        notes = [f"{where}: building target {t!r} (of {', '.join(targets)}), configured from the top "
+                 "CMakeLists.txt. Architectures CMAKE_CUDA_ARCHITECTURES names are built beside -arch; "
+                 "Optimas's builds drop those this CUDA no longer compiles"]
+        return "cmake", build, notes, ""
     if (mk := _makefile(root)) is not None:
         return ("make", *_make_build(mk.name, mk.read_text(errors="replace"), root))
     if (mk := _kernels_makefile(root, kernel_files)) is not None:
@@ -117,6 +117,51 @@ _REFERENCE = re.compile(r"\$(?:\(([A-Za-z_]\w*)\)|\{([A-Za-z_]\w*)\})")
 _RULE = re.compile(r"^([^\s:#=][^:#=\n]*?)[ \t]*:(?![:=])", re.M)
 _NOT_A_BINARY = {"all", "clean", "install", "run", "test", "check"}
 OLDEST_SM = 75  # the oldest architecture CUDA 13's nvcc builds
+
+
+_CMAKE_EXECUTABLE = re.compile(r"(?i)\b(?:cuda_)?add_executable\s*\(\s*([\w.+-]+|\$\{\w+\})"
+                               r"(?![^)]*\b(?:IMPORTED|ALIAS)\b)")
+_CMAKE_SUBDIRECTORY = re.compile(r"(?i)\badd_subdirectory\s*\(\s*\"?([\w./+-]+)")
+_CMAKE_PROJECT = re.compile(r"(?i)\bproject\s*\(\s*([\w.+-]+)")
+_CMAKE_SET = re.compile(r"(?i)\bset\s*\(\s*(\w+)\s+\"?([\w.+-]+)\"?\s*\)")
+
+
+def _cmake_target(root: Path, kernel_files: list[str]) -> tuple[str, str, list[str]] | None:
+    """(the CMakeLists.txt, relative to root, that defines it; the executable target to build; all
+    that file's targets) from the top CMakeLists.txt, or from one it reaches by add_subdirectory
+    (three levels deep) over the most kernel files when the top defines none; None when there is
+    no top CMakeLists.txt or no executable. `${PROJECT_NAME}` and simple set() values are resolved."""
+    top = root / "CMakeLists.txt"
+    if not top.is_file():
+        return None
+    files: list[tuple[Path, str]] = []
+    todo, names = [(root, 0)], {}
+    while todo:
+        folder, depth = todo.pop(0)
+        text = (folder / "CMakeLists.txt").read_text(errors="replace")
+        names.update({m.group(1): m.group(2) for m in _CMAKE_SET.finditer(text)})
+        if m := _CMAKE_PROJECT.search(text):
+            names.setdefault("PROJECT_NAME", m.group(1))
+        files.append((folder, text))
+        for sub in _CMAKE_SUBDIRECTORY.findall(text):
+            child = (folder / sub).resolve()
+            if depth < 3 and child.is_relative_to(root.resolve()) and (child / "CMakeLists.txt").is_file():
+                todo.append((child, depth + 1))
+    best: tuple[int, int, Path, list[str]] | None = None
+    for folder, text in files:
+        targets = [names.get(t[2:-1], t) if t.startswith("${") else t for t in _CMAKE_EXECUTABLE.findall(text)]
+        targets = [t for t in targets if not t.startswith("${")]
+        if not targets:
+            continue
+        rel = folder.resolve().relative_to(root.resolve())
+        over = sum(1 for f in kernel_files if Path(f).is_relative_to(rel))
+        rank = (1 if folder == root else 0, over)
+        if best is None or rank > best[:2]:
+            best = (*rank, rel, targets)
+    if best is None:
+        return None
+    where = (best[2] / "CMakeLists.txt").as_posix()
+    return where, best[3][0], best[3]
 
 
 def _make_variables(text: str) -> dict[str, str]:
