@@ -167,6 +167,34 @@ def test_a_makefile_in_the_kernels_subfolder_builds_when_the_top_has_none(tmp_pa
     make_builds(app.build, root, tmp_path / "app")
 
 
+def test_a_makefile_whose_rule_is_in_an_included_file_and_named_all(tmp_path: Path):
+    """The suite's shared common.mk holds the only rule (`all`), with the variables set before the
+    include; its -o names the binary."""
+    mk = ("EXECUTABLE := saxpy.exe\nCUFILES := main.cu\nPATH_TO_UTILS := ../utils\n\n"
+          "include ${PATH_TO_UTILS}/common.mk\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "common.mk").write_text("all:\n\tnvcc -O3 ${CUFILES} -I. -o ${EXECUTABLE}\n"
+                                                  "clean:\n\trm -f *.exe\n")
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    app = load_config(root / "optimas.yml").config.app
+    assert app.build == "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -B all && cp saxpy.exe {exe}'"
+    make_builds(app.build, root, tmp_path / "app")
+
+
+def test_a_makefile_whose_first_target_is_a_cpu_build_builds_the_cuda_one(tmp_path: Path):
+    mk = ("CC = gcc\nNVCC = nvcc\nall: prog prog_cu\n\nprog: prog.c\n\t$(CC) -O2 prog.c -o prog\n\n"
+          "prog_cu: main.cu\n\t$(NVCC) -O2 main.cu -o prog_cu\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    (root / "prog.c").write_text("int main(void) { return 0; }\n")
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    app = load_config(root / "optimas.yml").config.app
+    assert "make -B prog_cu NVCC=nvcc && cp prog_cu {exe}" in app.build
+    make_builds(app.build, root, tmp_path / "app")
+
+
 def test_the_run_arguments_come_from_the_makefiles_run_target_unless_given(tmp_path: Path):
     mk = ("CC = nvcc\nLAUNCHER =\nprogram = main\n\n$(program): main.cu\n\t$(CC) main.cu -o $(program)\n\n"
           "run: $(program)\n\t$(LAUNCHER) ./$(program) 8192 -i 10\n")

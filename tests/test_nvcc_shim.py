@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from runner.base.config import load_config
-from runner.base.nvcc_shim import build_environment, filter_architectures
+from runner.base.nvcc_shim import build_environment, filter_architectures, removed_api_used
 from runner.base.processes import child_environment
 from runner.proposal.compiler import build
 
@@ -80,3 +80,33 @@ def test_a_cmake_project_with_old_cuda_architectures_builds(tmp_path, monkeypatc
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
     assert "dropped `--generate-code=arch=compute_35,code=[compute_35,sm_35]`" in result.output
+
+
+def test_the_removed_thread_functions_are_found_where_the_code_calls_them(tmp_path):
+    (tmp_path / "a.cu").write_text('#include "util.h"\nint main() { cudaThreadSynchronize(); }\n')
+    (tmp_path / "util.h").write_text("inline void done() { cudaThreadExit (); }\n")
+    (tmp_path / "own.cu").write_text("#define cudaThreadSynchronize cudaDeviceSynchronize\n"
+                                     "int main() { cudaThreadSynchronize(); }\n")
+    (tmp_path / "new.cu").write_text("int main() { cudaDeviceSynchronize(); } // was cudaThreadSynchronize\n")
+    assert removed_api_used(["-O2", "a.cu", "-o", "a"], tmp_path) == ["cudaThreadSynchronize", "cudaThreadExit"]
+    assert removed_api_used(["own.cu"], tmp_path) == []  # its own compatibility macro
+    assert removed_api_used(["new.cu", "missing.cu"], tmp_path) == []
+
+
+LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"
+          "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaThreadSynchronize();\n"
+          "  printf(\"PASS\\n\"); cudaThreadExit(); return 0; }\n")
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_a_program_that_calls_the_removed_thread_functions_builds(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
+                   "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
+    (root / "k.cu").write_text(LEGACY)
+    plain = subprocess.run(["make", "-B", "app"], cwd=root, capture_output=True, text=True, env=child_environment())
+    assert plain.returncode != 0 and 'identifier "cudaThreadSynchronize" is undefined' in plain.stdout + plain.stderr
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert result.ok, result.output
+    assert ("optimas: cudaThreadSynchronize, cudaThreadExit, removed in CUDA 13, call the cudaDevice* function "
+            "each was an older name of (cuda_removed_api.h, pre-included)") in result.output

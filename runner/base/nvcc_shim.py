@@ -8,6 +8,10 @@ cannot take an option back, only add one. The build's own `-arch={arch}` (in the
 writes, through NVCC_APPEND_FLAGS or CMAKE_CUDA_FLAGS) then decides the architecture. Options
 naming an architecture this nvcc supports are left alone, so `-arch=sm_90a` keeps its features.
 Each option dropped is said on stderr, into the build's log.
+
+It also gives a .cu file that calls the thread-management functions CUDA 13 removed
+(`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) the header that defines them
+as those (compat/cuda_removed_api.h, by --pre-include), and says so.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from pathlib import Path
 
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "1"
+SHIM_VERSION = "2"
+COMPAT_HEADER = Path(__file__).resolve().parent / "compat" / "cuda_removed_api.h"
+REMOVED_API = ("cudaThreadSynchronize", "cudaThreadExit", "cudaThreadSetLimit", "cudaThreadGetLimit",
+               "cudaThreadSetCacheConfig", "cudaThreadGetCacheConfig")
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
 # Single-value options (-arch X, -arch=X, --gpu-architecture ...), list options (-code a,b) and
 # -gencode's "arch=...,code=..." pairs.
@@ -107,6 +114,28 @@ def filter_architectures(args: list[str], supported: frozenset[str]) -> tuple[li
     return out, dropped
 
 
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def removed_api_used(args: list[str], cwd: Path) -> list[str]:
+    """The removed runtime functions (REMOVED_API) that the .cu files among nvcc's arguments, or the
+    local headers they include, call; none when the code defines one of them itself (its own
+    compatibility macro or function)."""
+    texts = []
+    for arg in args:
+        if arg.endswith(".cu") and (cwd / arg).is_file():
+            source = cwd / arg
+            text = source.read_text(errors="replace")
+            texts.append(text)
+            for name in _LOCAL_INCLUDE.findall(text):
+                if (header := source.parent / name).is_file():
+                    texts.append(header.read_text(errors="replace"))
+    code = "\n".join(texts)
+    if any(re.search(rf"#\s*define\s+{n}\b|\bcudaError(?:_t)?\s+{n}\s*\(", code) for n in REMOVED_API):
+        return []
+    return [n for n in REMOVED_API if re.search(rf"\b{n}\s*\(", code)]
+
+
 @functools.lru_cache(maxsize=8)
 def _supported(nvcc: str, size: int, mtime_ns: int) -> frozenset[str]:
     names: set[str] = set()
@@ -173,5 +202,9 @@ def run_shim(real: str, supported: list[str]) -> None:
     for option in dropped:
         sys.stderr.write(f"optimas: dropped `{option}`: this nvcc ({real}) does not compile for that "
                          "architecture; the build's -arch decides\n")
+    if used := removed_api_used(args, Path.cwd()):
+        args = ["--pre-include", str(COMPAT_HEADER), *args]
+        sys.stderr.write(f"optimas: {', '.join(used)}, removed in CUDA 13, call the cudaDevice* function each "
+                         f"was an older name of ({COMPAT_HEADER.name}, pre-included)\n")
     sys.stderr.flush()
     os.execv(real, [real, *args])

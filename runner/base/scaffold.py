@@ -93,11 +93,11 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
                  "Optimas's builds drop those this CUDA no longer compiles"]
         return "cmake", build, notes, ""
     if (mk := _makefile(root)) is not None:
-        return ("make", *_make_build(mk.name, mk.read_text(errors="replace"), root))
+        return ("make", *_make_build(mk.name, read_makefile(mk), root))
     if (mk := _kernels_makefile(root, kernel_files)) is not None:
         sub = mk.parent.relative_to(root).as_posix()
         # its run target's arguments are not taken: paths in them would be relative to the subfolder
-        build, notes, _ = _make_build(f"{sub}/{mk.name}", mk.read_text(errors="replace"), mk.parent, sub)
+        build, notes, _ = _make_build(f"{sub}/{mk.name}", read_makefile(mk), mk.parent, sub)
         return "make", build, [f"no Makefile at the top: the one in {sub}/, over the kernels' files, builds",
                                *notes], ""
     cu = [f for f in kernel_files if f.endswith(".cu")]
@@ -164,6 +164,29 @@ def _cmake_target(root: Path, kernel_files: list[str]) -> tuple[str, str, list[s
     return where, best[3][0], best[3]
 
 
+_INCLUDE_LINE = re.compile(r"^[ \t]*-?(?:include|sinclude)[ \t]+(.+?)[ \t]*$", re.M)
+
+
+def read_makefile(path: Path, depth: int = 0) -> str:
+    """A Makefile's text with the files its `include` lines name (variables expanded, relative to
+    its folder, three levels deep) put in their place: shared rules often live there (a suite's
+    common.mk)."""
+    text = path.read_text(errors="replace")
+    if depth >= 3:
+        return text
+
+    def inline(m: re.Match) -> str:
+        variables = _make_variables(text[:m.start()])
+        parts = []
+        for name in _expand(m.group(1), variables).split():
+            included = path.parent / name
+            if "$" not in name and included.is_file():
+                parts.append(read_makefile(included, depth + 1))
+        return "\n".join(parts) if parts else m.group(0)
+
+    return _INCLUDE_LINE.sub(inline, text)
+
+
 def _make_variables(text: str) -> dict[str, str]:
     """A Makefile's variables as its assignments leave them, conditionals ignored (+= appends)."""
     found: dict[str, str] = {}
@@ -199,8 +222,43 @@ _SUBMAKE = re.compile(r"cd\s+([^\s;&]+)\s*(?:;|&&)\s*(?:\$\(MAKE\)|make)(?![\w-]
                       r"|(?:\$\(MAKE\)|make)\s+-C\s*([^\s;&]+)")
 
 
-def _first_target(rules: dict[str, list[str]]) -> str | None:
-    return next((t for t in rules if t and not t.startswith((".", "%", "$")) and t not in _NOT_A_BINARY), None)
+def _prerequisites(text: str, variables: dict[str, str]) -> dict[str, list[str]]:
+    """Each explicit rule's first target -> its prerequisites, variables expanded."""
+    out: dict[str, list[str]] = {}
+    for m in _RULE.finditer(text):
+        if m.group(1).split():
+            line = text[m.end():].split("\n", 1)[0].split(";", 1)[0]
+            out.setdefault(_expand(m.group(1).split()[0], variables), _expand(line, variables).split())
+    return out
+
+
+_C_SOURCE = (".c", ".cc", ".cpp", ".cxx")
+
+
+def _first_target(rules: dict[str, list[str]], text: str = "", variables: dict[str, str] | None = None
+                  ) -> str | None:
+    """The target make would build first, leaving out phony-looking ones (all, clean, run, ...): but
+    when that one only compiles C or C++ sources (a CPU build beside the CUDA one), the first whose
+    prerequisites name a .cu file or whose recipe runs nvcc; `all` itself when it is the only rule
+    with a recipe."""
+    real = [t for t in rules if t and not t.startswith((".", "%", "$")) and t not in _NOT_A_BINARY]
+    if not real:
+        return "all" if rules.get("all") else None
+    if not text:
+        return real[0]
+    variables = variables or {}
+    needs = _prerequisites(text, variables)
+
+    def runs_nvcc(t: str) -> bool:
+        return any("nvcc" in _expand(line, variables, t) for line in rules.get(t, []))
+
+    def cuda(t: str) -> bool:
+        return runs_nvcc(t) or any(p.endswith(".cu") for p in needs.get(t, []))
+
+    first = real[0]
+    cpu_only = (not cuda(first) and any(p.endswith(_C_SOURCE) for p in needs.get(first, []))
+                and not any(_SUBMAKE.search(line) for line in rules.get(first, [])))
+    return next((t for t in real if cuda(t)), first) if cpu_only else first
 
 
 def _makefile(folder: Path) -> Path | None:
@@ -219,7 +277,7 @@ def _binary(rules: dict[str, list[str]], variables: dict[str, str], target: str,
         sub = m.group(1) or m.group(2)
         if (mk := _makefile(folder / sub)) is None:
             continue
-        inner = mk.read_text(errors="replace")
+        inner = read_makefile(mk)
         inner_vars = _make_variables(inner)
         inner_rules = _rules(inner, inner_vars)
         first = _first_target(inner_rules)
@@ -278,7 +336,7 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     architectures themselves). Also the arguments its `run` target gives the binary ("" if none)."""
     variables = _make_variables(text)
     rules = _rules(text, variables)
-    target = _first_target(rules) or "app"
+    target = _first_target(rules, text, variables) or "app"
     binary = _binary(rules, variables, target, folder)
     make = f"make -C {sub} -B {target}" if sub else f"make -B {target}"
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
