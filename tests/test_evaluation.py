@@ -136,6 +136,19 @@ def test_timing_stops_at_the_minimum_when_the_interval_is_precise_enough(tmp_pat
     assert t.stop == "precise" and len(t.baseline) == 7 and t.result.ratio_width <= 0.99
 
 
+def test_each_timed_pair_runs_in_the_other_order_from_the_one_before(tmp_path):
+    log = tmp_path / "order.log"
+    sides = {}
+    for side in ("B", "C"):
+        sides[side] = tmp_path / side
+        sides[side].write_text(f"#!/bin/sh\necho {side} >> {log}\necho 'RESULT kernel_ms=1.0 PASS'\n")
+        sides[side].chmod(0o755)
+    lc = config(tmp_path, evaluation="  timing_precision: 0\n  timed_runs: 4\n")
+    t = time_interleaved(lc, sides["B"], sides["C"])
+    assert log.read_text().split() == ["B", "C", "C", "B", "B", "C", "C", "B", "B", "C"]  # a warm-up pair, then 4
+    assert len(t.baseline) == len(t.candidate) == 4
+
+
 def test_timing_precision_is_checked_on_the_speed_ratio():
     r = improvement([20.0] * 5 + [21.0] * 5, [10.0] * 5 + [10.5] * 5)
     # The bootstrap medians range from 20/10.5 to 21/10: a ratio interval (21/10) / (20/10.5) - 1 wide.

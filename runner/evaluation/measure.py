@@ -484,7 +484,9 @@ def _why(r: RunOutcome) -> str:
 def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, configuration: str | None = None,
                      runs: int | None = None, kernels: list[str] | None = None,
                      symbols: dict[str, str] | None = None) -> Timing:
-    """Baseline and candidate alternately (A B A B ...), after warm-up, timed as timer_of(lc) says:
+    """Baseline and candidate alternately, each pair in the other order from the one before (A B, B
+    A, A B, ...: a drift of the machine within a pair, or an advantage of going first or second,
+    falls on both sides alike), after warm-up, timed as timer_of(lc) says:
     the tracer's kernel times (the `kernels` given, the hot ones, plus any kernel only the candidate
     runs; all kernels when none are given), the time the app prints, or process wall time. Each
     process is one sample, whatever number of launches it made. At least `runs` (default
@@ -520,8 +522,13 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     env = child_environment(app.env)
     samples: dict[str, list[float]] = {"b": [], "c": [], "bw": [], "cw": []}
 
+    pairs_run = 0
+
     def pair(keep: bool) -> None:
-        for side, exe in (("b", baseline_exe), ("c", candidate_exe)):
+        nonlocal pairs_run
+        order = (("b", baseline_exe), ("c", candidate_exe))
+        pairs_run += 1
+        for side, exe in order if pairs_run % 2 else order[::-1]:
             if library is not None:
                 r, traces = run_traced(argv(exe), cwd, app.timeout_s, env, library)
             else:
