@@ -269,7 +269,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
                                       cache=run.build_cache).resources
     prompt = build_prompt(lc.config.app.name, diag, files, args.diagnostics or lc.config.evaluation.diagnostics,
                           resources, max_evidence_bytes=lc.config.analysis.max_prompt_bytes,
-                          editable=lc.config.app.editable)
+                          editable=lc.config.app.editable, tolerances=lc.config.app.tolerances())
     run.write_text("prompt", "system.md", prompt.system)
     run.write_text("prompt", "user.md", prompt.user)
     print("=== system ===\n" + prompt.system + "\n=== user ===\n" + prompt.user, end="")

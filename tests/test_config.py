@@ -189,3 +189,19 @@ def test_config_yml_sets_every_key_to_its_default_outside_the_demo_app():
         assert not missing, f"config.yml lacks {missing}"
         differ = {k: (ours[k], schema[k]) for k in keys if ours[k] != schema[k]}
         assert not differ, differ
+
+
+@pytest.mark.parametrize("app, expected", [
+    ({}, None),  # GPU results bit for bit, the default without output files
+    ({"gpu_results": {"compare": "tolerance", "rtol": 1e-5}}, "GPU results as float32: rtol 1e-05"),
+    ({"outputs": [{"path": "o.bin", "compare": "tolerance", "atol": 0.001, "dtype": "float64"}]},
+     "o.bin as float64: atol 0.001"),  # GPU results not compared when outputs are declared (auto)
+    ({"outputs": [{"path": "o.bin", "compare": "tolerance", "ulps": 2}, {"path": "n.txt"}]}, None),
+    ({"outputs": [{"path": "o.bin", "compare": "tolerance", "ulps": 2}], "gpu_results": {"compare": "bitwise"}},
+     None),
+    ({"gpu_results": {"compare": "tolerance"}}, None),  # no tolerance given: exact
+])
+def test_the_tolerances_a_candidate_is_held_to(app, expected):
+    from runner.base.config import AppConfig
+
+    assert AppConfig.model_validate({"name": "x", **app}).tolerances() == expected

@@ -53,6 +53,23 @@ def test_prompt_on_the_bundled_example(tmp_path: Path):
     assert (run / "prompt" / "user.md").read_text() in r.stdout
 
 
+def test_declared_tolerances_replace_the_bit_for_bit_rule_in_the_prompt(tmp_path: Path):
+    """A config whose every check of results declares a tolerance tells the model those tolerances
+    and that floating-point operations may be reordered within them; the default stays bit for bit."""
+    path = example_config(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["app"]["outputs"] = []
+    data["app"]["gpu_results"] = {"compare": "tolerance", "rtol": 1e-5, "ulps": 4}
+    path.write_text(yaml.safe_dump(data))
+    r = cli("prompt", "--config", str(path), "--runs-dir", str(tmp_path / "a"))
+    assert r.returncode == 0, r.stderr
+    assert ("- Results must stay within the declared tolerances (GPU results as float32: rtol 1e-05, ulps 4): "
+            "floating-point operations may be reordered or fused within them;") in r.stdout
+    assert "bit-for-bit" not in r.stdout and "within the tolerances the rules state" in r.stdout
+    default = cli("prompt", "--config", "config.yml", "--runs-dir", str(tmp_path / "b"))
+    assert "- Results must stay bit-for-bit identical" in default.stdout and "tolerances" not in default.stdout
+
+
 @pytest.mark.parametrize("diagnostics, present, absent", [
     ("PC", ["- S1 "], ["- R1 ", "- C1 "]),
     ("Roofline", ["- R1 "], ["- S1 ", "- C1 "]),

@@ -154,6 +154,29 @@ class AppConfig(_Strict):
         """Whether any run command passes {seed}: without it every seed is the same run."""
         return any("seed" in placeholders(t) for t in (self.run, self.time_run, self.profile_run) if t)
 
+    def gpu_results_mode(self) -> Literal["bitwise", "tolerance", "off"]:
+        """How GPU results are compared: gpu_results.compare, where `auto` is bitwise for an app that
+        declares no output files and off otherwise."""
+        if self.gpu_results.compare == "auto":
+            return "off" if self.outputs else "bitwise"
+        return self.gpu_results.compare
+
+    def tolerances(self) -> str | None:
+        """The tolerances a candidate's results are checked within, in words, when every check of
+        results declares one (None when any is bit for bit, or none is declared)."""
+        def rule(spec: OutputSpec | GpuResultsSpec) -> str:
+            parts = [f"{name} {getattr(spec, name):g}" for name in ("rtol", "atol", "ulps") if getattr(spec, name)]
+            return ", ".join(parts) or "exact"
+
+        checks = [(o.path + (f" as {o.dtype}" if o.format == "raw" else ""), o)
+                  for o in self.outputs if o.compare == "tolerance"]
+        gpu = self.gpu_results_mode()
+        if gpu == "tolerance":
+            checks.append((f"GPU results as {self.gpu_results.dtype}", self.gpu_results))
+        if len(checks) < len(self.outputs) + (gpu != "off") or all(rule(spec) == "exact" for _, spec in checks):
+            return None
+        return "; ".join(f"{what}: {rule(spec)}" for what, spec in checks)
+
 
 class ProfilesConfig(_Strict):
     """Recorded Nsight Compute exports. When any is given, collection is skipped."""

@@ -252,12 +252,8 @@ def compare(candidate: bytes, baseline: bytes, spec: OutputSpec) -> tuple[bool, 
 
 
 def results_mode(lc: LoadedConfig) -> Literal["bitwise", "tolerance", "off"]:
-    """How GPU results are compared: app.gpu_results.compare, where `auto` is bitwise for an app
-    that declares no output files and off otherwise."""
-    mode = lc.config.app.gpu_results.compare
-    if mode == "auto":
-        return "off" if lc.config.app.outputs else "bitwise"
-    return mode
+    """How GPU results are compared (AppConfig.gpu_results_mode)."""
+    return lc.config.app.gpu_results_mode()
 
 
 def _first_differing_byte(a: bytes, b: bytes) -> int | None:

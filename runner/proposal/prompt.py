@@ -44,13 +44,16 @@ DIAGNOSTIC_KINDS: dict[str, set[str]] = {
     "PC+IA+Roofline": {"launch", "stall", "counter", "roofline"},
 }
 
+BITWISE_RULE = "Results must stay bit-for-bit identical: do not reorder floating-point operations or change precision."
+TOLERANCE_RULE = ("Results must stay within the declared tolerances ({tolerances}): floating-point operations may be "
+                  "reordered or fused within them; keep every value's precision (no narrower types or intrinsics).")
 GUARDRAILS = [
     "Keep every kernel's name, parameter list and launch interface; adding const, __restrict__ or "
     "__launch_bounds__ is allowed.",
     "Add no new __global__ kernel and do not duplicate one.",
     "Edit only inside the hot kernels shown (their signature and body), unless the prompt allows more.",
     "Do not touch host code: input generation, validation, output writing and kernel launches stay as they are.",
-    "Results must stay bit-for-bit identical: do not reorder floating-point operations or change precision.",
+    BITWISE_RULE,
     "Make no formatting-only or comment-only changes.",
     "Every edit cites the evidence ids it targets; cite only ids listed in the prompt.",
     "List the suggestions you considered but did not apply, with the reason.",
@@ -250,9 +253,11 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
                  resources: list[KernelResources] = (), kernels: list[str] | None = None,
                  compile_errors: str | None = None, parse_error: str | None = None,
                  max_evidence_bytes: int | None = 6000, editable: list[str] = (),
-                 rejected: str | None = None) -> Prompt:
+                 rejected: str | None = None, tolerances: str | None = None) -> Prompt:
     """Render the prompt for the hot kernels (or `kernels`) of one diagnostic configuration;
-    `rejected` says why an earlier candidate of the same code failed validation."""
+    `rejected` says why an earlier candidate of the same code failed validation; `tolerances`
+    (AppConfig.tolerances) replaces the bit-for-bit rule with the tolerances results are checked
+    within."""
     if diagnostics not in DIAGNOSTIC_KINDS:
         raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
                            + ", ".join(DIAGNOSTIC_KINDS))
@@ -276,7 +281,10 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     response_format = (TEMPLATES / "response_format.md").read_text()
-    system = env.get_template("system.md.j2").render(guardrails=GUARDRAILS, response_format=response_format.strip())
+    rules = [TOLERANCE_RULE.format(tolerances=tolerances) if r == BITWISE_RULE and tolerances else r
+             for r in GUARDRAILS]
+    system = env.get_template("system.md.j2").render(guardrails=rules, response_format=response_format.strip(),
+                                                     tolerances=tolerances)
     peaks = _peaks(diag)
     user = env.get_template("user.md.j2").render(
         app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),

@@ -194,7 +194,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     result = ProposeResult(status="failed", diagnostics=diagnostics)
     whole = build_prompt(cfg.app.name, diag, files, diagnostics, resources,
                          max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
-                         rejected=rejected)
+                         rejected=rejected, tolerances=cfg.app.tolerances())
     parts: list[list[str] | None] = [None]
     if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(whole.hot_kernels) > 1:
         parts = [[k] for k in whole.hot_kernels]
@@ -244,7 +244,7 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
             first = build_prompt(cfg.app.name, st.diag, st.files, st.diagnostics, st.resources, kernels=kernels,
                                  compile_errors=compile_errors, parse_error=parse_error,
                                  max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
-                                 rejected=st.rejected)
+                                 rejected=st.rejected, tolerances=cfg.app.tolerances())
         prompt, first = first, None
         st.run.write_text("prompt", f"system-{n}.md", prompt.system)
         st.run.write_text("prompt", f"user-{n}.md", prompt.user)
