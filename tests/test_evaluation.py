@@ -85,6 +85,22 @@ def test_nondeterministic_candidate_is_rejected(tmp_path, exes):
     assert statuses(v) <= {"nondeterministic", "mismatch"} and "nondeterministic" in statuses(v)
 
 
+def test_an_original_whose_results_vary_run_to_run_is_said_to_be_so_not_the_candidate(tmp_path, exes):
+    """Before a candidate is called wrong, the original runs once more: when it does not repeat its
+    own results, the case says so (the original, not the candidate) and how to check it instead."""
+    v = validate(config(tmp_path), exes["NONDET"], exes["NONDET"], tmp_path / "work")
+    # NONDET's first value is the clock in ns modulo 1000: two runs agree by chance once in 1000
+    assert "baseline-failed" in statuses(v) <= {"baseline-failed", "nondeterministic", "mismatch"}
+    detail = next(c.detail for c in v.cases if c.status == "baseline-failed")
+    assert detail.startswith("the original program's results differ between two runs (")
+    assert "declare a tolerance" in detail and "give it a seed ({seed})" in detail
+    from runner.evaluation.stage import EvaluationResult
+    from runner.flows.loop import candidate_was_wrong
+    assert not candidate_was_wrong(EvaluationResult(verdict="invalid", validation=v))  # no point asking again
+    wrong = validate(config(tmp_path), exes["BASE"], exes["WRONG"], tmp_path / "w2")
+    assert statuses(wrong) == {"mismatch"}  # the original repeats itself: the candidate is wrong
+
+
 @pytest.mark.slow
 def test_hung_candidate_is_killed(tmp_path, exes):
     lc = config(tmp_path)

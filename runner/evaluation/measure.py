@@ -402,6 +402,32 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
                        "declare the files it writes in app.outputs")
         return case
     baseline = {str(p): p.read_bytes() for _, p in _outputs(lc, base_out) if p.exists()}
+    traced = library is not None
+    _judge_candidate(case, lc, execute, candidate_exe, work, tag, baseline, base_out, base_values, base_results, traced)
+    if case.status in ("mismatch", "nondeterministic"):
+        # The candidate is blamed only if the original gives the same results twice: a program
+        # whose results vary run to run (float atomics, inputs from the clock) cannot be judged so.
+        varies = _original_varies(lc, execute, baseline_exe, work / f"baseline-{tag}-2.out", base_out, base_values,
+                                  base_results, traced)
+        if varies:
+            case.status, case.max_ulps = "baseline-failed", None
+            case.detail = (f"the original program's results differ between two runs ({varies}), so comparing "
+                           "results cannot judge a candidate. If they differ by rounding (floating-point "
+                           "atomics, a reduction in no fixed order), declare a tolerance (app.gpu_results: "
+                           "{compare: tolerance, rtol: ...}, or compare: tolerance on app.outputs); if the program "
+                           "draws its inputs from the clock, give it a seed ({seed}); or judge it by app.stdout "
+                           "and set app.gpu_results.compare: off")
+    return case
+
+
+def _judge_candidate(case: CaseResult, lc: LoadedConfig, execute, candidate_exe: Path, work: Path, tag: str,
+                     baseline: dict[str, bytes], base_out: Path, base_values: list[float] | None,
+                     base_results: list[ProcessTrace], traced: bool) -> None:
+    """Run the candidate twice and set `case` from how its results compare with each other and
+    with the original's."""
+    timeout = lc.config.app.timeout_s
+    printed = lc.config.app.stdout
+    mode, spec = results_mode(lc), lc.config.app.gpu_results
     results, gpu_results = [], []
     for attempt in (1, 2):
         out = work / f"candidate-{tag}-{attempt}.out"
@@ -410,36 +436,56 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
         r, traced = execute(candidate_exe, out, f"candidate-{attempt}")
         if r.returncode is None:
             case.status, case.detail = "timeout", f"killed after {timeout:g} s"
-            return case
+            return
         if r.returncode != 0:
             case.status, case.detail = "failed", _why(r)
-            return case
+            return
         ok, why = check_output(r.stdout, printed, base_values)
         if not ok:
             case.status, case.detail = ("mismatch" if why.startswith("app.stdout.values") else "failed"), why
-            return case
+            return
         results.append([(o, p.read_bytes() if p.exists() else None) for o, p in _outputs(lc, out)])
         gpu_results.append(traced)
     for (o, first), (_, second), (_, bpath) in zip(results[0], results[1], _outputs(lc, base_out), strict=True):
         if first is None or first == POISON:
             case.status, case.detail = "missing-output", f"{o.path} was not written"
-            return case
+            return
         if first != second:
             case.status, case.detail = "nondeterministic", f"{o.path} differs between two runs of the candidate"
-            return case
+            return
         ok, why = compare(first, baseline.get(str(bpath), b""), o)
         if not ok:
             case.status, case.detail = "mismatch", f"{o.path}: {why}"
-            return case
-    if library is not None:
-        ok, why = compare_results(gpu_results[1], gpu_results[0], spec, mode, "the candidate's first run")
+            return
+    if traced:
+        ok, why, _ = compare_results(gpu_results[1], gpu_results[0], spec, mode, "the candidate's first run")
         if not ok:
             case.status, case.detail = "nondeterministic", f"in the candidate's second run, {why}"
-            return case
+            return
         against = compare_results(gpu_results[0], base_results, spec, mode)
         if not against.ok:
             case.status, case.detail, case.max_ulps = "mismatch", against.why, against.max_ulps
-    return case
+
+
+def _original_varies(lc: LoadedConfig, execute, baseline_exe: Path, out: Path, base_out: Path,
+                     base_values: list[float] | None, base_results: list[ProcessTrace], traced: bool) -> str | None:
+    """Run the original once more: how its results differ from its first run's (None: they do not)."""
+    r, again = execute(baseline_exe, out, "baseline-2")
+    if r.returncode != 0:
+        return f"a second run of it {'timed out' if r.returncode is None else 'failed: ' + _why(r)}"
+    for (o, first), (_, second) in zip(_outputs(lc, base_out), _outputs(lc, out), strict=True):
+        ok, _ = compare(second.read_bytes() if second.exists() else b"", first.read_bytes() if first.exists() else b"",
+                        o)
+        if not ok:
+            return f"{o.path} is not the same"
+    ok, why = check_output(r.stdout, lc.config.app.stdout, base_values)
+    if not ok:
+        return why
+    if traced:
+        diff = compare_results(again, base_results, lc.config.app.gpu_results, results_mode(lc), "its first run")
+        if not diff.ok:
+            return f"in its second run, {diff.why}"
+    return None
 
 
 def printed_values(text: str, spec: StdoutSpec) -> list[float]:
