@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from runner.base.config import load_config
-from runner.base.nvcc_shim import build_environment, filter_architectures, removed_api_used
+from runner.base.nvcc_shim import build_environment, filter_architectures, keep_specific, removed_api_used
 from runner.base.processes import child_environment
 from runner.proposal.compiler import build
 
@@ -110,3 +110,37 @@ def test_a_program_that_calls_the_removed_thread_functions_builds(tmp_path, monk
     assert result.ok, result.output
     assert ("optimas: cudaThreadSynchronize, cudaThreadExit, removed in CUDA 13, call the cudaDevice* function "
             "each was an older name of (cuda_removed_api.h, pre-included)") in result.output
+
+
+@pytest.mark.parametrize("args, appended, kept_args, kept_appended", [
+    (["-O2", "-arch=sm_90a", "a.cu"], "-arch=sm_90 -lineinfo", ["-O2", "-arch=sm_90a", "a.cu"],
+     "-arch=sm_90a -lineinfo"),
+    (["-arch=sm_90", "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]", "a.cu"], "",
+     ["--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]", "a.cu"], ""),  # CMake: CMAKE_CUDA_FLAGS and 90a
+    (["-arch", "sm_90", "-gencode", "arch=compute_90a,code=sm_90a"], "",
+     ["-gencode", "arch=compute_90a,code=sm_90a"], ""),
+    (["-gencode=arch=compute_100f,code=sm_100f"], "-arch=sm_100", ["-gencode=arch=compute_100f,code=sm_100f"],
+     "-arch=sm_100f"),
+    (["-arch=sm_80", "a.cu"], "-arch=sm_90", ["-arch=sm_80", "a.cu"], "-arch=sm_90"),  # nothing specific asked
+])
+def test_a_plain_arch_gives_way_to_the_specific_variant_the_build_asks_for(args, appended, kept_args, kept_appended):
+    out, env, notes = keep_specific(args, appended)
+    assert (out, env) == (kept_args, kept_appended) and bool(notes) == (out != args or env != appended)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_an_sm_90a_program_keeps_its_architecture_specific_code(tmp_path, monkeypatch):
+    """NVCC_APPEND_FLAGS' -arch=sm_90 would win over the program's sm_90a (the last -arch is used)
+    and compile its wgmma/setmaxnreg code paths out: through the shim, ptxas targets sm_90a."""
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "a.cu").write_text(KERNEL)
+    argv = ["nvcc", "-arch=sm_90a", "a.cu", "-o", "a", "--dryrun"]
+    env = child_environment()
+    env["NVCC_APPEND_FLAGS"] = "-arch=sm_90"
+    plain = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "ptxas -arch=sm_90 " in plain.stderr and "ptxas -arch=sm_90a" not in plain.stderr
+    env = build_environment(None)
+    env["NVCC_APPEND_FLAGS"] = "-arch=sm_90"
+    shimmed = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "ptxas -arch=sm_90a" in shimmed.stderr and "ptxas -arch=sm_90 " not in shimmed.stderr
+    assert "optimas: `-arch=sm_90` (NVCC_APPEND_FLAGS) given as sm_90a" in shimmed.stderr

@@ -9,7 +9,8 @@ writes, through NVCC_APPEND_FLAGS or CMAKE_CUDA_FLAGS) then decides the architec
 naming an architecture this nvcc supports are left alone, so `-arch=sm_90a` keeps its features.
 Each option dropped is said on stderr, into the build's log.
 
-It also gives a .cu file that calls the thread-management functions CUDA 13 removed
+A plain -arch of the GPU the build also asks an architecture-specific variant for (sm_90a) becomes
+that variant (keep_specific). It also gives a .cu file that calls the thread-management functions CUDA 13 removed
 (`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) the header that defines them
 as those (compat/cuda_removed_api.h, by --pre-include), and says so.
 """
@@ -117,6 +118,40 @@ def filter_architectures(args: list[str], supported: frozenset[str]) -> tuple[li
 _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
+_SPECIFIC = re.compile(r"\b(?:sm|compute)_(\d+)([af])\b")
+_PLAIN_ARCH = re.compile(r"^(?:-arch|--gpu-architecture)[= ]?(?:sm|compute)_(\d+)$")
+
+
+def keep_specific(args: list[str], appended: str) -> tuple[list[str], str, list[str]]:
+    """When the program asks for an architecture-specific variant (sm_90a: wgmma, setmaxnreg; sm_100f),
+    a plain -arch of the same GPU (the build's -arch={arch}, in `appended` = NVCC_APPEND_FLAGS or in
+    the arguments) would compile those features out or beside it: it becomes that variant. Returns
+    (arguments, NVCC_APPEND_FLAGS, what changed)."""
+    specific = {m.group(1): m.group(2) for a in args for m in _SPECIFIC.finditer(a)}
+    if not specific:
+        return args, appended, []
+    out, notes, i = [], [], 0
+    while i < len(args):
+        word = args[i] if args[i] not in _ARCH or i + 1 == len(args) else f"{args[i]} {args[i + 1]}"
+        m = _PLAIN_ARCH.match(word.replace(" ", "="))
+        if m and m.group(1) in specific:
+            notes.append(f"`{word}` left out: the build also asks for sm_{m.group(1)}{specific[m.group(1)]}")
+            i += len(word.split())
+            continue
+        out.append(args[i])
+        i += 1
+
+    def variant(m: re.Match) -> str:
+        if m.group(2) not in specific:
+            return m.group(0)
+        notes.append(f"`{m.group(0)}` (NVCC_APPEND_FLAGS) given as sm_{m.group(2)}{specific[m.group(2)]}, the "
+                     "variant the build asks for")
+        return f"{m.group(1)}sm_{m.group(2)}{specific[m.group(2)]}"
+
+    appended = re.sub(r"((?:-arch|--gpu-architecture)[= ])(?:sm|compute)_(\d+)(?![\w])", variant, appended)
+    return out, appended, notes
+
+
 def removed_api_used(args: list[str], cwd: Path) -> list[str]:
     """The removed runtime functions (REMOVED_API) that the .cu files among nvcc's arguments, or the
     local headers they include, call; none when the code defines one of them itself (its own
@@ -202,6 +237,11 @@ def run_shim(real: str, supported: list[str]) -> None:
     for option in dropped:
         sys.stderr.write(f"optimas: dropped `{option}`: this nvcc ({real}) does not compile for that "
                          "architecture; the build's -arch decides\n")
+    args, appended, kept = keep_specific(args, os.environ.get("NVCC_APPEND_FLAGS", ""))
+    for note in kept:
+        sys.stderr.write(f"optimas: {note}\n")
+    if kept:
+        os.environ["NVCC_APPEND_FLAGS"] = appended
     if used := removed_api_used(args, Path.cwd()):
         args = ["--pre-include", str(COMPAT_HEADER), *args]
         sys.stderr.write(f"optimas: {', '.join(used)}, removed in CUDA 13, call the cudaDevice* function each "
