@@ -28,7 +28,7 @@ from pathlib import Path
 
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "2"
+SHIM_VERSION = "3"
 COMPAT_HEADER = Path(__file__).resolve().parent / "compat" / "cuda_removed_api.h"
 REMOVED_API = ("cudaThreadSynchronize", "cudaThreadExit", "cudaThreadSetLimit", "cudaThreadGetLimit",
                "cudaThreadSetCacheConfig", "cudaThreadGetCacheConfig")
