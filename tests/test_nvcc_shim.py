@@ -91,6 +91,8 @@ def test_the_removed_thread_functions_are_found_where_the_code_calls_them(tmp_pa
     assert removed_api_used(["-O2", "a.cu", "-o", "a"], tmp_path) == ["cudaThreadSynchronize", "cudaThreadExit"]
     assert removed_api_used(["own.cu"], tmp_path) == []  # its own compatibility macro
     assert removed_api_used(["new.cu", "missing.cu"], tmp_path) == []
+    (tmp_path / "host.cpp").write_text("void sync() { cudaThreadSynchronize(); }\n")
+    assert removed_api_used(["-c", "host.cpp"], tmp_path) == ["cudaThreadSynchronize"]  # host code nvcc compiles
 
 
 LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"

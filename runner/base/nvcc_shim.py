@@ -10,9 +10,9 @@ naming an architecture this nvcc supports are left alone, so `-arch=sm_90a` keep
 Each option dropped is said on stderr, into the build's log.
 
 A plain -arch of the GPU the build also asks an architecture-specific variant for (sm_90a) becomes
-that variant (keep_specific). It also gives a .cu file that calls the thread-management functions CUDA 13 removed
-(`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) the header that defines them
-as those (compat/cuda_removed_api.h, by --pre-include), and says so.
+that variant (keep_specific). A source file it compiles that calls the thread-management functions
+CUDA 13 removed (`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) gets the header
+that defines them as those (compat/cuda_removed_api.h, by --pre-include), and the log says so.
 """
 
 from __future__ import annotations
@@ -153,12 +153,12 @@ def keep_specific(args: list[str], appended: str) -> tuple[list[str], str, list[
 
 
 def removed_api_used(args: list[str], cwd: Path) -> list[str]:
-    """The removed runtime functions (REMOVED_API) that the .cu files among nvcc's arguments, or the
-    local headers they include, call; none when the code defines one of them itself (its own
-    compatibility macro or function)."""
+    """The removed runtime functions (REMOVED_API) that the source files among nvcc's arguments (.cu,
+    and C or C++ files nvcc compiles), or the local headers they include, call; none when the code
+    defines one of them itself (its own compatibility macro or function)."""
     texts = []
     for arg in args:
-        if arg.endswith(".cu") and (cwd / arg).is_file():
+        if arg.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / arg).is_file():
             source = cwd / arg
             text = source.read_text(errors="replace")
             texts.append(text)
