@@ -270,7 +270,7 @@ def test_planted_faults_that_the_programs_own_check_misses_are_caught(tmp_path):
     from runner.evaluation.measure import validate
 
     exes = {}
-    for v in ("BASE", "WRONG", "RACE", "REORDER", "SKIP"):
+    for v in ("BASE", "WRONG", "RACE", "REORDER", "SKIP", "NOGPU"):
         exes[v] = tmp_path / v.lower()
         subprocess.run(["nvcc", "-O2", "-arch=sm_90", f"-DVARIANT={v}", "-o", str(exes[v]),
                         str(FIXTURES / "tracer" / "planted.cu")], check=True)
@@ -288,6 +288,9 @@ def test_planted_faults_that_the_programs_own_check_misses_are_caught(tmp_path):
         assert seen[v].cases[0].detail.startswith("GPU result 2 (cudaMemcpy, 4194304 bytes) differs from the "
                                                   "baseline's, from byte ")
     assert seen["RACE"].cases[0].status in ("nondeterministic", "mismatch")  # float atomics: the bits vary
+    # no CUDA process to trace at all: still compared, as reading back nothing
+    assert (seen["NOGPU"].cases[0].status, seen["NOGPU"].cases[0].detail) == (
+        "mismatch", "0 results read back from the GPU where the baseline reads 2")
     # a different summation order: the same sums, rounded otherwise, a few ulps apart
     assert seen["REORDER"].cases[0].detail.startswith("GPU result 1 (cudaMemcpy, 16384 bytes) differs from the "
                                                       "baseline's, from byte ")

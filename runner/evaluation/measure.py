@@ -433,7 +433,7 @@ def _judge_candidate(case: CaseResult, lc: LoadedConfig, execute, candidate_exe:
         out = work / f"candidate-{tag}-{attempt}.out"
         for _, p in _outputs(lc, out):
             p.write_bytes(POISON)  # a candidate that does not write its output fails the comparison
-        r, traced = execute(candidate_exe, out, f"candidate-{attempt}")
+        r, found = execute(candidate_exe, out, f"candidate-{attempt}")
         if r.returncode is None:
             case.status, case.detail = "timeout", f"killed after {timeout:g} s"
             return
@@ -445,7 +445,7 @@ def _judge_candidate(case: CaseResult, lc: LoadedConfig, execute, candidate_exe:
             case.status, case.detail = ("mismatch" if why.startswith("app.stdout.values") else "failed"), why
             return
         results.append([(o, p.read_bytes() if p.exists() else None) for o, p in _outputs(lc, out)])
-        gpu_results.append(traced)
+        gpu_results.append(found)
     for (o, first), (_, second), (_, bpath) in zip(results[0], results[1], _outputs(lc, base_out), strict=True):
         if first is None or first == POISON:
             case.status, case.detail = "missing-output", f"{o.path} was not written"
