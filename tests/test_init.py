@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import run_cli
 
-from runner.base.config import load_config
+from runner.base.config import AppConfig, load_config
 from runner.base.processes import render
 
 MAIN = """\
@@ -52,6 +52,13 @@ def init(*args: str) -> subprocess.CompletedProcess:
     return run_cli("init", *args)
 
 
+def initialized(root: Path, *args: str) -> tuple[subprocess.CompletedProcess, AppConfig]:
+    """init in `root`, which must succeed, and the app section it wrote."""
+    r = init(str(root), *args)
+    assert r.returncode == 0, r.stderr
+    return r, load_config(root / "optimas.yml").config.app
+
+
 def make_builds(build: str, root: Path, exe: Path) -> subprocess.CompletedProcess | None:
     """Run a written build command in `root` as the pipeline would for the H200, where nvcc and make
     are installed (None elsewhere), and check that it made `exe`."""
@@ -84,9 +91,7 @@ def test_a_makefile_project_builds_its_target(tmp_path: Path):
     mk = ("NVCC ?= nvcc\nEXTRA_NVCCFLAGS ?=\n.PHONY: all clean\nall: saxpy\n"
           "saxpy: main.cu kernels/saxpy.cuh\n\t$(NVCC) -O3 $(EXTRA_NVCCFLAGS) -o $@ main.cu\nclean:\n\trm -f saxpy\n")
     root = project(tmp_path / "p", ("Makefile", mk))
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
-    app = load_config(root / "optimas.yml").config.app
+    r, app = initialized(root)
     assert app.build == "sh -c 'make -B saxpy EXTRA_NVCCFLAGS={lineinfo} && cp saxpy {exe}'"
     assert "build by make" in r.stdout
     make_builds(app.build, root, tmp_path / "app")
@@ -99,10 +104,8 @@ def test_a_makefile_that_calls_nvcc_through_a_variable_gets_arch_and_lineinfo_an
           "EXE = saxpy_bench\n\nrelease: $(SRC)\n\t$(CC) $(SRC) -o $(EXE) -I.\n\n"
           "other:\n\tclang++ --cuda-gpu-arch=sm_70 $(SRC) -o x\nclean:\n\trm -f $(EXE)\n")
     root = project(tmp_path / "p", ("Makefile", mk))
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
+    r, app = initialized(root)
     assert "building target 'release', whose recipe writes saxpy_bench" in r.stdout
-    app = load_config(root / "optimas.yml").config.app
     assert app.build == ("sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -B release CC=nvcc && "
                          "cp saxpy_bench {exe}'")
     make_builds(app.build, root, tmp_path / "app")  # CUDA_DIR's nvcc would not exist
@@ -137,10 +140,8 @@ def test_a_makefile_that_builds_in_a_subfolder_by_a_recursive_make(tmp_path: Pat
     (root / "src").mkdir()
     (root / "src" / "Makefile").write_text("NVCC ?= nvcc\nEXE = bench_gpu\n\n$(EXE): ../main.cu\n"
                                            "\t$(NVCC) -O2 -I.. -o $@ ../main.cu\n")
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
+    r, app = initialized(root)
     assert "building target 'bench', whose recipe writes src/bench_gpu" in r.stdout
-    app = load_config(root / "optimas.yml").config.app
     assert app.build == "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -B bench && cp src/bench_gpu {exe}'"
     make_builds(app.build, root, tmp_path / "app")
 
@@ -158,9 +159,7 @@ def test_a_makefile_in_the_kernels_subfolder_builds_when_the_top_has_none(tmp_pa
     (root / "src" / "Makefile").write_text("CC = nvcc\nprogram = main\n\n$(program): main.cu\n"
                                            "\t$(CC) -O2 main.cu -o $(program)\n\n"
                                            "run: $(program)\n\t./$(program) data/in.txt\n")
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
-    app = load_config(root / "optimas.yml").config.app
+    r, app = initialized(root)
     assert app.build == ("sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -C src -B main CC=nvcc && "
                          "cp src/main {exe}'")
     assert app.run == "{exe}" and "no Makefile at the top: the one in src/, over the kernels' files" in r.stdout
@@ -176,9 +175,7 @@ def test_a_makefile_whose_rule_is_in_an_included_file_and_named_all(tmp_path: Pa
     (tmp_path / "utils").mkdir()
     (tmp_path / "utils" / "common.mk").write_text("all:\n\tnvcc -O3 ${CUFILES} -I. -o ${EXECUTABLE}\n"
                                                   "clean:\n\trm -f *.exe\n")
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
-    app = load_config(root / "optimas.yml").config.app
+    r, app = initialized(root)
     assert app.build == "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -B all && cp saxpy.exe {exe}'"
     make_builds(app.build, root, tmp_path / "app")
 
@@ -188,9 +185,7 @@ def test_a_makefile_whose_first_target_is_a_cpu_build_builds_the_cuda_one(tmp_pa
           "prog_cu: main.cu\n\t$(NVCC) -O2 main.cu -o prog_cu\n")
     root = project(tmp_path / "p", ("Makefile", mk))
     (root / "prog.c").write_text("int main(void) { return 0; }\n")
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
-    app = load_config(root / "optimas.yml").config.app
+    r, app = initialized(root)
     assert "make -B prog_cu NVCC=nvcc && cp prog_cu {exe}" in app.build
     make_builds(app.build, root, tmp_path / "app")
 
@@ -199,9 +194,8 @@ def test_the_run_arguments_come_from_the_makefiles_run_target_unless_given(tmp_p
     mk = ("CC = nvcc\nLAUNCHER =\nprogram = main\n\n$(program): main.cu\n\t$(CC) main.cu -o $(program)\n\n"
           "run: $(program)\n\t$(LAUNCHER) ./$(program) 8192 -i 10\n")
     root = project(tmp_path / "p", ("Makefile", mk))
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
-    assert load_config(root / "optimas.yml").config.app.run == "{exe} 8192 -i 10"
+    r, app = initialized(root)
+    assert app.run == "{exe} 8192 -i 10"
     assert "the run arguments are the ones the Makefile's run target gives: 8192 -i 10" in r.stdout
     r = init(str(root), "--force", "--args", "64")
     assert load_config(root / "optimas.yml").config.app.run == "{exe} 64" and "run target gives" not in r.stdout
@@ -234,10 +228,8 @@ def test_a_cmake_project_whose_executable_is_defined_in_a_subdirectory_builds(tm
                                          "set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n"
                                          "add_subdirectory(src)\n")
     (root / "src" / "CMakeLists.txt").write_text("add_executable(${PROJECT_NAME} main.cu)\n")
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
+    r, app = initialized(root)
     assert "src/CMakeLists.txt: building target 'saxpy' (of saxpy), configured from the top" in r.stdout
-    app = load_config(root / "optimas.yml").config.app
     assert "--target saxpy " in app.build
     if shutil.which("nvcc"):
         built = subprocess.run(render(app.build, exe=tmp_path / "app", arch="sm_90", lineinfo="-lineinfo"), cwd=root,

@@ -206,48 +206,46 @@ def _expand(value: str, variables: dict[str, str], target: str = "") -> str:
     return value.replace("$@", target)
 
 
-def _rules(text: str, variables: dict[str, str]) -> dict[str, list[str]]:
-    """Each explicit rule's first target (variables expanded) -> its recipe lines, in file order."""
+def _parse_rules(text: str, variables: dict[str, str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each explicit rule's first target (variables expanded) -> its recipe lines, and -> its
+    prerequisites (expanded), in file order."""
     rules: dict[str, list[str]] = {}
+    needs: dict[str, list[str]] = {}
     heads = list(_RULE.finditer(text))
     for i, m in enumerate(heads):
         name = _expand(m.group(1).split()[0], variables) if m.group(1).split() else ""
         body = text[m.end():heads[i + 1].start() if i + 1 < len(heads) else len(text)]
-        recipe = [ln.strip().lstrip("@-+").strip() for ln in body.splitlines()[1:] if ln.startswith("\t")]
+        lines = body.splitlines() or [""]
+        recipe = [ln.strip().lstrip("@-+").strip() for ln in lines[1:] if ln.startswith("\t")]
         rules.setdefault(name, recipe)
-    return rules
+        needs.setdefault(name, _expand(lines[0].split(";", 1)[0], variables).split())
+    return rules, needs
+
+
+def _rules(text: str, variables: dict[str, str]) -> dict[str, list[str]]:
+    """Each explicit rule's first target (variables expanded) -> its recipe lines, in file order."""
+    return _parse_rules(text, variables)[0]
 
 
 _SUBMAKE = re.compile(r"cd\s+([^\s;&]+)\s*(?:;|&&)\s*(?:\$\(MAKE\)|make)(?![\w-])"
                       r"|(?:\$\(MAKE\)|make)\s+-C\s*([^\s;&]+)")
 
 
-def _prerequisites(text: str, variables: dict[str, str]) -> dict[str, list[str]]:
-    """Each explicit rule's first target -> its prerequisites, variables expanded."""
-    out: dict[str, list[str]] = {}
-    for m in _RULE.finditer(text):
-        if m.group(1).split():
-            line = text[m.end():].split("\n", 1)[0].split(";", 1)[0]
-            out.setdefault(_expand(m.group(1).split()[0], variables), _expand(line, variables).split())
-    return out
-
-
 _C_SOURCE = (".c", ".cc", ".cpp", ".cxx")
 
 
-def _first_target(rules: dict[str, list[str]], text: str = "", variables: dict[str, str] | None = None
-                  ) -> str | None:
+def _first_target(rules: dict[str, list[str]], needs: dict[str, list[str]] | None = None,
+                  variables: dict[str, str] | None = None) -> str | None:
     """The target make would build first, leaving out phony-looking ones (all, clean, run, ...): but
-    when that one only compiles C or C++ sources (a CPU build beside the CUDA one), the first whose
-    prerequisites name a .cu file or whose recipe runs nvcc; `all` itself when it is the only rule
-    with a recipe."""
+    when that one only compiles C or C++ sources (a CPU build beside the CUDA one; known from the
+    prerequisites `needs`), the first whose prerequisites name a .cu file or whose recipe runs nvcc;
+    `all` itself when it is the only rule with a recipe."""
     real = [t for t in rules if t and not t.startswith((".", "%", "$")) and t not in _NOT_A_BINARY]
     if not real:
         return "all" if rules.get("all") else None
-    if not text:
+    if needs is None:
         return real[0]
     variables = variables or {}
-    needs = _prerequisites(text, variables)
 
     def runs_nvcc(t: str) -> bool:
         return any("nvcc" in _expand(line, variables, t) for line in rules.get(t, []))
@@ -289,12 +287,11 @@ def _binary(rules: dict[str, list[str]], variables: dict[str, str], target: str,
 _SHELL_OPERATORS = re.compile(r"[|;&<>`$]")
 
 
-def run_target_args(text: str, binary: str) -> str | None:
+def run_target_args(rules: dict[str, list[str]], variables: dict[str, str], binary: str) -> str | None:
     """The arguments a Makefile's `run` target passes to `binary` (its recipe's first line that runs
     it, variables expanded); None when there is no such line or it does more than run the binary
     (pipes, redirections, command lists, unknown variables)."""
-    variables = _make_variables(text)
-    for line in _rules(text, variables).get("run", []):
+    for line in rules.get("run", []):
         expanded = _expand(line, variables, "run").strip()
         if _SHELL_OPERATORS.search(expanded):
             continue
@@ -335,12 +332,12 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     EXTRA_NVCCFLAGS where the Makefile takes it (NVIDIA's samples, which choose their
     architectures themselves). Also the arguments its `run` target gives the binary ("" if none)."""
     variables = _make_variables(text)
-    rules = _rules(text, variables)
-    target = _first_target(rules, text, variables) or "app"
+    rules, needs = _parse_rules(text, variables)
+    target = _first_target(rules, needs, variables) or "app"
     binary = _binary(rules, variables, target, folder)
     make = f"make -C {sub} -B {target}" if sub else f"make -B {target}"
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
-    run_args = run_target_args(text, binary or target) or ""
+    run_args = run_target_args(rules, variables, binary or target) or ""
     notes = [f"{name}: building target {target!r}" + (f", whose recipe writes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
     if "EXTRA_NVCCFLAGS" in text:
