@@ -8,6 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+# `#include "header"`: a local header, resolved next to the including file (not <system> ones).
+LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
 _QUALIFIERS = ("__global__", "__device__", "__host__")
 
 

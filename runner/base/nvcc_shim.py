@@ -26,6 +26,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from runner.base.cuda_source import LOCAL_INCLUDE
 from runner.base.processes import cache_root, child_environment, run_process
 
 SHIM_VERSION = "3"
@@ -115,9 +116,6 @@ def filter_architectures(args: list[str], supported: frozenset[str]) -> tuple[li
     return out, dropped
 
 
-_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
-
-
 _SPECIFIC = re.compile(r"\b(?:sm|compute)_(\d+)([af])\b")
 _PLAIN_ARCH = re.compile(r"^(?:-arch|--gpu-architecture)[= ]?(?:sm|compute)_(\d+)$")
 
@@ -162,7 +160,7 @@ def removed_api_used(args: list[str], cwd: Path) -> list[str]:
             source = cwd / arg
             text = source.read_text(errors="replace")
             texts.append(text)
-            for name in _LOCAL_INCLUDE.findall(text):
+            for name in LOCAL_INCLUDE.findall(text):
                 if (header := source.parent / name).is_file():
                     texts.append(header.read_text(errors="replace"))
     code = "\n".join(texts)

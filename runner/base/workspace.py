@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from pathlib import Path
 
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
+from runner.base.cuda_source import LOCAL_INCLUDE
 from runner.base.errors import OptimasError
 from runner.base.processes import render
 
@@ -34,9 +34,6 @@ def read_sources(workdir: Path, sources: list[str]) -> dict[str, str]:
     return out
 
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
-
-
 def read_included(workdir: Path, space: Path, files: dict[str, str], depth: int = 2) -> dict[str, str]:
     """Local headers that `files` include with `#include "..."`, followed `depth` levels: each resolved
     next to the including file, then in workdir, and kept only inside the workspace `space`. Named
@@ -46,7 +43,7 @@ def read_included(workdir: Path, space: Path, files: dict[str, str], depth: int 
     for _ in range(depth):
         nxt: dict[str, str] = {}
         for name, text in frontier.items():
-            for inc in _INCLUDE.findall(text):
+            for inc in LOCAL_INCLUDE.findall(text):
                 for base in (workdir / posixpath.dirname(name), workdir):
                     p = (base / inc).resolve()
                     if p.is_file() and (p == space or space in p.parents):
