@@ -203,10 +203,11 @@ class ProfilingAgent:
             launches = NcuRawCsvReader().read(timing_files[0]).launches
         kernels = select_hot_kernels(launches, self.cfg.analysis.alpha)
         hot = [k.kernel for k in kernels if k.hot]
+        files = read_context(self.lc)  # the sources and their local headers: which kernels an edit can reach
         if app.kernels:
             hot = restrict_to_configured([k.kernel for k in kernels], app.kernels)
         else:
-            hot = self._with_editable(kernels, hot)
+            hot = self._with_editable(kernels, hot, files)
         self.progress(f"hot kernels: {', '.join(hot)}")
 
         # 2. targeted collection: one ncu run for all hot kernels, then one per kernel it missed
@@ -245,7 +246,7 @@ class ProfilingAgent:
             which = "app.profile_run" if app.profile_run else "app.run"
             self.progress(f"{which} takes no {{scale}}: one counter run instead of a sweep of problem sizes (eOMP "
                           "needs the sweep: pass {scale}, or {n*scale} for a size n, to the program)")
-        target = counter_target(hot, read_context(self.lc))
+        target = counter_target(hot, files)
         if target != hot[0]:
             self.progress(f"counter runs profile {short_kernel_name(target)}, the hottest kernel defined in the "
                           f"sources ({short_kernel_name(hot[0])} is not, so no edit could act on its counters)")
@@ -278,10 +279,10 @@ class ProfilingAgent:
                                     for role, paths in inputs.items()})
         return inputs
 
-    def _with_editable(self, kernels: list[KernelTime], hot: list[str]) -> list[str]:
+    def _with_editable(self, kernels: list[KernelTime], hot: list[str], files: dict[str, str]) -> list[str]:
         """The hot kernels, and when the sources define none of them (a library's kernels take the
         time), the hottest kernels the sources do define: the analysis widens the same way."""
-        defined = defined_kernels([k.kernel for k in kernels], read_context(self.lc))
+        defined = defined_kernels([k.kernel for k in kernels], files)
         widened = [k.kernel for k in widen_to_editable(kernels, defined, self.cfg.analysis.alpha) if k.hot]
         added = [k for k in widened if k not in hot]
         if added:
