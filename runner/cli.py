@@ -475,16 +475,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def cmd_init(args: argparse.Namespace) -> int:
-    from runner.base.scaffold import write_config
+    from runner.base.scaffold import count_of, write_config
 
     out = args.output or args.dir / "optimas.yml"
     project, _ = write_config(args.dir, out, args.name, args.args, args.build, args.force)
-    print(f"wrote {out}: {_count(len(project.kernels), 'kernel')} in {_count(len(project.kernel_files), 'file')}, "
+    print(f"wrote {out}: {count_of(len(project.kernels), 'kernel')} in {count_of(len(project.kernel_files), 'file')}, "
           f"build by {project.build_kind}")
     for note in project.notes:
         print(f"  check: {note}")

@@ -72,6 +72,11 @@ def scan(root: Path) -> tuple[list[str], list[str], list[str]]:
     return files, kernels, mains
 
 
+def count_of(n: int, noun: str) -> str:
+    """'1 kernel', '3 kernels'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _q(s: str) -> str:
     """A YAML scalar for any text (JSON's double-quoted strings are YAML)."""
     return json.dumps(s)
@@ -385,7 +390,7 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".")
         "app:",
         f"  name: {_q(name)}",
         f"  workdir: {_q(workdir)}",
-        f"  # The files that define the {len(p.kernels)} kernel{'s' if len(p.kernels) != 1 else ''} found: "
+        f"  # The files that define the {count_of(len(p.kernels), 'kernel')} found: "
         f"{', '.join(p.kernels[:6])}"
         f"{', ...' if len(p.kernels) > 6 else ''}.",
         "  # Local headers they include are followed (two levels): device helpers there are shown too.",
