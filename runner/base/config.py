@@ -67,6 +67,12 @@ class GpuResultsSpec(_Strict):
                                                  "bytes are read")
     keep_bytes: Annotated[int, Field(ge=0)] = Field(
         default=256 << 20, description="bytes of results kept per process for tolerance mode (beyond: mismatch)")
+    # Programs whose own results vary run to run (floating-point atomics, reductions in no fixed
+    # order) cannot be judged bit for bit: no candidate can repeat bits the original does not.
+    original_varies: Literal["rounding", "fail"] = Field(
+        default="rounding", description="bitwise mode, when the original's own GPU results differ between two runs "
+        "by rounding only: rounding (judge the candidate within 1024 ulps of them, said so in the verdict) | fail "
+        "(the case fails with advice)")
 
 
 class StdoutSpec(_Strict):

@@ -5,7 +5,9 @@ Validation, per (configuration, seed): run the baseline; poison each declared ou
 the candidate; poison again and run it a second time. The candidate passes when it exits 0 (the
 app's own PASS/FAIL), writes every output, gives the same bytes both times (deterministic), and
 matches the baseline bit for bit (or within the declared tolerance). A hung or crashing candidate
-is killed at the app's timeout and recorded as failed.
+is killed at the app's timeout and recorded as failed. Before a candidate is called wrong the
+baseline runs again; when its own GPU results vary by rounding only, the candidate's are held
+within ROUNDING_ULPS of them instead of bit for bit (app.gpu_results.original_varies).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
 from runner.evaluation.statistics import Improvement, improvement
 from runner.tracing.library import TracerError, trace_environment, tracer_library
-from runner.tracing.trace import ProcessTrace, read_traces
+from runner.tracing.trace import DeviceResult, ProcessTrace, read_traces
 
 POISON = b"\xde\xad\xbe\xef" * 256
 log = logging.getLogger(__name__)
@@ -57,6 +59,9 @@ class CaseResult(BaseModel):
     # A GPU result's mismatch read as floating-point values: the largest distance in ulps of a
     # differing value from the baseline's (None: not read so, or not floating-point data).
     max_ulps: int | None = None
+    # When the original's own GPU results differ between two of its runs by rounding only: the
+    # largest ulp distance between them (the candidate is then judged within ROUNDING_ULPS).
+    original_ulps: int | None = None
 
 
 # A mismatch whose values all lie within this many ulps of the baseline's reads as the same
@@ -89,7 +94,12 @@ class Validation(BaseModel):
     def summary(self) -> str:
         bad = [c for c in self.cases if c.status != "pass"]
         if not bad:
-            return f"passed on all {len(self.cases)} configuration/seed pairs"
+            text = f"passed on all {len(self.cases)} configuration/seed pairs"
+            rounded = [c.original_ulps for c in self.cases if c.original_ulps is not None]
+            if rounded:
+                text += (f" (on {len(rounded)} of them GPU results within {ROUNDING_ULPS} ulps, not bit for bit: the "
+                         f"original's own vary run to run, by up to {max(rounded)} ulps)")
+            return text
         return "; ".join(f"{c.configuration}/seed {c.seed}: {c.status} ({c.detail})" for c in bad)
 
 
@@ -293,23 +303,37 @@ def first_difference(candidate: bytes, baseline: bytes, dtype: str, other: str =
     return text, None if integral else int(ulps.max())
 
 
-def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spec: GpuResultsSpec,
-                    mode: Literal["bitwise", "tolerance"], other: str = "the baseline") -> Difference:
-    """How two runs' device-to-host results compare, in program order; `other` names the run
-    compared against in the reason."""
+Paired = list[tuple[int, tuple[ProcessTrace, DeviceResult], tuple[ProcessTrace, DeviceResult]]]
+
+
+def _paired(candidate: list[ProcessTrace], baseline: list[ProcessTrace], other: str) -> Paired | Difference:
+    """Two runs' results side by side in program order, numbered from 1, where their bytes differ
+    (by hash); a Difference when their number or a result's size differs."""
     cand = [(t, r) for t in candidate for r in t.results]
     base = [(t, r) for t in baseline for r in t.results]
     if len(cand) != len(base):
         return Difference(False, f"{len(cand)} results read back from the GPU where {other} reads {len(base)}")
+    out = []
+    for i, (c, b) in enumerate(zip(cand, base, strict=True), start=1):
+        if c[1].bytes != b[1].bytes:
+            return Difference(False, f"GPU result {i} ({b[1].source}) has {c[1].bytes} bytes where {other}'s has "
+                                     f"{b[1].bytes}")
+        if c[1].hash != b[1].hash:
+            out.append((i, c, b))
+    return out
+
+
+def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spec: GpuResultsSpec,
+                    mode: Literal["bitwise", "tolerance"], other: str = "the baseline") -> Difference:
+    """How two runs' device-to-host results compare, in program order; `other` names the run
+    compared against in the reason."""
+    paired = _paired(candidate, baseline, other)
+    if isinstance(paired, Difference):
+        return paired
     rule = OutputSpec(path="gpu result", compare="tolerance", format="raw", dtype=spec.dtype, rtol=spec.rtol,
                       atol=spec.atol, ulps=spec.ulps)
-    for i, ((ct, cr), (bt, br)) in enumerate(zip(cand, base, strict=True), start=1):
+    for i, (ct, cr), (bt, br) in paired:
         what = f"GPU result {i} ({br.source}, {br.bytes} bytes)"
-        if cr.bytes != br.bytes:
-            return Difference(False, f"GPU result {i} ({br.source}) has {cr.bytes} bytes where {other}'s has "
-                                     f"{br.bytes}")
-        if cr.hash == br.hash:
-            continue
         if mode == "bitwise":
             where, max_ulps = first_difference(ct.kept_bytes(cr), bt.kept_bytes(br), spec.dtype, other)
             return Difference(False, f"{what} differs from {other}'s{where}", max_ulps)
@@ -320,6 +344,104 @@ def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace],
         if not ok:
             return Difference(False, f"{what}: {why}")
     return Difference(True)
+
+
+def float_distance(a: bytes, b: bytes, dtype: str) -> int | None:
+    """The largest ulp distance between two equal-length results' values read as `dtype`; None
+    when they cannot be read so or a differing value is infinite, NaN against a number, or
+    subnormal (integers read as floats are). 0 when they do not differ; NaN equals NaN."""
+    size = np.dtype(dtype).itemsize
+    if len(a) != len(b) or len(a) % size:
+        return None
+    va, vb = np.frombuffer(a, dtype), np.frombuffer(b, dtype)
+    ints = {4: np.uint32, 8: np.uint64}[size]
+    differ = (va.view(ints) != vb.view(ints)) & ~(np.isnan(va) & np.isnan(vb))
+    if not differ.any():
+        return 0
+    x, y = va[differ], vb[differ]
+    tiny = np.finfo(dtype).tiny
+    if not (np.isfinite(x).all() and np.isfinite(y).all()) or ((x != 0) & (np.abs(x) < tiny)).any() \
+            or ((y != 0) & (np.abs(y) < tiny)).any():
+        return None
+    return int(_ulp_distance(x, y).max())
+
+
+def rounding_ulps(a: bytes, b: bytes, dtype: str) -> int | None:
+    """float_distance when it is at most ROUNDING_ULPS (the values differ by rounding only), else None."""
+    d = float_distance(a, b, dtype)
+    return d if d is not None and d <= ROUNDING_ULPS else None
+
+
+class RoundingSpread(NamedTuple):
+    """Where and by how much two runs of the original differ when only by rounding: each varying
+    result's number (from 1) and the float type it reads as, and the largest ulp distance."""
+
+    dtypes: dict[int, str]
+    ulps: int
+
+
+def rounding_type(a: bytes, b: bytes) -> tuple[str, int] | None:
+    """The float type under which two versions of a result differ by rounding only, and by how many
+    ulps; None when under neither. Read as float32 pairs, doubles whose low words stay the same
+    (round values) would let a change of 1e-3 in a high word pass as 1000 ulps. So float64 is tried
+    first, and float32 is taken for a result that could hold doubles only when some of its
+    even-numbered (low-word) values differ too: float32 data read as float64 is never judged more
+    leniently, a change in its odd-numbered values being 2**32 double ulps or more."""
+    d64 = float_distance(a, b, "float64")
+    if d64 is not None and d64 <= ROUNDING_ULPS:
+        return "float64", d64
+    d32 = rounding_ulps(a, b, "float32")
+    if d32 is None:
+        return None
+    if len(a) % 8 == 0:
+        low = np.frombuffer(a, np.uint32)[::2] != np.frombuffer(b, np.uint32)[::2]
+        if not low.any():
+            return None  # only high words differ: doubles, by more than rounding
+    return "float32", d32
+
+
+def original_spread(first: list[ProcessTrace], second: list[ProcessTrace]) -> RoundingSpread | str:
+    """How the original's two runs' GPU results differ when every differing result, kept whole,
+    differs by rounding only (rounding_type); else why not, in words."""
+    paired = _paired(second, first, "its first run")
+    if isinstance(paired, Difference):
+        return paired.why
+    dtypes, worst = {}, 0
+    for i, (st, sr), (ft, fr) in paired:
+        if sr.kept < sr.bytes or fr.kept < fr.bytes:
+            return f"only {min(sr.kept, fr.kept)} of the {fr.bytes} bytes of GPU result {i} were kept to compare"
+        found = rounding_type(st.kept_bytes(sr), ft.kept_bytes(fr))
+        if found is None:
+            return f"GPU result {i} ({fr.source}) differs by more than rounding"
+        dtypes[i], worst = found[0], max(worst, found[1])
+    return RoundingSpread(dtypes, worst)
+
+
+def within_rounding(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spread: RoundingSpread,
+                    dtype_hint: str = "float32") -> Difference:
+    """A candidate's GPU results against the original's when the original's own vary by rounding:
+    the results it varied within ROUNDING_ULPS, the ones it repeated bit for bit."""
+    paired = _paired(candidate, baseline, "the baseline")
+    if isinstance(paired, Difference):
+        return paired
+    worst = 0
+    for i, (ct, cr), (bt, br) in paired:
+        what = f"GPU result {i} ({br.source}, {br.bytes} bytes)"
+        c, b = ct.kept_bytes(cr), bt.kept_bytes(br)
+        dtype = spread.dtypes.get(i)
+        if dtype is None:
+            where, ulps = first_difference(c, b, dtype_hint)
+            return Difference(False, f"{what} differs from the baseline's{where}, where the original repeats it "
+                                     "bit for bit", ulps)
+        if cr.kept < cr.bytes:
+            return Difference(False, f"{what} differs from the baseline's and only {cr.kept} of its bytes were kept "
+                                     "to compare")
+        ulps = rounding_ulps(c, b, dtype)
+        if ulps is None:
+            where, far = first_difference(c, b, dtype)
+            return Difference(False, f"{what} differs from the baseline's by more than rounding{where}", far)
+        worst = max(worst, ulps)
+    return Difference(True, "", worst)
 
 
 def _outputs(lc: LoadedConfig, out: Path) -> list[tuple[OutputSpec, Path]]:
@@ -377,10 +499,13 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
     base_out = work / f"baseline-{tag}.out"
     env = child_environment(lc.config.app.env)
 
-    def execute(exe: Path, out: Path, name: str) -> tuple[RunOutcome, list[ProcessTrace]]:
+    def execute(exe: Path, out: Path, name: str, whole: bool = False) -> tuple[RunOutcome, list[ProcessTrace]]:
+        """One run; `whole`: every result kept whole, up to app.gpu_results.keep_bytes."""
         argv = _argv(lc, exe, cfg, seed, out)
         if library is None:
             return run_once(argv, cwd, timeout, env), []
+        if whole:
+            return run_traced(argv, cwd, timeout, env, library, traces / name, spec.keep_bytes, 0)
         return run_traced(argv, cwd, timeout, env, library, traces / name, keep, each)
 
     b, base_results = execute(baseline_exe, base_out, "baseline")
@@ -403,28 +528,74 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
         return case
     baseline = {str(p): p.read_bytes() for _, p in _outputs(lc, base_out) if p.exists()}
     traced = library is not None
-    _judge_candidate(case, lc, execute, candidate_exe, work, tag, baseline, base_out, base_values, base_results, traced)
+    on_gpu = _judge_candidate(case, lc, execute, candidate_exe, work, tag, baseline, base_out, base_values,
+                              base_results, traced)
     if case.status in ("mismatch", "nondeterministic"):
         # The candidate is blamed only if the original gives the same results twice: a program
         # whose results vary run to run (float atomics, inputs from the clock) cannot be judged so.
         varies = _original_varies(lc, execute, baseline_exe, work / f"baseline-{tag}-2.out", base_out, base_values,
                                   base_results, traced)
-        if varies:
-            case.status, case.max_ulps = "baseline-failed", None
-            case.detail = (f"the original program's results differ between two runs ({varies}), so comparing "
-                           "results cannot judge a candidate. If they differ by rounding (floating-point "
-                           "atomics, a reduction in no fixed order), declare a tolerance (app.gpu_results: "
-                           "{compare: tolerance, rtol: ...}, or compare: tolerance on app.outputs); if the program "
-                           "draws its inputs from the clock, give it a seed ({seed}); or judge it by app.stdout "
-                           "and set app.gpu_results.compare: off")
+        if varies.why is None or (varies.gpu_only and on_gpu is None):
+            return case  # the original repeats what the candidate got wrong
+        why_not = ""
+        if varies.gpu_only and mode == "bitwise" and spec.original_varies == "rounding":
+            spread = original_spread(base_results, varies.again)
+            if not isinstance(spread, RoundingSpread) and _cut_short(base_results + varies.again):
+                # The bytes kept to describe a mismatch end before some results do: run both
+                # programs twice more, keeping them whole.
+                runs = [execute(exe, work / f"{name}-{tag}.out", name, whole=True)
+                        for exe, name in ((baseline_exe, "baseline-whole-1"), (baseline_exe, "baseline-whole-2"),
+                                          (candidate_exe, "candidate-whole-1"), (candidate_exe, "candidate-whole-2"))]
+                failed = next((r for r, _ in runs if r.returncode != 0), None)
+                if failed is None:
+                    base_results, on_gpu = runs[0][1], [runs[2][1], runs[3][1]]
+                    spread = original_spread(base_results, runs[1][1])
+                else:
+                    spread = f"a run keeping its results whole failed: {_why(failed)}"
+            if isinstance(spread, RoundingSpread):
+                _judge_within_rounding(case, on_gpu, base_results, spread, spec.dtype)
+                return case
+            why_not = f" ({spread})"
+        case.status, case.max_ulps = "baseline-failed", None
+        case.detail = (f"the original program's results differ between two runs ({varies.why}{why_not}), so comparing "
+                       "results cannot judge a candidate. If they differ by rounding (floating-point "
+                       "atomics, a reduction in no fixed order), declare a tolerance (app.gpu_results: "
+                       "{compare: tolerance, rtol: ...}, or compare: tolerance on app.outputs); if the program "
+                       "draws its inputs from the clock, give it a seed ({seed}); or judge it by app.stdout "
+                       "and set app.gpu_results.compare: off")
     return case
+
+
+def _cut_short(traces: list[ProcessTrace]) -> bool:
+    """Whether some result of these runs was kept only in part."""
+    return any(r.kept < r.bytes for t in traces for r in t.results)
+
+
+def _judge_within_rounding(case: CaseResult, runs: list[list[ProcessTrace]], base_results: list[ProcessTrace],
+                           spread: RoundingSpread, dtype_hint: str) -> None:
+    """Set `case` from each candidate run's GPU results held within rounding of the original's,
+    whose own vary run to run (app.gpu_results.original_varies: rounding)."""
+    case.original_ulps, case.max_ulps = spread.ulps, None
+    note = (f"the original's own GPU results vary run to run, by up to {spread.ulps} ulps, so the candidate's are "
+            f"held within {ROUNDING_ULPS} ulps of them")
+    worst = 0
+    for n, run in enumerate(runs, start=1):
+        d = within_rounding(run, base_results, spread, dtype_hint)
+        if not d.ok:
+            case.status, case.detail, case.max_ulps = "mismatch", f"in the candidate's run {n}, {d.why} ({note})", \
+                d.max_ulps
+            return
+        worst = max(worst, d.max_ulps or 0)
+    case.status, case.detail = "pass", f"{note}: they differ by up to {worst} ulps"
+    case.modes = ["gpu-results:rounding" if m == "gpu-results:bitwise" else m for m in case.modes]
 
 
 def _judge_candidate(case: CaseResult, lc: LoadedConfig, execute, candidate_exe: Path, work: Path, tag: str,
                      baseline: dict[str, bytes], base_out: Path, base_values: list[float] | None,
-                     base_results: list[ProcessTrace], traced: bool) -> None:
+                     base_results: list[ProcessTrace], traced: bool) -> list[list[ProcessTrace]] | None:
     """Run the candidate twice and set `case` from how its results compare with each other and
-    with the original's."""
+    with the original's. Returns the GPU results of its two runs when those were what it failed on
+    (None when it passed or failed another check)."""
     timeout = lc.config.app.timeout_s
     printed = lc.config.app.stdout
     mode, spec = results_mode(lc), lc.config.app.gpu_results
@@ -436,56 +607,68 @@ def _judge_candidate(case: CaseResult, lc: LoadedConfig, execute, candidate_exe:
         r, found = execute(candidate_exe, out, f"candidate-{attempt}")
         if r.returncode is None:
             case.status, case.detail = "timeout", f"killed after {timeout:g} s"
-            return
+            return None
         if r.returncode != 0:
             case.status, case.detail = "failed", _why(r)
-            return
+            return None
         ok, why = check_output(r.stdout, printed, base_values)
         if not ok:
             case.status, case.detail = ("mismatch" if why.startswith("app.stdout.values") else "failed"), why
-            return
+            return None
         results.append([(o, p.read_bytes() if p.exists() else None) for o, p in _outputs(lc, out)])
         gpu_results.append(found)
     for (o, first), (_, second), (_, bpath) in zip(results[0], results[1], _outputs(lc, base_out), strict=True):
         if first is None or first == POISON:
             case.status, case.detail = "missing-output", f"{o.path} was not written"
-            return
+            return None
         if first != second:
             case.status, case.detail = "nondeterministic", f"{o.path} differs between two runs of the candidate"
-            return
+            return None
         ok, why = compare(first, baseline.get(str(bpath), b""), o)
         if not ok:
             case.status, case.detail = "mismatch", f"{o.path}: {why}"
-            return
+            return None
     if traced:
         ok, why, _ = compare_results(gpu_results[1], gpu_results[0], spec, mode, "the candidate's first run")
         if not ok:
             case.status, case.detail = "nondeterministic", f"in the candidate's second run, {why}"
-            return
+            return gpu_results
         against = compare_results(gpu_results[0], base_results, spec, mode)
         if not against.ok:
             case.status, case.detail, case.max_ulps = "mismatch", against.why, against.max_ulps
+            return gpu_results
+    return None
+
+
+class OriginalVariation(NamedTuple):
+    """How a second run of the original differs from its first: `why` (None: it does not), whether
+    only its GPU results differ, and that run's GPU results."""
+
+    why: str | None
+    gpu_only: bool = False
+    again: list[ProcessTrace] = []
 
 
 def _original_varies(lc: LoadedConfig, execute, baseline_exe: Path, out: Path, base_out: Path,
-                     base_values: list[float] | None, base_results: list[ProcessTrace], traced: bool) -> str | None:
-    """Run the original once more: how its results differ from its first run's (None: they do not)."""
+                     base_values: list[float] | None, base_results: list[ProcessTrace],
+                     traced: bool) -> OriginalVariation:
+    """Run the original once more and say how its results differ from its first run's."""
     r, again = execute(baseline_exe, out, "baseline-2")
     if r.returncode != 0:
-        return f"a second run of it {'timed out' if r.returncode is None else 'failed: ' + _why(r)}"
+        return OriginalVariation(f"a second run of it {'timed out' if r.returncode is None else 'failed: ' + _why(r)}")
     for (o, first), (_, second) in zip(_outputs(lc, base_out), _outputs(lc, out), strict=True):
         ok, _ = compare(second.read_bytes() if second.exists() else b"", first.read_bytes() if first.exists() else b"",
                         o)
         if not ok:
-            return f"{o.path} is not the same"
+            return OriginalVariation(f"{o.path} is not the same")
     ok, why = check_output(r.stdout, lc.config.app.stdout, base_values)
     if not ok:
-        return why
+        return OriginalVariation(why)
     if traced:
         diff = compare_results(again, base_results, lc.config.app.gpu_results, results_mode(lc), "its first run")
         if not diff.ok:
-            return f"in its second run, {diff.why}"
-    return None
+            return OriginalVariation(f"in its second run, {diff.why}", True, again)
+    return OriginalVariation(None)
 
 
 def printed_values(text: str, spec: StdoutSpec) -> list[float]:
