@@ -246,6 +246,36 @@ def test_a_config_written_elsewhere_points_back_at_the_project(tmp_path: Path):
     assert run_cli("check-config", "--config", str(out)).returncode == 0
 
 
+def test_the_verdict_a_program_prints_when_its_own_check_fails_becomes_a_fail_pattern(tmp_path: Path):
+    from runner.evaluation.measure import check_output
+
+    root = project(tmp_path / "checked")
+    (root / "verify.cpp").write_text(
+        '#include <cstdio>\n'
+        'void report(bool ok) { printf("%s\\n", ok ? "PASS" : "FAIL"); }\n'
+        'void load(const char* f) { if (!f) printf("file open failed: \\"%s\\"\\n", f); }\n')
+    r, app = initialized(root)
+    assert app.stdout.fail_pattern == r"\bFAIL(?:ED|URE)?\b"
+    assert "prints that verdict when its own check fails (verify.cpp)" in r.stdout
+    spec = app.stdout
+    assert check_output("n = 1024\nPASS\n", spec) == (True, "")
+    assert check_output("Result = FAIL\n", spec) == (False, "the output matches app.stdout.fail_pattern: "
+                                                            "'Result = FAIL'")
+    assert check_output("TEST FAILED at 12\n", spec)[0] is False
+    assert check_output("file open failed: x\nFAILURE in block 3\n", spec)[0] is False
+    assert check_output("file open failed: x\n", spec)[0] is True  # an error message, not a verdict
+
+    other = project(tmp_path / "samples")
+    samples_check = 'printf(ok ? "Test passed\\n" : "Test failed!\\n");'
+    (other / "main.cu").write_text(MAIN.replace('printf("PASS\\n");', samples_check))
+    _, app = initialized(other)
+    assert app.stdout.fail_pattern == r"\b[Tt]ests? failed\b"
+    assert check_output("Test failed!\n", app.stdout)[0] is False and check_output("Test passed\n", app.stdout)[0]
+
+    _, plain = initialized(project(tmp_path / "plain"))  # prints PASS only: nothing to fail on
+    assert plain.stdout.fail_pattern is None and not plain.stdout.configured()
+
+
 def test_init_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: Path):
     empty = tmp_path / "empty"
     (empty / "src").mkdir(parents=True)

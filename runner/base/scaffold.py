@@ -34,6 +34,10 @@ class Project:
     build_kind: str  # cmake | make | nvcc | the command given
     notes: list[str] = field(default_factory=list)
     run_args: str = ""  # the arguments the top Makefile's `run` target gives the binary, if any
+    # app.stdout.fail_pattern for the verdict the program prints when its own check fails, and the
+    # file where it was found (None: the sources print none)
+    fail_pattern: str | None = None
+    fail_pattern_in: str = ""
 
 
 def _skipped(d: Path) -> bool:
@@ -41,7 +45,7 @@ def _skipped(d: Path) -> bool:
     return n.startswith(".") or n.startswith(("build", "cmake-build")) or n in {"runs", "__pycache__", "node_modules"}
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, suffixes: tuple[str, ...] = CUDA_SUFFIXES) -> list[Path]:
     out: list[Path] = []
     todo = [(root, 0)]
     while todo and len(out) < MAX_FILES:
@@ -49,7 +53,7 @@ def _walk(root: Path) -> list[Path]:
         for p in sorted(d.iterdir()):
             if p.is_dir() and depth < MAX_DEPTH and not _skipped(p):
                 todo.append((p, depth + 1))
-            elif p.is_file() and p.suffix in CUDA_SUFFIXES:
+            elif p.is_file() and p.suffix in suffixes:
                 out.append(p)
     return out
 
@@ -70,6 +74,33 @@ def scan(root: Path) -> tuple[list[str], list[str], list[str]]:
         if p.suffix == ".cu" and any(f.name == "main" for f in funcs):
             mains.append(rel)
     return files, kernels, mains
+
+
+SOURCE_SUFFIXES = (*CUDA_SUFFIXES, ".cpp", ".cc", ".cxx", ".c")
+_STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+# The verdicts programs print when their own check fails, as they spell them in string literals:
+# "FAIL", "FAILED" ("PASS" : "FAIL", "Result = FAIL", "TEST FAILED"), and "Test failed". Lowercase
+# "failed" alone is left out: error messages ("file open failed") are not checks of the results.
+FAIL_VERDICTS = {r"\bFAIL(?:ED|URE)?\b": re.compile(r"\bFAIL(?:ED|URE)?\b"),
+                 r"\b[Tt]ests? failed\b": re.compile(r"\b[Tt]ests? failed\b")}
+
+
+def printed_verdict(root: Path) -> tuple[str | None, str]:
+    """A fail_pattern for what the program prints when its own check fails, from the string
+    literals of its sources, and the first file that prints it; (None, "") when none does."""
+    found: dict[str, str] = {}
+    for p in _walk(root, SOURCE_SUFFIXES):
+        text = p.read_text(encoding="utf-8", errors="replace")
+        if "FAIL" not in text and "ailed" not in text:
+            continue
+        for literal in _STRING_LITERAL.findall(text):
+            for pattern, rx in FAIL_VERDICTS.items():
+                if pattern not in found and rx.search(literal):
+                    found[pattern] = p.relative_to(root).as_posix()
+    if not found:
+        return None, ""
+    patterns = [p for p in FAIL_VERDICTS if p in found]
+    return "|".join(patterns), found[patterns[0]]
 
 
 def count_of(n: int, noun: str) -> str:
@@ -377,7 +408,8 @@ def inspect(root: Path) -> Project:
         raise ConfigError(root, [f"no __global__ function found in {', '.join(CUDA_SUFFIXES)} files under {root} "
                                  f"(searched {MAX_DEPTH} levels deep, skipping hidden and build folders)"])
     kind, build, notes, run_args = detect_build(root, files, mains)
-    return Project(files, kernels, build, kind, notes, run_args)
+    fail_pattern, where = printed_verdict(root)
+    return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where)
 
 
 def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".") -> str:
@@ -407,6 +439,13 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".")
         f"  run: {_q(run)}",
         "  configurations: [default]   # one entry per problem size, passed to the commands as {config}",
         "  outputs: []      # files the run writes, if you want them compared too: [{path: out.bin}]",
+    ]
+    if p.fail_pattern:
+        lines += [
+            f"  # The program prints its own verdict ({p.fail_pattern_in}): a run whose output matches fails.",
+            f"  stdout: {{fail_pattern: {_q(p.fail_pattern)}}}",
+        ]
+    lines += [
         "  # Bit for bit by default. If the results are floating-point values that may change in their",
         "  # last bits (a sum reordered), declare it, and the model is told it may reorder within it:",
         "  # gpu_results: {compare: tolerance, dtype: float32, rtol: 1.0e-5}",
@@ -424,6 +463,10 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
     project = inspect(root)
     if build:  # the user's own command: what was guessed about the build does not apply
         project.build, project.build_kind, project.notes, project.run_args = build, "the command given", [], ""
+    if project.fail_pattern:
+        project.notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program "
+                             f"prints that verdict when its own check fails ({project.fail_pattern_in}); remove "
+                             "app.stdout if it prints it otherwise")
     if not run_args and project.run_args:
         run_args = project.run_args
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
