@@ -61,19 +61,21 @@ def _split_list(value: str) -> list[str]:
     return [v for v in re.split(r"[,\[\]\"' ]+", value) if v]
 
 
+def _kept_codes(codes: list[str], supported: frozenset[str]) -> list[str] | None:
+    """The codes nvcc compiles for: all of them (the same list), some, or None when none."""
+    kept = [c for c in codes if is_supported(c, supported)]
+    return kept or None
+
+
 def _gencode_keep(value: str, supported: frozenset[str]) -> str | None:
     """A -gencode value with its unsupported codes taken out; None when nothing of it stays."""
     m = re.fullmatch(r"""\s*["']?arch=([^,]+),\s*code=(.+?)["']?\s*""", value)
     if not m:
         return value  # a form this shim does not know: nvcc judges it
     arch, codes = m.group(1).strip("\"'"), _split_list(m.group(2))
-    if not is_supported(arch, supported):
-        return None
-    kept = [c for c in codes if is_supported(c, supported)]
-    if not kept:
-        return None
-    if kept == codes:
-        return value
+    kept = _kept_codes(codes, supported) if is_supported(arch, supported) else None
+    if kept is None or kept == codes:
+        return None if kept is None else value
     return f"arch={arch},code=[{','.join(kept)}]"
 
 
@@ -99,8 +101,8 @@ def filter_architectures(args: list[str], supported: frozenset[str]) -> tuple[li
                 keep = value if is_supported(value, supported) else None
             elif name in _CODE:
                 codes = _split_list(value)
-                kept = [c for c in codes if is_supported(c, supported)]
-                keep = None if not kept else value if kept == codes else ",".join(kept)
+                kept = _kept_codes(codes, supported)
+                keep = None if kept is None else value if kept == codes else ",".join(kept)
             else:
                 keep = _gencode_keep(value, supported)
             if keep is None:
