@@ -16,6 +16,7 @@ from llm_servers import ChatServer, Reply
 
 from runner.analysis.stage import analyze, profile_inputs
 from runner.base.config import load_config
+from runner.base.errors import OptimasError
 from runner.base.runstore import create_run
 from runner.proposal.llm.offline import OfflineContext, answer
 from runner.proposal.parser import parse_response
@@ -68,6 +69,43 @@ def test_declared_tolerances_replace_the_bit_for_bit_rule_in_the_prompt(tmp_path
     assert "bit-for-bit" not in r.stdout and "within the tolerances the rules state" in r.stdout
     default = cli("prompt", "--config", "config.yml", "--runs-dir", str(tmp_path / "b"))
     assert "- Results must stay bit-for-bit identical" in default.stdout and "tolerances" not in default.stdout
+
+
+def test_an_original_whose_results_vary_by_rounding_lets_the_prompt_reorder_them(tmp_path: Path):
+    """The profiling agent's gpu_results.json says how two runs of the original compare: varying by
+    rounding only, the prompt allows reordering where they vary; beyond rounding, the diagnostics
+    say that bit-for-bit validation cannot pass; the same, the prompt stays bit for bit."""
+    from runner.evaluation.measure import ROUNDING_ULPS
+    from runner.proposal.prompt import BITWISE_RULE, ROUNDING_RULE, build_prompt
+    from runner.tracing.trace import ResultsVariation
+
+    lc = load_config(REPO / "config.yml")
+    files = {"probe_kernels.cu": (REPO / "examples" / "h200-probe" / "probe_kernels.cu").read_text()}
+
+    def diagnosed(variation: ResultsVariation | None):
+        inputs = profile_inputs(lc)
+        if variation is not None:
+            (tmp_path / "gpu_results.json").write_text(variation.model_dump_json())
+            inputs["gpu_results"] = [tmp_path / "gpu_results.json"]
+        return analyze(lc, inputs)
+
+    rounding = diagnosed(ResultsVariation(varies=True, rounding_ulps=3, why="GPU result 1 differs"))
+    assert rounding.results_variation.rounding_ulps == 3 and not rounding.notes[-1].startswith("the original's")
+    system = build_prompt("probe", rounding, files).system
+    assert "- " + ROUNDING_RULE.format(ulps=ROUNDING_ULPS) in system
+    assert "within 1024 ulps of the original's where they vary" in system and BITWISE_RULE not in system
+    assert "within the tolerances the rules state" in system
+
+    beyond = diagnosed(ResultsVariation(varies=True, why="GPU result 2 differs; GPU result 2 (cudaMemcpy) differs by "
+                                                         "more than rounding"))
+    assert beyond.notes[-1].startswith("the original's GPU results differ between two runs beyond rounding (GPU "
+                                       "result 2 differs;")
+    assert BITWISE_RULE in build_prompt("probe", beyond, files).system
+    for same in (diagnosed(ResultsVariation(varies=False)), diagnosed(None)):
+        assert BITWISE_RULE in build_prompt("probe", same, files).system
+    (tmp_path / "gpu_results.json").write_text("{}")
+    with pytest.raises(OptimasError, match="gpu_results.json: not a comparison of the original's GPU results"):
+        analyze(lc, {**profile_inputs(lc), "gpu_results": [tmp_path / "gpu_results.json"]})
 
 
 @pytest.mark.parametrize("diagnostics, present, absent", [

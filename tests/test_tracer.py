@@ -262,6 +262,23 @@ def test_an_original_whose_results_vary_by_rounding_judges_candidates_within_rou
     assert rounding_ulps(nan.tobytes(), np.array([2.0, 1.0], np.float32).tobytes(), "float32") is None
 
 
+def test_two_runs_of_the_original_compared_for_the_prompt(tmp_path: Path):
+    from runner.evaluation.measure import results_variation
+
+    sums = np.linspace(1, 100, 64, dtype=np.float32)
+    rounded = sums.copy()
+    rounded[[2, 5]] = np.nextafter(rounded[[2, 5]], np.float32(0))
+    far = sums * np.float32(1.5)
+    first = [_process(tmp_path, "first", [sums])]
+    assert results_variation(first, [_process(tmp_path, "same", [sums])]).varies is False
+    r = results_variation(first, [_process(tmp_path, "rounded", [rounded])])
+    assert r.varies and r.rounding_ulps == 1 and r.why.startswith("GPU result 1 (cudaMemcpy, 256 bytes) differs "
+                                                                 "from its first run's, from byte 8")
+    r = results_variation(first, [_process(tmp_path, "far", [far])])
+    assert r.varies and r.rounding_ulps is None and r.why.endswith("; GPU result 1 (cudaMemcpy) differs by more "
+                                                                   "than rounding")
+
+
 def test_validation_summary_says_when_results_were_held_within_rounding():
     from runner.evaluation.measure import CaseResult, Validation
 
@@ -402,6 +419,35 @@ def test_planted_faults_that_the_programs_own_check_misses_are_caught(tmp_path, 
     racy["REORDER-cut"] = validate(bitwise, exes["RACE"], exes["REORDER"], tmp_path / "r-cut")
     assert racy["REORDER-cut"].passed and racy["REORDER-cut"].cases[0].original_ulps is not None
     print({v: (s.cases[0].status, s.cases[0].detail) for v, s in {**seen, **racy}.items()})  # recorded with -s
+
+
+@pytest.mark.gpu
+def test_profiling_finds_out_whether_the_programs_results_repeat(tmp_path):
+    """Before the model is asked: the profiling agent runs the program twice under the tracer and
+    writes how its GPU results compare (float atomics in RACE vary by rounding; BASE repeats)."""
+    import json
+    import sys
+
+    from conftest import REPO
+
+    shutil.copy(FIXTURES / "tracer" / "planted.cu", tmp_path / "planted.cu")
+    seen = {}
+    for variant in ("RACE", "BASE"):
+        cfg = tmp_path / f"{variant}.yml"
+        cfg.write_text(f"app:\n  name: planted\n  workdir: {tmp_path}\n  sources: [planted.cu]\n"
+                       f"  build: 'nvcc -O2 -arch={{arch}} {{lineinfo}} -DVARIANT={variant} -o {{exe}} planted.cu'\n"
+                       "  run: '{exe}'\n  configurations: [default]\n")
+        runs = tmp_path / f"runs-{variant}"
+        r = subprocess.run([sys.executable, "-m", "runner.cli", "profile", "--config", str(cfg), "--runs-dir",
+                            str(runs)], cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        (run,) = [p for p in runs.iterdir() if p.is_dir()]
+        seen[variant] = json.loads((run / "profile" / "gpu_results.json").read_text())
+        assert not list((run / "profile" / "trace").glob("*.bin"))  # the kept bytes are not left behind
+    assert seen["BASE"] == {"varies": False, "rounding_ulps": None, "why": ""}
+    assert seen["RACE"]["varies"] and 1 <= seen["RACE"]["rounding_ulps"] <= 1024, seen["RACE"]
+    assert seen["RACE"]["why"].startswith("GPU result 1 (cudaMemcpy, 16384 bytes) differs from its first run's")
+    print(seen)  # recorded with -s
 
 
 def test_hot_kernels_from_a_traced_run_match_ncus_and_are_spelled_as_the_profile_spells_them():

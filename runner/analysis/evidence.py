@@ -24,6 +24,7 @@ from runner.base.config import AnalysisConfig
 from runner.base.cuda_source import template_symbol_prefix
 from runner.base.errors import AnalysisError
 from runner.profiling.model import MANGLED, STALL_MEANING, Profile, short_kernel_name
+from runner.tracing.trace import ResultsVariation
 
 
 class Evidence(BaseModel):
@@ -61,6 +62,8 @@ class Diagnostics(BaseModel):
     notes: list[str] = Field(default_factory=list)
     # the text of the lines each hot kernel's samples fell on, as captured (see analysis.sources)
     source_digests: list[SourceDigest] = Field(default_factory=list)
+    # two traced runs of the original compared (None: not checked)
+    results_variation: ResultsVariation | None = None
 
     @property
     def hot_kernels(self) -> list[KernelTime]:

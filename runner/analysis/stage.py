@@ -19,6 +19,7 @@ from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import read_context
 from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles, read_timing
+from runner.tracing.trace import ResultsVariation
 
 PROGRESS = progress_for("analysis")
 log = logging.getLogger(__name__)
@@ -60,8 +61,24 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress 
     progress(f"analysing {len(profile.launches)} launches of {len(profile.kernels())} kernels")
     # both spellings: diagnose names the timing's kernels as the profile does where it can
     launched = sorted(set(profile.kernels()) | (set(timing["kernel"]) if timing is not None else set()))
-    return diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels,
+    diag = diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels,
                     editable=_defined(lc, launched))
+    for p in inputs.get("gpu_results", []):
+        diag.results_variation = read_results_variation(p)
+        if diag.results_variation.varies and diag.results_variation.rounding_ulps is None:
+            diag.notes.append(f"the original's GPU results differ between two runs beyond rounding "
+                              f"({diag.results_variation.why}): bit-for-bit validation cannot pass; declare a "
+                              "tolerance (app.gpu_results), give the program a seed, or check it by app.stdout")
+    return diag
+
+
+def read_results_variation(path: Path) -> ResultsVariation:
+    """The profiling agent's comparison of two runs of the original (gpu_results.json)."""
+    try:
+        return ResultsVariation.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise OptimasError(f"{path}: not a comparison of the original's GPU results as the profiling agent "
+                           f"writes it ({e})") from None
 
 
 def _defined(lc: LoadedConfig, kernels: list[str]) -> list[str]:

@@ -31,7 +31,7 @@ from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
 from runner.evaluation.statistics import Improvement, improvement
 from runner.tracing.library import TracerError, trace_environment, tracer_library
-from runner.tracing.trace import DeviceResult, ProcessTrace, read_traces
+from runner.tracing.trace import DeviceResult, ProcessTrace, ResultsVariation, read_traces
 
 POISON = b"\xde\xad\xbe\xef" * 256
 log = logging.getLogger(__name__)
@@ -415,6 +415,18 @@ def original_spread(first: list[ProcessTrace], second: list[ProcessTrace]) -> Ro
             return f"GPU result {i} ({fr.source}) differs by more than rounding"
         dtypes[i], worst = found[0], max(worst, found[1])
     return RoundingSpread(dtypes, worst)
+
+
+def results_variation(first: list[ProcessTrace], again: list[ProcessTrace]) -> ResultsVariation:
+    """How a second run of the original compares with its first in its GPU results, bit for bit:
+    the same, differing by rounding only (original_spread), or otherwise (and how)."""
+    diff = compare_results(again, first, GpuResultsSpec(), "bitwise", "its first run")
+    if diff.ok:
+        return ResultsVariation(varies=False)
+    spread = original_spread(first, again)
+    if isinstance(spread, RoundingSpread):
+        return ResultsVariation(varies=True, rounding_ulps=spread.ulps, why=diff.why)
+    return ResultsVariation(varies=True, why=f"{diff.why}; {spread}")
 
 
 def within_rounding(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spread: RoundingSpread,

@@ -7,6 +7,9 @@ Steps, each recorded in the run directory (`profile/`) with its exact command in
    reuse that build), and with it, in place, for profiling (`-arch` from the GPU found);
 2. every launch's duration: one run under the CUPTI tracer (`profiling.hot_kernels: tracer`, the
    default), or ncu's timing pass, `ncu --metrics gpu__time_duration.sum` (one replay per launch);
+   with the tracer, when candidates will be validated bit for bit, a second traced run says
+   whether the program's GPU results repeat (gpu_results.json: the prompt allows reordering the
+   ones that vary by rounding only);
 3. hot kernels from that (alpha of total time);
 4. targeted collection of the hot kernels (`-k regex:^(a|b)$`, by mangled name when the tracer
    named them, launch skip/count, roofline and source sections, imported source) in one profiler
@@ -43,13 +46,14 @@ from runner.base.processes import (
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.base.workspace import read_context
+from runner.evaluation.measure import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
 from runner.profiling.readers.report import report_kernel_names
 from runner.profiling.readers.trace import profile_of
 from runner.proposal.stage import compile_candidate
 from runner.tracing.library import TracerError, trace_environment, tracer_library
-from runner.tracing.trace import read_traces
+from runner.tracing.trace import ProcessTrace, ResultsVariation, read_traces
 
 PROGRESS = progress_for("profiling")
 
@@ -192,8 +196,9 @@ class ProfilingAgent:
                 traced = self._traced_timing(exe_time)
             except TracerError as e:
                 self.progress(f"{e}; timing every launch with ncu instead (profiling.hot_kernels: ncu)")
+        checked: list[Path] = []  # the comparison of two runs' GPU results, when made
         if traced is not None:
-            timing_files, launches, mangled = traced
+            timing_files, launches, mangled, checked = traced
         else:
             timing = self.dir / "timing"
             argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(timing),
@@ -272,8 +277,8 @@ class ProfilingAgent:
                     self.progress(f"at scale {scale:g} the program does not launch {short_kernel_name(target)}: "
                                   "profiling the first launch of another instance of its template instead")
             counters.append(out.with_suffix(".ncu-rep"))
-        inputs = {"timing": timing_files, "report": reports, "counters": counters}
-        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters], gpu=self.gpu.name,
+        inputs = {"timing": timing_files, "report": reports, "counters": counters, "gpu_results": checked}
+        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters, *checked], gpu=self.gpu.name,
                             hot_kernels=[spelled.get(k, k) for k in hot], configuration=self.configuration,
                             inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
                                     for role, paths in inputs.items()})
@@ -313,22 +318,51 @@ class ProfilingAgent:
             return ["--kernel-name-base", "mangled", "-k", kernel_regex(*(mangled[n] for n in names))]
         return ["--kernel-name-base", "demangled", "-k", kernel_regex(*names)]
 
-    def _traced_timing(self, exe: Path) -> tuple[list[Path], pd.DataFrame, dict[str, str]]:
-        """Run the app once under the CUPTI tracer: its record files, its launches, and the mangled
-        name of each kernel."""
+    def _traced_timing(self, exe: Path) -> tuple[list[Path], pd.DataFrame, dict[str, str], list[Path]]:
+        """Run the app once under the CUPTI tracer: its record files, its launches, the mangled name
+        of each kernel, and (when candidates will be validated bit for bit) gpu_results.json, how a
+        second run's GPU results compare with the first's."""
         library = tracer_library(self.cfg.profiling.nvcc)
+        app = self.cfg.app
+        check = app.gpu_results_mode() == "bitwise" and app.gpu_results.original_varies == "rounding"
+        keep = dict(keep_bytes=MISMATCH_BYTES, keep_each=MISMATCH_EACH) if check else {}
         folder = self.dir / "trace"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
-        self._exec(self._app_argv(exe), "trace", self.cfg.app.timeout_s, "traced run (every kernel's duration)",
-                   env=trace_environment(library, folder))
+        self._exec(self._app_argv(exe), "trace", app.timeout_s, "traced run (every kernel's duration)",
+                   env=trace_environment(library, folder, **keep))
         traces = read_traces(folder)
         if not any(t.launches for t in traces):
             raise ProfilingError(f"the traced run launched no kernel the tracer saw (records: {folder}; the tracer's "
                                  f"messages start with '[optimas tracer]' in {self.dir / 'logs' / 'trace.log'}); set "
                                  "profiling.hot_kernels: ncu to time launches with ncu instead")
         mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
-        return sorted(folder.glob("trace-*.tsv")), profile_of(traces, str(folder)).launches, mangled
+        checked = [self._results_variation(exe, library, traces, keep)] if check else []
+        for kept in folder.glob("trace-*.bin"):
+            kept.unlink()  # results' bytes, only needed for that comparison
+        return sorted(folder.glob("trace-*.tsv")), profile_of(traces, str(folder)).launches, mangled, checked
+
+    def _results_variation(self, exe: Path, library: Path, first: list[ProcessTrace], keep: dict) -> Path:
+        """Run the app under the tracer again and write how its GPU results compare with the first
+        run's (gpu_results.json): the same, differing by rounding only (floating-point atomics), or
+        otherwise."""
+        folder = self.dir / "trace-again"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        try:
+            self._exec(self._app_argv(exe), "trace-again", self.cfg.app.timeout_s,
+                       "traced run again (do the GPU results repeat?)", env=trace_environment(library, folder, **keep))
+            variation = results_variation(first, read_traces(folder))
+        except ProfilingError as e:
+            variation = ResultsVariation(varies=True, why=f"a second run failed: {e}")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if variation.varies:
+            self.progress(f"the program's GPU results differ between two runs ({variation.why}): "
+                          + (f"by rounding only, up to {variation.rounding_ulps} ulps; candidates will be held within "
+                             f"{ROUNDING_ULPS} ulps of them" if variation.rounding_ulps is not None else
+                             "beyond rounding, so candidates cannot be validated bit for bit"))
+        return self.run.write_text("profile", "gpu_results.json", variation.model_dump_json(indent=2) + "\n")
 
 
 def counter_target(hot: list[str], files: dict[str, str]) -> str:

@@ -26,6 +26,7 @@ from runner.base.cuda_source import (
     used_names,
 )
 from runner.base.errors import OptimasError
+from runner.evaluation.measure import ROUNDING_ULPS
 from runner.profiling.model import short_kernel_name
 from runner.proposal.compiler import KernelResources
 
@@ -47,6 +48,10 @@ DIAGNOSTIC_KINDS: dict[str, set[str]] = {
 BITWISE_RULE = "Results must stay bit-for-bit identical: do not reorder floating-point operations or change precision."
 TOLERANCE_RULE = ("Results must stay within the declared tolerances ({tolerances}): floating-point operations may be "
                   "reordered or fused within them; keep every value's precision (no narrower types or intrinsics).")
+ROUNDING_RULE = ("The original program's own results differ in their last bits from run to run (floating-point "
+                 "atomics or a reduction in no fixed order), so results are checked within {ulps} ulps of the "
+                 "original's where they vary and bit for bit elsewhere: the operations that produce the varying "
+                 "results may be reordered (a reduction instead of atomics, say); keep every value's precision.")
 GUARDRAILS = [
     "Keep every kernel's name, parameter list and launch interface; adding const, __restrict__ or "
     "__launch_bounds__ is allowed.",
@@ -281,8 +286,15 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     response_format = (TEMPLATES / "response_format.md").read_text()
-    rules = [TOLERANCE_RULE.format(tolerances=tolerances) if r == BITWISE_RULE and tolerances else r
-             for r in GUARDRAILS]
+    variation = diag.results_variation
+    if tolerances:
+        results_rule = TOLERANCE_RULE.format(tolerances=tolerances)
+    elif variation is not None and variation.rounding_ulps is not None:
+        results_rule = ROUNDING_RULE.format(ulps=ROUNDING_ULPS)
+        tolerances = f"within {ROUNDING_ULPS} ulps where the original's own results vary"
+    else:
+        results_rule = BITWISE_RULE
+    rules = [results_rule if r == BITWISE_RULE else r for r in GUARDRAILS]
     system = env.get_template("system.md.j2").render(guardrails=rules, response_format=response_format.strip(),
                                                      tolerances=tolerances)
     peaks = _peaks(diag)

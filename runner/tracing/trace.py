@@ -92,6 +92,16 @@ class ProcessTrace(BaseModel):
             return f.read(result.kept)
 
 
+class ResultsVariation(BaseModel):
+    """How two runs of the original program compare in their GPU results (the profiling agent
+    writes it as gpu_results.json; the prompt relaxes the bit-for-bit rule when they differ by
+    rounding only)."""
+
+    varies: bool
+    rounding_ulps: int | None = None  # when they differ by rounding only: the largest ulp distance
+    why: str = ""  # how they differ, when they do
+
+
 def _ints(text: str) -> tuple[int, int, int]:
     x, y, z = (int(v) for v in text.split(","))
     return x, y, z
