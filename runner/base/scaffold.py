@@ -446,9 +446,10 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".")
             f"  stdout: {{fail_pattern: {_q(p.fail_pattern)}}}",
         ]
     lines += [
-        "  # Bit for bit by default. If the results are floating-point values that may change in their",
-        "  # last bits (a sum reordered), declare it, and the model is told it may reorder within it:",
-        "  # gpu_results: {compare: tolerance, dtype: float32, rtol: 1.0e-5}",
+        "  # Bit for bit by default (where the program's own results vary by rounding, as with float",
+        "  # atomics, Optimas finds it out and holds candidates within 1024 ulps there). If a candidate",
+        "  # may change the results' last bits anywhere (a sum reordered), declare it, and the model is",
+        "  # told it may reorder within it: gpu_results: {compare: tolerance, dtype: float32, rtol: 1.0e-5}",
         "  timeout_s: 600",
         "evaluation:",
         "  timer: tracer    # kernel execution times from the CUPTI tracer; no help from the program",
