@@ -95,23 +95,49 @@ def test_the_removed_thread_functions_are_found_where_the_code_calls_them(tmp_pa
     assert removed_api_used(["-c", "host.cpp"], tmp_path) == ["cudaThreadSynchronize"]  # host code nvcc compiles
 
 
+def test_the_warp_functions_without_a_mask_are_found_where_the_code_calls_them():
+    from runner.base.nvcc_shim import WARP, compat_used
+
+    reduce = ("__device__ float warp_sum(float v) {\n  for (int d = 16; d > 0; d /= 2) v += __shfl_down(v, d);\n"
+              "  return __any(v > 0) ? v : __shfl(v, 0);\n}\n")
+    assert compat_used(reduce, WARP) == ["__shfl", "__shfl_down", "__any"]
+    assert compat_used("v += __shfl_down_sync(0xffffffff, v, d); m = __ballot_sync(~0u, p);", WARP) == []
+    own = "#define __shfl_down(v, d) __shfl_down_sync(0xffffffff, v, d)\n" + reduce
+    assert compat_used(own, WARP) == []  # its own compatibility macro
+    own_fn = "template <class T> __device__ __forceinline__ T __shfl(T v, int l) { return v; }\n" + reduce
+    assert compat_used(own_fn, WARP) == []
+
+
 LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"
           "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaThreadSynchronize();\n"
           "  printf(\"PASS\\n\"); cudaThreadExit(); return 0; }\n")
 
 
+WARP_LEGACY = ("#include <cstdio>\n"
+               "__global__ void k(float* a) { float v = a[threadIdx.x];\n"
+               "  for (int d = 16; d > 0; d /= 2) v += __shfl_xor(v, d);\n"
+               "  if (__all(v > 0)) a[threadIdx.x] = v + __ballot(v > 1); }\n"
+               "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaDeviceSynchronize();\n"
+               "  printf(\"PASS\\n\"); return 0; }\n")
+
+
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
-def test_a_program_that_calls_the_removed_thread_functions_builds(tmp_path, monkeypatch):
+@pytest.mark.parametrize("source, undefined, said", [
+    (LEGACY, "cudaThreadSynchronize", "cudaThreadSynchronize, cudaThreadExit, removed in CUDA 13, call the cudaDevice* "
+     "function each was an older name of (cuda_removed_api.h, pre-included)"),
+    (WARP_LEGACY, "__shfl_xor", "__shfl_xor, __all, __ballot, warp shuffles and votes without a mask, which CUDA 13 no "
+     "longer compiles, become their *_sync forms over the active threads (cuda_legacy_warp.h, pre-included)"),
+], ids=["thread-functions", "warp-functions"])
+def test_a_program_that_calls_what_cuda_13_removed_builds(tmp_path, monkeypatch, source, undefined, said):
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
                    "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
-    (root / "k.cu").write_text(LEGACY)
+    (root / "k.cu").write_text(source)
     plain = subprocess.run(["make", "-B", "app"], cwd=root, capture_output=True, text=True, env=child_environment())
-    assert plain.returncode != 0 and 'identifier "cudaThreadSynchronize" is undefined' in plain.stdout + plain.stderr
+    assert plain.returncode != 0 and f'identifier "{undefined}" is undefined' in plain.stdout + plain.stderr
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
-    assert ("optimas: cudaThreadSynchronize, cudaThreadExit, removed in CUDA 13, call the cudaDevice* function "
-            "each was an older name of (cuda_removed_api.h, pre-included)") in result.output
+    assert f"optimas: {said}" in result.output
 
 
 @pytest.mark.parametrize("args, appended, kept_args, kept_appended", [

@@ -12,7 +12,9 @@ Each option dropped is said on stderr, into the build's log.
 A plain -arch of the GPU the build also asks an architecture-specific variant for (sm_90a) becomes
 that variant (keep_specific). A source file it compiles that calls the thread-management functions
 CUDA 13 removed (`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) gets the header
-that defines them as those (compat/cuda_removed_api.h, by --pre-include), and the log says so.
+that defines them as those (compat/cuda_removed_api.h, by --pre-include), and one that calls the
+warp shuffles or votes without a mask (`__shfl_down`, `__ballot`, ...) the header that makes them
+their *_sync forms over the active threads (compat/cuda_legacy_warp.h); the log says so.
 """
 
 from __future__ import annotations
@@ -25,14 +27,38 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from runner.base.cuda_source import LOCAL_INCLUDE
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "3"
-COMPAT_HEADER = Path(__file__).resolve().parent / "compat" / "cuda_removed_api.h"
-REMOVED_API = ("cudaThreadSynchronize", "cudaThreadExit", "cudaThreadSetLimit", "cudaThreadGetLimit",
-               "cudaThreadSetCacheConfig", "cudaThreadGetCacheConfig")
+SHIM_VERSION = "4"
+COMPAT = Path(__file__).resolve().parent / "compat"
+
+
+class Compat(NamedTuple):
+    """Names CUDA 13 no longer compiles, a header of ours that defines them anew (pre-included
+    into a file that calls them), and how the code's own definition of one looks (then the header
+    stays out: it would clash)."""
+
+    header: Path
+    names: tuple[str, ...]
+    own: str  # a regex with {n} for the name
+    says: str  # what the build log says of them
+
+
+RUNTIME = Compat(COMPAT / "cuda_removed_api.h",
+                 ("cudaThreadSynchronize", "cudaThreadExit", "cudaThreadSetLimit", "cudaThreadGetLimit",
+                  "cudaThreadSetCacheConfig", "cudaThreadGetCacheConfig"),
+                 r"#\s*define\s+{n}\b|\bcudaError(?:_t)?\s+{n}\s*\(",
+                 "removed in CUDA 13, call the cudaDevice* function each was an older name of")
+WARP = Compat(COMPAT / "cuda_legacy_warp.h",
+              ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__any", "__all", "__ballot"),
+              r"#\s*define\s+{n}\b|\b(?:__device__|__forceinline__|inline)\b[^;{{}}()]*\b{n}\s*\(",
+              "warp shuffles and votes without a mask, which CUDA 13 no longer compiles, become their *_sync "
+              "forms over the active threads")
+COMPATS = (RUNTIME, WARP)
+REMOVED_API = RUNTIME.names
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
 # Single-value options (-arch X, -arch=X, --gpu-architecture ...), list options (-code a,b) and
 # -gencode's "arch=...,code=..." pairs.
@@ -152,10 +178,9 @@ def keep_specific(args: list[str], appended: str) -> tuple[list[str], str, list[
     return out, appended, notes
 
 
-def removed_api_used(args: list[str], cwd: Path) -> list[str]:
-    """The removed runtime functions (REMOVED_API) that the source files among nvcc's arguments (.cu,
-    and C or C++ files nvcc compiles), or the local headers they include, call; none when the code
-    defines one of them itself (its own compatibility macro or function)."""
+def _compiled_code(args: list[str], cwd: Path) -> str:
+    """The text of the source files among nvcc's arguments (.cu, and C or C++ files nvcc compiles)
+    and of the local headers they include."""
     texts = []
     for arg in args:
         if arg.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / arg).is_file():
@@ -165,10 +190,20 @@ def removed_api_used(args: list[str], cwd: Path) -> list[str]:
             for name in LOCAL_INCLUDE.findall(text):
                 if (header := source.parent / name).is_file():
                     texts.append(header.read_text(errors="replace"))
-    code = "\n".join(texts)
-    if any(re.search(rf"#\s*define\s+{n}\b|\bcudaError(?:_t)?\s+{n}\s*\(", code) for n in REMOVED_API):
+    return "\n".join(texts)
+
+
+def compat_used(code: str, compat: Compat) -> list[str]:
+    """The names of `compat` that `code` calls; none when it defines one of them itself (its own
+    compatibility macro or function)."""
+    if any(re.search(compat.own.format(n=re.escape(n)), code) for n in compat.names):
         return []
-    return [n for n in REMOVED_API if re.search(rf"\b{n}\s*\(", code)]
+    return [n for n in compat.names if re.search(rf"(?<![\w.]){re.escape(n)}\s*\(", code)]
+
+
+def removed_api_used(args: list[str], cwd: Path) -> list[str]:
+    """The removed runtime functions (REMOVED_API) the compiled sources call (compat_used)."""
+    return compat_used(_compiled_code(args, cwd), RUNTIME)
 
 
 @functools.lru_cache(maxsize=8)
@@ -242,9 +277,10 @@ def run_shim(real: str, supported: list[str]) -> None:
         sys.stderr.write(f"optimas: {note}\n")
     if kept:
         os.environ["NVCC_APPEND_FLAGS"] = appended
-    if used := removed_api_used(args, Path.cwd()):
-        args = ["--pre-include", str(COMPAT_HEADER), *args]
-        sys.stderr.write(f"optimas: {', '.join(used)}, removed in CUDA 13, call the cudaDevice* function each "
-                         f"was an older name of ({COMPAT_HEADER.name}, pre-included)\n")
+    code = _compiled_code(args, Path.cwd())
+    for compat in COMPATS:
+        if used := compat_used(code, compat):
+            args = ["--pre-include", str(compat.header), *args]
+            sys.stderr.write(f"optimas: {', '.join(used)}, {compat.says} ({compat.header.name}, pre-included)\n")
     sys.stderr.flush()
     os.execv(real, [real, *args])
