@@ -99,8 +99,8 @@ def test_the_warp_functions_without_a_mask_are_found_where_the_code_calls_them()
     from runner.base.nvcc_shim import WARP, compat_used
 
     reduce = ("__device__ float warp_sum(float v) {\n  for (int d = 16; d > 0; d /= 2) v += __shfl_down(v, d);\n"
-              "  return __any(v > 0) ? v : __shfl(v, 0);\n}\n")
-    assert compat_used(reduce, WARP) == ["__shfl", "__shfl_down", "__any"]
+              "  return v > 0 ? v : __shfl(v, 0);\n}\n")
+    assert compat_used(reduce, WARP) == ["__shfl", "__shfl_down"]
     assert compat_used("v += __shfl_down_sync(0xffffffff, v, d); m = __ballot_sync(~0u, p);", WARP) == []
     own = "#define __shfl_down(v, d) __shfl_down_sync(0xffffffff, v, d)\n" + reduce
     assert compat_used(own, WARP) == []  # its own compatibility macro
@@ -116,7 +116,7 @@ LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0
 WARP_LEGACY = ("#include <cstdio>\n"
                "__global__ void k(float* a) { float v = a[threadIdx.x];\n"
                "  for (int d = 16; d > 0; d /= 2) v += __shfl_xor(v, d);\n"
-               "  if (__all(v > 0)) a[threadIdx.x] = v + __ballot(v > 1); }\n"
+               "  a[threadIdx.x] = v + __shfl_up(v, 1, 16); }\n"
                "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaDeviceSynchronize();\n"
                "  printf(\"PASS\\n\"); return 0; }\n")
 
@@ -125,8 +125,8 @@ WARP_LEGACY = ("#include <cstdio>\n"
 @pytest.mark.parametrize("source, undefined, said", [
     (LEGACY, "cudaThreadSynchronize", "cudaThreadSynchronize, cudaThreadExit, removed in CUDA 13, call the cudaDevice* "
      "function each was an older name of (cuda_removed_api.h, pre-included)"),
-    (WARP_LEGACY, "__shfl_xor", "__shfl_xor, __all, __ballot, warp shuffles and votes without a mask, which CUDA 13 no "
-     "longer compiles, become their *_sync forms over the active threads (cuda_legacy_warp.h, pre-included)"),
+    (WARP_LEGACY, "__shfl_xor", "__shfl_up, __shfl_xor, warp shuffles without a mask, which CUDA 13 no longer "
+     "declares, become their *_sync forms over the active threads (cuda_legacy_warp.h, pre-included)"),
 ], ids=["thread-functions", "warp-functions"])
 def test_a_program_that_calls_what_cuda_13_removed_builds(tmp_path, monkeypatch, source, undefined, said):
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))

@@ -13,8 +13,8 @@ A plain -arch of the GPU the build also asks an architecture-specific variant fo
 that variant (keep_specific). A source file it compiles that calls the thread-management functions
 CUDA 13 removed (`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) gets the header
 that defines them as those (compat/cuda_removed_api.h, by --pre-include), and one that calls the
-warp shuffles or votes without a mask (`__shfl_down`, `__ballot`, ...) the header that makes them
-their *_sync forms over the active threads (compat/cuda_legacy_warp.h); the log says so.
+warp shuffles without a mask (`__shfl_down`, ...) the header that makes them their *_sync forms
+over the active threads (compat/cuda_legacy_warp.h); the log says so.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ RUNTIME = Compat(COMPAT / "cuda_removed_api.h",
                  r"#\s*define\s+{n}\b|\bcudaError(?:_t)?\s+{n}\s*\(",
                  "removed in CUDA 13, call the cudaDevice* function each was an older name of")
 WARP = Compat(COMPAT / "cuda_legacy_warp.h",
-              ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__any", "__all", "__ballot"),
+              ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor"),
               r"#\s*define\s+{n}\b|\b(?:__device__|__forceinline__|inline)\b[^;{{}}()]*\b{n}\s*\(",
-              "warp shuffles and votes without a mask, which CUDA 13 no longer compiles, become their *_sync "
-              "forms over the active threads")
+              "warp shuffles without a mask, which CUDA 13 no longer declares, become their *_sync forms over "
+              "the active threads")
 COMPATS = (RUNTIME, WARP)
 REMOVED_API = RUNTIME.names
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package

@@ -1,9 +1,11 @@
 /* Written by Optimas; pre-included by its nvcc shim (runner/base/nvcc_shim.py) into a .cu file
- * that calls the warp shuffles or votes without a mask (__shfl, __shfl_up, __shfl_down,
- * __shfl_xor; __any, __all, __ballot). CUDA 13 no longer declares the shuffles, and ptxas rejects
- * the votes for sm_70 and later. Each becomes its *_sync form over the threads active at the call
- * (__activemask()), the threads the unmasked form worked with on the GPUs it was written for; code
- * that also relied on a warp's threads running in lockstep may need __syncwarp(). */
+ * that calls the warp shuffles without a mask (__shfl, __shfl_up, __shfl_down, __shfl_xor), which
+ * CUDA 13 no longer declares. Each becomes its *_sync form over the threads active at the call
+ * (__activemask()), the threads the unmasked form exchanged values with on the GPUs it was written
+ * for; code that also relied on a warp's threads running in lockstep may need __syncwarp().
+ * The votes without a mask (__any, __all, __ballot) are still declared, and ptxas rejects them for
+ * sm_70 and later; they are left alone: a macro renaming them would also rename the identifiers of
+ * the same names in the toolkit's C++ library headers (libcu++). */
 #pragma once
 #include <cuda_runtime.h>
 
@@ -24,8 +26,4 @@ template <typename T>
 static __device__ __forceinline__ T __shfl_xor(T var, int lane_mask, int width = warpSize) {
   return __shfl_xor_sync(__activemask(), var, lane_mask, width);
 }
-/* The votes are still declared (deprecated), so they are renamed where the code calls them. */
-#define __any(predicate) __any_sync(__activemask(), (predicate))
-#define __all(predicate) __all_sync(__activemask(), (predicate))
-#define __ballot(predicate) __ballot_sync(__activemask(), (predicate))
 #endif
