@@ -12,7 +12,8 @@ import pytest
 from conftest import FIXTURES
 
 from runner.base.config import OutputSpec, load_config
-from runner.evaluation.measure import compare, time_interleaved, validate
+from runner.evaluation.compare import compare
+from runner.evaluation.measure import time_interleaved, validate
 from runner.evaluation.statistics import improvement
 
 APP = FIXTURES / "evalapp"
@@ -372,7 +373,8 @@ def test_a_rejected_candidate_is_described_to_the_next_attempt():
 def test_a_candidate_that_only_rounded_otherwise_is_told_why_that_happens():
     import numpy as np
 
-    from runner.evaluation.measure import CaseResult, Validation, first_difference
+    from runner.evaluation.compare import first_difference
+    from runner.evaluation.measure import CaseResult, Validation
     from runner.evaluation.stage import EvaluationResult
     from runner.flows.loop import rejection_note
     from runner.proposal.stage import ProposeResult

@@ -154,7 +154,7 @@ def _process(tmp: Path, name: str, values: list[np.ndarray], kept: bool = True, 
 
 def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
     from runner.base.config import GpuResultsSpec
-    from runner.evaluation.measure import compare_results
+    from runner.evaluation.compare import compare_results
 
     a = np.linspace(0, 1, 100, dtype=np.float32)
     close = a.copy()
@@ -191,7 +191,7 @@ def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
 def test_an_original_whose_results_vary_by_rounding_judges_candidates_within_rounding(tmp_path: Path):
     """Float atomics make the original's own bits vary run to run: candidates are then held within
     ROUNDING_ULPS on the results it varies, and bit for bit on the ones it repeats."""
-    from runner.evaluation.measure import (
+    from runner.evaluation.compare import (
         ROUNDING_ULPS,
         RoundingSpread,
         original_spread,
@@ -263,7 +263,7 @@ def test_an_original_whose_results_vary_by_rounding_judges_candidates_within_rou
 
 
 def test_two_runs_of_the_original_compared_for_the_prompt(tmp_path: Path):
-    from runner.evaluation.measure import results_variation
+    from runner.evaluation.compare import results_variation
 
     sums = np.linspace(1, 100, 64, dtype=np.float32)
     rounded = sums.copy()

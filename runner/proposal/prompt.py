@@ -26,7 +26,7 @@ from runner.base.cuda_source import (
     used_names,
 )
 from runner.base.errors import OptimasError
-from runner.evaluation.measure import ROUNDING_ULPS
+from runner.evaluation.compare import ROUNDING_ULPS
 from runner.profiling.model import short_kernel_name
 from runner.proposal.compiler import KernelResources
 
