@@ -105,7 +105,7 @@ def test_a_makefile_that_calls_nvcc_through_a_variable_gets_arch_and_lineinfo_an
           "other:\n\tclang++ --cuda-gpu-arch=sm_70 $(SRC) -o x\nclean:\n\trm -f $(EXE)\n")
     root = project(tmp_path / "p", ("Makefile", mk))
     r, app = initialized(root)
-    assert "building target 'release', whose recipe writes saxpy_bench" in r.stdout
+    assert "building target 'release', which makes saxpy_bench" in r.stdout
     assert app.build == ("sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -B release CC=nvcc && "
                          "cp saxpy_bench {exe}'")
     make_builds(app.build, root, tmp_path / "app")  # CUDA_DIR's nvcc would not exist
@@ -141,7 +141,7 @@ def test_a_makefile_that_builds_in_a_subfolder_by_a_recursive_make(tmp_path: Pat
     (root / "src" / "Makefile").write_text("NVCC ?= nvcc\nEXE = bench_gpu\n\n$(EXE): ../main.cu\n"
                                            "\t$(NVCC) -O2 -I.. -o $@ ../main.cu\n")
     r, app = initialized(root)
-    assert "building target 'bench', whose recipe writes src/bench_gpu" in r.stdout
+    assert "building target 'bench', which makes src/bench_gpu" in r.stdout
     assert app.build == "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -B bench && cp src/bench_gpu {exe}'"
     make_builds(app.build, root, tmp_path / "app")
 
@@ -202,6 +202,24 @@ def test_the_run_arguments_come_from_the_makefiles_run_target_unless_given(tmp_p
     (root / "Makefile").write_text(mk.replace("8192 -i 10", "8192 | tee log.txt"))
     init(str(root), "--force")
     assert load_config(root / "optimas.yml").config.app.run == "{exe}"  # more than a run: not taken
+
+
+def test_a_makefile_whose_first_target_only_names_others_finds_the_binary_they_make(tmp_path: Path):
+    """`default: release`, release makes `all` again, all needs bin/app, whose recipe writes it:
+    make's first target is built, and the binary is the one down that chain. The run target's
+    launcher variable, set nowhere, is empty as make leaves it."""
+    mk = ("NVCC = nvcc\nBIN = build/bin/app\n.PHONY: default release dirs all\ndefault: release\n"
+          "release: export NVCCFLAGS := -O3\nrelease: dirs\n\t@$(MAKE) all\n"
+          "dirs:\n\t@mkdir -p build/bin\nall: $(BIN)\n\t@ln -sf $(BIN) app\n"
+          "$(BIN): main.cu\n\t$(NVCC) $(NVCCFLAGS) main.cu -o $@\n"
+          "run: dirs $(BIN)\n\t$(LAUNCHER) $(BIN) in.txt out.txt\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    r, app = initialized(root)
+    assert app.build == ("sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch} {lineinfo}\" make -B default NVCC=nvcc && "
+                         "cp build/bin/app {exe}'")
+    assert "building target 'default', which makes build/bin/app" in r.stdout
+    assert app.run == "{exe} in.txt out.txt"
+    make_builds(app.build, root, tmp_path / "app")
 
 
 def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):

@@ -253,8 +253,11 @@ def _parse_rules(text: str, variables: dict[str, str]) -> tuple[dict[str, list[s
         body = text[m.end():heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         lines = body.splitlines() or [""]
         recipe = [ln.strip().lstrip("@-+").strip() for ln in lines[1:] if ln.startswith("\t")]
-        rules.setdefault(name, recipe)
-        needs.setdefault(name, _expand(lines[0].split(";", 1)[0], variables).split())
+        # A target may head several rules: one has the recipe, the prerequisites add up, and a
+        # target-specific variable (`release: export FLAGS := ...`) is no prerequisite.
+        rules[name] = rules.get(name) or recipe
+        head = lines[0].split(";", 1)[0]
+        needs[name] = needs.get(name, []) + ([] if "=" in head else _expand(head, variables).split())
     return rules, needs
 
 
@@ -299,12 +302,35 @@ def _makefile(folder: Path) -> Path | None:
     return next((folder / n for n in ("GNUmakefile", "makefile", "Makefile") if (folder / n).is_file()), None)
 
 
+_MAKE_AGAIN = re.compile(r"(?:\$\(MAKE\)|\bmake)((?:\s+[\w./-]+)+)")
+
+
+def _made_by(rules: dict[str, list[str]], needs: dict[str, list[str]], variables: dict[str, str],
+             target: str) -> list[str]:
+    """The targets of this Makefile that making `target` makes: its prerequisites, and the ones its
+    recipe makes again (`$(MAKE) all`)."""
+    again = [w for line in rules.get(target, []) for m in _MAKE_AGAIN.finditer(_expand(line, variables))
+             for w in m.group(1).split() if not w.startswith("-") and "=" not in w]
+    return [t for t in [*needs.get(target, []), *again] if t in rules and t != target]
+
+
 def _binary(rules: dict[str, list[str]], variables: dict[str, str], target: str, folder: Path,
-            depth: int = 0) -> str | None:
-    """The file `target`'s recipe writes with -o, relative to the Makefile's folder; through a
-    recursive make (`cd sub; make`, `make -C sub`) into a subfolder's Makefile, two levels deep."""
+            depth: int = 0, needs: dict[str, list[str]] | None = None) -> str | None:
+    """The file `target`'s recipe writes with -o, relative to the Makefile's folder; else, with
+    `needs`, the first one a target it makes writes (`default: release`, `release: ; $(MAKE) all`,
+    `all: bin/app`), four steps deep; through a recursive make (`cd sub; make`, `make -C sub`) into
+    a subfolder's Makefile, two levels deep."""
     recipe = [_expand(line, variables, target) for line in rules.get(target, [])]
     found = next((o for line in recipe for o in re.findall(r"(?:^|\s)-o\s*(\S+)", line) if "$" not in o), None)
+    if found is None and needs is not None:
+        todo, seen = [(t, 1) for t in _made_by(rules, needs, variables, target)], {target}
+        while todo and found is None:
+            t, steps = todo.pop(0)
+            if t in seen or steps > 4:
+                continue
+            seen.add(t)
+            found = _binary(rules, variables, t, folder, depth=2)  # this Makefile only
+            todo += [(u, steps + 1) for u in _made_by(rules, needs, variables, t)]
     if found or depth >= 2:
         return found
     for m in (m for line in recipe for m in _SUBMAKE.finditer(line)):
@@ -325,10 +351,11 @@ _SHELL_OPERATORS = re.compile(r"[|;&<>`$]")
 
 def run_target_args(rules: dict[str, list[str]], variables: dict[str, str], binary: str) -> str | None:
     """The arguments a Makefile's `run` target passes to `binary` (its recipe's first line that runs
-    it, variables expanded); None when there is no such line or it does more than run the binary
-    (pipes, redirections, command lists, unknown variables)."""
+    it, variables expanded, and those it never sets empty, as make leaves them: a `$(LAUNCHER)`
+    prefix); None when there is no such line or it does more than run the binary (pipes,
+    redirections, command lists)."""
     for line in rules.get("run", []):
-        expanded = _expand(line, variables, "run").strip()
+        expanded = _REFERENCE.sub("", _expand(line, variables, "run")).strip()
         if _SHELL_OPERATORS.search(expanded):
             continue
         try:
@@ -370,11 +397,11 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     variables = _make_variables(text)
     rules, needs = _parse_rules(text, variables)
     target = _first_target(rules, needs, variables) or "app"
-    binary = _binary(rules, variables, target, folder)
+    binary = _binary(rules, variables, target, folder, needs=needs)
     make = f"make -C {sub} -B {target}" if sub else f"make -B {target}"
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
     run_args = run_target_args(rules, variables, binary or target) or ""
-    notes = [f"{name}: building target {target!r}" + (f", whose recipe writes {binary}" if binary else
+    notes = [f"{name}: building target {target!r}" + (f", which makes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
     if "EXTRA_NVCCFLAGS" in text:
         return f"sh -c '{make} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes, run_args
