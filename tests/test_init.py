@@ -219,7 +219,12 @@ def test_a_makefile_whose_first_target_only_names_others_finds_the_binary_they_m
                          "cp build/bin/app {exe}'")
     assert "building target 'default', which makes build/bin/app" in r.stdout
     assert app.run == "{exe} in.txt out.txt"
+    assert "$(HOME)" not in r.stdout
     make_builds(app.build, root, tmp_path / "app")
+    (root / "Makefile").write_text(mk.replace("NVCC = nvcc\n", "NVCC = nvcc\nINC = -I$(HOME)/boost_1_76_0\n"))
+    r = init(str(root), "--force")
+    assert ("it reads $(HOME), and Optimas runs builds with a HOME of its own (no secrets of yours reach them): "
+            "if the build needs files there, give app.env: {HOME: <your home>}") in r.stdout
 
 
 def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):

@@ -403,6 +403,9 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     run_args = run_target_args(rules, variables, binary or target) or ""
     notes = [f"{name}: building target {target!r}" + (f", which makes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
+    if re.search(r"\$[({]HOME[)}]", text):
+        notes.append(f"{name}: it reads $(HOME), and Optimas runs builds with a HOME of its own (no secrets of "
+                     "yours reach them): if the build needs files there, give app.env: {HOME: <your home>}")
     if "EXTRA_NVCCFLAGS" in text:
         return f"sh -c '{make} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes, run_args
     calls = [(m.group(1) or m.group(2), line) for lines in rules.values() for line in lines
