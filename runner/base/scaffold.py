@@ -81,8 +81,7 @@ _STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 # The verdicts programs print when their own check fails, as they spell them in string literals:
 # "FAIL", "FAILED" ("PASS" : "FAIL", "Result = FAIL", "TEST FAILED"), and "Test failed". Lowercase
 # "failed" alone is left out: error messages ("file open failed") are not checks of the results.
-FAIL_VERDICTS = {r"\bFAIL(?:ED|URE)?\b": re.compile(r"\bFAIL(?:ED|URE)?\b"),
-                 r"\b[Tt]ests? failed\b": re.compile(r"\b[Tt]ests? failed\b")}
+FAIL_VERDICTS = (r"\bFAIL(?:ED|URE)?\b", r"\b[Tt]ests? failed\b")
 
 
 def printed_verdict(root: Path) -> tuple[str | None, str]:
@@ -94,8 +93,8 @@ def printed_verdict(root: Path) -> tuple[str | None, str]:
         if "FAIL" not in text and "ailed" not in text:
             continue
         for literal in _STRING_LITERAL.findall(text):
-            for pattern, rx in FAIL_VERDICTS.items():
-                if pattern not in found and rx.search(literal):
+            for pattern in FAIL_VERDICTS:
+                if pattern not in found and re.search(pattern, literal):
                     found[pattern] = p.relative_to(root).as_posix()
     if not found:
         return None, ""
