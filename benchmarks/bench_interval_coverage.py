@@ -13,7 +13,14 @@ precision, up to 20; with no true change, at the noise levels the A/A runs on th
 rule that stops when the interval happens to be narrow calls more comparisons significant than
 a fixed sample size does; this measures by how much.
 
-Usage: python benchmarks/bench_interval_coverage.py [--experiments 400] [--sequential] [--out DIR]
+`--replay FILE` does the same A/A comparisons on real noise instead of drawn noise: the processes'
+kernel times that `bench_tracer_precision.py --samples N` recorded on a GPU, drawn at random
+("iid": the noise's distribution, its ties at the timer's resolution included) or as consecutive
+runs from a random start ("window": its order too, drift and all), at fixed sizes and under the
+stopping rule.
+
+Usage: python benchmarks/bench_interval_coverage.py [--experiments 400] [--sequential | --replay FILE]
+       [--precision 0.02] [--out DIR]
 """
 
 from __future__ import annotations
@@ -77,17 +84,72 @@ def sequential(cv: float, precision: float, experiments: int, seed: int, first: 
             "fixed_pairs": first == most}
 
 
+def replay(ordered: np.ndarray, draws: str, first: int, most: int, precision: float, experiments: int,
+           seed: int = 7) -> dict:
+    """A/A comparisons on recorded process times: each takes 2 * `most` of them (at random, or
+    consecutive from a random start), hands them out alternately to baseline and candidate, and
+    stops as the evaluation does (from `first` pairs, one more while wider than `precision`)."""
+    rng = np.random.default_rng(seed)
+    significant, pairs = 0, []
+    for i in range(experiments):
+        if draws == "iid":
+            w = rng.choice(ordered, 2 * most)
+        else:
+            start = int(rng.integers(0, len(ordered) - 2 * most + 1))
+            w = ordered[start:start + 2 * most]
+        n = first
+        r = improvement(list(w[0:2 * n:2]), list(w[1:2 * n:2]), resamples=2000, seed=i)
+        while n < most and r.ratio_width > precision:
+            n += 1
+            r = improvement(list(w[0:2 * n:2]), list(w[1:2 * n:2]), resamples=2000, seed=i)
+        significant += r.significant
+        pairs.append(n)
+    return {"draws": draws, "first": first, "most": most, "precision": precision, "experiments": experiments,
+            "called_significant": significant / experiments, "median_pairs": float(np.median(pairs))}
+
+
+def replay_rows(path: Path, experiments: int, precision: float) -> list[dict]:
+    try:
+        recorded = json.loads(path.read_text())["results"]
+        apps = [(r["app"], r["configuration"], np.asarray(r["ordered_ms"], dtype=float)) for r in recorded]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"--replay {path}: expected the tracer-samples.json that bench_tracer_precision.py "
+                         f"--samples writes ({e})") from e
+    rows = []
+    for app, conf, ordered in apps:
+        for draws in ("iid", "window"):
+            for first, most in ((5, 5), (10, 10), (20, 20), (5, 20)):
+                if 2 * most > len(ordered):
+                    continue
+                r = {"app": app, "configuration": conf, "processes": len(ordered),
+                     **replay(ordered, draws, first, most, precision, experiments)}
+                rows.append(r)
+                rule = f"fixed {most}" if first == most else f"{first}..{most}"
+                print(f"{app} {conf} {draws:6} {rule:8}: significant {r['called_significant']:.1%}, "
+                      f"median pairs {r['median_pairs']:g}", flush=True)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--experiments", type=int, default=400)
-    ap.add_argument("--sequential", action="store_true", help="the evaluation's stopping rule, A/A only")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--sequential", action="store_true", help="the evaluation's stopping rule, A/A only")
+    mode.add_argument("--replay", type=Path, metavar="FILE",
+                      help="the stopping rule on recorded process times (bench_tracer_precision.py --samples)")
+    ap.add_argument("--precision", type=float, default=0.02, help="the rule's precision for --replay")
     ap.add_argument("--out", type=Path, default=BENCH / "results")
     args = ap.parse_args()
     t0 = time.monotonic()
-    rows = sequential_rows(args.experiments) if args.sequential else coverage_rows(args.experiments)
+    if args.replay:
+        rows, name = replay_rows(args.replay, args.experiments, args.precision), "interval-replay.json"
+    elif args.sequential:
+        rows, name = sequential_rows(args.experiments), "interval-sequential.json"
+    else:
+        rows, name = coverage_rows(args.experiments), "interval-coverage.json"
     command = "python benchmarks/" + Path(sys.argv[0]).name + " " + " ".join(sys.argv[1:])
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / ("interval-sequential.json" if args.sequential else "interval-coverage.json")
+    out = args.out / name
     out.write_text(json.dumps({"command": command.strip(), "seconds": round(time.monotonic() - t0, 1),
                                "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")
