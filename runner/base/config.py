@@ -305,7 +305,9 @@ class EvaluationConfig(_Strict):
     timed_runs: Annotated[int, Field(ge=2, le=1000)] = 5
     # More interleaved pairs are timed, one at a time, while the interval of the speed ratio is wider
     # than `timing_precision` (relative width), up to `max_timed_runs` each. The stop depends on the
-    # interval's width only, never on where it lies, so stopping early does not bias the verdict.
+    # interval's width only, never on where it lies, so it favours neither side; with no true change
+    # it calls about 5% significant, the interval's nominal rate, against 2-4% at a fixed size
+    # (simulated, and replayed on the H200's noise: benchmarks/results/tracer-2026-12-03.md).
     max_timed_runs: Annotated[int, Field(ge=2, le=1000)] = 20
     timing_precision: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.04
     warmup_runs: Annotated[int, Field(ge=0, le=100)] = Field(default=1, description="untimed runs of each binary "
