@@ -108,6 +108,15 @@ def test_the_warp_functions_without_a_mask_are_found_where_the_code_calls_them()
     assert compat_used(own_fn, WARP) == []
 
 
+def test_the_warp_votes_without_a_mask_are_found_where_the_code_calls_them():
+    from runner.base.nvcc_shim import VOTE, compat_used
+
+    votes = "__global__ void k(int* o, int p) { o[0] = __any(p) + __all (p != 0); o[1] = __ballot(p > 1); }\n"
+    assert compat_used(votes, VOTE) == ["__any", "__all", "__ballot"]
+    assert compat_used("o[0] = __any_sync(~0u, p) + __all_sync(m, p) + __ballot_sync(m, p);", VOTE) == []
+    assert compat_used("#define __ballot(p) __ballot_sync(0xffffffff, p)\n" + votes, VOTE) == []
+
+
 LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"
           "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaThreadSynchronize();\n"
           "  printf(\"PASS\\n\"); cudaThreadExit(); return 0; }\n")
@@ -121,20 +130,35 @@ WARP_LEGACY = ("#include <cstdio>\n"
                "  printf(\"PASS\\n\"); return 0; }\n")
 
 
+# Votes without a mask, with the toolkit's C++ library around them: libcu++ has identifiers named
+# __any and __all of its own (cuda/std/__functional/invoke.h, __tuple_dir/sfinae_helpers.h).
+VOTE_LEGACY = ("#include <cstdio>\n#include <cuda/std/tuple>\n#include <cuda/std/functional>\n"
+               "#include <thrust/device_vector.h>\n#include <thrust/reduce.h>\n"
+               "__global__ void k(int* a) { int p = a[threadIdx.x] > 0;\n"
+               "  a[threadIdx.x] = __any(p) + 2 * __all(p) + __popc(__ballot(p)); }\n"
+               "int main() { thrust::device_vector<int> v(32, 1); k<<<1, 32>>>(thrust::raw_pointer_cast(v.data()));\n"
+               "  cuda::std::tuple<int, int> t{thrust::reduce(v.begin(), v.end()), 0};\n"
+               "  printf(\"%d PASS\\n\", cuda::std::get<0>(t)); return 0; }\n")
+
+
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
-@pytest.mark.parametrize("source, undefined, said", [
-    (LEGACY, "cudaThreadSynchronize", "cudaThreadSynchronize, cudaThreadExit, removed in CUDA 13, call the cudaDevice* "
-     "function each was an older name of (cuda_removed_api.h, pre-included)"),
-    (WARP_LEGACY, "__shfl_xor", "__shfl_up, __shfl_xor, warp shuffles without a mask, which CUDA 13 no longer "
-     "declares, become their *_sync forms over the active threads (cuda_legacy_warp.h, pre-included)"),
-], ids=["thread-functions", "warp-functions"])
-def test_a_program_that_calls_what_cuda_13_removed_builds(tmp_path, monkeypatch, source, undefined, said):
+@pytest.mark.parametrize("source, failure, said", [
+    (LEGACY, 'identifier "cudaThreadSynchronize" is undefined', "cudaThreadSynchronize, cudaThreadExit, removed in "
+     "CUDA 13, call the cudaDevice* function each was an older name of (cuda_removed_api.h, pre-included)"),
+    (WARP_LEGACY, 'identifier "__shfl_xor" is undefined', "__shfl_up, __shfl_xor, warp shuffles without a mask, "
+     "which CUDA 13 no longer declares, become their *_sync forms over the active threads (cuda_legacy_warp.h, "
+     "pre-included)"),
+    (VOTE_LEGACY, "Instruction 'vote' without '.sync' is not supported", "__any, __all, __ballot, warp votes "
+     "without a mask, which ptxas rejects for sm_70 and later, become their *_sync forms over the active threads "
+     "(cuda_legacy_vote.h, pre-included)"),
+], ids=["thread-functions", "warp-functions", "warp-votes"])
+def test_a_program_that_calls_what_cuda_13_removed_builds(tmp_path, monkeypatch, source, failure, said):
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
                    "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
     (root / "k.cu").write_text(source)
     plain = subprocess.run(["make", "-B", "app"], cwd=root, capture_output=True, text=True, env=child_environment())
-    assert plain.returncode != 0 and f'identifier "{undefined}" is undefined' in plain.stdout + plain.stderr
+    assert plain.returncode != 0 and failure in plain.stdout + plain.stderr
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
     assert f"optimas: {said}" in result.output

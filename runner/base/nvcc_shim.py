@@ -14,7 +14,9 @@ that variant (keep_specific). A source file it compiles that calls the thread-ma
 CUDA 13 removed (`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) gets the header
 that defines them as those (compat/cuda_removed_api.h, by --pre-include), and one that calls the
 warp shuffles without a mask (`__shfl_down`, ...) the header that makes them their *_sync forms
-over the active threads (compat/cuda_legacy_warp.h); the log says so.
+over the active threads (compat/cuda_legacy_warp.h), and one that calls the votes without a mask
+(`__any`, `__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise
+(compat/cuda_legacy_vote.h); the log says so.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "4"
+SHIM_VERSION = "5"
 COMPAT = Path(__file__).resolve().parent / "compat"
 
 
@@ -57,7 +59,12 @@ WARP = Compat(COMPAT / "cuda_legacy_warp.h",
               r"#\s*define\s+{n}\b|\b(?:__device__|__forceinline__|inline)\b[^;{{}}()]*\b{n}\s*\(",
               "warp shuffles without a mask, which CUDA 13 no longer declares, become their *_sync forms over "
               "the active threads")
-COMPATS = (RUNTIME, WARP)
+VOTE = Compat(COMPAT / "cuda_legacy_vote.h",
+              ("__any", "__all", "__ballot"),
+              WARP.own,
+              "warp votes without a mask, which ptxas rejects for sm_70 and later, become their *_sync forms over "
+              "the active threads")
+COMPATS = (RUNTIME, WARP, VOTE)
 REMOVED_API = RUNTIME.names
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
 # Single-value options (-arch X, -arch=X, --gpu-architecture ...), list options (-code a,b) and

@@ -3,9 +3,9 @@
  * CUDA 13 no longer declares. Each becomes its *_sync form over the threads active at the call
  * (__activemask()), the threads the unmasked form exchanged values with on the GPUs it was written
  * for; code that also relied on a warp's threads running in lockstep may need __syncwarp().
- * The votes without a mask (__any, __all, __ballot) are still declared, and ptxas rejects them for
- * sm_70 and later; they are left alone: a macro renaming them would also rename the identifiers of
- * the same names in the toolkit's C++ library headers (libcu++). */
+ * The votes without a mask (__any, __all, __ballot) have a header of their own,
+ * cuda_legacy_vote.h.
+ */
 #pragma once
 #include <cuda_runtime.h>
 
