@@ -272,7 +272,10 @@ def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, librar
     printed = lc.config.app.stdout
     ok, why = check_output(b.stdout, printed)
     if not ok:
-        case.status, case.detail = "baseline-failed", why
+        case.status = "baseline-failed"
+        case.detail = (f"the original program fails its own printed check ({why}), with no change made, so that "
+                       "check cannot judge a candidate: look at the run's arguments and inputs (app.run, "
+                       "app.configurations), or take the pattern out of app.stdout")
         return case
     base_values = printed_values(b.stdout, printed) if printed.values else None
     if printed.values and not base_values:
