@@ -269,6 +269,26 @@ def test_a_config_written_elsewhere_points_back_at_the_project(tmp_path: Path):
     assert run_cli("check-config", "--config", str(out)).returncode == 0
 
 
+@pytest.mark.parametrize("seeding, where", [
+    ("  srand(time(NULL));\n", "main.cu:5"),
+    ("  srand((unsigned int) time(0));\n", "main.cu:5"),
+    ("  std::mt19937 gen(time(nullptr));\n", "main.cu:5"),
+    ("  std::random_device rd;\n  std::mt19937 gen(rd());\n", "main.cu:5"),
+    ("  srand(2024); // was srand(time(NULL))\n  printf(\"time(0) = %d\\n\", 0);\n", None),
+    ("  unsigned seed = argc > 1 ? atoi(argv[1]) : 7; srand(seed); double t0 = time(NULL);\n", None),
+], ids=["srand-time", "srand-cast", "engine-time", "random-device", "fixed-seed", "seed-argument"])
+def test_a_program_that_seeds_from_the_clock_gets_a_note(tmp_path: Path, seeding: str, where: str | None):
+    root = project(tmp_path / "p")
+    (root / "main.cu").write_text(MAIN.replace("  int n = 1 << 20;\n", "  int n = 1 << 20;\n" + seeding))
+    r, app = initialized(root)
+    said = "the program seeds its random inputs from the clock"
+    if where is None:
+        assert said not in r.stdout
+    else:
+        assert f"{said} ({where}): its results differ from run to run" in r.stdout
+        assert said in (root / "optimas.yml").read_text()  # kept with the config's notes
+
+
 def test_the_verdict_a_program_prints_when_its_own_check_fails_becomes_a_fail_pattern(tmp_path: Path):
     from runner.evaluation.measure import check_output
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.base.config import LoadedConfig, parse_config, path_problems
-from runner.base.cuda_source import functions
+from runner.base.cuda_source import functions, strip_comments_and_strings
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.runstore import atomic_write_text
 
@@ -100,6 +100,27 @@ def printed_verdict(root: Path) -> tuple[str | None, str]:
         return None, ""
     patterns = [p for p in FAIL_VERDICTS if p in found]
     return "|".join(patterns), found[patterns[0]]
+
+
+# Inputs drawn from the clock: srand(time(NULL)), srand((unsigned) time(0)), srand48(time(0)), a
+# standard engine constructed from time(...), and std::random_device (a fresh seed every run).
+_CLOCK_SEED = re.compile(
+    r"\bsrand(?:48)?\s*\(\s*(?:\([^()]*\)\s*)?(?:std::)?time\s*\("
+    r"|\b(?:mt19937(?:_64)?|default_random_engine|minstd_rand0?|ranlux\w*)\s+\w+\s*[({]\s*(?:\([^()]*\)\s*)?"
+    r"(?:std::)?time\s*\("
+    r"|\brandom_device\b")
+
+
+def clock_seed(root: Path) -> str:
+    """Where the program seeds its random inputs from the clock ("file:line"), or "" when it does
+    not: then its results differ from run to run, and comparing them judges nothing."""
+    for p in _walk(root, SOURCE_SUFFIXES):
+        text = p.read_text(encoding="utf-8", errors="replace")
+        if "time" not in text and "random_device" not in text:
+            continue
+        if m := _CLOCK_SEED.search(strip_comments_and_strings(text)):
+            return f"{p.relative_to(root).as_posix()}:{text.count(chr(10), 0, m.start()) + 1}"
+    return ""
 
 
 def count_of(n: int, noun: str) -> str:
@@ -497,6 +518,12 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
         project.notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program "
                              f"prints that verdict when its own check fails ({project.fail_pattern_in}); remove "
                              "app.stdout if it prints it otherwise")
+    if where_seeded := clock_seed(root):
+        project.notes.append(f"the program seeds its random inputs from the clock ({where_seeded}): its results "
+                             "differ from run to run, so comparing a candidate's with the original's judges "
+                             "nothing and every candidate is refused; give it a fixed seed (or take one from "
+                             "its arguments: {seed} in app.run), or judge it by app.stdout alone and set "
+                             "app.gpu_results.compare: off")
     if not run_args and project.run_args:
         run_args = project.run_args
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
