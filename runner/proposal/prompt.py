@@ -291,12 +291,11 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         results_rule = TOLERANCE_RULE.format(tolerances=tolerances)
     elif variation is not None and variation.rounding_ulps is not None:
         results_rule = ROUNDING_RULE.format(ulps=ROUNDING_ULPS)
-        tolerances = f"within {ROUNDING_ULPS} ulps where the original's own results vary"
     else:
         results_rule = BITWISE_RULE
     rules = [results_rule if r == BITWISE_RULE else r for r in GUARDRAILS]
     system = env.get_template("system.md.j2").render(guardrails=rules, response_format=response_format.strip(),
-                                                     tolerances=tolerances)
+                                                     bit_for_bit=results_rule == BITWISE_RULE)
     peaks = _peaks(diag)
     user = env.get_template("user.md.j2").render(
         app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),
