@@ -164,6 +164,30 @@ def test_a_program_that_calls_what_cuda_13_removed_builds(tmp_path, monkeypatch,
     assert f"optimas: {said}" in result.output
 
 
+# 20 of a warp's 32 threads vote, as legacy code did inside a branch: an unmasked vote counted the
+# threads that reached it, which __activemask() gives (a full mask would wait for threads that never come).
+VOTE_BRANCH = ("#include <cstdio>\n"
+               "__global__ void k(int* out) { int lane = threadIdx.x;\n"
+               "  if (lane < 20) { int p = lane % 2;\n"
+               "    out[lane] = __popc(__ballot(p)) * 100 + __any(p) * 10 + __all(lane < 20); } }\n"
+               "int main() { int* d; int h[32]; cudaMalloc(&d, sizeof h); cudaMemset(d, 0, sizeof h);\n"
+               "  k<<<1, 32>>>(d); cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+               "  int same = 0; for (int i = 0; i < 20; i++) same += h[i] == 1011;\n"
+               "  printf(\"lanes voting 10 of 20, any, all: %d\\n\", same); return 0; }\n")
+
+
+@pytest.mark.gpu
+def test_votes_without_a_mask_count_the_threads_that_reach_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
+                   "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
+    (root / "k.cu").write_text(VOTE_BRANCH)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert result.ok and "cuda_legacy_vote.h, pre-included" in result.output, result.output
+    run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "lanes voting 10 of 20, any, all: 20" in run.stdout, run.stdout + run.stderr
+
+
 @pytest.mark.parametrize("args, appended, kept_args, kept_appended", [
     (["-O2", "-arch=sm_90a", "a.cu"], "-arch=sm_90 -lineinfo", ["-O2", "-arch=sm_90a", "a.cu"],
      "-arch=sm_90a -lineinfo"),
