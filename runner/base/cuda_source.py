@@ -129,11 +129,18 @@ def _split_params(params: str) -> tuple[str, ...]:
     return tuple(p for p in parts if p and p != "void")
 
 
+# What a CUDA function's head may hold in parentheses: __launch_bounds__(256, 2) or a macro for it
+# (LAUNCH_BOUNDS(T, B), C10_LAUNCH_BOUNDS_1(256)), __attribute__((noinline)); one level of nesting.
+_HEAD_ATTRIBUTE = re.compile(r"\b(?:\w*(?i:launch_bounds)\w*|__attribute__|__declspec)\s*\((?:[^()=]|\([^()=]*\))*\)")
+PREPROCESSOR_LINES = re.compile(r"(?m)^[ \t]*#(?:.*\\[ \t]*\n)*.*$")
+
+
 def functions(text: str) -> list[Function]:
     """Top-level function definitions (also inside namespaces), in file order."""
     clean = strip_comments_and_strings(text)
-    # Preprocessor lines hold no definitions and may contain unbalanced braces in macros.
-    clean = re.sub(r"(?m)^[ \t]*#.*(\\\n.*)*$", lambda m: re.sub(r"[^\n]", " ", m.group(0)), clean)
+    # Preprocessor lines hold no definitions and may contain unbalanced braces in macros; a macro
+    # goes on over every line that ends with a backslash (a CHECK macro's `do { ... } while (0)`).
+    clean = PREPROCESSOR_LINES.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), clean)
     found: list[Function] = []
     depth = 0
     # "ns" for namespace/extern blocks, "class:<Name>" for struct/class bodies (their member
@@ -158,7 +165,8 @@ def functions(text: str) -> list[Function]:
                 i = end + 1
                 stmt_start = i
                 continue
-            is_ns = bool(re.search(r"\b(namespace\b[\w:\s]*|extern\s*\"?\s*)$", head.strip()))
+            # the string of `extern "C" {` is blanked by now: `extern "     "`
+            is_ns = bool(re.search(r"\b(namespace\b[\w:\s]*|extern\s*(?:\"[^\"\n]*\")?\s*)$", head.strip()))
             cls = re.search(r"\b(?:struct|class)\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_]\w*)[^;{()]*$",
                             head.strip())
             scope_kind.append("ns" if is_ns else f"class:{cls.group(1)}" if cls and visible else "other")
@@ -217,9 +225,11 @@ def _as_function(text: str, clean: str, head: str, head_pos: int, brace_pos: int
     # A template head may hold defaults and parentheses (`template <int B = (1 << 8)>`).
     t = re.match(r"\s*template\s*<", prefix)
     rest = prefix[_closing_angle(prefix, t.end() - 1) + 1:] if t else prefix
-    if "=" in rest or "(" in rest.replace("__launch_bounds__(", ""):
-        # "x = f(...)" or a call expression, not a definition; __launch_bounds__(...) is allowed.
-        if not re.fullmatch(r"[\s\S]*__launch_bounds__\s*\([^()]*\)[\s\w*&:<>,]*", rest):
+    if "=" in rest or "(" in rest:
+        # "x = f(...)" or a call expression, not a definition, unless the parentheses are an
+        # attribute of the function's (_HEAD_ATTRIBUTE), before or after __global__.
+        plain = _HEAD_ATTRIBUTE.sub(" ", rest)
+        if "=" in plain or "(" in plain:
             return None
     lead = len(head) - len(head.lstrip())
     start = head_pos + lead
