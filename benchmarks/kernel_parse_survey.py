@@ -1,0 +1,84 @@
+"""How many of the kernels defined in a set of CUDA program folders the source parser finds
+(`runner.base.cuda_source.functions`, which the prompt and the guard rely on to show and protect a
+hot kernel). An independent, cruder scan is the reference: each `__global__` followed by a name, a
+parameter list and `{` (after comments, strings and preprocessor lines are blanked, and launch-bound
+attributes or macros taken out). A kernel the scan sees and the parser misses is listed with its file.
+
+Usage: python benchmarks/kernel_parse_survey.py FOLDER... [--out FILE.md]
+No GPU, no build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from runner.base.cuda_source import PREPROCESSOR_LINES, functions, strip_comments_and_strings  # noqa: E402
+
+SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".inl")
+_BOUNDS = re.compile(r"\w*(?:__launch_bounds__|LAUNCH_BOUNDS)\w*\s*\((?:[^()]|\([^()]*\))*\)")
+
+
+def scanned_kernels(text: str) -> set[str]:
+    """Names of the kernels the crude scan sees defined in `text`."""
+    clean = PREPROCESSOR_LINES.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), strip_comments_and_strings(text))
+    names = set()
+    for m in re.finditer(r"\b__global__\b", clean):
+        tail = clean[m.end():m.end() + 3000]
+        ends = [i for i in (tail.find("{"), tail.find(";")) if i >= 0]
+        if not ends or tail[min(ends)] != "{":
+            continue  # a declaration
+        head = _BOUNDS.sub(" ", tail[:min(ends)])
+        paren = head.find("(")
+        name = re.search(r"([A-Za-z_]\w*)\s*(?:<[^()]*>)?\s*$", head[:paren]) if paren >= 0 else None
+        if name:
+            names.add(name.group(1))
+    return names
+
+
+def survey(folders: list[Path]) -> tuple[int, int, int, list[tuple[str, list[str]]]]:
+    """(files with a kernel, kernels scanned, of them found by the parser, misses per file)."""
+    files = scanned = found = 0
+    misses = []
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.suffix not in SUFFIXES or not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if "__global__" not in text:
+                continue
+            want = scanned_kernels(text)
+            got = {f.name.split("::")[-1] for f in functions(text) if f.is_kernel}
+            files += 1
+            scanned += len(want)
+            found += len(want & got)
+            if want - got:
+                misses.append((f"{folder.name}/{path.relative_to(folder).as_posix()}", sorted(want - got)))
+    return files, scanned, found, misses
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folders", nargs="+", type=Path)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    files, scanned, found, misses = survey(args.folders)
+    lines = [f"{len(args.folders)} folders, {files} files defining kernels: the parser finds {found} of the "
+             f"{scanned} kernel definitions the scan sees.", ""]
+    if misses:
+        lines += ["| file | kernels the parser misses |", "|---|---|"]
+        lines += [f"| {f} | {', '.join(names)} |" for f, names in misses]
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
