@@ -63,10 +63,10 @@ def test_a_kernel_is_found_by_the_name_a_profiler_gives_it(name: str, base: str,
     assert f is not None and f.body_start_line == line
 
 
-# Shapes of real programs' sources that hid kernels (found over HeCBench's 529 CUDA folders): a
-# multi-line CHECK macro right before a kernel, an extern "C" block, a macro for __launch_bounds__
-# before or after __global__; and what must stay no function: one inside a macro's text, a
-# constructor's member initializers, a call.
+# Shapes of real programs' sources that hid kernels (HeCBench's 529 CUDA folders, Rodinia's dwt2d):
+# a multi-line CHECK macro right before a kernel, an extern "C" block, a macro for __launch_bounds__
+# before or after __global__, launch bounds with nested parentheses; and what must stay no
+# function: one inside a macro's text, a constructor's member initializers, a call.
 SHAPES = """\
 #define CHECK(x) do { \\
   cudaError_t e = (x); \\
@@ -93,6 +93,10 @@ after_bounds_macro(real* a) { a[0] = 3; }
 
 C10_LAUNCH_BOUNDS_1(256) __global__ void before_global(float* a) { a[0] = 4.0f; }
 
+template <int W>
+__launch_bounds__(W, CTMIN(SHM_SIZE / sizeof(Tile<W>), 8))
+__global__ void nested_bounds(int* a) { a[0] = W; }
+
 struct Info {
   int dim;
   __host__ __device__ Info(int d) : dim(d) {}
@@ -104,7 +108,8 @@ int made = make(Info(3)), more = 0;
 def test_kernels_after_macros_in_extern_blocks_and_with_launch_bound_macros_are_found():
     found = {f.name: (f.start_line, f.is_kernel) for f in functions(SHAPES)}
     assert found == {"after_macro": (8, True), "in_extern_c": (16, True), "after_bounds_macro": (19, True),
-                     "before_global": (24, True)}  # no REGISTER's name, no `dim` from Info's initializer
+                     "before_global": (24, True), "nested_bounds": (26, True)}
+    # nothing from REGISTER's text, no `dim` from Info's initializer, no `make` from the call
 
 
 def test_template_arguments_and_parameters_of_demangled_names():

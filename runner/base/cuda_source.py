@@ -130,8 +130,26 @@ def _split_params(params: str) -> tuple[str, ...]:
 
 
 # What a CUDA function's head may hold in parentheses: __launch_bounds__(256, 2) or a macro for it
-# (LAUNCH_BOUNDS(T, B), C10_LAUNCH_BOUNDS_1(256)), __attribute__((noinline)); one level of nesting.
-_HEAD_ATTRIBUTE = re.compile(r"\b(?:\w*(?i:launch_bounds)\w*|__attribute__|__declspec)\s*\((?:[^()=]|\([^()=]*\))*\)")
+# (LAUNCH_BOUNDS(T, B), C10_LAUNCH_BOUNDS_1(256)), __attribute__((noinline)).
+_HEAD_ATTRIBUTE = re.compile(r"\b(?:\w*(?i:launch_bounds)\w*|__attribute__|__declspec)\s*\(")
+
+
+def _without_attributes(head: str) -> str:
+    """`head` with each attribute's parenthesized arguments taken out, however deeply they nest
+    (`__launch_bounds__(W, MIN(SHM / sizeof(T<W>), 8))`)."""
+    out, at = [], 0
+    for m in _HEAD_ATTRIBUTE.finditer(head):
+        if m.start() < at:
+            continue  # inside an attribute already taken out
+        depth, j = 0, m.end() - 1
+        while j < len(head):
+            depth += {"(": 1, ")": -1}.get(head[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        out.append(head[at:m.start()])
+        at = j + 1
+    return "".join(out) + head[at:]
 PREPROCESSOR_LINES = re.compile(r"(?m)^[ \t]*#(?:.*\\[ \t]*\n)*.*$")
 
 
@@ -228,7 +246,7 @@ def _as_function(text: str, clean: str, head: str, head_pos: int, brace_pos: int
     if "=" in rest or "(" in rest:
         # "x = f(...)" or a call expression, not a definition, unless the parentheses are an
         # attribute of the function's (_HEAD_ATTRIBUTE), before or after __global__.
-        plain = _HEAD_ATTRIBUTE.sub(" ", rest)
+        plain = _without_attributes(rest)
         if "=" in plain or "(" in plain:
             return None
     lead = len(head) - len(head.lstrip())
