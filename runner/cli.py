@@ -340,7 +340,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if proposed.status != "accepted" or not proposed.candidate_dir:
         raise NoCandidate(f"{args.run}: the run has no accepted candidate ({proposed.reason})")
     src = run.path / proposed.candidate_dir / "src"
-    proposed.files = {source_name(p.relative_to(src).as_posix()): p.read_text() for p in src.rglob("*") if p.is_file()}
+    proposed.files = {source_name(p.relative_to(src).as_posix()): p.read_text(encoding="utf-8") for p in src.rglob("*")
+                      if p.is_file()}
     if "evaluation" in run.manifest.get("stages", {}):
         raise OptimasError(f"{args.run}: already evaluated; a run's results are never overwritten")
     ok, why = can_run_here(lc)

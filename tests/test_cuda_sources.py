@@ -17,7 +17,7 @@ from runner.base.cuda_source import (
     parameter_count,
     template_arguments,
 )
-from runner.base.workspace import read_included, read_sources, source_name, stored_name
+from runner.base.workspace import read_included, read_source, read_sources, source_name, stored_name, write_source
 from runner.proposal.guard import apply_proposal
 from runner.proposal.parser import Edit, Proposal
 from runner.proposal.prompt import build_prompt
@@ -413,3 +413,25 @@ def test_hot_kernels_defined_outside_the_sources_are_named_with_their_share_not_
             "cub::DeviceRadixSortOnesweepKernel<Policy, false, unsigned int> (62.0% of kernel time).") in prompt.user
     with pytest.raises(OptimasError, match="none of the hot kernels"):
         build_prompt("prog", diagnostics(lib), files)
+
+
+def test_a_source_that_is_not_utf8_is_read_and_written_back_byte_for_byte(tmp_path: Path):
+    """Six of HeCBench's programs carry a Latin-1 copyright sign (0xa9) in their license comment."""
+    original = (b"/* Copyright \xa92013 Advanced Micro Devices, Inc. */\n"
+                b'#include "common.h"\n__global__ void k(float* a) { a[0] = 1.0f; }\n')
+    (tmp_path / "main.cu").write_bytes(original)
+    (tmp_path / "common.h").write_bytes(b"// \xb5s timer\n#define N 4\n")
+    files = read_sources(tmp_path, ["main.cu"])
+    assert files["main.cu"].startswith("/* Copyright \u00a92013")
+    assert read_included(tmp_path, tmp_path, files) == {"common.h": "// \u00b5s timer\n#define N 4\n"}
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "main.cu").write_bytes(original)
+    write_source(copy / "main.cu", files["main.cu"].replace("1.0f", "2.0f"))
+    assert (copy / "main.cu").read_bytes() == original.replace(b"1.0f", b"2.0f")  # still Latin-1
+    write_source(copy / "main.cu", read_source(copy / "main.cu") + "// \u2264 4 ulps\n")  # no Latin-1 for it
+    text = (copy / "main.cu").read_bytes().decode("utf-8")  # UTF-8 then, the whole file
+    assert text.startswith("/* Copyright \u00a92013") and text.endswith("// \u2264 4 ulps\n")
+    write_source(tmp_path / "new.cu", "// \u00b5s\n")  # a new file is UTF-8
+    assert (tmp_path / "new.cu").read_bytes() == "// \u00b5s\n".encode()
+

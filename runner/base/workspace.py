@@ -22,13 +22,40 @@ def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:
     return space, workdir
 
 
+def read_source(path: Path) -> str:
+    """A source file's text: UTF-8, or Latin-1 where the file is not valid UTF-8 (older sources carry
+    a Latin-1 `\xa9` in their license comment). Latin-1 maps every byte to one character, so
+    write_source gives the same bytes back."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def write_source(path: Path, text: str) -> None:
+    """Write a source file's text in the encoding of the file it replaces: Latin-1 where that one is
+    not valid UTF-8 (and the text fits in Latin-1), UTF-8 otherwise."""
+    encoding = "utf-8"
+    if path.is_file():
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            encoding = "latin-1"
+    try:
+        data = text.encode(encoding)
+    except UnicodeEncodeError:  # an edit brought characters Latin-1 lacks
+        data = text.encode("utf-8")
+    path.write_bytes(data)
+
+
 def read_sources(workdir: Path, sources: list[str]) -> dict[str, str]:
     """The app's source files by the name the prompt shows (their path relative to workdir)."""
     out = {}
     for s in sources:
         p = workdir / s
         try:
-            out[posixpath.normpath(s)] = p.read_text(encoding="utf-8")
+            out[posixpath.normpath(s)] = read_source(p)
         except FileNotFoundError:
             raise OptimasError(f"source file {p} (app.sources) not found") from None
     return out
@@ -49,7 +76,7 @@ def read_included(workdir: Path, space: Path, files: dict[str, str], depth: int 
                     if p.is_file() and (p == space or space in p.parents):
                         rel = posixpath.normpath(os.path.relpath(p, workdir))
                         if rel not in files and rel not in found and rel not in nxt:
-                            nxt[rel] = p.read_text(encoding="utf-8", errors="replace")
+                            nxt[rel] = read_source(p)
                         break
         found.update(nxt)
         frontier = nxt

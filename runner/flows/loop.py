@@ -29,7 +29,7 @@ from runner.base.errors import OptimasError, ProfilingError
 from runner.base.gpu import can_run_here, detect_gpu, require_tool
 from runner.base.progress import Progress, progress_for
 from runner.base.runstore import Run, create_run
-from runner.base.workspace import workspace_dirs
+from runner.base.workspace import workspace_dirs, write_source
 from runner.evaluation.ear import DirectionCheck, directional
 from runner.evaluation.stage import EvaluationResult, add_direction, evaluate, record_no_change
 from runner.profiling.agent import ProfilingAgent
@@ -139,7 +139,7 @@ def with_sources(lc: LoadedConfig, files: dict[str, str], where: Path) -> Loaded
     shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
     new_workdir = copy / workdir.relative_to(space)
     for name, text in files.items():
-        (new_workdir / name).write_text(text)
+        write_source(new_workdir / name, text)
     app = lc.config.app.model_copy(update={"workdir": str(new_workdir), "workspace": str(copy)})
     return lc.model_copy(update={"config": lc.config.model_copy(update={"app": app})})
 

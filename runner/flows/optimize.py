@@ -79,4 +79,5 @@ def _candidate_sources(run_dir: Path, original: dict[str, str]) -> dict[str, str
     if not kept:
         raise OptimasError(f"{run_dir}: the kept iteration has no candidate folder")
     src = run_dir / kept / "src"
-    return {name: (src / stored_name(name)).read_text() for name in original if (src / stored_name(name)).exists()}
+    return {name: (src / stored_name(name)).read_text(encoding="utf-8") for name in original
+            if (src / stored_name(name)).exists()}

@@ -27,7 +27,7 @@ from runner.base.gpu import target_arch
 from runner.base.nvcc_shim import SHIM_VERSION
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
-from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
+from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs, write_source
 from runner.proposal.compiler import CompileResult, KernelResources, build
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
@@ -92,7 +92,7 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
         shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
         cwd = copy / workdir.relative_to(space)
         for name, text in files.items():
-            (cwd / name).write_text(text)
+            write_source(cwd / name, text)
         where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
         entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch) if where else None
         result = _cached(entry, exe)
