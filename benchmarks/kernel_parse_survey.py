@@ -4,7 +4,11 @@ hot kernel). An independent, cruder scan is the reference: each `__global__` fol
 parameter list and `{` (after comments, strings and preprocessor lines are blanked, and launch-bound
 attributes or macros taken out). A kernel the scan sees and the parser misses is listed with its file.
 
-Usage: python benchmarks/kernel_parse_survey.py FOLDER... [--out FILE.md]
+`--prompts` also builds, per folder, the prompt for each kernel as if it were the one hot kernel
+(the sources `optimas init` would name, their local headers, no profiler evidence), and reports
+how many were built, the errors, and the prompts' sizes.
+
+Usage: python benchmarks/kernel_parse_survey.py FOLDER... [--prompts] [--out FILE.md]
 No GPU, no build.
 """
 
@@ -18,7 +22,13 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
+from runner.analysis.evidence import Diagnostics, GpuInfo  # noqa: E402
+from runner.analysis.hot import KernelTime  # noqa: E402
 from runner.base.cuda_source import PREPROCESSOR_LINES, functions, strip_comments_and_strings  # noqa: E402
+from runner.base.errors import OptimasError  # noqa: E402
+from runner.base.scaffold import scan  # noqa: E402
+from runner.base.workspace import read_included, read_sources  # noqa: E402
+from runner.proposal.prompt import build_prompt  # noqa: E402
 
 SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".inl")
 _BOUNDS = re.compile(r"\w*(?:__launch_bounds__|LAUNCH_BOUNDS)\w*\s*\((?:[^()]|\([^()]*\))*\)")
@@ -62,14 +72,43 @@ def survey(folders: list[Path]) -> tuple[int, int, int, list[tuple[str, list[str
     return files, scanned, found, misses
 
 
+def prompts(folders: list[Path]) -> tuple[list[int], list[str]]:
+    """The size of each prompt built (one per kernel and folder), and what failed."""
+    sizes, errors = [], []
+    for folder in folders:
+        try:
+            files, _, _ = scan(folder)
+            sources = read_sources(folder, files)
+            sources.update(read_included(folder, folder, sources))
+        except (OSError, OptimasError) as e:
+            errors.append(f"{folder.name}: reading its sources: {e}")
+            continue
+        kernels = sorted({f.name.split("::")[-1] for text in sources.values() for f in functions(text) if f.is_kernel})
+        for k in kernels:
+            diag = Diagnostics(gpu=GpuInfo(name="NVIDIA H200"), alpha=0.8, kernels=[
+                KernelTime(kernel=k, total_ns=1e6, launches=1, share=1.0, cumulative_share=1.0, hot=True)])
+            try:
+                sizes.append(len(build_prompt(folder.name, diag, sources).user.encode()))
+            except OptimasError as e:
+                errors.append(f"{folder.name}: {k}: {e}")
+    return sizes, errors
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="+", type=Path)
+    ap.add_argument("--prompts", action="store_true", help="also build a prompt per kernel")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     files, scanned, found, misses = survey(args.folders)
     lines = [f"{len(args.folders)} folders, {files} files defining kernels: the parser finds {found} of the "
              f"{scanned} kernel definitions the scan sees.", ""]
+    if args.prompts:
+        sizes, errors = prompts(args.folders)
+        sizes.sort()
+        median = sizes[len(sizes) // 2] if sizes else 0
+        lines += [f"Prompts: {len(sizes)} built, {len(errors)} failed; user prompt median {median:,} bytes, "
+                  f"largest {max(sizes, default=0):,}.", ""] + [f"- {e}" for e in errors] + ([""] if errors else [])
     if misses:
         lines += ["| file | kernels the parser misses |", "|---|---|"]
         lines += [f"| {f} | {', '.join(names)} |" for f, names in misses]
