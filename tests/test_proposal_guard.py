@@ -112,6 +112,15 @@ def test_correct_edit_passes_and_yields_a_unified_diff():
     assert g.files["main.cu"].count("\n") == SRC.count("\n")
 
 
+def test_a_file_with_windows_line_ends_keeps_them_and_its_diff_shows_the_edit_only():
+    """175 of the sources in HeCBench, Rodinia and cuda-samples end their lines with CR LF."""
+    crlf = {"main.cu": SRC.replace("\n", "\r\n")}
+    g = apply_proposal(parse_response(answer("structured.md"), FILES), crlf, EDITABLE)
+    assert g.ok, g.reasons()
+    assert g.files["main.cu"].count("\r\n") == g.files["main.cu"].count("\n") == SRC.count("\n")
+    assert g.diff == apply_proposal(parse_response(answer("structured.md"), FILES), FILES, EDITABLE).diff
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_correct_edit_compiles(tmp_path: Path):
     g = apply_proposal(parse_response(answer("structured.md"), FILES), FILES, EDITABLE)

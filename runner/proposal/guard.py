@@ -111,7 +111,9 @@ def apply_proposal(proposal: Proposal, files: dict[str, str],
         lines = files[name].splitlines()
         for e in sorted((e for e in edits if e.file == name), key=lambda e: -e.start_line):
             lines[e.start_line - 1:e.end_line] = e.new_text.splitlines()
-        new_files[name] = "\n".join(lines) + ("\n" if files[name].endswith("\n") else "")
+        # A file with Windows line ends keeps them, on the edited lines too.
+        newline = "\r\n" if "\r\n" in files[name] else "\n"
+        new_files[name] = newline.join(lines) + (newline if files[name].endswith("\n") else "")
 
     for name in {e.file for e in edits}:
         v += _kernel_rules(name, files[name], new_files[name], edits)
@@ -176,12 +178,13 @@ def _signature_rules(name: str, f: Function, g: Function) -> list[Violation]:
 
 
 def unified_diff(old: dict[str, str], new: dict[str, str]) -> str:
-    """A unified diff (a/ b/ paths) of every file that changed."""
+    """A unified diff (a/ b/ paths) of every file that changed, with `\n` line ends whatever the
+    files use (what it is read for, the review's suggestions and the model, wants the lines only)."""
     parts = []
     for name in sorted(old):
         if old[name] == new.get(name, old[name]):
             continue
-        parts.extend(difflib.unified_diff(old[name].splitlines(keepends=True), new[name].splitlines(keepends=True),
-                                          fromfile=f"a/{name}", tofile=f"b/{name}"))
+        a, b = (text.replace("\r\n", "\n").splitlines(keepends=True) for text in (old[name], new[name]))
+        parts.extend(difflib.unified_diff(a, b, fromfile=f"a/{name}", tofile=f"b/{name}"))
     text = "".join(parts)
     return text if text.endswith("\n") or not text else text + "\n"
