@@ -150,6 +150,9 @@ def _without_attributes(head: str) -> str:
         out.append(head[at:m.start()])
         at = j + 1
     return "".join(out) + head[at:]
+
+
+# A preprocessor line with the lines it continues over (each ending with a backslash).
 PREPROCESSOR_LINES = re.compile(r"(?m)^[ \t]*#(?:.*\\[ \t]*\n)*.*$")
 
 
