@@ -24,8 +24,8 @@ def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:
 
 def read_source(path: Path) -> str:
     """A source file's text: UTF-8, or Latin-1 where the file is not valid UTF-8 (older sources carry
-    a Latin-1 `\xa9` in their license comment). Latin-1 maps every byte to one character, so
-    write_source gives the same bytes back."""
+    a Latin-1 copyright sign, byte 0xa9, in their license comment). Latin-1 maps every byte to one
+    character, so write_source gives the same bytes back."""
     data = path.read_bytes()
     try:
         return data.decode("utf-8")

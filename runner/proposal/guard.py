@@ -178,8 +178,8 @@ def _signature_rules(name: str, f: Function, g: Function) -> list[Violation]:
 
 
 def unified_diff(old: dict[str, str], new: dict[str, str]) -> str:
-    """A unified diff (a/ b/ paths) of every file that changed, with `\n` line ends whatever the
-    files use (what it is read for, the review's suggestions and the model, wants the lines only)."""
+    """A unified diff (a/ b/ paths) of every file that changed, with LF line ends whatever the files
+    use (what it is read for, the review's suggestions and the model, wants the lines only)."""
     parts = []
     for name in sorted(old):
         if old[name] == new.get(name, old[name]):
