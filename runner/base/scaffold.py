@@ -38,6 +38,8 @@ class Project:
     # file where it was found (None: the sources print none)
     fail_pattern: str | None = None
     fail_pattern_in: str = ""
+    # where the program seeds its random inputs from the clock ("file:line"; "": it does not)
+    clock_seed_at: str = ""
 
 
 def _skipped(d: Path) -> bool:
@@ -84,18 +86,25 @@ _STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 FAIL_VERDICTS = (r"\bFAIL(?:ED|URE)?\b", r"\b[Tt]ests? failed\b")
 
 
-def printed_verdict(root: Path) -> tuple[str | None, str]:
+def _source_texts(root: Path) -> dict[str, str]:
+    """Every source file init reads for what the program prints and how it seeds its inputs, by
+    its path relative to root (read once for both)."""
+    return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+            for p in _walk(root, SOURCE_SUFFIXES)}
+
+
+def printed_verdict(texts: dict[str, str]) -> tuple[str | None, str]:
     """A fail_pattern for what the program prints when its own check fails, from the string
-    literals of its sources, and the first file that prints it; (None, "") when none does."""
+    literals of its sources (_source_texts), and the first file that prints it; (None, "") when
+    none does."""
     found: dict[str, str] = {}
-    for p in _walk(root, SOURCE_SUFFIXES):
-        text = p.read_text(encoding="utf-8", errors="replace")
+    for name, text in texts.items():
         if "FAIL" not in text and "ailed" not in text:
             continue
         for literal in _STRING_LITERAL.findall(text):
             for pattern in FAIL_VERDICTS:
                 if pattern not in found and re.search(pattern, literal):
-                    found[pattern] = p.relative_to(root).as_posix()
+                    found[pattern] = name
     if not found:
         return None, ""
     patterns = [p for p in FAIL_VERDICTS if p in found]
@@ -111,15 +120,16 @@ _CLOCK_SEED = re.compile(
     r"|\brandom_device\b")
 
 
-def clock_seed(root: Path) -> str:
-    """Where the program seeds its random inputs from the clock ("file:line"), or "" when it does
-    not: then its results differ from run to run, and comparing them judges nothing."""
-    for p in _walk(root, SOURCE_SUFFIXES):
-        text = p.read_text(encoding="utf-8", errors="replace")
+def clock_seed(texts: dict[str, str]) -> str:
+    """Where the program's sources (_source_texts) seed its random inputs from the clock
+    ("file:line"), or "" when they do not: then its results differ from run to run, and comparing
+    them judges nothing."""
+    for name, text in texts.items():
         if "time" not in text and "random_device" not in text:
             continue
         if m := _CLOCK_SEED.search(strip_comments_and_strings(text)):
-            return f"{p.relative_to(root).as_posix()}:{text.count(chr(10), 0, m.start()) + 1}"
+            line = text.count("\n", 0, m.start()) + 1
+            return f"{name}:{line}"
     return ""
 
 
@@ -458,8 +468,9 @@ def inspect(root: Path) -> Project:
         raise ConfigError(root, [f"no __global__ function found in {', '.join(CUDA_SUFFIXES)} files under {root} "
                                  f"(searched {MAX_DEPTH} levels deep, skipping hidden and build folders)"])
     kind, build, notes, run_args = detect_build(root, files, mains)
-    fail_pattern, where = printed_verdict(root)
-    return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where)
+    texts = _source_texts(root)
+    fail_pattern, where = printed_verdict(texts)
+    return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(texts))
 
 
 def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".") -> str:
@@ -518,11 +529,11 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
         project.notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program "
                              f"prints that verdict when its own check fails ({project.fail_pattern_in}); remove "
                              "app.stdout if it prints it otherwise")
-    if where_seeded := clock_seed(root):
-        project.notes.append(f"the program seeds its random inputs from the clock ({where_seeded}): its results "
-                             "differ from run to run, so comparing a candidate's with the original's judges "
-                             "nothing and every candidate is refused; give it a fixed seed (or take one from "
-                             "its arguments: {seed} in app.run), or judge it by app.stdout alone and set "
+    if project.clock_seed_at:
+        project.notes.append(f"the program seeds its random inputs from the clock ({project.clock_seed_at}): its "
+                             "results differ from run to run, so comparing a candidate's with the original's "
+                             "judges nothing and every candidate is refused; give it a fixed seed (or take one "
+                             "from its arguments: {seed} in app.run), or judge it by app.stdout alone and set "
                              "app.gpu_results.compare: off")
     if not run_args and project.run_args:
         run_args = project.run_args
