@@ -107,9 +107,9 @@ def _gencode_keep(value: str, supported: frozenset[str]) -> str | None:
         return value  # a form this shim does not know: nvcc judges it
     arch, codes = m.group(1).strip("\"'"), _split_list(m.group(2))
     kept = _kept_codes(codes, supported) if is_supported(arch, supported) else None
-    if kept is None or kept == codes:
-        return None if kept is None else value
-    return f"arch={arch},code=[{','.join(kept)}]"
+    if kept is None:
+        return None
+    return value if kept == codes else f"arch={arch},code=[{','.join(kept)}]"
 
 
 def filter_architectures(args: list[str], supported: frozenset[str]) -> tuple[list[str], list[str]]:
