@@ -17,6 +17,11 @@ from runner.tracing.trace import DeviceResult, ProcessTrace, ResultsVariation
 # computation rounded otherwise (a reordered sum, a multiply-add fused or no longer fused), not as
 # a wrong result.
 ROUNDING_ULPS = 1024
+# Kept in bitwise mode to describe a mismatch, by validation and by the profiling agent's second run:
+# the first MISMATCH_EACH bytes of every result, up to MISMATCH_BYTES per process (a prefix of the
+# whole would miss a small result read after large ones).
+MISMATCH_BYTES = 32 << 20
+MISMATCH_EACH = 4 << 20
 
 
 class Difference(NamedTuple):

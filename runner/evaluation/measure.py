@@ -29,6 +29,8 @@ from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
 from runner.evaluation.compare import (
+    MISMATCH_BYTES,
+    MISMATCH_EACH,
     ROUNDING_ULPS,
     RoundingSpread,
     compare,
@@ -233,12 +235,6 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
 def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[str]:
     app = lc.config.app
     return render(app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="", **app.values(cfg))
-
-
-# Kept in bitwise mode to describe a mismatch: the first MISMATCH_EACH bytes of every result, up to
-# MISMATCH_BYTES per process (a prefix of the whole would miss a small result read after large ones).
-MISMATCH_BYTES = 32 << 20
-MISMATCH_EACH = 4 << 20
 
 
 def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None,

@@ -46,8 +46,7 @@ from runner.base.processes import (
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.base.workspace import read_context
-from runner.evaluation.compare import ROUNDING_ULPS, results_variation
-from runner.evaluation.measure import MISMATCH_BYTES, MISMATCH_EACH
+from runner.evaluation.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
 from runner.profiling.model import short_kernel_name
 from runner.profiling.readers import NcuRawCsvReader
 from runner.profiling.readers.report import report_kernel_names
