@@ -24,7 +24,7 @@ sys.path.insert(0, str(BENCH.parent))
 
 from runner.analysis.evidence import Diagnostics, GpuInfo  # noqa: E402
 from runner.analysis.hot import KernelTime  # noqa: E402
-from runner.base.cuda_source import PREPROCESSOR_LINES, functions, strip_comments_and_strings  # noqa: E402
+from runner.base.cuda_source import code_text, functions  # noqa: E402
 from runner.base.errors import OptimasError  # noqa: E402
 from runner.base.scaffold import scan  # noqa: E402
 from runner.base.workspace import read_included, read_sources  # noqa: E402
@@ -36,7 +36,7 @@ _BOUNDS = re.compile(r"\w*(?:__launch_bounds__|LAUNCH_BOUNDS)\w*\s*\((?:[^()]|\(
 
 def scanned_kernels(text: str) -> set[str]:
     """Names of the kernels the crude scan sees defined in `text`."""
-    clean = PREPROCESSOR_LINES.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), strip_comments_and_strings(text))
+    clean = code_text(text)
     names = set()
     for m in re.finditer(r"\b__global__\b", clean):
         tail = clean[m.end():m.end() + 3000]

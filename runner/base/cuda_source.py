@@ -153,15 +153,20 @@ def _without_attributes(head: str) -> str:
 
 
 # A preprocessor line with the lines it continues over (each ending with a backslash).
-PREPROCESSOR_LINES = re.compile(r"(?m)^[ \t]*#(?:.*\\[ \t]*\n)*.*$")
+_PREPROCESSOR_LINES = re.compile(r"(?m)^[ \t]*#(?:.*\\[ \t]*\n)*.*$")
+
+
+def code_text(text: str) -> str:
+    """`text` with comments, string literals and preprocessor lines blanked, every newline and
+    column kept: what defines functions. Preprocessor lines hold no definitions and may hold
+    unbalanced braces; a macro goes on over every line that ends with a backslash (a CHECK macro's
+    `do { ... } while (0)`)."""
+    return _PREPROCESSOR_LINES.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), strip_comments_and_strings(text))
 
 
 def functions(text: str) -> list[Function]:
     """Top-level function definitions (also inside namespaces), in file order."""
-    clean = strip_comments_and_strings(text)
-    # Preprocessor lines hold no definitions and may contain unbalanced braces in macros; a macro
-    # goes on over every line that ends with a backslash (a CHECK macro's `do { ... } while (0)`).
-    clean = PREPROCESSOR_LINES.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), clean)
+    clean = code_text(text)
     found: list[Function] = []
     depth = 0
     # "ns" for namespace/extern blocks, "class:<Name>" for struct/class bodies (their member
