@@ -9,8 +9,10 @@ POST /webhook
      control job (202 with the job id) that checks the sender's permission and the PR, and
      schedules the GPU job. Pull-request events also record the head they show, with GitHub's
      timestamp, so that `/optimas run` can pin a commit that existed when it was written;
-  4. drop redeliveries: X-GitHub-Delivery is claimed in Redis (SET NX with a TTL);
-  5. Redis unreachable: 503, so GitHub records a failed delivery that can be redelivered.
+  4. drop redeliveries: X-GitHub-Delivery is claimed in Redis (SET NX with a TTL), in the same
+     round trip as the head; the job is written in a second one;
+  5. Redis unreachable or stopped: 503 within about 0.7 s (two tries of 0.3 s), so GitHub records a
+     failed delivery that can be redelivered.
 GET /healthz answers 200 when Redis answers.
 """
 
@@ -28,7 +30,7 @@ from redis.retry import Retry as RedisRetry
 from rq import Callback, Queue, Retry
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from bot.routing import Decision, Head, PayloadError, decide
+from bot.routing import Decision, EventError, Head, PayloadError, decide
 from bot.settings import Settings
 
 HEADS_KEPT = 50  # heads recorded per PR
@@ -44,21 +46,36 @@ def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
 
 
 def heads_key(prefix: str, repo: str, pr: int) -> str:
-    """Sorted set of the PR's heads seen in deliveries, scored by the earliest GitHub time seen."""
+    """Sorted set of the PR's heads seen in deliveries, each scored by the latest GitHub time at which a
+    delivery showed it as the head: the head at a moment is the one seen last before it. (Scored by
+    the earliest time, a commit pushed again, B M B, would stand for M's time, and M be pinned.)"""
     return f"{prefix}:heads:{repo}#{pr}"
 
 
-def _record_head(conn: redis.Redis, prefix: str, head: Head) -> None:
+def _head_commands(pipe, prefix: str, head: Head) -> None:
+    """Queue on `pipe` the commands that record a head (none when it has no usable timestamp: plain
+    `/optimas run` then asks for a SHA)."""
     try:
         seen = dt.datetime.fromisoformat(head.seen_at.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        return  # no usable timestamp: the head is not recorded, and plain `/optimas run` will ask for a SHA
+        return
     key = heads_key(prefix, head.repo, head.pr)
-    with conn.pipeline() as p:
-        p.zadd(key, {head.sha: seen}, lt=True)  # keep the earliest time the commit was seen
-        p.zremrangebyrank(key, 0, -HEADS_KEPT - 1)
-        p.expire(key, HEADS_TTL_S)
+    pipe.zadd(key, {head.sha: seen}, gt=True)  # keep the latest time the commit was the head
+    pipe.zremrangebyrank(key, 0, -HEADS_KEPT - 1)
+    pipe.expire(key, HEADS_TTL_S)
+
+
+def _record_head(conn: redis.Redis, prefix: str, head: Head) -> None:
+    with conn.pipeline(transaction=False) as p:
+        _head_commands(p, prefix, head)
         p.execute()
+
+
+def _redis(url: str, attempts: int) -> redis.Redis:
+    # Short timeouts, `attempts` tries: with Redis stopped or unreachable a delivery gets its 503 in
+    # well under a second, and GitHub redelivers it later.
+    retry = RedisRetry(ExponentialBackoff(cap=0.1, base=0.05), attempts - 1)
+    return redis.Redis.from_url(url, socket_connect_timeout=0.3, socket_timeout=0.3, retry=retry)
 
 
 def create_app(settings: Settings, connection: redis.Redis | None = None) -> Flask:
@@ -67,10 +84,8 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
     # One byte over the cap: a body that announces no length (chunked) is read at most that far,
     # and a read that reaches it is too large (werkzeug would cut it at the cap without a word).
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
-    # Few, short retries: with Redis down a delivery gets its 503 in about a second, and GitHub
-    # redelivers it later.
-    conn = connection or redis.Redis.from_url(settings.redis_url, socket_connect_timeout=0.5, socket_timeout=0.5,
-                                              retry=RedisRetry(ExponentialBackoff(cap=0.2, base=0.05), 2))
+    conn = connection or _redis(settings.redis_url, attempts=2)
+    once = connection or _redis(settings.redis_url, attempts=1)  # forgetting a claim is best effort
     control = Queue(settings.control_queue, connection=conn)
 
     @app.errorhandler(RequestEntityTooLarge)
@@ -92,20 +107,29 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
             return jsonify(error="the body is not JSON (or is nested too deeply)"), 400
         try:
             decision = decide(event, payload, settings)
+        except EventError as e:
+            return jsonify(error=str(e)), 400
         except (PayloadError, RecursionError) as e:
-            return jsonify(error=f"{event or 'the event'}: {e}"), 400
+            return jsonify(error=f"{event}: {e}"), 400
+        # Two round trips: the head and the delivery's claim (SET NX) together, then the job.
+        claim = f"{settings.key_prefix}:delivery:{delivery}"
         try:
-            if decision.head is not None:
-                _record_head(conn, settings.key_prefix, decision.head)
-            if decision.job is None:
-                return jsonify(status="ignored", reason=decision.reason), 200
-            claim = f"{settings.key_prefix}:delivery:{delivery}"
-            if delivery and not conn.set(claim, 1, nx=True, ex=settings.delivery_ttl_s):
-                return jsonify(status="duplicate delivery", delivery=delivery), 200
+            with conn.pipeline(transaction=False) as p:
+                if decision.head is not None:
+                    _head_commands(p, settings.key_prefix, decision.head)
+                if decision.job is not None and delivery:
+                    p.set(claim, 1, nx=True, ex=settings.delivery_ttl_s)
+                answers = p.execute() if len(p) else []
+        except redis.exceptions.RedisError:
+            return jsonify(error="queue unavailable; redeliver later"), 503
+        if decision.job is None:
+            return jsonify(status="ignored", reason=decision.reason), 200
+        if delivery and not answers[-1]:
+            return jsonify(status="duplicate delivery", delivery=delivery), 200
+        try:
             job = _enqueue(control, decision, delivery)
         except redis.exceptions.RedisError:
-            # Forget the claim (if it was made) so that GitHub's redelivery is processed.
-            _forget(conn, settings.key_prefix, delivery)
+            _forget(once, claim if delivery else "")  # so that GitHub's redelivery is processed
             return jsonify(error="queue unavailable; redeliver later"), 503
         return jsonify(status="queued", job=job.id, reason=decision.reason), 202
 
@@ -127,16 +151,20 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
 
 
 def _enqueue(queue: Queue, decision: Decision, delivery: str):
+    """The decision's control job, written in one round trip."""
     function, kwargs = decision.job
-    return queue.enqueue(function, kwargs=kwargs, job_timeout=300, retry=Retry(max=3, interval=[5, 30, 120]),
-                         on_failure=Callback("bot.jobs.report_failure", timeout=60), description=decision.reason,
-                         meta={"delivery": delivery})
+    with queue.connection.pipeline() as p:
+        job = queue.enqueue(function, kwargs=kwargs, job_timeout=300, retry=Retry(max=3, interval=[5, 30, 120]),
+                            on_failure=Callback("bot.jobs.report_failure", timeout=60),
+                            description=decision.reason, meta={"delivery": delivery}, pipeline=p)
+        p.execute()
+    return job
 
 
-def _forget(conn: redis.Redis, prefix: str, delivery: str) -> None:
-    if not delivery:
+def _forget(conn: redis.Redis, claim: str) -> None:
+    if not claim:
         return
     try:
-        conn.delete(f"{prefix}:delivery:{delivery}")
+        conn.delete(claim)
     except redis.exceptions.RedisError:
-        pass  # Redis is down; the claim was never written or expires with its TTL
+        pass  # Redis is down; the claim expires with its TTL

@@ -146,8 +146,13 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
         cfg_file.write_text(text)  # the default branch's config, whatever the PR head holds
         # Runs are kept on the worker host (OPTIMAS_RUNS_DIR) for inspection; the checkout is not.
         log.info("fetched; running Optimas with the default branch's %s", CONFIG_PATH)
-        outcome = _pipeline(cfg_file, Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs")))
+        outcome = _pipeline(cfg_file, runs_folder())
     return outcome, sha
+
+
+def runs_folder() -> Path:
+    """Where GPU jobs keep their run folders on the worker host (OPTIMAS_RUNS_DIR)."""
+    return Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs"))
 
 
 def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:

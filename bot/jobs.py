@@ -47,7 +47,8 @@ cites the profiler evidence, and posts it here only if it compiles, matches the 
 for bit and is measurably faster.
 
 - add the `{label}` label, or comment `/optimas run`: start a run on the current head
-- `/optimas run <sha>`: run that commit, if it is the head (the way to approve a head pushed after your comment)
+- `/optimas run <sha>`: run that commit (its full 40-digit SHA), if it is the head (the way to approve a head
+  pushed after your comment)
 - `/optimas status`: where the run is
 - `/optimas help`: this message
 
@@ -128,20 +129,36 @@ def pin(ctx: JobContext, current: str, head_sha: str | None, trigger: str,
         approved_at: str | None) -> tuple[str | None, str | None]:
     """(commit to run, None), or (None, why not: a reply for the writer, or None to stay quiet).
 
-    A run only ever executes a commit that existed when the writer approved it."""
+    A run only ever executes a commit that was the head when the writer approved it."""
     if trigger != "comment":  # label and synchronize events carry the head they approve
         return (current, None) if head_sha == current else (None, None)
     if head_sha:
-        if current.startswith(head_sha):
+        if current == head_sha:
             return current, None
-        return None, (f"`{head_sha}` is not the head of this pull request (the head is `{current[:12]}`), so "
-                      f"nothing was run. To run the head, check it and comment `/optimas run {current[:12]}`.")
+        return None, (f"`{head_sha[:12]}` is not the head of this pull request (the head is `{current}`), so "
+                      f"nothing was run. To run the head, check it and comment `/optimas run {current}`.")
     seen = _approved_head(ctx, approved_at)
     if seen == current:
         return current, None
     return None, (f"The head `{current[:12]}` may have been pushed after your comment (the head I had seen before "
                   f"it was {'`' + seen[:12] + '`' if seen else 'not recorded'}), so nothing was run. To run it, "
-                  f"check it and comment `/optimas run {current[:12]}`.")
+                  f"check it and comment `/optimas run {current}`.")
+
+
+def _writer_or_quiet(ctx: JobContext, sender: str) -> tuple[str, bool]:
+    """(the sender's permission, whether they may use Optimas here). Anyone else gets one reply per
+    pull request and interval (OPTIMAS_REPLY_INTERVAL_S), whatever they ask and however often:
+    a non-writer cannot make the bot talk at will."""
+    permission = ctx.app.permission(ctx.installation_id, ctx.repo, sender)
+    if permission in WRITE_PERMISSIONS:
+        return permission, True
+    fresh = ctx.conn.set(ctx.key("replied", f"{ctx.repo}#{ctx.pr}"), 1, nx=True,
+                         ex=max(1, int(ctx.settings.reply_interval_s)))
+    if fresh:
+        ctx.reply(f"Thanks for your interest, @{sender}! Optimas runs need write access to {ctx.repo}; a "
+                  f"maintainer can start one by adding the `{ctx.settings.label}` label or commenting "
+                  "`/optimas run`.")
+    return permission, False
 
 
 def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_sha: str | None,
@@ -149,14 +166,9 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
     """Decide whether and what to run for a trigger (see the module docstring)."""
     ctx = JobContext.create(repo, installation_id, pr)
     ws, conn = ctx.settings, ctx.conn
-    permission = ctx.app.permission(installation_id, repo, sender)
-    if permission not in WRITE_PERMISSIONS:
-        # One reply per PR and user per interval: a non-writer cannot make the bot talk at will.
-        fresh = conn.set(ctx.key("replied", f"{repo}#{pr}", sender), 1, nx=True, ex=max(1, int(ws.reply_interval_s)))
-        if fresh:
-            ctx.reply(f"Thanks for your interest, @{sender}! Optimas runs need write access to {repo}; a "
-                      f"maintainer can start one by adding the `{ws.label}` label or commenting `/optimas run`.")
-        return {"status": "not allowed", "permission": permission, "replied": bool(fresh)}
+    permission, allowed = _writer_or_quiet(ctx, sender)
+    if not allowed:
+        return {"status": "not allowed", "permission": permission}
     repository = ctx.client.get_repo(repo)
     pull = repository.get_pull(pr)
     if pull.state != "open":
@@ -196,10 +208,18 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
     return {"status": "queued", "job": job.id, "head_sha": head, "superseded": superseded, "fork": fork}
 
 
-def cancel_pr(repo: str, installation_id: int, sender: str, pr: int,
-              why: str = "the run was cancelled") -> dict[str, Any]:
-    """Cancel the PR's queued or running job (unlabelled or closed)."""
+def cancel_pr(repo: str, installation_id: int, sender: str, pr: int, why: str = "the run was cancelled",
+              by: str = "closed") -> dict[str, Any]:
+    """Cancel the PR's queued or running job: the PR was closed (`by` "closed", if it still is),
+    or the label was removed (`by` "unlabeled", by someone who may start runs: a triage user may
+    remove labels but must not stop a writer's run)."""
     ctx = JobContext.create(repo, installation_id, pr)
+    if by == "unlabeled":
+        permission = ctx.app.permission(installation_id, repo, sender)
+        if permission not in WRITE_PERMISSIONS:
+            return {"status": "not allowed", "permission": permission}
+    elif ctx.client.get_repo(repo).get_pull(pr).state == "open":
+        return {"status": "reopened"}  # closed and reopened before this ran: the run goes on
     with ctx.pr_lock():
         current = ctx.conn.get(ctx.pr_key)
         if not current:
@@ -209,15 +229,25 @@ def cancel_pr(repo: str, installation_id: int, sender: str, pr: int,
     return {"status": outcome, "job": current.decode()}
 
 
-def post_help(repo: str, installation_id: int, sender: str, pr: int, unknown: bool = False) -> dict[str, Any]:
+def post_help(repo: str, installation_id: int, sender: str, pr: int, unknown: bool = False,
+              note: str = "") -> dict[str, Any]:
+    """The help text, for a writer (`note`: what was wrong with their command); anyone else gets
+    the one reply per pull request and interval."""
     ctx = JobContext.create(repo, installation_id, pr)
-    prefix = f"@{sender}, I don't know that command.\n\n" if unknown else ""
+    if not _writer_or_quiet(ctx, sender)[1]:
+        return {"status": "not allowed"}
+    what = note or "I don't know that command"
+    prefix = f"@{sender}, {what}.\n\n" if unknown else ""
     ctx.reply(prefix + HELP.format(label=ctx.settings.label))
     return {"status": "posted"}
 
 
 def post_status(repo: str, installation_id: int, sender: str, pr: int) -> dict[str, Any]:
+    """Where the PR's run is, for a writer (job ids included); anyone else gets the one reply per
+    pull request and interval."""
     ctx = JobContext.create(repo, installation_id, pr)
+    if not _writer_or_quiet(ctx, sender)[1]:
+        return {"status": "not allowed"}
     current = ctx.conn.get(ctx.pr_key)
     if not current:
         text = (f"No Optimas run for this pull request yet. Add the `{ctx.settings.label}` label or comment "

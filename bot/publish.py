@@ -7,7 +7,7 @@ Every write is idempotent. The HTTP layer never resends a POST or PATCH (GitHubA
 retries reads only): a write whose answer is lost may have landed, so before each retry the
 publisher looks for what it wrote (the check run's `external_id`, the hidden marker of a comment or
 review) and only writes again when it is not there. Every outgoing text passes through
-runner.redaction.redact."""
+runner.base.redaction.public: secrets masked, the worker host's folders hidden."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from github import Github, GithubException
 
 from bot.github_client import GitHubApp
 from bot.review import MAX_BODY, truncate
-from runner.base.redaction import redact
+from runner.base.redaction import public
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ class Publisher:
     def complete_check(self, check_id: int, conclusion: str, title: str, summary: str) -> None:
         run = self.repo.get_check_run(check_id)
         self._write(lambda: run.edit(status="completed", conclusion=conclusion,
-                                     output={"title": redact(title)[:255], "summary": truncate(redact(summary))}))
+                                     output={"title": public(title)[:255], "summary": truncate(public(summary))}))
 
     def head_sha(self) -> str:
         return self.repo.get_pull(self.pr).head.sha
@@ -135,8 +135,8 @@ class Publisher:
         if found is not None:
             return found
         commit = self.repo.get_commit(commit_sha)
-        safe = [{**c, "body": redact(c["body"])} for c in comments]
-        text = truncate(redact(body), ROOM) + f"\n{MARKER_REVIEW}\n{tag}"
+        safe = [{**c, "body": public(c["body"])} for c in comments]
+        text = truncate(public(body), ROOM) + f"\n{MARKER_REVIEW}\n{tag}"
         return self._write(lambda: pull.create_review(commit=commit, body=text, event="COMMENT", comments=safe).id,
                            existing)
 
@@ -146,7 +146,7 @@ class Publisher:
     def upsert_summary(self, body: str) -> int:
         """Edit the PR's Optimas summary comment in place, or create it: never a second one."""
         issue = self.repo.get_issue(self.pr)
-        text = truncate(f"{MARKER}\n{redact(body)}")
+        text = truncate(f"{MARKER}\n{public(body)}")
         found = self._comment_with(MARKER)
         if found is not None:
             self._write(lambda: found.edit(text))
@@ -160,5 +160,5 @@ class Publisher:
         if found is not None:
             return found.id
         issue = self.repo.get_issue(self.pr)
-        return self._write(lambda: issue.create_comment(truncate(redact(body), ROOM) + f"\n{tag}"),
+        return self._write(lambda: issue.create_comment(truncate(public(body), ROOM) + f"\n{tag}"),
                            lambda: self._comment_with(tag)).id

@@ -40,7 +40,18 @@ def field_of(payload: Any, path: str, kind: type | tuple[type, ...], default: An
         if default is not _MISSING and node is None:
             return default
         raise PayloadError(f"payload.{path}: expected {_kind_name(kind)}, got {type(node).__name__}")
+    if isinstance(node, str) and not node.isascii() and not _encodable(node):
+        # JSON may escape a lone surrogate ("\ud800"); no UTF-8 text holds one, so GitHub never sends it
+        raise PayloadError(f"payload.{path}: not valid Unicode (a lone surrogate)")
     return node
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
@@ -83,23 +94,31 @@ class Context:
 
 
 Handler = Callable[[Context], Decision]
-HANDLERS: dict[str, Handler] = {}
+# (event, action) -> handler; an event GitHub sends without an action (ping) is keyed with None.
+HANDLERS: dict[tuple[str, str | None], Handler] = {}
+# The X-GitHub-Event header names an event; GitHub's names are lower-case words joined by "_".
+EVENT_NAME = re.compile(r"[a-z]+(?:_[a-z]+)*")
+# owner/name as GitHub allows them (letters, digits, '-', '_', '.'), no path tricks
+REPO_NAME = re.compile(r"[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}")
+LOGIN = re.compile(r"[A-Za-z0-9-]{1,39}(?:\[bot\])?")
 
 
-def on(*keys: str) -> Callable[[Handler], Handler]:
+def on(event: str, *actions: str) -> Callable[[Handler], Handler]:
+    """Register a handler for `event` with each of `actions` (none: an event without an action)."""
     def register(fn: Handler) -> Handler:
-        for k in keys:
-            HANDLERS[k] = fn
+        for action in actions or (None,):
+            HANDLERS[(event, action)] = fn
         return fn
     return register
 
 
-SHA = re.compile(r"[0-9a-fA-F]{7,40}")
+# `/optimas run <sha>` names the whole commit: a prefix could be matched by a commit made to match it.
+SHA = re.compile(r"[0-9a-fA-F]{40}")
 
 
 def _labels(payload: dict[str, Any]) -> set[str]:
     labels = field_of(payload, "pull_request.labels", list, default=[])
-    return {label.get("name", "") for label in labels if isinstance(label, dict)}
+    return {label["name"] for label in labels if isinstance(label, dict) and isinstance(label.get("name"), str)}
 
 
 def _pull(ctx: Context) -> tuple[int, str]:
@@ -123,7 +142,7 @@ def ping(ctx: Context) -> Decision:
     return Decision(reason="pong")
 
 
-@on("pull_request.labeled")
+@on("pull_request", "labeled")
 def labeled(ctx: Context) -> Decision:
     number, sha = _pull(ctx)
     if field_of(ctx.payload, "label.name", str, default="") != ctx.settings.label:
@@ -132,7 +151,7 @@ def labeled(ctx: Context) -> Decision:
                                    head_sha=sha, trigger="label"), number, sha)
 
 
-@on("pull_request.synchronize", "pull_request.opened", "pull_request.reopened", "pull_request.edited")
+@on("pull_request", "synchronize", "opened", "reopened", "edited")
 def synchronize(ctx: Context) -> Decision:
     number, sha = _pull(ctx)
     if ctx.action != "synchronize":
@@ -144,22 +163,25 @@ def synchronize(ctx: Context) -> Decision:
                                    head_sha=sha, trigger="synchronize"), number, sha)
 
 
-@on("pull_request.unlabeled")
+@on("pull_request", "unlabeled")
 def unlabeled(ctx: Context) -> Decision:
     number, sha = _pull(ctx)
     if field_of(ctx.payload, "label.name", str, default="") != ctx.settings.label:
         return _with_head(ctx, Decision(reason=f"label is not {ctx.settings.label!r}"), number, sha)
+    # the control job cancels only if the sender may start runs (a triage user may remove labels)
     return _with_head(ctx, ctx.job(JOB_CANCEL, f"{ctx.repo}#{number} unlabelled", pr=number,
-                                   why=f"the `{ctx.settings.label}` label was removed"), number, sha)
+                                   why=f"the `{ctx.settings.label}` label was removed", by="unlabeled"),
+                      number, sha)
 
 
-@on("pull_request.closed")
+@on("pull_request", "closed")
 def closed(ctx: Context) -> Decision:
     number = field_of(ctx.payload, "pull_request.number", int)
-    return ctx.job(JOB_CANCEL, f"{ctx.repo}#{number} closed", pr=number, why="the pull request was closed")
+    return ctx.job(JOB_CANCEL, f"{ctx.repo}#{number} closed", pr=number, why="the pull request was closed",
+                   by="closed")
 
 
-@on("issue_comment.created")
+@on("issue_comment", "created")
 def comment(ctx: Context) -> Decision:
     field_of(ctx.payload, "issue", dict)
     if not field_of(ctx.payload, "issue.pull_request", dict, default=None):
@@ -176,7 +198,8 @@ def comment(ctx: Context) -> Decision:
         # the comment is run.
         sha = words[2] if len(words) > 2 else None
         if sha is not None and not SHA.fullmatch(sha):
-            return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} run {sha[:40]}", pr=pr, unknown=True)
+            return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} run {sha[:40]}", pr=pr,
+                           unknown=True, note=f"`/optimas run` takes a commit's full 40-digit SHA, not `{sha[:40]}`")
         return ctx.job(JOB_TRIGGER, f"{ctx.repo}#{pr}: {ctx.settings.command} run", pr=pr,
                        head_sha=sha.lower() if sha else None, trigger="comment",
                        approved_at=field_of(ctx.payload, "comment.created_at", str, default=""))
@@ -185,25 +208,37 @@ def comment(ctx: Context) -> Decision:
     return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} {verb[:40]}", pr=pr, unknown=verb != "help")
 
 
+class EventError(PayloadError):
+    """An X-GitHub-Event header that names no event GitHub sends."""
+
+
 def decide(event: str, payload: Any, settings: Settings) -> Decision:
-    """Route one delivery; events from bots (the app itself included) are ignored. A payload of the
-    wrong shape raises PayloadError."""
+    """Route one delivery by its event and the payload's action; events from bots (the app itself
+    included) are ignored. A malformed event name raises EventError, a payload of the wrong shape
+    PayloadError. The header is not signed: it only selects a handler, and the handler runs only
+    for the action its payload (which is signed) states."""
+    if not EVENT_NAME.fullmatch(event):
+        raise EventError(f"X-GitHub-Event {event[:40]!r}: expected an event name as GitHub sends it "
+                         "(e.g. pull_request)")
     if not isinstance(payload, dict):
         raise PayloadError(f"payload: expected a JSON object, got {type(payload).__name__}")
-    action = field_of(payload, "action", str, default="")
-    key = f"{event}.{action}" if action else event
-    handler = HANDLERS.get(key) or HANDLERS.get(event)
+    action = field_of(payload, "action", str, default=None)
+    handler = HANDLERS.get((event, action))
     if handler is None:
-        return Decision(reason=f"no handler for {key}")
+        return Decision(reason=f"no handler for {event}" + (f".{action[:40]}" if action else ""))
     sender = field_of(payload, "sender", dict, default={})
     login = field_of(payload, "sender.login", str, default="")
     if event != "ping" and (sender.get("type") == "Bot" or login == f"{settings.app_slug}[bot]"):
-        return Decision(reason=f"ignoring an event from the bot {login}")
+        return Decision(reason=f"ignoring an event from the bot {login[:60]}")
     installation = field_of(payload, "installation.id", int, default=None)
     repo = field_of(payload, "repository.full_name", str, default="")
     if event != "ping" and (not repo or installation is None):
         raise PayloadError("payload.repository.full_name and payload.installation.id: expected both (deliveries to "
                            "a GitHub App carry them)")
-    ctx = Context(event=event, action=action, payload=payload, settings=settings, repo=repo,
+    if repo and not REPO_NAME.fullmatch(repo):
+        raise PayloadError("payload.repository.full_name: expected owner/name")
+    if event != "ping" and not LOGIN.fullmatch(login):
+        raise PayloadError("payload.sender.login: expected a GitHub login")
+    ctx = Context(event=event, action=action or "", payload=payload, settings=settings, repo=repo,
                   installation_id=installation, sender=login)
     return handler(ctx)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from urllib.parse import urlparse
 
 from rq import Worker, get_current_job
 
 from bot.github_client import app_from_env
+from bot.gpu_job import runs_folder
 from bot.jobs import report_failure, settings
-from runner.base.redaction import install_log_redaction, register_env_secrets, register_secret
+from runner.base.redaction import install_log_redaction, register_env_secrets, register_host_path, register_secret
 
 
 class _JobTag(logging.Filter):
@@ -61,6 +63,8 @@ class OptimasWorker(Worker):
         log_jobs_and_stages()
         register_env_secrets()
         register_secret(urlparse(settings().redis_url).password)
+        register_host_path(runs_folder(), "<runs>")
+        register_host_path(Path.home(), "<home>")
         if os.environ.get("OPTIMAS_APP_ID"):
             app_from_env()  # the private key is read here, once
             os.environ.pop("OPTIMAS_PRIVATE_KEY", None)

@@ -246,11 +246,11 @@ def test_run_comment_pins_the_head_seen_before_it_and_refuses_a_later_push(env):
     _seen(conn, NEW, "2026-12-03T10:00:07Z")
     result = trigger(conn, head_sha=None, trigger="comment", approved_at="2026-12-03T10:00:05Z")
     assert result == {"status": "refused", "head_sha": NEW} and len(gpu.jobs) == 0
-    assert f"comment `/optimas run {NEW[:12]}`" in gh.comments[-1]["body"]
+    assert f"comment `/optimas run {NEW}`" in gh.comments[-1]["body"]
     # the writer checks the new head and approves it by its SHA
-    assert trigger(conn, head_sha="cafe123", trigger="comment")["status"] == "refused"
-    assert "`cafe123` is not the head" in gh.comments[-1]["body"]
-    result = trigger(conn, head_sha=NEW[:9], trigger="comment", approved_at="2026-12-03T10:01:00Z")
+    assert trigger(conn, head_sha="cafe123" * 5 + "cafec", trigger="comment")["status"] == "refused"
+    assert "`cafe123cafe1` is not the head" in gh.comments[-1]["body"]
+    result = trigger(conn, head_sha=NEW, trigger="comment", approved_at="2026-12-03T10:01:00Z")
     assert result["status"] == "queued" and result["head_sha"] == NEW
     # a plain comment made after the push was seen runs it
     gh.add_pull(REPO, 3, HEAD)
@@ -387,10 +387,11 @@ def test_rerun_after_finish_failure_or_unlabel_is_honoured(env, tmp_path, monkey
     SimpleWorker([gpu], connection=conn).work(burst=True)
     assert job.get_status(refresh=True) == "failed"
     assert "comment `/optimas run` to try again" in gh.comments[-1]["body"]
-    third = trigger(conn, head_sha=sha[:7], trigger="comment")
+    third = trigger(conn, head_sha=sha, trigger="comment")
     assert third["status"] == "queued"
     # unlabelled (cancelled), then labelled again
-    assert run(conn, "bot.jobs.cancel_pr", repo=REPO, installation_id=1, sender="m", pr=2).return_value() == {
+    assert run(conn, "bot.jobs.cancel_pr", repo=REPO, installation_id=1, sender="maintainer", pr=2,
+               by="unlabeled").return_value() == {
         "status": "cancelled", "job": third["job"]}
     assert trigger(conn, head_sha=sha)["status"] == "queued"
 
@@ -427,7 +428,7 @@ def test_superseded_and_cancelled_running_jobs_complete_their_check_runs(env, mo
         assert second["superseded"] == "stopped"
         assert _wait(lambda: gh.check_runs[1].get("status") == "completed")
         assert _wait(lambda: fetching(2))
-        assert run(conn, "bot.jobs.cancel_pr", repo=REPO, installation_id=1, sender="m", pr=2,
+        assert run(conn, "bot.jobs.cancel_pr", repo=REPO, installation_id=1, sender="maintainer", pr=2, by="unlabeled",
                    why="the `optimas` label was removed").return_value()["status"] == "stopped"
         assert _wait(lambda: gh.check_runs[2].get("status") == "completed")
         # the stopped jobs' git fetches ran in sessions of their own: the stopped callback killed them
@@ -449,7 +450,7 @@ def test_superseded_and_cancelled_running_jobs_complete_their_check_runs(env, mo
 def test_a_non_writer_gets_one_reply_however_often_they_ask(env):
     gh, conn, gpu = env
     results = [trigger(conn, sender="visitor", trigger="comment", head_sha=HEAD) for _ in range(5)]
-    assert [r["replied"] for r in results] == [True, False, False, False, False]
+    assert [r["status"] for r in results] == ["not allowed"] * 5
     assert len(gh.comments) == 1 and "@visitor" in gh.comments[0]["body"] and len(gpu.jobs) == 0
     trigger(conn, sender="visitor", pr=3)  # another PR: one reply there
     assert len(gh.comments) == 2

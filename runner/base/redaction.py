@@ -64,6 +64,41 @@ def redact(text: str) -> str:
     return text
 
 
+# The worker host's folders, in texts for the pull request: the checkout and the candidates' copies
+# of it become paths relative to the checkout, the job's folder a stand-in. Patterns, not values
+# registered per job: a failure callback may run in a process that never saw the job's folder.
+_SEGMENTS = r"(?:/[^\s/'\"`():,;<>]+)*"
+_HOST_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(_SEGMENTS + r"/optimas-candidate-\w+/ws/"), ""),
+    (re.compile(_SEGMENTS + r"/optimas-job-\w+/src/"), ""),
+    (re.compile(_SEGMENTS + r"/optimas-(?:job|candidate|home)-\w+"), "<job>"),
+]
+_host_paths: dict[str, str] = {}
+
+
+def register_host_path(path: str | os.PathLike[str], shown_as: str) -> None:
+    """Show `path` (a folder of the worker host: the runs folder, its home) as `shown_as` in every
+    public text."""
+    text = os.fspath(path).rstrip("/")
+    if len(text) > 1:
+        with _lock:
+            _host_paths[text] = shown_as
+
+
+def public(text: str) -> str:
+    """`text` as it may leave for GitHub: redacted, and with the worker host's folders hidden."""
+    text = redact(text)
+    if not text:
+        return text
+    for pattern, replacement in _HOST_PATTERNS:
+        text = pattern.sub(replacement, text)
+    with _lock:
+        known = sorted(_host_paths.items(), key=lambda kv: len(kv[0]), reverse=True)
+    for path, shown in known:
+        text = text.replace(path, shown)
+    return text
+
+
 def describe(exc: BaseException, limit: int = 2000) -> str:
     """'Type: message' of an exception, redacted and cut to `limit` characters."""
     return redact(f"{type(exc).__name__}: {exc}")[:limit]

@@ -1,0 +1,319 @@
+"""The App against an attacker, round two (issue #29): deliveries through gunicorn serving
+`bot.wsgi:app` as the README says, control jobs run by real RQ workers, the real PyGithub client
+against the loopback GitHub API, a real Redis. Each test is one hole, reproduced as it was found."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, GH_REPO, HEAD
+from rq import Queue, SimpleWorker
+
+import bot.jobs as jobs
+
+SECRET = "attack-test-secret"
+PAYLOADS = FIXTURES / "github" / "payload-examples"
+B, M = HEAD, "d" * 40  # the head a writer reviewed; a commit a fork pushes around it
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Served:
+    url: str
+    control: Queue | None
+    proc: subprocess.Popen
+
+    def deliver(self, event: str, payload: dict | bytes, delivery: str | None = None) -> tuple[int, dict]:
+        """POST one delivery signed as GitHub signs it (the body only)."""
+        raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        req = urllib.request.Request(self.url + "/webhook", data=raw, method="POST", headers={
+            "Content-Type": "application/json", "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+            "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()})
+        try:
+            with urllib.request.urlopen(req, timeout=15) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def work(self) -> None:
+        """Run every queued control job with a real RQ worker."""
+        SimpleWorker([self.control], connection=self.control.connection).work(burst=True)
+
+
+def gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", "2", "--threads", "4", "--bind",
+                             f"127.0.0.1:{port}", "bot.wsgi:app"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    for _ in range(150):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("gunicorn did not come up")
+
+
+@pytest.fixture
+def served(env) -> Iterator[tuple[Served, object, object, Queue]]:
+    """gunicorn serving the App with the control queue and Redis namespace of `env`'s workers."""
+    gh, conn, gpu = env
+    gh.permissions.update({"writer": "write", "triager": "triage"})
+    control = Queue(f"test-control-{uuid.uuid4().hex[:8]}", connection=conn)
+    port = free_port()
+    proc = gunicorn({**os.environ, "OPTIMAS_WEBHOOK_SECRET": SECRET, "OPTIMAS_CONTROL_QUEUE": control.name,
+                     "OPTIMAS_KEY_PREFIX": jobs.key_prefix(), "OPTIMAS_REDIS_URL": "redis://127.0.0.1:6379/0"}, port)
+    try:
+        yield Served(f"http://127.0.0.1:{port}", control, proc), gh, conn, gpu
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        control.delete(delete_jobs=True)
+
+
+def pull_request(action: str, sha: str, at: str, sender: str = "writer", labels: list | None = None,
+                 label: object = None) -> dict:
+    p = json.loads((PAYLOADS / "pull_request" / "synchronize.payload.json").read_text())
+    p["action"] = action
+    p["pull_request"].update(number=2, updated_at=at, labels=labels or [])
+    p["pull_request"]["head"]["sha"] = sha
+    p["sender"]["login"] = sender
+    if label is not None:
+        p["label"] = {"name": label}
+    return p
+
+
+def comment(body: str, at: str, sender: str = "writer") -> dict:
+    p = json.loads((PAYLOADS / "issue_comment" / "created.with-installation.payload.json").read_text())
+    p["issue"].update(number=2, pull_request={"url": "x"})
+    p["comment"].update(body=body, created_at=at)
+    p["sender"]["login"] = sender
+    return p
+
+
+# 1. The head a writer approved is the one that runs: a fork pushing B, M, B again cannot get M run.
+
+def test_a_fork_that_pushes_a_commit_again_cannot_get_the_other_one_run(served):
+    srv, gh, conn, gpu = served
+    for sha, at in ((B, "2026-12-04T10:00:00Z"), (M, "2026-12-04T10:00:05Z"), (B, "2026-12-04T10:00:08Z")):
+        assert srv.deliver("pull_request", pull_request("synchronize", sha, at, sender="forker"))[0] == 200
+    # the writer reviews B and comments at t30; the fork pushes M at t40, before the control job runs
+    assert srv.deliver("issue_comment", comment("/optimas run", "2026-12-04T10:00:30Z"))[0] == 202
+    gh.add_pull(GH_REPO, 2, M)
+    assert srv.deliver("pull_request", pull_request("synchronize", M, "2026-12-04T10:00:40Z", sender="forker"))[0] \
+        == 200
+    srv.work()
+    assert len(gpu.jobs) == 0
+    assert f"the head I had seen before it was `{B[:12]}`" in gh.comments[-1]["body"]
+    # had the head stayed B, B would have run
+    gh.add_pull(GH_REPO, 2, B)
+    assert srv.deliver("issue_comment", comment("/optimas run", "2026-12-04T10:00:31Z"))[0] == 202
+    srv.work()
+    (job,) = gpu.jobs
+    assert job.kwargs["head_sha"] == B
+
+
+# 2. `/optimas run <sha>` takes the whole SHA: a prefix is matched by commits made to match it.
+
+def test_run_with_a_sha_prefix_runs_nothing_and_the_full_sha_runs(served):
+    srv, gh, conn, gpu = served
+    assert srv.deliver("issue_comment", comment(f"/optimas run {B[:7]}", "2026-12-04T10:00:00Z"))[0] == 202
+    srv.work()
+    assert len(gpu.jobs) == 0 and "full 40-digit SHA" in gh.comments[-1]["body"]
+    assert srv.deliver("issue_comment", comment(f"/optimas run {B.upper()}", "2026-12-04T10:00:01Z"))[0] == 202
+    srv.work()
+    assert [j.kwargs["head_sha"] for j in gpu.jobs] == [B]
+    # every SHA the bot suggests in a reply is one that `/optimas run` takes
+    gh.add_pull(GH_REPO, 2, M)
+    srv.deliver("issue_comment", comment("/optimas run", "2026-12-04T10:00:02Z"))
+    srv.work()
+    assert f"`/optimas run {M}`" in gh.comments[-1]["body"]
+
+
+# 3. Someone without write access gets one reply per pull request and interval, whatever they ask.
+
+def test_non_writers_get_one_reply_and_no_job_ids(served):
+    srv, gh, conn, gpu = served
+    srv.deliver("pull_request", pull_request("labeled", B, "2026-12-04T10:00:00Z", label="optimas"))
+    srv.work()
+    (run,) = gpu.jobs
+    asks = ["/optimas help", "/optimas status", "/optimas run", f"/optimas run {B}", "/optimas dance",
+            "/optimas", "/optimas status please", "/optimas run abc"]
+    for who in ("visitor", "stranger"):  # read access; none at all
+        for body in asks:
+            assert srv.deliver("issue_comment", comment(body, "2026-12-04T10:01:00Z", sender=who))[0] == 202
+    srv.work()
+    replies = [c["body"] for c in gh.comments]
+    assert len(replies) == 1 and "need write access" in replies[0]
+    assert run.id not in json.dumps(gh.comments) and len(gpu.jobs) == 1
+    # a writer asking for the status sees the run
+    srv.deliver("issue_comment", comment("/optimas status", "2026-12-04T10:02:00Z"))
+    srv.work()
+    assert f"`{run.id}`" in gh.comments[-1]["body"]
+
+
+# 5. Signed payloads of odd shapes are refused (400), never a server error.
+
+@pytest.mark.parametrize("case", ["label name list", "label name object", "labels not a list", "surrogate repo",
+                                  "surrogate comment", "surrogate label", "repo path"])
+def test_odd_signed_payloads_are_400_not_500(served, case):
+    srv, gh, conn, gpu = served
+    event, body = "pull_request", pull_request("synchronize", B, "2026-12-04T10:00:00Z")
+    if case == "label name list":
+        body["pull_request"]["labels"] = [{"name": ["optimas"]}, {"name": "optimas"}]
+        status, answer = srv.deliver(event, body)
+        assert status == 202  # the one label that is a name counts; the other is not one
+        return
+    if case == "label name object":
+        body["action"], body["label"] = "labeled", {"name": {"x": 1}}
+    elif case == "labels not a list":
+        body["pull_request"]["labels"] = {"name": "optimas"}
+    elif case == "repo path":
+        body["repository"]["full_name"] = "../../etc"
+    elif case == "surrogate repo":
+        body["repository"]["full_name"] = "SURROGATE"
+    raw = json.dumps(body).encode()
+    if case == "surrogate repo":
+        raw = raw.replace(b'"SURROGATE"', b'"Codertocat/Hello\\ud800"')
+    elif case == "surrogate comment":
+        event, raw = "issue_comment", json.dumps(comment("/optimas run \ufffd", "2026-12-04T10:00:00Z")) \
+            .encode().replace(b"\\ufffd", b"\\udc80")
+    elif case == "surrogate label":
+        body["action"] = "labeled"
+        raw = json.dumps(body).encode()[:-1] + b', "label": {"name": "optimas\\ud800"}}'
+    status, answer = srv.deliver(event, raw)
+    assert status == 400 and "payload." in answer["error"], answer
+    assert srv.control.count == 0
+
+
+# 6. The event header is not signed: it selects a handler only for the action the signed body states.
+
+def test_an_unsigned_event_header_cannot_turn_a_body_into_a_run(served):
+    srv, gh, conn, gpu = served
+    for action in ("unlabeled", "closed", "opened"):
+        body = pull_request(action, B, "2026-12-04T10:00:00Z", label="optimas", labels=[{"name": "optimas"}])
+        status, answer = srv.deliver("pull_request.labeled", body)
+        assert status == 400 and "X-GitHub-Event" in answer["error"]
+        for header in ("PULL_REQUEST", "pull_request.unlabeled", "issue_comment.created", "pull-request", "x\u00e9"):
+            assert srv.deliver(header, body)[0] == 400
+        # under its own name it does what its action says, which is never a run
+        status, answer = srv.deliver("pull_request", body)
+        assert status in (200, 202)
+        if status == 202:
+            assert srv.control.fetch_job(answer["job"]).func_name == "bot.jobs.cancel_pr"
+    # a body routed under another event than its own reaches no handler
+    status, answer = srv.deliver("issue_comment", pull_request("labeled", B, "2026-12-04T10:00:00Z",
+                                                               label="optimas"))
+    assert status == 200 and answer["status"] == "ignored"
+    srv.work()
+    assert len(gpu.jobs) == 0
+
+
+# 10. Removing the label stops a run only when the one who removed it may start runs.
+
+def test_a_triage_user_cannot_cancel_a_writers_run(served):
+    srv, gh, conn, gpu = served
+    srv.deliver("pull_request", pull_request("labeled", B, "2026-12-04T10:00:00Z", label="optimas"))
+    srv.work()
+    (run,) = gpu.jobs
+    srv.deliver("pull_request", pull_request("unlabeled", B, "2026-12-04T10:01:00Z", sender="triager",
+                                             label="optimas"))
+    srv.work()
+    assert run.get_status(refresh=True) == "queued"
+    srv.deliver("pull_request", pull_request("unlabeled", B, "2026-12-04T10:02:00Z", label="optimas"))
+    srv.work()
+    assert run.get_status(refresh=True) == "canceled"
+
+
+def test_a_closed_delivery_for_a_reopened_pull_request_cancels_nothing(served):
+    srv, gh, conn, gpu = served
+    srv.deliver("pull_request", pull_request("labeled", B, "2026-12-04T10:00:00Z", label="optimas"))
+    srv.work()
+    (run,) = gpu.jobs
+    srv.deliver("pull_request", pull_request("closed", B, "2026-12-04T10:01:00Z", sender="forker"))
+    srv.work()  # the fake still says open: closed and reopened before the control job ran
+    assert run.get_status(refresh=True) == "queued"
+    gh.pulls[2]["state"] = "closed"
+    srv.deliver("pull_request", pull_request("closed", B, "2026-12-04T10:02:00Z", sender="forker"))
+    srv.work()
+    assert run.get_status(refresh=True) == "canceled"
+
+
+# 7. A frozen Redis: each delivery gets its 503 in about a second, not several.
+
+@pytest.mark.slow
+def test_a_frozen_redis_answers_503_within_about_a_second(tmp_path):
+    redis_port, port = free_port(), free_port()
+    frozen = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    proc = None
+    try:
+        proc = gunicorn({**os.environ, "OPTIMAS_WEBHOOK_SECRET": SECRET,
+                         "OPTIMAS_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}, port)
+        srv = Served(f"http://127.0.0.1:{port}", None, proc)
+        assert srv.deliver("pull_request", pull_request("labeled", B, "2026-12-04T10:00:00Z",
+                                                        label="optimas"))[0] == 202
+        frozen.send_signal(signal.SIGSTOP)
+        times = []
+        for n in range(4):
+            body = pull_request("labeled", B, f"2026-12-04T10:00:0{n}Z", label="optimas")
+            t0 = time.monotonic()
+            status, answer = srv.deliver("pull_request", body)
+            times.append(time.monotonic() - t0)
+            assert status == 503 and "redeliver" in answer["error"]
+        assert max(times) < 1.3, times
+    finally:
+        frozen.send_signal(signal.SIGCONT)
+        frozen.terminate()
+        frozen.wait(timeout=10)
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+# 8. What the pull request reads never shows the worker host's folders.
+
+def test_failure_texts_show_no_worker_host_folders(env, tmp_path):
+    from rq import Callback
+    from test_bot_hardening import worker_process
+
+    gh, conn, gpu = env
+    leak = (f"nvcc failed in /tmp/optimas-job-x1y2/tmp/optimas-candidate-abc/ws/src/k.cu(3): see "
+            f"/tmp/optimas-job-x1y2/home/log and {Path.home()}/.cache/optimas/nvcc-shim")
+    (tmp_path / "leaky_paths.py").write_text(
+        "from rq import get_current_job\nfrom bot.context import JobContext\n\n"
+        "def work(repo, installation_id, pr, head_sha):\n"
+        "    JobContext.create(repo, installation_id, pr).publisher.start_check(head_sha, get_current_job().id)\n"
+        f"    raise RuntimeError({leak!r})\n")
+    q = Queue(f"test-paths-{uuid.uuid4().hex[:8]}", connection=conn)
+    q.enqueue("leaky_paths.work", kwargs={"repo": GH_REPO, "installation_id": 1, "pr": 2, "head_sha": HEAD},
+              on_failure=Callback("bot.jobs.report_failure"))
+    worker_process(q.name, tmp_path).communicate(timeout=120)
+    q.delete(delete_jobs=True)
+    sent = json.dumps([r["json"] for r in gh.requests if r["json"] is not None])
+    assert "optimas-job-" not in sent and "optimas-candidate-" not in sent and str(Path.home()) not in sent
+    (check,) = gh.check_runs.values()
+    assert "nvcc failed in src/k.cu(3): see <job>/home/log and <home>/.cache/optimas/nvcc-shim" in \
+        check["output"]["summary"]
