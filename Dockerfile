@@ -30,7 +30,8 @@ HEALTHCHECK --interval=30s --timeout=3s \
 CMD ["gunicorn", "--workers", "2", "--threads", "8", "--bind", "0.0.0.0:8000", "bot.wsgi:app"]
 
 # The GPU worker: NVIDIA's CUDA development image (nvcc, CUPTI) with Nsight Compute, git for the
-# pinned checkouts, and Optimas in a virtual environment; one RQ worker per GPU the container sees.
+# pinned checkouts, bubblewrap for the sandbox that a pull request's code runs in, and Optimas in a
+# virtual environment; one RQ worker per GPU the container sees.
 # Profiling counters need the host's driver to allow non-admin profiling
 # (NVreg_RestrictProfilingToAdminUsers=0), since the worker does not run as root.
 FROM ${CUDA_IMAGE} AS gpu-worker
@@ -38,7 +39,8 @@ FROM ${CUDA_IMAGE} AS gpu-worker
 # and git follow the base image's release.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-venv git ca-certificates cuda-nsight-compute-13-0 \
+ && apt-get install -y --no-install-recommends python3 python3-venv git ca-certificates bubblewrap \
+    cuda-nsight-compute-13-0 \
  && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --create-home --uid 10001 optimas
 COPY --from=wheels /wheels /wheels

@@ -5,7 +5,7 @@ VENV   := .venv
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PY     := $(VENV)/bin/python
 
-.PHONY: venv browser demo test bench clean
+.PHONY: venv browser sandbox demo test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@echo "make: creating $(VENV) and installing Optimas with its pinned dependencies (about a minute)"
@@ -30,9 +30,16 @@ browser:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
 	    >/dev/null; } || { echo "make: install Debian's chromium and chromium-driver to run the tests"; exit 1; }; }
 
+# The GitHub App's GPU jobs run a pull request's code in a bubblewrap sandbox; its tests need bwrap.
+sandbox:
+	@command -v bwrap >/dev/null || { \
+	  echo "make: installing bubblewrap for the GPU job's sandbox tests (apt-get)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } || \
+	  { echo "make: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to run the tests"; exit 1; }; }
+
 # Tests run on every core (pytest-xdist), then the timing tests alone (their verdicts need a quiet
 # CPU), sharing one build cache; `$(PY) -m pytest -q` runs everything one at a time.
-test: venv browser
+test: venv browser sandbox
 	cache=$$(mktemp -d) && export OPTIMAS_TEST_BUILD_CACHE=$$cache && \
 	$(PY) -m pytest -q -n $(WORKERS) -m "not timing" && $(PY) -m pytest -q -m timing; \
 	rc=$$?; rm -rf $$cache; exit $$rc

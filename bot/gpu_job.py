@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -127,26 +129,35 @@ def _release(ctx: JobContext, job) -> None:
 
 
 def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]:
-    """Fetch the pinned commit into a fresh workspace and run the pipeline with the default
-    branch's config; returns the outcome and the config's blob SHA."""
-    with (tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp, child_home(Path(tmp) / "home"),
-          track_process_groups(Path(tmp) / "process-groups") as groups):
-        job = get_current_job()
-        if job is not None:  # the stopped and failure callbacks kill what a killed horse leaves running
-            job.meta["process_groups"] = str(groups)
-            job.save_meta()
-        ws = Path(tmp) / "src"
-        token = ctx.app.installation_token(ctx.installation_id)
-        fetch(ctx.repo, ctx.pr, head_sha, token, ws, ctx.settings.git_url, ctx.settings.fetch_timeout_s)
-        config = ctx.app.config_from_default_branch(ctx.installation_id, ctx.repo, CONFIG_PATH)
-        if config is None:
-            raise OptimasError(f"{CONFIG_PATH} is gone from the default branch")
-        text, sha = config
-        cfg_file = ws / CONFIG_PATH
-        cfg_file.write_text(text)  # the default branch's config, whatever the PR head holds
-        # Runs are kept on the worker host (OPTIMAS_RUNS_DIR) for inspection; the checkout is not.
-        log.info("fetched; running Optimas with the default branch's %s", CONFIG_PATH)
-        outcome = _pipeline(cfg_file, runs_folder())
+    """Fetch the pinned commit into a fresh job folder and run the pipeline there, in a sandbox,
+    with the default branch's config; returns the outcome and the config's blob SHA.
+
+    The job folder holds `work/` (the checkout, the candidates' copies, HOME, TMPDIR and the run
+    folders: all the sandboxed commands may write) and, beside it, what only the worker writes (the
+    list of the job's process groups). The run folders move to OPTIMAS_RUNS_DIR when the job ends."""
+    with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp:
+        work = Path(tmp) / "work"
+        work.mkdir()
+        with (child_home(work / "home"), track_process_groups(Path(tmp) / "control" / "process-groups") as groups,
+              _temporary_files(work / "tmp")):
+            job = get_current_job()
+            if job is not None:  # the stopped and failure callbacks kill what a killed horse leaves running
+                job.meta["process_groups"] = str(groups)
+                job.save_meta()
+            ws = work / "src"
+            token = ctx.app.installation_token(ctx.installation_id)
+            fetch(ctx.repo, ctx.pr, head_sha, token, ws, ctx.settings.git_url, ctx.settings.fetch_timeout_s)
+            config = ctx.app.config_from_default_branch(ctx.installation_id, ctx.repo, CONFIG_PATH)
+            if config is None:
+                raise OptimasError(f"{CONFIG_PATH} is gone from the default branch")
+            text, sha = config
+            cfg_file = ws / CONFIG_PATH
+            replace_file(cfg_file, text)  # the default branch's config, whatever the PR head holds there
+            log.info("fetched; running Optimas with the default branch's %s in a sandbox", CONFIG_PATH)
+            try:
+                outcome = _pipeline(cfg_file, work)
+            finally:
+                keep_runs(work / "runs", runs_folder())
     return outcome, sha
 
 
@@ -155,10 +166,77 @@ def runs_folder() -> Path:
     return Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs"))
 
 
-def _pipeline(cfg_file: Path, runs: Path) -> dict[str, Any]:
-    from runner.base.config import load_config
+@contextlib.contextmanager
+def _temporary_files(folder: Path):
+    """Temporary files and folders of this process (candidate copies, builds) in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    previous, tempfile.tempdir = tempfile.tempdir, str(folder)
+    try:
+        yield folder
+    finally:
+        tempfile.tempdir = previous
 
-    return pipeline(load_config(cfg_file), runs)[1]
+
+def replace_file(path: Path, text: str) -> None:
+    """Write `path` anew as a regular file: whatever the checkout holds there (a symbolic link to
+    another file, a folder) is removed first, never written through."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def keep_runs(source: Path, runs: Path) -> None:
+    """Move the job's run folders into the worker's runs folder and add their corpus records to
+    its corpus (records that are not JSON objects are dropped: the job's code could write there)."""
+    if not source.is_dir():
+        return
+    runs.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(source.iterdir()):
+        if entry.is_symlink():
+            continue
+        if entry.name == "corpus.jsonl" and entry.is_file():
+            records = []
+            for line in entry.read_text(encoding="utf-8", errors="replace").splitlines():
+                with contextlib.suppress(ValueError):
+                    if isinstance(json.loads(line), dict):
+                        records.append(line)
+            if records:
+                with open(runs / "corpus.jsonl", "a", encoding="utf-8") as f:
+                    f.write("".join(r + "\n" for r in records))
+        elif entry.is_dir() and not (runs / entry.name).exists():
+            shutil.move(str(entry), str(runs / entry.name))
+
+
+def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
+    """The pipeline on the checkout's config, its commands in a sandbox that may write `work` only
+    and read the tracer and nvcc shim that the worker prepares (and checks) beforehand."""
+    from runner.base.config import load_config
+    from runner.base.processes import cache_root
+    from runner.base.sandbox import sandboxed
+
+    lc = load_config(cfg_file)
+    prepare_tools(lc.config.profiling.nvcc)
+    with sandboxed([work], [cache_root()]) as box:
+        box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
+        return pipeline(lc, work / "runs")[1]
+
+
+def prepare_tools(nvcc: str) -> None:
+    """Build or check, outside the sandbox, what the sandboxed commands run from the worker's
+    cache: the nvcc shim and the CUPTI tracer (each checked against what it must hold)."""
+    from runner.base.nvcc_shim import shim_folder
+    from runner.base.processes import cache_root
+    from runner.tracing.library import TracerError, tracer_library
+
+    shim_folder(nvcc, cache_root())
+    try:
+        tracer_library(nvcc)
+    except TracerError as e:
+        log.info("no tracer: %s", e)  # the pipeline says what that costs where it needs one
 
 
 def pipeline(lc, runs: Path, diagnostics: str | None = None) -> tuple[Any, dict[str, Any]]:

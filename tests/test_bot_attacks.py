@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -317,3 +318,62 @@ def test_failure_texts_show_no_worker_host_folders(env, tmp_path):
     (check,) = gh.check_runs.values()
     assert "nvcc failed in src/k.cu(3): see <job>/home/log and <home>/.cache/optimas/nvcc-shim" in \
         check["output"]["summary"]
+
+
+# 9. A pull request's code runs in a sandbox: it cannot change what later jobs run, see the worker's
+# processes or environment, reach the network, outlive its command, or leave links for the worker.
+
+PROBE = r"""sh -c '
+echo "uid $(id -u)"
+for f in "$CACHE"/nvcc-shim/*/nvcc "$CACHE"/tracer/*/liboptimas_tracer.so; do
+  echo "#evil" >> "$f" 2>/dev/null && echo "WROTE $f" || echo "cache read-only: $(basename $f)"; done
+mkdir -p "$CACHE/planted" 2>/dev/null && echo "PLANTED" || echo "no new cache entries"
+echo "parent: $(tr "\0" " " < /proc/$PPID/environ | grep -o "OPTIMAS_[A-Z_]*" | head -3)"
+echo "processes: $(ls /proc | grep -c "^[0-9]")"
+cat "$CANARY" 2>/dev/null && echo "READ CANARY" || echo "canary hidden"
+echo pwned >> "$CANARY" 2>/dev/null && echo "WROTE CANARY" || true
+python3 -c "import socket; socket.create_connection((\"127.0.0.1\", 6379), 2); print(\"REACHED REDIS\")" \
+  2>/dev/null || echo "no network"
+(sleep 600 &)
+ln -s "$CANARY" probe_kernels.out; ln -s "$CACHE" cachelink; mkfifo pipe
+exit 1'"""
+
+
+def test_pull_request_code_runs_in_a_sandbox(monkeypatch, tmp_path):
+    from test_bot_end_to_end import CONFIG, deliver_and_work, make_remote
+
+    from runner.base.nvcc_shim import shim_folder
+
+    cache, canary = tmp_path / "worker-cache", tmp_path / "worker-home" / "canary"
+    canary.parent.mkdir()
+    canary.write_text("the worker's own file\n")
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(cache))
+    config = CONFIG.replace("build: nvcc -O3 -arch={arch} {lineinfo} -o {exe} probe_kernels.cu",
+                            f"build: {json.dumps(PROBE)}\n  env: {{CACHE: {cache}, CANARY: {canary}}}")
+    remote = make_remote(tmp_path, ["examples/h200-probe"])
+    gh, sha, job = deliver_and_work(monkeypatch, remote, config=config)
+    (log,) = (remote[0].parent / "worker-runs").glob("*/prompt/original-build.log")
+    text = log.read_text().split("\nexit 1\n", 1)[1]  # what the build printed, after its command line
+    shim = shim_folder("nvcc", cache) / "nvcc"  # the shim as the next job checks it
+    assert "#evil" not in shim.read_text() and "WROTE" not in text and "PLANTED" not in text
+    assert "cache read-only: nvcc" in text and "no new cache entries" in text
+    assert "parent: \n" in text and "READ CANARY" not in text and "canary hidden" in text
+    assert canary.read_text() == "the worker's own file\n" and "no network" in text
+    assert int(re.search(r"processes: (\d+)", text).group(1)) < 10
+    time.sleep(0.5)
+    assert not [c for c in _cmdlines() if c.startswith("sleep 600")]
+    run = next((remote[0].parent / "worker-runs").glob("*/manifest.json")).parent
+    assert not [p for p in run.rglob("*") if p.is_symlink() and not p.resolve().is_relative_to(run)]
+    (summary,) = [c for c in gh.comments if "optimas:summary" in c["body"]]
+    assert "the original sources do not build" in summary["body"] and "optimas-job-" not in summary["body"]
+
+
+def _cmdlines() -> list[str]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                out.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace"))
+            except OSError:
+                pass
+    return out

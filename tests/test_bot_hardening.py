@@ -192,10 +192,10 @@ def test_every_failure_path_redacts_what_it_says(env, tmp_path):
 def test_the_repository_commands_never_see_the_workers_secrets(monkeypatch, tmp_path):
     from test_bot_end_to_end import CONFIG, deliver_and_work, make_remote
 
-    dump = tmp_path / "build-env.txt"
+    # the build prints its environment (it may write only inside the job's folder, which goes with
+    # the job): the worker keeps the run's build log
     config = CONFIG.replace("build: nvcc -O3 -arch={arch} {lineinfo} -o {exe} probe_kernels.cu",
-                            "build: sh -c 'env > \"$ENV_DUMP\"; exit 1'\n"
-                            f"  env: {{ENV_DUMP: {dump}}}")
+                            "build: sh -c 'env; exit 1'\n  env: {ENV_DUMP: declared}")
     secrets = {"OPTIMAS_WEBHOOK_SECRET": "webhook-secret-value-1234", "OPENAI_API_KEY": "sk-" + "k" * 40,
                "OPTIMAS_REDIS_URL": REDIS, "SOME_OPERATOR_TOKEN": "operator-token-value-5678"}
     for name, value in secrets.items():
@@ -203,14 +203,16 @@ def test_the_repository_commands_never_see_the_workers_secrets(monkeypatch, tmp_
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     monkeypatch.setenv("OPTIMAS_CHILD_ENV", "SOME_OPERATOR_TOKEN,LICENSE_SERVER")  # a secret-looking name is refused
     monkeypatch.setenv("LICENSE_SERVER", "lic.example.com")
-    gh, sha, gpu_job = deliver_and_work(monkeypatch, make_remote(tmp_path, ["examples/h200-probe"]), config=config)
-    seen = dict(line.split("=", 1) for line in dump.read_text().splitlines() if "=" in line)
-    assert seen["ENV_DUMP"] == str(dump) and seen["CUDA_VISIBLE_DEVICES"] == "3"
+    remote = make_remote(tmp_path, ["examples/h200-probe"])
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, config=config)
+    (log,) = (remote[0].parent / "worker-runs").glob("*/prompt/original-build.log")
+    text = log.read_text()
+    seen = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("$"))
+    assert seen["ENV_DUMP"] == "declared" and seen["CUDA_VISIBLE_DEVICES"] == "3"
     assert seen["LICENSE_SERVER"] == "lic.example.com"
     assert "/optimas-job-" in seen["HOME"] and seen["HOME"] != os.environ.get("HOME")
     assert not [n for n in seen if n.startswith("OPTIMAS_") or n in secrets]
     pem = os.environ["OPTIMAS_PRIVATE_KEY"]
-    text = dump.read_text()
     assert not [v for v in (*secrets.values(), pem.splitlines()[1]) if v in text]
     # the job went on and said the original does not build
     (summary,) = [c for c in gh.comments if "optimas:summary" in c["body"]]

@@ -245,21 +245,30 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
                                     *sorted(supported)]).encode()).hexdigest()[:16]
     folder = cache / "nvcc-shim" / key
     target = folder / "nvcc"
-    if target.is_file():
+    text = (f"#!{sys.executable} -IS\n"
+            "# Written by Optimas (runner/base/nvcc_shim.py): drops GPU architectures this nvcc does not\n"
+            "# support, then runs it. -IS: the standard library only, whatever the build's environment.\n"
+            "import sys\n"
+            f"sys.path.insert(0, {str(_ROOT)!r})\n"
+            "from runner.base.nvcc_shim import run_shim\n"
+            f"run_shim({str(real)!r}, {sorted(supported)!r})\n")
+    # The cache outlives the job that wrote it: the shim is used only when it holds exactly this text
+    if target.is_file() and not target.is_symlink() and _same_bytes(target, text.encode()):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     part = folder / f"nvcc.{os.getpid()}"
-    part.write_text(
-        f"#!{sys.executable} -IS\n"
-        "# Written by Optimas (runner/base/nvcc_shim.py): drops GPU architectures this nvcc does not\n"
-        "# support, then runs it. -IS: the standard library only, whatever the build's environment.\n"
-        "import sys\n"
-        f"sys.path.insert(0, {str(_ROOT)!r})\n"
-        "from runner.base.nvcc_shim import run_shim\n"
-        f"run_shim({str(real)!r}, {sorted(supported)!r})\n")
+    part.unlink(missing_ok=True)
+    part.write_text(text)
     part.chmod(0o755)
     part.replace(target)  # whole or absent, with builds in parallel
     return folder
+
+
+def _same_bytes(path: Path, expected: bytes) -> bool:
+    try:
+        return hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(expected).digest()
+    except OSError:
+        return False
 
 
 def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", cache: Path | None = None

@@ -14,6 +14,7 @@ import contextvars
 import os
 import re
 import shlex
+import shutil
 import signal
 import string
 import subprocess
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
 
+from runner.base import sandbox
 from runner.base.errors import ProfilingError
 from runner.base.progress import Progress
 
@@ -224,13 +226,20 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
         if f is not None:
             f.write("$ " + shlex.join(argv) + "\n")
             f.flush()
+        child_env = child_environment() if env is None else env
+        box = sandbox.current()
+        command, where = argv, cwd
+        if box is not None:
+            if "/" not in argv[0] and shutil.which(argv[0], path=child_env.get("PATH")) is None:
+                raise ProfilingError(f"{what}: cannot run {argv[0]!r}: not found")
+            command, where = box.wrap(argv, cwd), None
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            proc = subprocess.Popen(command, cwd=where,
+                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                     stdout=out_file if out_file is not None else subprocess.PIPE,
                                     stderr=subprocess.PIPE if out_file is not None or not merge_stderr
                                     else subprocess.STDOUT, text=True,
-                                    errors="replace", start_new_session=True,
-                                    env=child_environment() if env is None else env)
+                                    errors="replace", start_new_session=True, env=child_env)
         except FileNotFoundError:
             raise ProfilingError(f"{what}: cannot run {argv[0]!r}: not found") from None
         _note_group(proc.pid, running=True)  # a new session: its group id is the child's pid
@@ -276,6 +285,8 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
             drainer.join(timeout=5 if timed_out else None)
         if timed_out and f is not None:
             f.write(f"\n[optimas] killed after {timeout_s:g} s\n")
+    if box is not None:
+        box.sweep()  # nothing of the command runs now: what it left is checked before anyone reads it
     return CommandResult(argv=argv, returncode=None if timed_out else proc.returncode,
                          seconds=time.monotonic() - start, output="".join(chunks), timed_out=timed_out, log=log,
                          errors="".join(err_chunks))

@@ -70,7 +70,7 @@ def redact(text: str) -> str:
 _SEGMENTS = r"(?:/[^\s/'\"`():,;<>]+)*"
 _HOST_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(_SEGMENTS + r"/optimas-candidate-\w+/ws/"), ""),
-    (re.compile(_SEGMENTS + r"/optimas-job-\w+/src/"), ""),
+    (re.compile(_SEGMENTS + r"/optimas-job-\w+/(?:work/)?src/"), ""),
     (re.compile(_SEGMENTS + r"/optimas-(?:job|candidate|home)-\w+"), "<job>"),
 ]
 _host_paths: dict[str, str] = {}

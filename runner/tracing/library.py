@@ -82,8 +82,11 @@ def tracer_library(nvcc: str = "nvcc", cache: Path | None = None) -> Path:
                                      str(tk.cupti_include).encode(), str(tk.cupti_lib).encode()])).hexdigest()[:16]
     folder = (cache or cache_root()) / "tracer" / f"{tk.release.split(',')[0]}-{key}"
     target = folder / LIBRARY
-    if target.is_file():
+    if _verified(target):
         return target
+    if target.exists():
+        log.warning("the cached tracer %s does not match the hash recorded when it was built: building it again",
+                    target)
     folder.mkdir(parents=True, exist_ok=True)
     part = folder / f"{LIBRARY}.{os.getpid()}"
     argv = [str(tk.nvcc), "-shared", "-Xcompiler", "-fPIC", "-O2", "-std=c++17", f"-I{tk.cupti_include}",
@@ -95,8 +98,27 @@ def tracer_library(nvcc: str = "nvcc", cache: Path | None = None) -> Path:
         why = "timed out" if r.timed_out else f"exit {r.returncode}"
         raise TracerError(f"building the tracer failed ({why}); see {folder / 'build.log'}: "
                           f"{r.output.strip()[-600:]}")
+    digest = part.with_name(part.name + ".sha256")
+    digest.write_text(_sha256(part) + "\n")
+    os.replace(digest, target.with_name(LIBRARY + ".sha256"))
     os.replace(part, target)  # whole, even when another process built it at the same time
     return target
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _verified(target: Path) -> bool:
+    """Whether the cached library is the one built here: a regular file whose hash is the one
+    recorded beside it when it was built (the cache outlives the job that filled it)."""
+    recorded = target.with_name(LIBRARY + ".sha256")
+    if not target.is_file() or target.is_symlink() or not recorded.is_file():
+        return False
+    try:
+        return recorded.read_text().strip() == _sha256(target)
+    except OSError:
+        return False
 
 
 def trace_environment(library: Path, trace_dir: Path, keep_bytes: int = 0, keep_each: int = 0) -> dict[str, str]:

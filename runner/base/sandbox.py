@@ -1,0 +1,171 @@
+"""An isolated sandbox for the commands a pull request's code drives (its build, its program, nvcc
+and ncu over it), with bubblewrap (`bwrap`, Debian's and most distributions' package
+`bubblewrap`).
+
+Inside a `sandboxed(...)` block every command that runner.base.processes starts runs as
+
+- a view of the host that is read-only and partial: the system folders (/usr, /bin, /lib*, /etc,
+  /opt), the Python that runs Optimas and Optimas itself (the nvcc shim imports it), the cache of
+  the tracer and the shim (read-only: a job cannot rewrite what later jobs execute), /sys, the
+  NVIDIA device nodes, and the folders the operator names in OPTIMAS_SANDBOX_READ. The worker's home,
+  its other files and every other job's folder are not there;
+- one writable area: the job's own folder (its checkout, copies, runs, HOME and TMPDIR), and a
+  fresh /tmp;
+- its own process namespace (no view of the worker's processes: /proc/$PPID is the sandbox's own),
+  its own network namespace (loopback only), IPC and host name;
+- no new privileges; all capabilities dropped, except where the worker runs as root and the
+  profiler needs them (OPTIMAS_SANDBOX_KEEP_CAPS=1, for hosts that restrict GPU counters to admins).
+
+After each command, nothing of the sandbox runs any more (its process namespace ends with it), and
+the writable area is swept: symbolic links that lead out of it and FIFOs or sockets are removed,
+so that the worker, reading or writing there next, never follows the code's links elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.base.errors import OptimasError
+
+log = logging.getLogger(__name__)
+
+SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+OPERATOR_READ = "OPTIMAS_SANDBOX_READ"  # more read-only folders, separated by ':'
+KEEP_CAPS = "OPTIMAS_SANDBOX_KEEP_CAPS"
+_ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
+
+
+class SandboxError(OptimasError):
+    """No sandbox can be made here."""
+
+    exit_code = 4
+
+
+@dataclass
+class Sandbox:
+    """Where the sandboxed commands may write (`writable`) and what else they may read."""
+
+    bwrap: str
+    writable: list[Path]
+    readable: list[Path] = field(default_factory=list)
+    keep_caps: bool = False
+    swept: list[str] = field(default_factory=list)  # what sweeps removed, for the run's record
+
+    def wrap(self, argv: Sequence[str], cwd: Path | None) -> list[str]:
+        """`argv` as a command that runs inside the sandbox, in `cwd`."""
+        args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "optimas-sandbox"]
+        if os.geteuid() != 0:
+            args.append("--unshare-user")
+        elif not self.keep_caps:
+            args += ["--cap-drop", "ALL"]
+        args += ["--tmpfs", "/tmp"]  # first: the folders bound below may lie under /tmp
+        binds, links = self._read_paths()
+        for path in binds:
+            args += ["--ro-bind", path, path]
+        for path, target in links:  # /bin -> usr/bin on a merged-/usr system
+            args += ["--symlink", target, path]
+        args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
+        for node in sorted(Path("/dev").glob("nvidia*")) + sorted(Path("/dev").glob("dri")):
+            args += ["--dev-bind", str(node), str(node)]
+        for path in self.writable:
+            args += ["--bind", str(path), str(path)]
+        if cwd is not None:
+            args += ["--chdir", str(Path(cwd).resolve())]
+        return [*args, "--", *argv]
+
+    def _read_paths(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """The folders bound read-only, and the top-level links (such as /bin) made again."""
+        # Optimas's own package only (the shim imports it), not the folder holding it: a checkout of
+        # Optimas may keep the App's secrets beside it
+        wanted = [Path(p) for p in SYSTEM_READ] + [Path(sys.prefix), Path(sys.base_prefix), _ROOT / "runner",
+                                                   *self.readable]
+        out: list[str] = []
+        links: list[tuple[str, str]] = []
+        for p in wanted:
+            if not p.exists():
+                continue
+            if p.is_symlink() and p.parent == Path("/"):
+                links.append((str(p), os.readlink(p)))
+            real = str(p.resolve())
+            # a folder under one already bound is there already (/usr/local/cuda under /usr)
+            if not any(real == o or real.startswith(o.rstrip("/") + "/") for o in out):
+                out.append(real)
+        return out, links
+
+    def sweep(self) -> list[str]:
+        """Remove, from the writable area, symbolic links that lead out of it and FIFOs or sockets;
+        returns what was removed (also kept in `swept`)."""
+        roots = [p.resolve() for p in self.writable]
+        removed = []
+        for root in roots:
+            for folder, dirs, files in os.walk(root):
+                for name in dirs + files:
+                    path = os.path.join(folder, name)
+                    try:
+                        mode = os.lstat(path).st_mode
+                    except FileNotFoundError:
+                        continue
+                    if stat.S_ISLNK(mode):
+                        target = Path(os.path.realpath(path))
+                        if any(target == r or r in target.parents for r in roots):
+                            continue
+                    elif not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+                        continue
+                    os.unlink(path)
+                    removed.append(path)
+        if removed:
+            log.warning("sandbox: removed %d link(s) leading out of the job's folder or FIFOs: %s", len(removed),
+                        ", ".join(removed[:5]))
+            self.swept.extend(removed)
+        return removed
+
+
+_current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar("optimas_sandbox", default=None)
+
+
+def current() -> Sandbox | None:
+    """The sandbox that commands started now run in, if any."""
+    return _current.get()
+
+
+def find_bwrap() -> str:
+    """bubblewrap's path, checked to make a sandbox here; SandboxError says what to install."""
+    found = shutil.which("bwrap")
+    if not found:
+        raise SandboxError("bubblewrap (bwrap) is not installed: GPU jobs run a pull request's code in a "
+                           "bubblewrap sandbox; install it (Debian/Ubuntu: apt-get install bubblewrap; "
+                           "RHEL/Fedora: dnf install bubblewrap)")
+    return found
+
+
+def operator_paths(env: dict[str, str] | None = None) -> list[Path]:
+    """The read-only folders OPTIMAS_SANDBOX_READ adds (absolute paths, ':'-separated)."""
+    raw = (os.environ if env is None else env).get(OPERATOR_READ, "")
+    paths = [Path(p) for p in raw.split(":") if p.strip()]
+    bad = [str(p) for p in paths if not p.is_absolute()]
+    if bad:
+        raise SandboxError(f"{OPERATOR_READ}: expected absolute folders separated by ':', got {', '.join(bad)}")
+    return paths
+
+
+@contextlib.contextmanager
+def sandboxed(writable: Sequence[Path], readable: Sequence[Path] = ()) -> Iterator[Sandbox]:
+    """Run every command started inside this block in a sandbox that may write `writable` only
+    and read, besides the system, `readable` and the operator's folders."""
+    box = Sandbox(find_bwrap(), [Path(p).resolve() for p in writable],
+                  [Path(p) for p in readable] + operator_paths(), keep_caps=os.environ.get(KEEP_CAPS) == "1")
+    token = _current.set(box)
+    try:
+        yield box
+    finally:
+        _current.reset(token)
