@@ -115,7 +115,9 @@ class AppConfig(_Strict):
                                     "hot-kernel run (default: run)")
     time_run: str | None = Field(default=None, description="run command that is timed (default: run), e.g. run "
                                  "without the program's own CPU check")
-    configurations: list[str] = Field(default_factory=list, description="named problem configurations; or a "
+    # One unnamed problem ("default") when none is named: validation and timing always have a case.
+    configurations: list[str] = Field(default_factory=lambda: ["default"], min_length=1,
+                                      description="named problem configurations; or a "
                                       "mapping of each name to the values of its own placeholders, "
                                       "e.g. {small: {n: 1024}, large: {n: 65536}} for a run of '{exe} {n}'")
     # Filled from the mapping form of `configurations` (may also be given directly).
