@@ -220,3 +220,34 @@ def test_an_sm_90a_program_keeps_its_architecture_specific_code(tmp_path, monkey
     shimmed = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "ptxas -arch=sm_90a" in shimmed.stderr and "ptxas -arch=sm_90 " not in shimmed.stderr
     assert "optimas: `-arch=sm_90` (NVCC_APPEND_FLAGS) given as sm_90a" in shimmed.stderr
+
+
+# Compiler feedback (K*) for builds that run nvcc unnamed, through the copy the pipeline builds in.
+
+MAKEFILE_ABSOLUTE = ("NVCC := $(shell command -v nvcc)\napp: k.cu\n\t$(NVCC) -O2 -arch=sm_90 -o app k.cu\n")
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make") and shutil.which("cmake")),
+                    reason="nvcc, make and cmake not installed")
+@pytest.mark.parametrize("kind", ["make", "make-absolute-nvcc", "cmake", "script"])
+def test_make_cmake_and_script_builds_report_ptxas_resources(tmp_path, monkeypatch, kind):
+    from runner.proposal.stage import compile_candidate
+
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    cm = "cmake_minimum_required(VERSION 3.18)\nproject(s LANGUAGES CXX CUDA)\nadd_executable(k_app k.cu)\n"
+    builds = {
+        "make": ("Makefile", OLD_ARCH_MAKEFILE,
+                 "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app NVCC=nvcc && cp app {exe}'"),
+        "make-absolute-nvcc": ("Makefile", MAKEFILE_ABSOLUTE, "sh -c 'make -B app && cp app {exe}'"),
+        "cmake": ("CMakeLists.txt", cm,
+                  "sh -c 'cmake -S . -B {exe}.build \"-DCMAKE_CUDA_FLAGS=-arch={arch}\" >/dev/null && "
+                  "cmake --build {exe}.build -j && cp {exe}.build/k_app {exe}'"),
+        "script": ("build.sh", "nvcc -O2 -arch=$1 -o \"$2\" k.cu\n", "sh build.sh {arch} {exe}"),
+    }
+    name, text, command = builds[kind]
+    root = project(tmp_path / "p", name, text, command)
+    result = compile_candidate(load_config(root / "optimas.yml"), {}, "sm_90")
+    assert result.ok, result.output
+    (k,) = result.resources
+    assert k.kernel == "k(float*)" and k.registers > 0 and k.mangled == "_Z1kPf"
+    assert "ptxas info" not in result.output  # the report is parsed, not left among the messages

@@ -34,7 +34,10 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "5"
+SHIM_VERSION = "6"
+# Set by the compiler stage for builds that run nvcc unnamed (make, cmake, scripts): every nvcc the
+# build starts prints ptxas's per-kernel resources, whatever NVCC_APPEND_FLAGS the build sets itself.
+PTXAS_REPORT = "OPTIMAS_PTXAS_REPORT"
 COMPAT = Path(__file__).resolve().parent / "compat"
 
 
@@ -293,6 +296,8 @@ def run_shim(real: str, supported: list[str]) -> None:
         sys.stderr.write(f"optimas: {note}\n")
     if kept:
         os.environ["NVCC_APPEND_FLAGS"] = appended
+    if os.environ.get(PTXAS_REPORT) == "1":
+        args = [*args, "-Xptxas", "-v"]  # ptxas's per-kernel report, for compiler feedback (K*)
     code = _compiled_code(args, Path.cwd())
     for compat in COMPATS:
         if used := compat_used(code, compat):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
-from runner.base.nvcc_shim import build_environment
+from runner.base.nvcc_shim import PTXAS_REPORT, build_environment
 from runner.base.processes import render, run_process
 
 
@@ -84,7 +84,9 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
           timeout_s: float | None = None) -> CompileResult:
     """Build the app in `workdir` with its build command (timing build, no -lineinfo).
 
-    With `verbose`, `-Xptxas -v` is added and the per-kernel resources are parsed.
+    With `verbose`, ptxas's per-kernel resources are reported and parsed: `-Xptxas -v` is added to
+    an nvcc command, and for any other build (make, cmake, a script) the nvcc shim adds it to every
+    nvcc the build runs.
     """
     app = lc.config.app
     if not app.build:
@@ -95,15 +97,20 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         if not shutil.which(argv[0]):
             raise OptimasError(f"the build command's compiler {argv[0]!r} (app.build) is not installed or not on PATH")
         is_nvcc = "nvcc" in Path(argv[0]).name
+        env = build_environment(app.env, lc.config.profiling.nvcc)
         if verbose and is_nvcc:
             argv += ["-Xptxas", "-v"]
+        elif verbose:
+            # make, cmake or a script: the nvcc shim adds -Xptxas -v to each nvcc the build runs;
+            # NVCC_APPEND_FLAGS reaches an nvcc named by its full path, unless the build sets it itself
+            env[PTXAS_REPORT] = "1"
+            env["NVCC_APPEND_FLAGS"] = f"{env.get('NVCC_APPEND_FLAGS', '')} -Xptxas -v".strip()
         limit = timeout_s or app.timeout_s
-        r = run_process(argv, workdir, limit, env=build_environment(app.env, lc.config.profiling.nvcc),
-                        what="the build (app.build)")
+        r = run_process(argv, workdir, limit, env=env, what="the build (app.build)")
         if r.timed_out:
             return CompileResult(ok=False, command=argv,
                                  output=f"the build timed out after {limit:g} s and was killed")
     text = r.output
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
-                         resources=parse_ptxas(text) if verbose and is_nvcc else [])
+                         resources=parse_ptxas(text) if verbose else [])
