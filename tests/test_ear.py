@@ -219,3 +219,13 @@ def test_directional_inputs_cover_every_profiled_kernel():
     (naive,) = [k for k in metrics if k.startswith("transposeNaive")]
     assert metrics[naive]["gpu__time_duration.sum"] == pytest.approx(
         counters.kernel_metrics(naive)["gpu__time_duration.sum"].mean())
+
+
+def test_localization_counts_edits_inside_the_helper_that_holds_the_stall():
+    kernel = "apply(float *, const float *, int, float)"
+    helper_stall = Evidence(id="S1", kind="stall", kernel=kernel, text="", stall=StallLine(
+        kernel=kernel, file="/gpu/machine/ops.cu", line=2, source="float v = p[i];", reason="stall_long_sb",
+        reason_share=0.9, line_share=0.8, samples=100))
+    edit = Edit(file="ops.cu", start_line=2, end_line=3, cites=["S1"], new_text="  return __ldg(p + i) * s;")
+    assert localization(Proposal(shape="structured", raw="", edits=[edit]), diag(helper_stall),
+                        {"ops.cu": HELPER_SRC}) == 1.0  # was 0.0: the lines are in no kernel

@@ -301,7 +301,7 @@ def test_large_prompts_are_split_by_kernel_and_recombined(tmp_path: Path):
     assert result.compiled is True
 
 
-def test_config_can_open_device_helpers_for_editing():
+def test_a_helper_holding_a_stall_line_is_editable_unless_the_config_says_not():
     from runner.proposal.guard import apply_proposal
     from runner.proposal.parser import Edit, Proposal
     from runner.proposal.prompt import build_prompt
@@ -310,10 +310,16 @@ def test_config_can_open_device_helpers_for_editing():
     lc = load_config(REPO / "benchmarks" / "seismic" / "optimas.yml")
     diag = analyze(lc, {"timing": [cap / "timing_raw.csv"], "report": [cap / "hot0.ncu-rep"]})
     files = {"main.cu": (cap / "main.cu").read_text()}
-    locked = build_prompt("seismic", diag, files)
+    held = sorted(e.id for e in diag.evidence if e.kind == "stall" and 22 <= e.stall.line <= 28)
+    assert held  # laplacian4 (lines 22-28) holds salient stall lines of the hot kernel that calls it
+    opened = build_prompt("seismic", diag, files)
+    assert f"### Device function laplacian4 (editable: it holds {', '.join(held)})" in opened.user
+    locked = build_prompt("seismic", diag, files, editable=["!laplacian4"])
     assert "### Device function laplacian4 (read-only)" in locked.user
-    opened = build_prompt("seismic", diag, files, editable=["laplacian4"])
-    assert "### Device function laplacian4 (main.cu, lines 22-28)" in opened.user
+    # without stall evidence in the prompt the helper stays editable (the same edit space in every
+    # diagnostic configuration), and no id is named
+    assert "### Device function laplacian4 (editable: it holds a salient stall line)" in \
+        build_prompt("seismic", diag, files, diagnostics="Roofline").user
     line = files["main.cu"].splitlines()[22]  # line 23: the stencil coefficients
     edit = Edit(file="main.cu", start_line=23, end_line=23, new_text=line.replace("const float", "constexpr float"))
     p = Proposal(shape="structured", edits=[edit], raw="")

@@ -130,8 +130,10 @@ class AppConfig(_Strict):
     gpu_results: GpuResultsSpec = Field(default_factory=GpuResultsSpec)
     stdout: StdoutSpec = Field(default_factory=StdoutSpec)
     kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
-    editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels) whose "
-                                "definitions the model may edit, e.g. __device__ helpers they call")
+    editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels and "
+                                "the device functions holding a salient stall line, editable by default) whose "
+                                "definitions the model may edit, e.g. __device__ helpers they call; '!name' keeps "
+                                "a stall-holding helper read-only")
     env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str] = Field(
         default_factory=dict, description="environment variables set for the build, run and profiling commands "
         "(they get a minimal environment otherwise: PATH, locale, CUDA variables, a HOME of their own)")

@@ -93,7 +93,8 @@ def _call_sites(parsed: dict[str, list[Function]], code: dict[str, list[str]], f
 def localization(proposal: Proposal, diag: Diagnostics, files: dict[str, str], distance: int = 3,
                  shown: list[str] | None = None) -> float | None:
     """Share of edited (original) lines near an S* line of the kernel they belong to, or near that
-    kernel's calls of the helper holding an S* line; None without S*."""
+    kernel's calls of the helper holding an S* line; lines outside every kernel (in a helper) count
+    when near any S* line; None without S*."""
     stalls = [e for e in diag.evidence if e.kind == "stall" and (shown is None or e.id in shown)]
     if not stalls or not proposal.edits:
         return None
@@ -104,12 +105,14 @@ def localization(proposal: Proposal, diag: Diagnostics, files: dict[str, str], d
         name = (e.kernel or "").split("(")[0].split("<")[0].split("::")[-1].replace("void ", "").strip()
         by_kernel.setdefault(name, []).append((posixpath.basename(e.stall.file), e.stall.line))
         by_kernel[name].extend(_call_sites(parsed, code, e.stall.file, e.stall.line))
+    anywhere = [t for ts in by_kernel.values() for t in ts]
     near = total = 0
     for ed in proposal.edits:
         for line in range(ed.start_line, ed.end_line + 1):
             total += 1
             kernel = _kernel_at(parsed.get(ed.file, []), line)
-            targets = by_kernel.get(kernel or "", [])
+            # outside every kernel (a helper holding an S* line, editable as such): any S* line counts
+            targets = by_kernel.get(kernel, []) if kernel else anywhere
             near += any(posixpath.basename(ed.file) == f and abs(line - ln) <= distance for f, ln in targets)
     return near / total if total else None
 

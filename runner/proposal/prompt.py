@@ -5,7 +5,9 @@ response format. Prompts are Jinja2 templates under runner/proposal/templates/ (
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import jinja2
@@ -129,12 +131,15 @@ MAX_HELPERS = 24  # device functions shown besides the hot kernels, nearest call
 MAX_DECLARATION_LINES = 80
 
 
-def _source_blocks(files: dict[str, str], hot: list[str], extra: list[str] = ()
+def _source_blocks(files: dict[str, str], hot: list[str], extra: Sequence[str] = (),
+                   stalls: dict[tuple[str, int], str] | None = None
                    ) -> tuple[list[SourceBlock], dict[str, list[tuple[int, int]]], list[str]]:
     """The hot kernels (editable, in whichever file defines them), the declarations before them, and
     the device functions they reach, across every file given: by call, and the members of the
-    functor types a kernel is instantiated with (`for_each<Saxpy>` -> `Saxpy::operator()`). Helpers
-    are read-only unless `extra` names them. Also: the hot kernels that the files define."""
+    functor types a kernel is instantiated with (`for_each<Saxpy>` -> `Saxpy::operator()`). A helper
+    is editable when it holds a salient stall line (`stalls`: (file's base name, line) -> S id) or
+    `extra` names it, unless `extra` names it with a leading "!". Also: the hot kernels that the
+    files define."""
     parsed = {name: functions(text) for name, text in files.items()}
     kernels: dict[str, list[Function]] = {}
     found: list[str] = []
@@ -198,8 +203,13 @@ def _source_blocks(files: dict[str, str], hot: list[str], extra: list[str] = ()
             blocks.append(SourceBlock(title="Definitions the code shown uses (read-only)", file=name, start=a,
                                       end=b, text=numbered(text, a, b)))
         for _, g in sorted((h for h in helpers.values() if h[0] == name), key=lambda h: h[1].start_line):
-            may_edit = g.name in extra or g.name.split("::")[-1] in extra
-            blocks.append(SourceBlock(title=f"Device function {g.name}" + ("" if may_edit else " (read-only)"),
+            names = {g.name, g.name.split("::")[-1]}
+            held = [sid for (base, line), sid in (stalls or {}).items()
+                    if base == posixpath.basename(name) and g.start_line <= line <= g.end_line]
+            excluded = {n[1:] for n in extra if n.startswith("!")}
+            may_edit = not names & excluded and (bool(held) or bool(names & set(extra)))
+            why = f" (editable: it holds {', '.join(sorted(set(held)))})" if may_edit and held else ""
+            blocks.append(SourceBlock(title=f"Device function {g.name}" + (why if may_edit else " (read-only)"),
                                       file=name, start=g.start_line, end=g.end_line,
                                       text=numbered(text, g.start_line, g.end_line)))
             if may_edit:
@@ -267,7 +277,12 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
                            + ", ".join(DIAGNOSTIC_KINDS))
     hot = kernels or [k.kernel for k in diag.hot_kernels]
-    blocks, ranges, defined = _source_blocks(files, hot, editable)
+    # The helpers holding salient stall lines (S*) are editable whichever evidence the prompt shows:
+    # the edit space is the same in every diagnostic configuration; only S* shown names them
+    show_ids = "stall" in DIAGNOSTIC_KINDS[diagnostics]
+    stalls = {(posixpath.basename(e.stall.file), e.stall.line): e.id if show_ids else "a salient stall line"
+              for e in diag.evidence if e.kind == "stall" and e.stall is not None and e.kernel in hot}
+    blocks, ranges, defined = _source_blocks(files, hot, editable, stalls)
     if not blocks:
         raise OptimasError("none of the hot kernels (" + ", ".join(short_kernel_name(k) for k in hot)
                            + f") is defined in the sources given ({', '.join(files) or 'none'}); check app.sources")
