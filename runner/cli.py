@@ -262,14 +262,15 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     run, diag = _evidence(args, lc, allow_profiling=False)
     files = read_context(lc)
     check_sources(lc, diag, files)
-    resources = []
+    resources, macros = [], {}
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
-        # the compiler feedback (K*) of the original, as the proposal stage gets it: a build in a copy
-        resources = compile_candidate(lc, files, target_arch(lc), run.stage_dir("prompt") / "original-build.log",
-                                      cache=run.build_cache).resources
+        # the compiler feedback (K*) and macros of the original, as the proposal stage gets them: a build in a copy
+        base = compile_candidate(lc, files, target_arch(lc), run.stage_dir("prompt") / "original-build.log",
+                                 cache=run.build_cache, macros=True)
+        resources, macros = base.resources, base.macros
     prompt = build_prompt(lc.config.app.name, diag, files, args.diagnostics or lc.config.evaluation.diagnostics,
                           resources, max_evidence_bytes=lc.config.analysis.max_prompt_bytes,
-                          editable=lc.config.app.editable, tolerances=lc.config.app.tolerances())
+                          editable=lc.config.app.editable, tolerances=lc.config.app.tolerances(), macros=macros)
     run.write_text("prompt", "system.md", prompt.system)
     run.write_text("prompt", "user.md", prompt.user)
     print("=== system ===\n" + prompt.system + "\n=== user ===\n" + prompt.user, end="")

@@ -251,3 +251,45 @@ def test_make_cmake_and_script_builds_report_ptxas_resources(tmp_path, monkeypat
     (k,) = result.resources
     assert k.kernel == "k(float*)" and k.registers > 0 and k.mangled == "_Z1kPf"
     assert "ptxas info" not in result.output  # the report is parsed, not left among the messages
+
+
+# Macros as the build compiles them: the branch in effect, and the values given on nvcc's command line.
+
+SIZES_H = ("#ifdef LARGE_DATASET\n#  define NI 2048\n#elif defined(MEDIUM_DATASET)\n#  define NI 512\n#else\n"
+           "#  define NI 128\n#endif\n#define SQ(x) ((x)*(x))\n#define UNUSED 1\n#define UNUSED 1\n")
+SCALE_CU = ('#include "sizes.h"\n__global__ void scale(float* a) {\n'
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  if (i < NI) a[i] = a[i] * FACTOR + SQ(2.0f);\n}\nint main() { return 0; }\n")
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_the_prompt_shows_macros_as_the_build_compiles_them(tmp_path, monkeypatch):
+    from runner.analysis.evidence import Diagnostics, GpuInfo
+    from runner.analysis.hot import KernelTime
+    from runner.proposal.prompt import build_prompt
+    from runner.proposal.stage import compile_candidate
+
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "k.cu").write_text(SCALE_CU)
+    (root / "sizes.h").write_text(SIZES_H)
+    (root / "Makefile").write_text("app: k.cu\n\tnvcc $(CFLAGS) -DLARGE_DATASET -DFACTOR=3.5f -o app k.cu\n")
+    (root / "optimas.yml").write_text(yaml.safe_dump({"app": {
+        "sources": ["k.cu"], "build": "sh -c 'make -B app CFLAGS=-arch={arch} && cp app {exe}'"}}))
+    lc = load_config(root / "optimas.yml")
+    built = compile_candidate(lc, {}, "sm_90", macros=True)
+    assert built.ok, built.output
+    assert built.macros["k.cu"]["NI"] == "2048" and built.macros["k.cu"]["FACTOR"] == "3.5f"
+    kernel = "scale(float *)"
+    diag = Diagnostics(gpu=GpuInfo(), alpha=0.8, kernels=[KernelTime(kernel=kernel, total_ns=1, launches=1, share=1,
+                                                                     cumulative_share=1, hot=True)], evidence=[])
+    files = {"k.cu": SCALE_CU, "sizes.h": SIZES_H}
+    user = build_prompt("p", diag, files, "none", macros=built.macros).user
+    section = user.split("### Macros as this build compiles them", 1)[1].split("## Task", 1)[0]
+    # NI: three #ifdef branches, the large one in effect; FACTOR: given on the command line only;
+    # SQ is defined once (its text says it all) and UNUSED is not used by the code shown
+    assert "- `FACTOR = 3.5f`" in section and "- `NI = 2048`" in section
+    assert "SQ" not in section and "UNUSED" not in section
+    # without a build's macros the section is not there
+    assert "Macros as this build" not in build_prompt("p", diag, files, "none").user

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -38,6 +39,9 @@ SHIM_VERSION = "6"
 # Set by the compiler stage for builds that run nvcc unnamed (make, cmake, scripts): every nvcc the
 # build starts prints ptxas's per-kernel resources, whatever NVCC_APPEND_FLAGS the build sets itself.
 PTXAS_REPORT = "OPTIMAS_PTXAS_REPORT"
+# Set to a file by the compiler stage: each nvcc the build starts appends its folder and arguments
+# there (one JSON object per line), so that the macros each source was compiled with can be asked for.
+NVCC_RECORD = "OPTIMAS_NVCC_RECORD"
 COMPAT = Path(__file__).resolve().parent / "compat"
 
 
@@ -285,6 +289,16 @@ def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", ca
     return env
 
 
+def record_call(path: Path, cwd: Path, args: list[str]) -> None:
+    """Append one nvcc call (its folder and arguments, and NVCC_APPEND_FLAGS) to `path`."""
+    line = json.dumps({"cwd": str(cwd), "args": args, "append": os.environ.get("NVCC_APPEND_FLAGS", "")}) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())  # one write per line: calls of a parallel build do not interleave
+    finally:
+        os.close(fd)
+
+
 def run_shim(real: str, supported: list[str]) -> None:
     """The shim's body: filter this process's arguments and replace it with the real nvcc."""
     args, dropped = filter_architectures(sys.argv[1:], frozenset(supported))
@@ -298,6 +312,8 @@ def run_shim(real: str, supported: list[str]) -> None:
         os.environ["NVCC_APPEND_FLAGS"] = appended
     if os.environ.get(PTXAS_REPORT) == "1":
         args = [*args, "-Xptxas", "-v"]  # ptxas's per-kernel report, for compiler feedback (K*)
+    if os.environ.get(NVCC_RECORD):
+        record_call(Path(os.environ[NVCC_RECORD]), Path.cwd(), args)
     code = _compiled_code(args, Path.cwd())
     for compat in COMPATS:
         if used := compat_used(code, compat):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import posixpath
 import re
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
@@ -11,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
-from runner.base.nvcc_shim import PTXAS_REPORT, build_environment
+from runner.base.nvcc_shim import NVCC_RECORD, PTXAS_REPORT, build_environment
 from runner.base.processes import render, run_process
 
 
@@ -32,6 +36,9 @@ class CompileResult(BaseModel):
     command: list[str]
     output: str  # compiler messages, trimmed
     resources: list[KernelResources] = []
+    # source (relative to the workdir) -> macro -> its definition as that source was compiled; the
+    # names the build defined on nvcc's command line (-D) under "" (no source is named so)
+    macros: dict[str, dict[str, str]] = {}
     cached: bool = Field(default=False, exclude=True)  # taken from a build cache, not compiled now
 
 
@@ -81,12 +88,13 @@ def parse_ptxas(output: str) -> list[KernelResources]:
 
 
 def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, verbose: bool = True,
-          timeout_s: float | None = None) -> CompileResult:
+          timeout_s: float | None = None, macros: bool = False) -> CompileResult:
     """Build the app in `workdir` with its build command (timing build, no -lineinfo).
 
     With `verbose`, ptxas's per-kernel resources are reported and parsed: `-Xptxas -v` is added to
     an nvcc command, and for any other build (make, cmake, a script) the nvcc shim adds it to every
-    nvcc the build runs.
+    nvcc the build runs. With `macros`, each source nvcc compiled is preprocessed again with the
+    flags the build gave it (`nvcc -E -Xcompiler -dM`), for the macros in effect.
     """
     app = lc.config.app
     if not app.build:
@@ -105,12 +113,120 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
             # NVCC_APPEND_FLAGS reaches an nvcc named by its full path, unless the build sets it itself
             env[PTXAS_REPORT] = "1"
             env["NVCC_APPEND_FLAGS"] = f"{env.get('NVCC_APPEND_FLAGS', '')} -Xptxas -v".strip()
+        record = Path(tmp) / "nvcc-calls.jsonl"
+        if macros:
+            env[NVCC_RECORD] = str(record)
         limit = timeout_s or app.timeout_s
         r = run_process(argv, workdir, limit, env=env, what="the build (app.build)")
         if r.timed_out:
             return CompileResult(ok=False, command=argv,
                                  output=f"the build timed out after {limit:g} s and was killed")
+        calls = read_calls(record) or ([{"cwd": str(workdir), "args": argv[1:], "append": ""}] if is_nvcc else [])
+        found = compiled_macros(calls, workdir, lc.config.profiling.nvcc, env) if macros and r.returncode == 0 \
+            else {}
     text = r.output
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
-                         resources=parse_ptxas(text) if verbose else [])
+                         resources=parse_ptxas(text) if verbose else [], macros=found)
+
+
+MAX_PREPROCESSED = 16  # sources preprocessed again for their macros, at most
+SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
+# nvcc options that change what the preprocessor sees, and whether the value is the next argument
+_PREPROCESSOR_OPTIONS = {"-D": True, "-U": True, "-I": True, "-isystem": True, "-include": True,
+                         "--pre-include": True, "--define-macro": True, "--undefine-macro": True,
+                         "--include-path": True, "--system-include": True, "-std": True, "--std": True,
+                         "-arch": True, "--gpu-architecture": True, "-ccbin": True, "--compiler-bindir": True,
+                         "-x": True, "--x": True, "-Xcompiler": True, "--compiler-options": True}
+# options whose value is the next argument and not wanted here (outputs, code generation, ...)
+_VALUE_OPTIONS = {"-o", "--output-file", "-gencode", "--generate-code", "-code", "--gpu-code", "-Xptxas",
+                  "--ptxas-options", "-Xlinker", "--linker-options", "-l", "-L", "-MF", "-MT", "-MQ", "-odir",
+                  "--output-directory", "-maxrregcount", "--maxrregcount", "-rdc", "--relocatable-device-code"}
+
+
+def read_calls(path: Path) -> list[dict]:
+    """The nvcc calls the shim recorded (lines that are not such a record are skipped)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    calls = []
+    for line in lines:
+        try:
+            call = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(call, dict) and isinstance(call.get("args"), list) and isinstance(call.get("cwd"), str):
+            calls.append(call)
+    return calls
+
+
+def preprocessor_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """(the options of an nvcc call that change what its preprocessor sees, the sources it compiles)."""
+    flags: list[str] = []
+    sources: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name = a.split("=", 1)[0]
+        if name in _PREPROCESSOR_OPTIONS and "=" not in a and a == name and i + 1 < len(args):
+            flags += [a, args[i + 1]]
+            i += 2
+            continue
+        if name in _VALUE_OPTIONS and a == name:
+            i += 2
+            continue
+        if name in _PREPROCESSOR_OPTIONS or any(a.startswith(o) and len(a) > len(o) for o in ("-D", "-U", "-I")):
+            flags.append(a)
+        elif not a.startswith("-") and a.endswith(SOURCE_SUFFIXES):
+            sources.append(a)
+        i += 1
+    return flags, sources
+
+
+_MACRO = re.compile(r"^#define (\w+)(\([^)]*\))?(?: (.*))?$")
+
+
+def compiled_macros(calls: list[dict], workdir: Path, nvcc: str, env: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Per source compiled (named relative to `workdir`): each macro as that compilation defines it
+    (`NAME` -> `value`, `NAME(a, b)` -> `NAME(a, b) body`), from `nvcc -E -Xcompiler -dM`."""
+    out: dict[str, dict[str, str]] = {}
+    given: dict[str, str] = {}
+    for call in calls:
+        cwd = Path(call["cwd"])
+        flags, sources = preprocessor_args([str(a) for a in call["args"]])
+        appended, _ = preprocessor_args(shlex.split(str(call.get("append") or "")))
+        given.update({name: "-D" for name in command_line_macros([*flags, *appended])})
+        for src in sources:
+            rel = posixpath.normpath(os.path.relpath(cwd / src, workdir))
+            if rel in out or len(out) >= MAX_PREPROCESSED or rel.startswith(".."):
+                continue
+            r = run_process([nvcc, "-E", "-Xcompiler", "-dM", *flags, *appended, src], cwd, 120, env=env,
+                            merge_stderr=False, what=f"nvcc -E -dM {src}")
+            if r.returncode != 0:
+                continue
+            defined = {}
+            for line in r.output.splitlines():
+                if m := _MACRO.match(line):
+                    name, params, body = m.group(1), m.group(2), m.group(3) or ""
+                    defined[name] = f"{name}{params} {body}".strip() if params else body
+            out[rel] = defined
+    if out and given:
+        out[""] = given
+    return out
+
+
+def command_line_macros(flags: list[str]) -> list[str]:
+    """The macro names `-D NAME[=value]` (and --define-macro) options define."""
+    names = []
+    for i, a in enumerate(flags):
+        value = None
+        if a in ("-D", "--define-macro") and i + 1 < len(flags):
+            value = flags[i + 1]
+        elif a.startswith("--define-macro="):
+            value = a.split("=", 1)[1]
+        elif a.startswith("-D") and len(a) > 2:
+            value = a[2:]
+        if value:
+            names.append(re.split(r"[=(]", value, maxsplit=1)[0])
+    return names

@@ -222,6 +222,36 @@ def _source_blocks(files: dict[str, str], hot: list[str], extra: Sequence[str] =
 
 
 MAX_DEFINITION_LINES = 60  # macro and constant lines shown beside the functions
+MAX_MACROS = 40  # macros listed as the build compiles them
+_DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.MULTILINE)
+
+
+def macros_in_effect(files: dict[str, str], blocks: list[SourceBlock], macros: dict[str, dict[str, str]],
+                     hot_files: Sequence[str] = ()) -> list[str]:
+    """`NAME = value` for each macro the code shown uses whose value the text alone does not settle:
+    defined more than once in the sources (`#ifdef` branches, datasets) or on nvcc's command line
+    (`-DN=4096`), as the build compiles it (the translation unit of a hot kernel's file first)."""
+    if not macros:
+        return []
+    counts: dict[str, int] = {}
+    for text in files.values():
+        for name in _DEFINE_LINE.findall(text):
+            counts[name] = counts.get(name, 0) + 1
+    ambiguous = {n for n, c in counts.items() if c > 1} | set(macros.get("", {}))
+    used: set[str] = set()
+    for b in blocks:
+        used |= used_names(files[b.file], b.start, b.end)
+    units = [u for u in dict.fromkeys([*hot_files, *macros]) if u in macros and u != ""]
+    out = []
+    for name in sorted(used & ambiguous)[:MAX_MACROS]:
+        value = next((macros[u][name] for u in units if name in macros[u]), None)
+        if value is None:
+            out.append(f"{name}: not defined in this build")
+        elif value.startswith(name + "("):
+            out.append(value)  # a function-like macro: NAME(a, b) body
+        else:
+            out.append(f"{name} = {value}")
+    return out
 
 
 def _definitions_used(files: dict[str, str], parsed: dict[str, list[Function]],
@@ -268,11 +298,12 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
                  resources: list[KernelResources] = (), kernels: list[str] | None = None,
                  compile_errors: str | None = None, parse_error: str | None = None,
                  max_evidence_bytes: int | None = 6000, editable: list[str] = (),
-                 rejected: str | None = None, tolerances: str | None = None) -> Prompt:
+                 rejected: str | None = None, tolerances: str | None = None,
+                 macros: dict[str, dict[str, str]] | None = None) -> Prompt:
     """Render the prompt for the hot kernels (or `kernels`) of one diagnostic configuration;
     `rejected` says why an earlier candidate of the same code failed validation; `tolerances`
     (AppConfig.tolerances) replaces the bit-for-bit rule with the tolerances results are checked
-    within."""
+    within. `macros` (CompileResult.macros) gives the macros as the build compiles them."""
     if diagnostics not in DIAGNOSTIC_KINDS:
         raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
                            + ", ".join(DIAGNOSTIC_KINDS))
@@ -292,6 +323,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     elsewhere = [f"{short_kernel_name(k)} ({times[k].share:.1%} of kernel time)" if k in times
                  else short_kernel_name(k) for k in hot if k not in defined] if defined else []
     hot = defined or hot
+    hot_files = [b.file for b in blocks if b.title.startswith("Hot kernel")]
     kinds = DIAGNOSTIC_KINDS[diagnostics]
     # Evidence of a kernel the prompt does not show is never cited (counters of another kernel, say).
     shown = [e for e in diag.evidence if e.kind in kinds and e.kernel in hot]
@@ -316,6 +348,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),
         evidence_md=evidence_md,
         compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, rejected=rejected, sources=blocks,
+        macros=macros_in_effect(files, blocks, macros or {}, hot_files),
         hot_kernels=[_with_time(k, times.get(k)) for k in hot], elsewhere=elsewhere)
     ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot, evidence_ids=ids,

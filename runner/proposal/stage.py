@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -81,11 +81,12 @@ def check_sources(lc: LoadedConfig, diag: Diagnostics, files: dict[str, str]) ->
 
 
 def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
-                      exe: Path | None = None, cache: Path | None = None) -> CompileResult:
+                      exe: Path | None = None, cache: Path | None = None, macros: bool = False) -> CompileResult:
     """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
     `exe`, the binary is kept there. With a `cache` folder (OPTIMAS_BUILD_CACHE overrides it), a
     build of the same workspace contents, command, architecture, environment and compiler is done
-    once, its binary kept for the next caller that asks for one."""
+    once, its binary kept for the next caller that asks for one. With `macros`, the result holds
+    the macros each source was compiled with (CompileResult.macros)."""
     space, workdir = workspace_dirs(lc)
     with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
         copy = Path(tmp) / "ws"
@@ -94,11 +95,11 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
         for name, text in files.items():
             write_source(cwd / name, text)
         where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
-        entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch) if where else None
+        entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch, macros) if where else None
         result = _cached(entry, exe)
         if result is None:
             target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
-            result = build(lc, cwd, arch, exe=target, verbose=True)
+            result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros)
             if entry is not None:
                 _store(entry, result, target)
     if log:
@@ -106,7 +107,7 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
     return result
 
 
-def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str) -> str:
+def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str, macros: bool = False) -> str:
     """What a build depends on: every file of the workspace copy, the build command, the
     architecture, the declared environment, the command's first word and nvcc (each one's path,
     size and time: a make or sh build runs nvcc unnamed) and the nvcc shim's version."""
@@ -117,7 +118,7 @@ def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str) -> str:
         stat = os.stat(path) if path else None
         tools += [path, stat.st_size if stat else None, stat.st_mtime_ns if stat else None]
     h.update(json.dumps([lc.config.app.build, arch, str(workdir), sorted(lc.config.app.env.items()), *tools,
-                         SHIM_VERSION]).encode())
+                         SHIM_VERSION, macros]).encode())
     for path in sorted(p for p in tree.rglob("*") if p.is_file()):
         h.update(str(path.relative_to(tree)).encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
@@ -158,6 +159,7 @@ class _Stage:
     backend: Backend
     progress: Progress
     rejected: str | None = None  # why an earlier candidate of this code failed validation
+    macros: dict[str, dict[str, str]] = field(default_factory=dict)  # as the original was compiled
 
 
 @in_stage("proposal")
@@ -182,19 +184,20 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
     if have_nvcc:
         progress("compiling the original with ptxas -v for compiler feedback (K*)")
         base = compile_candidate(lc, files, arch, run.stage_dir("prompt") / "original-build.log",
-                                 cache=run.build_cache)
+                                 cache=run.build_cache, macros=True)
         if not base.ok:
             return ProposeResult(status="failed", diagnostics=diagnostics,
                                  reason="the original sources do not build: " + base.output[-1500:])
-        resources = base.resources
+        resources, macros = base.resources, base.macros
     else:
+        macros = {}
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
     st = _Stage(lc, diag, run, diagnostics, files, resources, arch, have_nvcc,
-                backend or make_backend(cfg.llm, lc.path.parent), progress, rejected)
+                backend or make_backend(cfg.llm, lc.path.parent), progress, rejected, macros)
     result = ProposeResult(status="failed", diagnostics=diagnostics)
     whole = build_prompt(cfg.app.name, diag, files, diagnostics, resources,
                          max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
-                         rejected=rejected, tolerances=cfg.app.tolerances())
+                         rejected=rejected, tolerances=cfg.app.tolerances(), macros=macros)
     parts: list[list[str] | None] = [None]
     if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(whole.hot_kernels) > 1:
         parts = [[k] for k in whole.hot_kernels]
@@ -244,7 +247,7 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
             first = build_prompt(cfg.app.name, st.diag, st.files, st.diagnostics, st.resources, kernels=kernels,
                                  compile_errors=compile_errors, parse_error=parse_error,
                                  max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
-                                 rejected=st.rejected, tolerances=cfg.app.tolerances())
+                                 rejected=st.rejected, tolerances=cfg.app.tolerances(), macros=st.macros)
         prompt, first = first, None
         st.run.write_text("prompt", f"system-{n}.md", prompt.system)
         st.run.write_text("prompt", f"user-{n}.md", prompt.user)
