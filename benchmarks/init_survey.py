@@ -1,6 +1,7 @@
 """`optimas init` over a set of CUDA program folders: the build command it writes for each, and
-whether that command builds the program (for a given architecture, with -lineinfo), as a
-Markdown table. Needs nvcc (and make or cmake where the programs use them); no GPU.
+whether that command builds the program as the pipeline builds it (in a copy of app.workspace,
+through the nvcc shim, for a given architecture), as a Markdown table. Needs nvcc (and make or
+cmake where the programs use them); no GPU.
 
 Usage: python benchmarks/init_survey.py FOLDER... [--arch sm_90] [--out FILE.md]
 Each FOLDER gets an optimas.yml (replaced if there is one: run it on a copy of the programs).
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,26 +19,23 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
-from runner.base.nvcc_shim import build_environment  # noqa: E402
-from runner.base.processes import render  # noqa: E402
+from runner.proposal.stage import compile_candidate  # noqa: E402
 
 
-def survey(folder: Path, arch: str, bins: Path) -> dict:
+def survey(folder: Path, arch: str) -> dict:
     """init, then the written build command, in one program folder."""
     r = subprocess.run([sys.executable, "-m", "runner.cli", "init", "--force", str(folder)], capture_output=True,
                        text=True, cwd=BENCH.parent)
     if r.returncode != 0:
         return {"program": folder.name, "build": "", "init": r.stderr.strip().splitlines()[-1], "builds": None}
-    config = load_config(folder / "optimas.yml").config
-    app = config.app
+    lc = load_config(folder / "optimas.yml")
     t0 = time.monotonic()
-    # the environment Optimas builds in: app.env, and the nvcc that drops unsupported architectures
-    built = subprocess.run(render(app.build, exe=bins / folder.name, arch=arch, lineinfo="-lineinfo"), cwd=folder,
-                           capture_output=True, text=True, timeout=900,
-                           env=build_environment(app.env, config.profiling.nvcc))
-    last = (built.stderr or built.stdout).strip().splitlines()[-1:] if built.returncode else []
-    return {"program": folder.name, "build": app.build, "init": "", "builds": built.returncode == 0,
-            "seconds": round(time.monotonic() - t0, 1), "error": last[0] if last else ""}
+    # the pipeline's own build: a copy of the workspace, the build environment, the nvcc shim
+    built = compile_candidate(lc, {}, arch)
+    last = built.output.strip().splitlines()[-1:] if not built.ok else []
+    return {"program": folder.name, "build": lc.config.app.build, "workspace": lc.config.app.workspace or ".",
+            "init": "", "builds": built.ok, "seconds": round(time.monotonic() - t0, 1),
+            "error": last[0] if last else ""}
 
 
 def main() -> int:
@@ -47,14 +44,13 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", type=Path, default=None, help="write the table here too")
     args = ap.parse_args()
-    rows = ["| program | build command written | builds with -lineinfo |", "|---|---|---|"]
-    with tempfile.TemporaryDirectory() as bins:
-        for folder in args.folders:
-            s = survey(folder.resolve(), args.arch, Path(bins))
-            verdict = ("init refused: " + s["init"]) if s["builds"] is None else (
-                "yes" if s["builds"] else f"no: {s['error']}".replace("|", "/"))
-            rows.append(f"| {s['program']} | `{s['build']}` | {verdict} |")
-            print(rows[-1], flush=True)
+    rows = ["| program | build command written | workspace | builds in the pipeline's copy |", "|---|---|---|---|"]
+    for folder in args.folders:
+        s = survey(folder.resolve(), args.arch)
+        verdict = ("init refused: " + s["init"]) if s["builds"] is None else (
+            "yes" if s["builds"] else f"no: {s['error']}".replace("|", "/"))
+        rows.append(f"| {s['program']} | `{s['build']}` | {s.get('workspace', '')} | {verdict} |")
+        print(rows[-1], flush=True)
     if args.out:
         args.out.write_text("\n".join(rows) + "\n")
     return 0

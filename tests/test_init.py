@@ -334,3 +334,38 @@ def test_init_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: Path):
     assert init(str(root), "--force").returncode == 0
     r = init(str(tmp_path / "nowhere"))
     assert r.returncode != 0 and "not a folder" in r.stderr
+
+
+# A program of a suite whose build reads files above its folder: the workspace holds them.
+
+SUITE_KERNEL = ('#include "scale.h"\n__global__ void twice(float* a) { a[threadIdx.x] = scale2(a[threadIdx.x]); }\n'
+                "int main() { return 0; }\n")
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_init_widens_the_workspace_to_what_the_build_reads_and_the_pipelines_copy_builds(tmp_path, monkeypatch):
+    from runner.proposal.stage import compile_candidate
+
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    suite = tmp_path / "suite"
+    (suite / "common").mkdir(parents=True)
+    (suite / "common" / "scale.h").write_text("__device__ inline float scale2(float v) { return 2.0f * v; }\n")
+    (suite / "utilities").mkdir()
+    (suite / "utilities" / "common.mk").write_text("NVCC ?= nvcc\nINCLUDES := -I../common\n")
+    prog = suite / "programs" / "twice"
+    prog.mkdir(parents=True)
+    (prog / "twice.cu").write_text(SUITE_KERNEL)
+    (prog / "Makefile").write_text("include ../../utilities/common.mk\nINCLUDES += -I../../common\n"
+                                   "twice: twice.cu\n\t$(NVCC) $(INCLUDES) -o twice twice.cu\n")
+    r = run_cli("init", str(prog))
+    assert r.returncode == 0, r.stderr
+    text = (prog / "optimas.yml").read_text()
+    assert 'workspace: "../.."' in text
+    assert "Makefile includes ../../utilities/common.mk" in text and "Makefile compiles with -I../../common" in text
+    assert run_cli("check-config", "--config", str(prog / "optimas.yml")).returncode == 0
+    lc = load_config(prog / "optimas.yml")
+    built = compile_candidate(lc, {}, "sm_90")  # in a copy of the workspace, as every candidate is built
+    assert built.ok, built.output
+    # as init wrote it before, with the workspace at the program folder, the copy lacks what it reads
+    (prog / "optimas.yml").write_text(text.replace('workspace: "../.."', "workspace: ."))
+    assert not compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90").ok

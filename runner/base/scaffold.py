@@ -40,6 +40,8 @@ class Project:
     fail_pattern_in: str = ""
     # where the program seeds its random inputs from the clock ("file:line"; "": it does not)
     clock_seed_at: str = ""
+    # what the build reads outside the project folder (absolute paths, with what reads each)
+    outside: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def _skipped(d: Path) -> bool:
@@ -459,6 +461,63 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     return f"sh -c 'NVCC_APPEND_FLAGS=\"-arch={{arch}} {{lineinfo}}\" {make}{override} && {copy}'", notes, run_args
 
 
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+_INCLUDE_FLAG = re.compile(r"(?:^|\s)(?:-I|-isystem\s+|--include-path[= ])\s*([^\s'\"]+)")
+_CMAKE_INCLUDE_DIRS = re.compile(r"(?i)\b(?:target_)?include_directories\s*\(([^)]*)\)")
+_CMAKE_PATH_WORD = re.compile(r"(?:\$\{(?:CMAKE_CURRENT_SOURCE_DIR|CMAKE_SOURCE_DIR|PROJECT_SOURCE_DIR)\}/)?"
+                              r"(\.\.[\w./+-]*)")
+
+
+def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
+    """What the build reads outside `root`, with what reads it: headers the sources include with a
+    relative path (`#include "../common/util.h"`), the files a Makefile includes (`include
+    ../../common.mk`) and the folders its nvcc flags add (`-I../common`), CMake's
+    add_subdirectory(..) and include_directories(..). Only paths that exist count."""
+    top = root.resolve()
+    found: dict[Path, str] = {}
+
+    def note(path: Path, why: str) -> None:
+        try:
+            real = path.resolve()
+        except OSError:
+            return
+        if real.exists() and not real.is_relative_to(top):
+            found.setdefault(real, why)
+
+    for name, text in texts.items():
+        for inc in _QUOTED_INCLUDE.findall(text):
+            note(root / posixpath.dirname(name) / inc, f"{name} includes \"{inc}\"")
+    for mk in sorted(p for p in root.rglob("*") if p.name in ("Makefile", "makefile", "GNUmakefile")
+                     and p.is_file() and len(p.relative_to(root).parts) <= 3):
+        rel = mk.relative_to(root).as_posix()
+        raw = mk.read_text(errors="replace")
+        variables = _make_variables(raw)
+        for m in _INCLUDE_LINE.finditer(raw):
+            for part in _expand(m.group(1), variables).split():
+                if "$" not in part:
+                    note(mk.parent / part, f"{rel} includes {part}")
+        text = read_makefile(mk)
+        expanded = _expand(" ".join(_make_variables(text).values()) + "\n" + text, _make_variables(text))
+        for inc in _INCLUDE_FLAG.findall(expanded):
+            if "$" not in inc:
+                note(mk.parent / inc, f"{rel} compiles with -I{inc}")
+    for cm in sorted(p for p in root.rglob("CMakeLists.txt") if len(p.relative_to(root).parts) <= 4):
+        rel = cm.relative_to(root).as_posix()
+        text = cm.read_text(errors="replace")
+        for sub in _CMAKE_SUBDIRECTORY.findall(text):
+            note(cm.parent / sub, f"{rel}: add_subdirectory({sub})")
+        for args in _CMAKE_INCLUDE_DIRS.findall(text):
+            for path in _CMAKE_PATH_WORD.findall(args):
+                note(cm.parent / path, f"{rel}: include_directories({path})")
+    return sorted(found.items(), key=lambda kv: str(kv[0]))
+
+
+def smallest_workspace(root: Path, outside: list[tuple[Path, str]]) -> Path:
+    """The smallest folder holding `root` and every path in `outside`."""
+    paths = [str(root.resolve()), *(str(p if p.is_dir() else p.parent) for p, _ in outside)]
+    return Path(os.path.commonpath(paths))
+
+
 def inspect(root: Path) -> Project:
     """What init would write for the project in root."""
     if not root.is_dir():
@@ -470,12 +529,14 @@ def inspect(root: Path) -> Project:
     kind, build, notes, run_args = detect_build(root, files, mains)
     texts = _source_texts(root)
     fail_pattern, where = printed_verdict(texts)
-    return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(texts))
+    return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(texts),
+                   outside_reads(root, texts))
 
 
-def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".") -> str:
+def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".", workspace: str | None = None
+                  ) -> str:
     """The commented optimas.yml for project `p` (`workdir`: the project folder, relative to where
-    the file goes)."""
+    the file goes; `workspace`: the folder a candidate's build copies, when it is larger)."""
     run = "{exe}" + (f" {run_args}" if run_args else "")
     lines = [
         f"# Optimas config for {name}, written by `optimas init`; config.yml in the Optimas repository",
@@ -483,6 +544,12 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".")
         "app:",
         f"  name: {_q(name)}",
         f"  workdir: {_q(workdir)}",
+    ]
+    if workspace is not None:
+        lines += [f"  # The build reads files outside the program folder: {why}" for why in _outside_notes(p)]
+        lines += ["  # A candidate is built in a copy of this folder, which holds them all:",
+                  f"  workspace: {_q(workspace)}"]
+    lines += [
         f"  # The files that define the {count_of(len(p.kernels), 'kernel')} found: "
         f"{', '.join(p.kernels[:6])}"
         f"{', ...' if len(p.kernels) > 6 else ''}.",
@@ -518,6 +585,13 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".")
     return "\n".join(lines) + "\n"
 
 
+def _outside_notes(p: Project, shown: int = 4) -> list[str]:
+    notes = [why for _, why in p.outside[:shown]]
+    if len(p.outside) > shown:
+        notes.append(f"and {len(p.outside) - shown} more")
+    return notes
+
+
 def write_config(root: Path, out: Path, name: str | None = None, run_args: str = "", build: str | None = None,
                  force: bool = False) -> tuple[Project, str]:
     """Inspect root, check the config it gives as check-config would, and write it to `out` (never
@@ -543,7 +617,16 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
         raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
     where = out.resolve()
     workdir = os.path.relpath(root.resolve(), where.parent)
-    text = render_config(project, name or root.resolve().name, run_args, workdir)
+    workspace = None
+    if project.outside:
+        space = smallest_workspace(root, project.outside)
+        if space == Path(space.anchor) or Path.home().resolve().is_relative_to(space):
+            project.notes.append("the build reads files outside the program folder ("
+                                 + "; ".join(_outside_notes(project)) + "), but the folder holding them all is "
+                                 f"{space}, too large to copy for every candidate: set app.workspace yourself")
+        else:
+            workspace = os.path.relpath(space, where.parent)
+    text = render_config(project, name or root.resolve().name, run_args, workdir, workspace)
     cfg = parse_config(text, where)
     lc = LoadedConfig(path=where, config=cfg, sha256="")
     problems = path_problems(lc)
