@@ -205,7 +205,8 @@ def test_the_prompt_shows_kernels_and_helpers_from_headers_and_the_guard_keeps_h
                   "Device function twice (read-only)", "Device function fused (read-only)"):
         assert title in user, title
     assert "unused" not in user  # not reached from a hot kernel
-    assert prompt.editable == {"kernels/transform.cuh": [(4, 8), (9, 12)]}
+    # the kernels, and where main.cu launches them, their execution configurations
+    assert prompt.editable == {"kernels/transform.cuh": [(4, 8), (9, 12)], "main.cu": [(13, 13), (14, 14)]}
 
     # a kernel edit in the header is applied; a helper edit is refused unless the config opens it
     kernel_edit = Edit(file="kernels/transform.cuh", start_line=11, end_line=11,

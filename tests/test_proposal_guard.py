@@ -185,3 +185,78 @@ def test_overlapping_edits_are_rejected():
     b = edit(19, 20, lines(19, 20).replace("b[i]", "__ldg(&b[i])"))
     g = apply_proposal(proposal(a, b), FILES, EDITABLE)
     assert "overlapping-edits" in rules(g)
+
+
+# Launch configuration as an edit: grid, block and shared memory, and the declarations they use.
+
+LAUNCHING = """\
+#define N 1048576
+__global__ void scale(float* a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) a[i] *= 2.0f;
+}
+int main() {
+  float* d;
+  cudaMalloc(&d, N * sizeof(float));
+  int threads = 32;
+  dim3 grid((N + threads - 1) / threads);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  scale<<<grid, threads, 0, s>>>(d, N);
+  cudaDeviceSynchronize();
+  return 0;
+}
+"""
+
+
+def _launch_prompt():
+    from runner.analysis.evidence import Diagnostics, GpuInfo
+    from runner.analysis.hot import KernelTime
+    from runner.proposal.prompt import build_prompt
+
+    diag = Diagnostics(gpu=GpuInfo(), alpha=0.8, kernels=[KernelTime(kernel="scale(float *, int)", total_ns=1,
+                                                                     launches=1, share=1, cumulative_share=1,
+                                                                     hot=True)], evidence=[])
+    return build_prompt("launch", diag, {"main.cu": LAUNCHING}, "none")
+
+
+def _edit(line: int, old: str, new: str) -> Edit:
+    text = LAUNCHING.splitlines()[line - 1]
+    assert old in text, text
+    return Edit(file="main.cu", start_line=line, end_line=line, new_text=text.replace(old, new))
+
+
+def test_the_prompt_shows_the_launch_and_the_guard_allows_only_its_configuration():
+    prompt = _launch_prompt()
+    assert "### Launch of scale (host code: only its execution configuration" in prompt.user
+    assert "(main.cu, lines 9-13)" in prompt.user
+    assert prompt.editable["main.cu"] == [(2, 5), (9, 9), (10, 10), (13, 13)]  # the kernel; the launch's lines
+    files = {"main.cu": LAUNCHING}
+    allowed = [_edit(9, "32", "256"), _edit(10, "(N + threads - 1) / threads", "N / threads / 4"),
+               _edit(13, "<<<grid, threads, 0, s>>>", "<<<grid, threads, threads * sizeof(float), s>>>")]
+    result = apply_proposal(Proposal(shape="structured", raw="", edits=allowed), files, prompt.editable)
+    assert result.ok, result.reasons()
+    assert "-  int threads = 32;" in result.diff and "+  int threads = 256;" in result.diff
+    refused = {"stream": _edit(13, "0, s>>>", "0, 0>>>"), "argument": _edit(13, "(d, N)", "(d, N / 2)"),
+               "other kernel": _edit(13, "scale<<<", "scale2<<<"),
+               "declaration's type": _edit(9, "int threads", "long threads"),
+               "a statement added": _edit(10, ";", "; cudaMemset(d, 0, 4);")}
+    for what, edit in refused.items():
+        r = apply_proposal(Proposal(shape="structured", raw="", edits=[edit]), files, prompt.editable)
+        assert not r.ok and {v.rule for v in r.violations} <= {"launch-config", "new-kernel"}, (what, r.reasons())
+    # host lines that compute nothing of the launch stay out of reach
+    r = apply_proposal(Proposal(shape="structured", raw="", edits=[_edit(8, "N * sizeof(float)", "N * 8")]),
+                       files, prompt.editable)
+    assert [v.rule for v in r.violations] == ["host-code"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_launch_configuration_edit_compiles(tmp_path):
+    prompt = _launch_prompt()
+    edits = [_edit(9, "32", "256"), _edit(13, "<<<grid, threads, 0, s>>>", "<<<grid, threads, 1024, s>>>")]
+    result = apply_proposal(Proposal(shape="structured", raw="", edits=edits), {"main.cu": LAUNCHING},
+                            prompt.editable)
+    (tmp_path / "main.cu").write_text(result.files["main.cu"])
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "app"), str(tmp_path / "main.cu")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

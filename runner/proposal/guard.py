@@ -1,8 +1,10 @@
 """Guarded application of a Proposal: apply its edits, produce a unified diff, and reject what breaks
 a rule, naming the rule and the lines.
 
-Rules: overlapping-edits, outside-allowed-region, host-code, signature-changed, kernel-removed,
-new-kernel, duplicate-kernel, no-op.
+Rules: overlapping-edits, outside-allowed-region, host-code, launch-config, signature-changed,
+kernel-removed, new-kernel, duplicate-kernel, no-op. Host code may change only where the prompt
+allowed a launch's execution configuration (runner.base.launch_sites): the launch's grid, block and
+dynamic shared memory and the one-line declarations they are computed from, nothing else.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import unidiff
 from pydantic import BaseModel, Field
 
 from runner.base.cuda_source import Function, functions, strip_comments_and_strings
+from runner.base.launch_sites import launch_sites, masked
 from runner.proposal.parser import Edit, Proposal
 
 
@@ -117,11 +120,35 @@ def apply_proposal(proposal: Proposal, files: dict[str, str],
 
     for name in {e.file for e in edits}:
         v += _kernel_rules(name, files[name], new_files[name], edits)
+        v += _launch_rule(name, files[name], new_files[name], edits)
     if v:
         return GuardResult(ok=False, violations=v)
     diff = unified_diff(files, new_files)
     unidiff.PatchSet(diff)  # our own diff must parse; a failure here is a bug, not bad input
     return GuardResult(ok=True, files=new_files, diff=diff)
+
+
+def _host_code(text: str) -> str:
+    """The host functions of `text`, one after another."""
+    lines = text.splitlines()
+    return "\n".join("\n".join(lines[f.start_line - 1:f.end_line]) for f in functions(text) if not f.is_device)
+
+
+def _launch_rule(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:
+    """Host code the edits touched differs from the original only in launch configurations."""
+    host = [f for f in functions(old) if not f.is_device]
+    touched = [e for e in edits if e.file == name
+               and any(f.start_line <= e.end_line and e.start_line <= f.end_line for f in host)]
+    if not touched:
+        return []
+    sites = launch_sites(old)
+    if masked(_host_code(old), sites) == masked(_host_code(new), sites):
+        return []
+    first, last = min(e.start_line for e in touched), max(e.end_line for e in touched)
+    return [Violation(rule="launch-config", file=name, start_line=first, end_line=last,
+                      message="in host code only a launch's execution configuration may change: its grid, block "
+                              "and dynamic shared memory, and the one-line declarations they are computed from; "
+                              "the stream, the kernel's arguments and every other statement stay as they are")]
 
 
 def _kernel_rules(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:

@@ -28,6 +28,7 @@ from runner.base.cuda_source import (
     used_names,
 )
 from runner.base.errors import OptimasError
+from runner.base.launch_sites import launch_sites
 from runner.evaluation.compare import ROUNDING_ULPS
 from runner.profiling.model import short_kernel_name
 from runner.proposal.compiler import KernelResources
@@ -59,7 +60,9 @@ GUARDRAILS = [
     "__launch_bounds__ is allowed.",
     "Add no new __global__ kernel and do not duplicate one.",
     "Edit only inside the hot kernels shown (their signature and body), unless the prompt allows more.",
-    "Do not touch host code: input generation, validation, output writing and kernel launches stay as they are.",
+    "Do not touch host code (input generation, validation, output writing stay as they are), except a hot "
+    "kernel's execution configuration where the prompt shows its launch: grid, block and dynamic shared "
+    "memory, and the one-line declarations they are computed from; its stream and arguments stay.",
     BITWISE_RULE,
     "Make no formatting-only or comment-only changes.",
     "Every edit cites the evidence ids it targets; cite only ids listed in the prompt.",
@@ -218,7 +221,26 @@ def _source_blocks(files: dict[str, str], hot: list[str], extra: Sequence[str] =
             blocks.append(SourceBlock(title=f"Hot kernel {k.name}", file=name, start=k.start_line, end=k.end_line,
                                       text=numbered(text, k.start_line, k.end_line)))
             editable.setdefault(name, []).append((k.start_line, k.end_line))
+    hot_names = {f.name.split("::")[-1] for fs in kernels.values() for f in fs}
+    shown_sites = 0
+    for name, text in files.items():
+        for site in launch_sites(text, hot_names, parsed[name]):
+            if shown_sites >= MAX_LAUNCH_SITES:
+                break
+            first = min([site.start_line, *site.declarations])
+            if site.end_line - first + 1 > MAX_LAUNCH_LINES:  # declared far above: the launch alone
+                first, site.declarations = site.start_line, []
+            shown_sites += 1
+            blocks.append(SourceBlock(title=f"Launch of {site.kernel} (host code: only its execution configuration "
+                                            "<<<grid, block, shared memory>>> and the declarations it is computed "
+                                            "from may change)", file=name, start=first, end=site.end_line,
+                                      text=numbered(text, first, site.end_line)))
+            editable.setdefault(name, []).extend(site.editable)
     return blocks, editable, found
+
+
+MAX_LAUNCH_SITES = 8  # launch sites of hot kernels shown, at most
+MAX_LAUNCH_LINES = 30  # from the first declaration a launch's configuration uses to the launch
 
 
 MAX_DEFINITION_LINES = 60  # macro and constant lines shown beside the functions

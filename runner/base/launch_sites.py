@@ -1,0 +1,115 @@
+"""Where host code launches a kernel (`name<<<grid, block, shared, stream>>>(args);`), and the
+lines that compute its execution configuration: the launch as an edit the model may make.
+
+A launch site's editable lines are its statement and the one-line declarations, earlier in the
+same host function, of the variables its grid, block and dynamic shared memory use (`dim3
+grid(n / 256);`, `int threads = 256;`). What may change there is the execution configuration
+only: `masked` blanks the first three configuration arguments of every launch and the
+initializers of those declarations, and a candidate's host code must be the original's once both
+are masked (so the stream, the arguments and every other statement stay as they are).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from runner.base.cuda_source import Function, _line_of, functions, strip_comments_and_strings
+
+_LAUNCH = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<[^;{}]*?>)?\s*<<<")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+_KEYWORDS = frozenset({"sizeof", "static_cast", "int", "unsigned", "size_t", "float", "double", "dim3", "min", "max",
+                       "std", "const", "long", "char", "short", "true", "false", "nullptr"})
+_DECL = r"^[ \t]*(?:const(?:expr)?[ \t]+|static[ \t]+)*(?:dim3|int|unsigned(?:[ \t]+int)?|size_t|long|auto|uint|" \
+        r"int64_t|int32_t|uint32_t|uint64_t)[ \t]+(?:[\w \t,=*()+\-/%]*?,[ \t]*)?{name}[ \t]*(\(|=|\{{)"
+
+
+@dataclass
+class LaunchSite:
+    kernel: str  # the name as the launch writes it (`ns::k`, template arguments left out)
+    start_line: int  # the launch statement
+    end_line: int
+    config: list[str]  # the arguments between <<< and >>>
+    declarations: list[int] = field(default_factory=list)  # lines declaring the variables the config uses
+
+    @property
+    def editable(self) -> list[tuple[int, int]]:
+        """The line ranges a launch-configuration edit may touch."""
+        return sorted({(d, d) for d in self.declarations} | {(self.start_line, self.end_line)})
+
+
+def _top_level_split(text: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for c in text:
+        if c in "([{<":
+            depth += 1
+        elif c in ")]}>":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def _launches(clean: str) -> list[tuple[re.Match, int, int, int]]:
+    """(name match, position after <<<, position of >>>, position after the statement's ';')."""
+    out = []
+    for m in _LAUNCH.finditer(clean):
+        close = clean.find(">>>", m.end())
+        if close < 0:
+            continue
+        end = clean.find(";", close)
+        if end < 0:
+            continue
+        out.append((m, m.end(), close, end + 1))
+    return out
+
+
+def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Function] | None = None) -> list[LaunchSite]:
+    """The launches in host code of `kernels` (short names; None: any), with the lines that compute
+    their configuration."""
+    clean = strip_comments_and_strings(text)
+    funcs = functions(text) if funcs is None else funcs
+    lines = clean.splitlines()
+    out = []
+    for m, open_end, close, end in _launches(clean):
+        name = m.group(1)
+        if kernels is not None and name.split("::")[-1] not in kernels:
+            continue
+        start, stop = _line_of(clean, m.start()), _line_of(clean, end - 1)
+        host = next((f for f in funcs if not f.is_device and f.body_start_line <= start <= f.end_line), None)
+        if host is None:
+            continue
+        config = _top_level_split(clean[open_end:close])
+        used = {i for arg in config[:3] for i in _IDENT.findall(arg)} - _KEYWORDS
+        declared = []
+        for ident in sorted(used):
+            pattern = re.compile(_DECL.format(name=re.escape(ident)))
+            for n in range(start - 1, host.body_start_line - 1, -1):
+                if pattern.search(lines[n - 1]) and lines[n - 1].rstrip().endswith(";"):
+                    declared.append(n)
+                    break
+        out.append(LaunchSite(name, start, stop, config, sorted(set(declared))))
+    return out
+
+
+def masked(text: str, sites: list[LaunchSite]) -> str:
+    """The code of `text` with every launch's grid, block and shared-memory arguments, and the
+    initializers of the variables `sites` declare for them, blanked; whitespace removed."""
+    clean = strip_comments_and_strings(text)
+    pieces, last = [], 0
+    for _, open_end, close, _ in _launches(clean):
+        config = _top_level_split(clean[open_end:close])
+        # grid, block and shared memory as one mark (shared memory may be added); the stream stays
+        pieces += [clean[last:open_end], "#" + "".join("," + c for c in config[3:])]
+        last = close
+    clean = "".join(pieces) + clean[last:]
+    names = {i for s in sites for arg in s.config[:3] for i in _IDENT.findall(arg)} - _KEYWORDS
+    for ident in names:
+        # `T name(init);`, `T name = init;`, `T name{init};` -> `T name#;`
+        clean = re.sub(_DECL.format(name=re.escape(ident)) + r"[^;]*;", lambda m: m.group(0)[:m.start(1) - m.start(0)]
+                       + "#;", clean, flags=re.MULTILINE)
+    return re.sub(r"\s+", "", clean)
