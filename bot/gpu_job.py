@@ -9,7 +9,9 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -154,10 +156,12 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
             cfg_file = ws / CONFIG_PATH
             replace_file(cfg_file, text)  # the default branch's config, whatever the PR head holds there
             log.info("fetched; running Optimas with the default branch's %s in a sandbox", CONFIG_PATH)
+            checked: list[bool] = []
             try:
-                outcome = _pipeline(cfg_file, work)
+                outcome = _pipeline(cfg_file, work, checked)
             finally:
-                keep_runs(work / "runs", runs_folder())
+                if checked:  # the job's folder passed the last sweep: its runs are safe to keep
+                    keep_runs(work / "runs", runs_folder())
     return outcome, sha
 
 
@@ -189,31 +193,70 @@ def replace_file(path: Path, text: str) -> None:
         f.write(text)
 
 
+RUN_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def keep_runs(source: Path, runs: Path) -> None:
-    """Move the job's run folders into the worker's runs folder and add their corpus records to
-    its corpus (records that are not JSON objects are dropped: the job's code could write there)."""
-    if not source.is_dir():
+    """Copy the job's run folders into the worker's runs folder and add their corpus records to
+    its corpus. The job's code could write there: only folders named as runs are named, with a
+    manifest, that the runs folder does not hold yet; only regular files and folders are copied
+    (links dropped, setuid/setgid and write-for-others bits off); only JSON objects are added to the
+    corpus. What cannot be kept is logged: the job's outcome stands."""
+    try:
+        runs.mkdir(parents=True, exist_ok=True, mode=0o750)
+        for entry in sorted(source.iterdir()) if source.is_dir() and not source.is_symlink() else []:
+            if entry.is_symlink() or not entry.is_dir() or not RUN_NAME.fullmatch(entry.name):
+                continue
+            manifest = entry / "manifest.json"
+            if not manifest.is_file() or manifest.is_symlink() or (runs / entry.name).exists():
+                continue
+            shutil.copytree(entry, runs / entry.name, symlinks=True, ignore=_not_regular,
+                            copy_function=_copy_plain)
+        _add_corpus(source / "corpus.jsonl", runs / "corpus.jsonl")
+    except OSError as e:
+        log.warning("the job's run folders could not all be kept in %s: %s", runs, e)
+
+
+def _not_regular(folder: str, names: list[str]) -> set[str]:
+    """copytree's ignore: links and anything that is neither a regular file nor a folder."""
+    out = set()
+    for name in names:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            out.add(name)
+    return out
+
+
+def _copy_plain(src: str, dst: str) -> None:
+    """A regular file's bytes, with its permission bits less setuid, setgid and write for others."""
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f, open(dst, "xb") as out:
+        shutil.copyfileobj(f, out)
+        mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+    os.chmod(dst, mode & ~(stat.S_ISUID | stat.S_ISGID | stat.S_IWOTH))
+
+
+def _add_corpus(source: Path, corpus: Path) -> None:
+    if not source.is_file() or source.is_symlink():
         return
-    runs.mkdir(parents=True, exist_ok=True)
-    for entry in sorted(source.iterdir()):
-        if entry.is_symlink():
-            continue
-        if entry.name == "corpus.jsonl" and entry.is_file():
-            records = []
-            for line in entry.read_text(encoding="utf-8", errors="replace").splitlines():
-                with contextlib.suppress(ValueError):
-                    if isinstance(json.loads(line), dict):
-                        records.append(line)
-            if records:
-                with open(runs / "corpus.jsonl", "a", encoding="utf-8") as f:
-                    f.write("".join(r + "\n" for r in records))
-        elif entry.is_dir() and not (runs / entry.name).exists():
-            shutil.move(str(entry), str(runs / entry.name))
+    records = []
+    for line in source.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            if isinstance(json.loads(line), dict):
+                records.append(line)
+    if not records:
+        return
+    if corpus.exists() and (corpus.is_symlink() or not corpus.is_file()):
+        log.warning("%s is not a regular file: the job's %d corpus record(s) were not added", corpus, len(records))
+        return
+    with open(corpus, "a", encoding="utf-8") as f:
+        f.write("".join(r + "\n" for r in records))
 
 
-def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
+def _pipeline(cfg_file: Path, work: Path, checked: list[bool]) -> dict[str, Any]:
     """The pipeline on the checkout's config, its commands in a sandbox that may write `work` only
-    and read the tracer and nvcc shim that the worker prepares (and checks) beforehand."""
+    and read the tracer and nvcc shim that the worker prepares (and checks) beforehand. `checked`
+    gets True once the job's folder passed its last sweep (its runs may be kept)."""
     from runner.base.config import load_config
     from runner.base.processes import cache_root
     from runner.base.sandbox import sandboxed
@@ -222,7 +265,11 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     prepare_tools(lc.config.profiling.nvcc)
     with sandboxed([work], [cache_root()]) as box:
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
-        return pipeline(lc, work / "runs")[1]
+        try:
+            return pipeline(lc, work / "runs")[1]
+        finally:
+            box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
+            checked.append(True)
 
 
 def prepare_tools(nvcc: str) -> None:

@@ -9,6 +9,7 @@ import hmac
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, GH_REPO, HEAD
+from conftest import REPO as ROOT
 from rq import Queue, SimpleWorker
 
 import bot.jobs as jobs
@@ -328,7 +330,7 @@ echo "uid $(id -u)"
 for f in "$CACHE"/nvcc-shim/*/nvcc "$CACHE"/tracer/*/liboptimas_tracer.so; do
   echo "#evil" >> "$f" 2>/dev/null && echo "WROTE $f" || echo "cache read-only: $(basename $f)"; done
 mkdir -p "$CACHE/planted" 2>/dev/null && echo "PLANTED" || echo "no new cache entries"
-echo "parent: $(tr "\0" " " < /proc/$PPID/environ | grep -o "OPTIMAS_[A-Z_]*" | head -3)"
+echo "parent: $(tr "\0" "\n" < /proc/$PPID/environ | grep -o "^OPTIMAS_\(APP_ID\|PRIVATE_KEY\|WEBHOOK\|REDIS\)[A-Z_]*")"
 echo "processes: $(ls /proc | grep -c "^[0-9]")"
 cat "$CANARY" 2>/dev/null && echo "READ CANARY" || echo "canary hidden"
 echo pwned >> "$CANARY" 2>/dev/null && echo "WROTE CANARY" || true
@@ -377,3 +379,74 @@ def _cmdlines() -> list[str]:
             except OSError:
                 pass
     return out
+
+
+# The sweep and what is kept, against the holes an attacker's pass found in them.
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not Path("/usr/bin/python3").exists(),
+                    reason="needs root to run the sweep as another, unprivileged user")
+def test_a_folder_the_sandbox_made_unlistable_is_swept_all_the_same():
+    """The sandbox runs as the worker's user, so it may chmod its folders 0311 (enter, not list):
+    a walk that skips what it cannot list would leave a link out for the worker to follow."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="optimas-sweep-test-"))
+    try:
+        base.chmod(0o755)
+        outside, job = base / "outside.txt", base / "job"
+        outside.write_text("the worker's file\n")
+        (job / "hidden").mkdir(parents=True)
+        (job / "hidden" / "trap").symlink_to(outside)
+        (job / "inner.txt").write_text("x")
+        (job / "hidden" / "ok").symlink_to(job / "inner.txt")
+        for p in (job, job / "hidden", job / "inner.txt"):
+            os.chown(p, 65534, 65534, follow_symlinks=False)
+        (job / "hidden").chmod(0o311)
+        code = ("from pathlib import Path\nfrom runner.base.sandbox import Sandbox\n"
+                f"print(Sandbox('bwrap', [Path({str(job)!r})]).sweep())\n")
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                            code], capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin"})
+        assert r.returncode == 0, r.stderr
+        assert str(job / "hidden" / "trap") in r.stdout
+        assert not (job / "hidden" / "trap").is_symlink() and (job / "hidden" / "ok").is_symlink()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_tree_too_deep_to_check_fails_the_job_and_nothing_is_kept(tmp_path):
+    from runner.base.sandbox import MAX_SWEEP_DEPTH, Sandbox, SandboxError
+
+    job = tmp_path / "job"
+    deep = job.joinpath(*["d"] * (MAX_SWEEP_DEPTH + 2))
+    deep.mkdir(parents=True)
+    (deep / "trap").symlink_to("/etc/passwd")
+    with pytest.raises(SandboxError, match="too deep to check"):
+        Sandbox("bwrap", [job]).sweep()
+
+
+def test_only_runs_are_kept_and_only_as_plain_files(tmp_path):
+    from bot.gpu_job import keep_runs
+
+    work, runs = tmp_path / "job" / "work" / "runs", tmp_path / "worker" / "runs"
+    secret = tmp_path / "worker" / "secrets" / "app.pem"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("KEY")
+    run = work / "20261204T120000Z-0f0e0d0c-0b0a-4908-8706-050403020100"
+    (run / "prompt").mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    (run / "prompt" / "user-1.md").symlink_to("../../../../../worker/secrets/app.pem")  # inside the job, now
+    (run / "app").write_text("#!/bin/sh\n")
+    (run / "app").chmod(0o4777)
+    forged = work / "20991231T235959Z-00000000-0000-4000-8000-000000000000"
+    forged.mkdir()  # no manifest
+    (work / "not-a-run").mkdir()
+    (work / "corpus.jsonl").write_text('{"app": "x"}\n[1, 2]\nnot json\n')
+    (runs / "corpus.jsonl").mkdir(parents=True)  # someone made the corpus a folder: logged, not fatal
+    keep_runs(work, runs)
+    kept = runs / run.name
+    assert (kept / "manifest.json").is_file() and not (kept / "prompt" / "user-1.md").exists()
+    assert oct((kept / "app").stat().st_mode & 0o7777) == oct(0o775)
+    assert not (runs / forged.name).exists() and not (runs / "not-a-run").exists()
+    (runs / "corpus.jsonl").rmdir()
+    keep_runs(work, tmp_path / "worker" / "runs")
+    assert (runs / "corpus.jsonl").read_text() == '{"app": "x"}\n'

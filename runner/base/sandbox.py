@@ -17,8 +17,11 @@ Inside a `sandboxed(...)` block every command that runner.base.processes starts 
   profiler needs them (OPTIMAS_SANDBOX_KEEP_CAPS=1, for hosts that restrict GPU counters to admins).
 
 After each command, nothing of the sandbox runs any more (its process namespace ends with it), and
-the writable area is swept: symbolic links that lead out of it and FIFOs or sockets are removed,
-so that the worker, reading or writing there next, never follows the code's links elsewhere.
+the writable area is swept: symbolic links that lead out of it, FIFOs, sockets and device nodes are
+removed, setuid and setgid bits taken off, and folders given back to their owner (the sandbox runs
+as the worker's user and can take the bits that would let a walk list them), so that the worker,
+reading or writing there next, never follows the code's links elsewhere. A tree the sweep cannot
+check whole fails the job.
 """
 
 from __future__ import annotations
@@ -103,31 +106,73 @@ class Sandbox:
         return out, links
 
     def sweep(self) -> list[str]:
-        """Remove, from the writable area, symbolic links that lead out of it and FIFOs or sockets;
-        returns what was removed (also kept in `swept`)."""
+        """Make the writable area safe for the worker to read and write again: remove symbolic links
+        that lead out of it, FIFOs, sockets and device nodes, take setuid and setgid bits off, and
+        give every folder back to its owner (the sandbox runs as the worker's user and may have
+        taken the bits that let a walk list it). Returns what was removed (also kept in `swept`).
+
+        Fails closed: a tree it cannot check whole (too deep, an entry it cannot read) raises
+        SandboxError, and the job's folder must then be thrown away unread."""
         roots = [p.resolve() for p in self.writable]
-        removed = []
+        removed: list[str] = []
         for root in roots:
-            for folder, dirs, files in os.walk(root):
-                for name in dirs + files:
-                    path = os.path.join(folder, name)
-                    try:
-                        mode = os.lstat(path).st_mode
-                    except FileNotFoundError:
-                        continue
-                    if stat.S_ISLNK(mode):
-                        target = Path(os.path.realpath(path))
-                        if any(target == r or r in target.parents for r in roots):
-                            continue
-                    elif not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-                        continue
-                    os.unlink(path)
-                    removed.append(path)
+            os.chmod(root, stat.S_IMODE(os.lstat(root).st_mode) | 0o700)  # the worker's own folder, always
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                _sweep_folder(fd, str(root), roots, removed, 0)
+            except OSError as e:
+                raise SandboxError(f"the job's folder could not be checked after a command ({e.strerror}: "
+                                   f"{_short(e.filename or root)}); nothing of it is kept") from None
+            finally:
+                os.close(fd)
         if removed:
-            log.warning("sandbox: removed %d link(s) leading out of the job's folder or FIFOs: %s", len(removed),
-                        ", ".join(removed[:5]))
+            log.warning("sandbox: removed %d link(s) leading out of the job's folder, FIFOs or devices: %s",
+                        len(removed), ", ".join(_short(r) for r in removed[:5]))
             self.swept.extend(removed)
         return removed
+
+
+MAX_SWEEP_DEPTH = 64  # folders inside the job's folder; a deeper tree fails the job
+MAX_SWEEP_PATH = 3000  # characters of a path checked; a longer one fails the job
+
+
+def _short(path: str | os.PathLike[str]) -> str:
+    text = os.fspath(path)
+    return text if len(text) <= 200 else text[:100] + "..." + text[-80:]
+
+
+def _inside(path: str, roots: list[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real == r or r in real.parents for r in roots)
+
+
+def _sweep_folder(fd: int, path: str, roots: list[Path], removed: list[str], depth: int) -> None:
+    """Sweep the folder open at `fd` (named `path`), folder by folder through descriptors. No
+    process of the sandbox runs while this does: what it finds stays as it is found."""
+    if depth > MAX_SWEEP_DEPTH or len(path) > MAX_SWEEP_PATH:
+        raise SandboxError(f"the job's folder holds a tree too deep to check ({_short(path)}); nothing of it is kept")
+    for name in os.listdir(fd):
+        full = os.path.join(path, name)
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            if len(full) > MAX_SWEEP_PATH or not _inside(full, roots):
+                os.unlink(name, dir_fd=fd)
+                removed.append(full)
+        elif stat.S_ISDIR(mode):
+            if stat.S_IMODE(mode) & 0o700 != 0o700:
+                os.chmod(name, stat.S_IMODE(mode) | 0o700, dir_fd=fd)  # a folder, found so just now
+            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            try:
+                _sweep_folder(sub, full, roots, removed, depth + 1)
+            finally:
+                os.close(sub)
+        elif stat.S_ISREG(mode):
+            if mode & (stat.S_ISUID | stat.S_ISGID):
+                os.chmod(name, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID), dir_fd=fd)
+        else:  # FIFO, socket, device node: the worker would block on one, or reach a device
+            os.unlink(name, dir_fd=fd)
+            removed.append(full)
 
 
 _current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar("optimas_sandbox", default=None)
