@@ -66,6 +66,7 @@ class JobContext:
         """Writes on the PR, serialized per installation across worker processes."""
         return Publisher.for_installation(
             self.app, self.installation_id, self.repo, self.pr, backoff_s=self.settings.write_backoff_s,
+            author=f"{self.settings.app_slug}[bot]",
             lock=lambda: self.conn.lock(self.key("writes", str(self.installation_id)), timeout=120,
                                         blocking_timeout=600))
 

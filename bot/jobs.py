@@ -1,7 +1,9 @@
 """RQ job functions of the control queue: module-level, small serializable arguments; their
 dependencies (Redis, the GitHub App) come from the worker's environment (WorkerSettings).
 
-- handle_trigger: may who asked trigger (write, maintain or admin)? Pin a commit the writer
+- handle_trigger: may who asked trigger (write, maintain or admin)? A push by anyone else voids
+  the pull request's approval: later pushes, a writer's "update branch" included, run only after a
+  new label or `/optimas run <sha>`. Pin a commit the writer
   approved (the label event's head; `/optimas run <sha>`; or, for plain `/optimas run`, the head
   the bot had seen before the comment was written), read the repo's Optimas config from the default
   branch, and, atomically per PR (a Redis lock): skip a run of the same commit and config that is
@@ -166,9 +168,17 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
     """Decide whether and what to run for a trigger (see the module docstring)."""
     ctx = JobContext.create(repo, installation_id, pr)
     ws, conn = ctx.settings, ctx.conn
+    voided = ctx.key("voided", f"{repo}#{pr}")
     permission, allowed = _writer_or_quiet(ctx, sender)
     if not allowed:
+        if trigger == "synchronize":  # someone who may not start runs pushed: the PR's approval no longer holds
+            conn.set(voided, 1, ex=JOB_KEY_TTL_S * 4)
         return {"status": "not allowed", "permission": permission}
+    if trigger == "synchronize" and conn.exists(voided):
+        ctx.reply(f"@{sender}: someone without write access pushed to this pull request since a maintainer last "
+                  f"approved it, so the new head `{head_sha[:12] if head_sha else '?'}` was not run. To run it, check "
+                  "the changes and label the pull request again or comment `/optimas run <sha>`.")
+        return {"status": "approval needed", "head_sha": head_sha}
     repository = ctx.client.get_repo(repo)
     pull = repository.get_pull(pr)
     if pull.state != "open":
@@ -179,6 +189,8 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
             ctx.reply(f"@{sender}: {refusal}")
             return {"status": "refused", "head_sha": pull.head.sha}
         return {"status": "stale", "head_sha": pull.head.sha}
+    if trigger != "synchronize":
+        conn.delete(voided)  # a writer approved this head: later pushes by writers run again
     config = ctx.app.config_from_default_branch(installation_id, repo, CONFIG_PATH)
     if config is None:
         ctx.reply(f"Optimas needs a `{CONFIG_PATH}` on the default branch ({repository.default_branch}) to know "

@@ -56,8 +56,11 @@ class Publisher:
     (`for_installation`), or a workflow's token client in the GitHub Action (`token_client`)."""
 
     def __init__(self, gh: Github, repo: str, pr: int, attempts: int = 5, backoff_s: float = 2.0,
-                 lock: Callable[[], ContextManager] | None = None):
+                 lock: Callable[[], ContextManager] | None = None, author: str | None = None):
         self.gh = gh
+        # Whose comments and reviews are ours (the App's `<slug>[bot]`): a marker copied into someone
+        # else's comment must not make the bot edit that comment, or skip a post as already made.
+        self.author = author
         self.repo = self.gh.get_repo(repo)
         self.pr = pr
         self.attempts = attempts
@@ -129,7 +132,7 @@ class Publisher:
         tag = marker("review", run_key)
 
         def existing() -> int | None:
-            return next((r.id for r in pull.get_reviews() if tag in (r.body or "")), None)
+            return next((r.id for r in pull.get_reviews() if tag in (r.body or "") and self._ours(r)), None)
 
         found = existing()
         if found is not None:
@@ -140,8 +143,12 @@ class Publisher:
         return self._write(lambda: pull.create_review(commit=commit, body=text, event="COMMENT", comments=safe).id,
                            existing)
 
+    def _ours(self, item: Any) -> bool:
+        return self.author is None or (item.user is not None and item.user.login == self.author)
+
     def _comment_with(self, tag: str) -> Any | None:
-        return next((c for c in self.repo.get_issue(self.pr).get_comments() if tag in (c.body or "")), None)
+        return next((c for c in self.repo.get_issue(self.pr).get_comments() if tag in (c.body or "") and self._ours(c)),
+                    None)
 
     def upsert_summary(self, body: str) -> int:
         """Edit the PR's Optimas summary comment in place, or create it: never a second one."""

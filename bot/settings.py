@@ -80,6 +80,7 @@ class WorkerSettings:
     redis_url: str = "redis://127.0.0.1:6379/0"
     key_prefix: str = "optimas"
     label: str = "optimas"
+    app_slug: str = "optimas"  # the App's comments and reviews are by `<slug>[bot]`
     gpu_queue: str = "optimas-gpu"
     # Where the GPU job fetches code: {repo} is owner/name. Credentials never go into this URL.
     git_url: str = "https://github.com/{repo}.git"
@@ -97,7 +98,7 @@ class WorkerSettings:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
-        """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_GPU_QUEUE, OPTIMAS_GIT_URL,
+        """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_APP_SLUG, OPTIMAS_GPU_QUEUE, OPTIMAS_GIT_URL,
         OPTIMAS_FETCH_TIMEOUT_S, OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S, OPTIMAS_GITHUB_REQUEST_INTERVAL_S,
         OPTIMAS_GITHUB_WRITE_INTERVAL_S, OPTIMAS_GITHUB_WRITE_BACKOFF_S."""
         e = os.environ if env is None else env
@@ -110,6 +111,7 @@ class WorkerSettings:
             raise SettingsError(f"OPTIMAS_GIT_URL={git_url!r}: expected a URL template with {{repo}}")
         return cls(redis_url=e.get("OPTIMAS_REDIS_URL", cls.redis_url),
                    key_prefix=e.get("OPTIMAS_KEY_PREFIX", cls.key_prefix), label=e.get("OPTIMAS_LABEL", cls.label),
+                   app_slug=e.get("OPTIMAS_APP_SLUG", cls.app_slug),
                    gpu_queue=e.get("OPTIMAS_GPU_QUEUE", cls.gpu_queue), git_url=git_url,
                    fetch_timeout_s=_number(e, "OPTIMAS_FETCH_TIMEOUT_S", cls.fetch_timeout_s, 1),
                    artifacts_url=e.get("OPTIMAS_ARTIFACTS_URL") or None,

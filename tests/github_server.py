@@ -137,7 +137,8 @@ class FakeGitHub:
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews", path):
             if method == "POST":
                 r = {"id": len(self.reviews) + 1, "commit_id": data.get("commit_id"), "body": data.get("body"),
-                     "event": data.get("event"), "comments": data.get("comments", []), "state": "COMMENTED"}
+                     "event": data.get("event"), "comments": data.get("comments", []), "state": "COMMENTED",
+                     "user": {"login": "optimas[bot]"}}
                 self.reviews.append(r)
                 return 200, r
             return 200, self.reviews

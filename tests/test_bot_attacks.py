@@ -450,3 +450,48 @@ def test_only_runs_are_kept_and_only_as_plain_files(tmp_path):
     (runs / "corpus.jsonl").rmdir()
     keep_runs(work, tmp_path / "worker" / "runs")
     assert (runs / "corpus.jsonl").read_text() == '{"app": "x"}\n'
+
+
+# A marker copied into someone else's comment or review is not the bot's.
+
+def test_markers_in_other_peoples_comments_do_not_stand_for_the_bots(monkeypatch, tmp_path):
+    from test_bot_end_to_end import deliver_and_work, make_remote
+
+    def spoof(fake):
+        url = f"{fake.url}/repos/{GH_REPO}/issues/comments/1"
+        fake.comments.append({"id": 1, "body": "looks fine <!-- optimas:summary -->", "issue": 2,
+                              "user": {"login": "mallory"}, "url": url})
+        fake.reviews.append({"id": 1, "commit_id": None, "body": "<!-- optimas:review -->", "event": "COMMENT",
+                             "comments": [], "state": "COMMENTED", "user": {"login": "mallory"}})
+
+    gh, sha, job = deliver_and_work(monkeypatch, make_remote(tmp_path, ["examples/h200-probe"]), prepare=spoof)
+    assert gh.comments[0]["body"] == "looks fine <!-- optimas:summary -->"  # not edited into a summary
+    ours = [c for c in gh.comments if c["user"]["login"] == "optimas[bot]" and "optimas:summary" in c["body"]]
+    assert len(ours) == 1 and len([r for r in gh.reviews if r["user"]["login"] == "optimas[bot]"]) == 1
+
+
+# An approval holds for the commits writers push, not for a push by anyone else.
+
+def test_a_push_by_a_non_writer_voids_the_approval_until_a_writer_approves_again(served):
+    srv, gh, conn, gpu = served
+    labels = [{"name": "optimas"}]
+    srv.deliver("pull_request", pull_request("labeled", B, "2026-12-04T10:00:00Z", label="optimas", labels=labels))
+    srv.work()
+    assert [j.kwargs["head_sha"] for j in gpu.jobs] == [B]
+    gh.add_pull(GH_REPO, 2, M)  # the fork pushes M
+    srv.deliver("pull_request", pull_request("synchronize", M, "2026-12-04T10:01:00Z", sender="forker", labels=labels))
+    srv.work()
+    e = "e" * 40  # a writer's "update branch" merges the base into it: a head holding M
+    gh.add_pull(GH_REPO, 2, e)
+    srv.deliver("pull_request", pull_request("synchronize", e, "2026-12-04T10:02:00Z", labels=labels))
+    srv.work()
+    assert [j.kwargs["head_sha"] for j in gpu.jobs] == [B] and "was not run" in gh.comments[-1]["body"]
+    # the writer reads the changes and approves the head by its SHA: it runs, and so do their later pushes
+    srv.deliver("issue_comment", comment(f"/optimas run {e}", "2026-12-04T10:03:00Z"))
+    srv.work()
+    assert gpu.jobs[-1].kwargs["head_sha"] == e
+    f = "f" * 40
+    gh.add_pull(GH_REPO, 2, f)
+    srv.deliver("pull_request", pull_request("synchronize", f, "2026-12-04T10:04:00Z", labels=labels))
+    srv.work()
+    assert gpu.jobs[-1].kwargs["head_sha"] == f  # (e's run, superseded, left the queue)
