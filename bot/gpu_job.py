@@ -22,7 +22,7 @@ from rq import get_current_job
 
 from bot.context import JobContext
 from bot.jobs import CONFIG_PATH, release_job_key
-from bot.publish import Publisher
+from bot.publish import Publisher, code_block, code_span
 from bot.review import plan_review, review_body
 from runner.base.errors import OptimasError
 from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
@@ -311,7 +311,8 @@ def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
                 "reasons": [str(w) for w in proposed.proposal.withheld]}
     if proposed.status != "accepted":
         return {"verdict": "no candidate", "postable": False, "edits": [], "run": run.id,
-                "headline": f"No usable candidate: {proposed.reason[:200]}"}
+                "headline": "No usable candidate: the answers could not be applied, or did not compile",
+                "details": proposed.reason[-1500:]}
     verdict, measured, validation, per_config = "not measured", None, None, []
     why = it.note if it.result is None else ""  # why the candidate was not evaluated here
     if it.result is not None:
@@ -406,13 +407,15 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
     """The summary comment. It names the run by its id only (the worker host's paths are nobody's
     business) and links the artifacts where the operator serves them (OPTIMAS_ARTIFACTS_URL)."""
     lines = [f"### Optimas on `{head_sha[:7]}`", "", outcome["headline"], ""]
+    if outcome.get("details"):
+        lines += [code_block(outcome["details"]), ""]
     if outcome.get("hot"):
-        lines.append("Hot kernels: " + ", ".join(f"`{k.split('(')[0]}`" for k in outcome["hot"]))
+        lines.append("Hot kernels: " + ", ".join(code_span(k.split("(")[0]) for k in outcome["hot"]))
         lines.append(f"Evidence items: {outcome.get('evidence')}; verdict: {outcome['verdict']}; "
                      f"run `{outcome['run']}`")
     if outcome.get("reasons"):
         lines.append("The model's reasons:")
-        lines.extend(f"- {r}" for r in outcome["reasons"])
+        lines.append(code_block("\n".join(f"- {r}" for r in outcome["reasons"])))
     if outcome.get("validation"):
         lines.append(f"Validation: {outcome['validation']}")
     for line in outcome.get("per_config", []):

@@ -33,6 +33,7 @@ from rq.job import Job, JobStatus
 from bot.app import heads_key
 from bot.context import JobContext
 from bot.github_client import WRITE_PERMISSIONS
+from bot.publish import code_block
 from bot.settings import WorkerSettings
 from runner.base.processes import kill_process_groups
 from runner.base.redaction import describe
@@ -334,9 +335,9 @@ def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, trace
     reason = describe(exc_value, 1000) if exc_value is not None else "the job stopped"
     ctx = JobContext.create(kw["repo"], kw["installation_id"], kw["pr"], connection)
     ctx.log.warning("job %s failed: %s", job.id, reason)
-    _complete_check(job, "failure", "Optimas failed", reason)
+    _complete_check(job, "failure", "Optimas failed", code_block(reason))
     ctx.publisher.post_comment(
-        f"The Optimas job `{job.id}` failed: {reason}\n\nNothing was posted for this run; "
+        f"The Optimas job `{job.id}` failed:\n{code_block(reason)}\n\nNothing was posted for this run; "
         "comment `/optimas run` to try again.", key=f"failure-{job.id}")
 
 

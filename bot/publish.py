@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import re
 import time
 from typing import Any, Callable, ContextManager, TypeVar
 
@@ -31,6 +32,22 @@ MARKER = "<!-- optimas:summary -->"
 MARKER_REVIEW = "<!-- optimas:review -->"
 CHECK_NAME = "Optimas"
 ROOM = MAX_BODY - 200  # what a body may use before its markers are appended
+
+
+def code_span(text: str) -> str:
+    """`text` as inline code whatever backticks it holds (a kernel's name comes from the pull
+    request: a backtick in it must not end the span and let mentions or links through)."""
+    run = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (run + 1)
+    return f"{fence} {text} {fence}" if run else f"`{text}`"
+
+
+def code_block(text: str) -> str:
+    """`text` as a fenced block, the fence longer than any run of backticks in it: what the pull
+    request's code printed, shown as text and never as Markdown (no mentions, links or images)."""
+    run = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * (run + 1)
+    return f"{fence}text\n{text.rstrip()}\n{fence}"
 
 
 def marker(kind: str, key: str) -> str:

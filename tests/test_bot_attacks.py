@@ -495,3 +495,19 @@ def test_a_push_by_a_non_writer_voids_the_approval_until_a_writer_approves_again
     srv.deliver("pull_request", pull_request("synchronize", f, "2026-12-04T10:04:00Z", labels=labels))
     srv.work()
     assert gpu.jobs[-1].kwargs["head_sha"] == f  # (e's run, superseded, left the queue)
+
+
+# What the pull request's code decides (kernel names, what it prints) is shown as code, never as Markdown.
+
+def test_names_and_output_from_the_pull_request_cannot_mention_or_link():
+    from bot.gpu_job import summary_text
+    from bot.publish import code_block, code_span
+
+    evil = "matmul` @octo-org/everyone [sign in again](https://evil.example/login) `"
+    span = code_span(evil)
+    assert span.startswith("`` ") and span.endswith(" ``") and span.count("``") == 2
+    block = code_block("ok\n```\n@octo-org/everyone ![x](https://evil.example/x.png)\n```")
+    assert block.startswith("````text\n") and block.endswith("\n````")
+    text = summary_text({"headline": "No usable candidate", "details": "error near `x` @someone",
+                         "hot": [evil + "(int)"], "evidence": 3, "verdict": "no candidate", "run": "r1"}, HEAD, False)
+    assert f"Hot kernels: {code_span(evil.split('(')[0])}" in text and "```text\nerror near `x` @someone\n```" in text

@@ -223,5 +223,5 @@ def test_a_gpu_job_that_cannot_profile_fails_once_and_says_why(monkeypatch, tmp_
     assert check["status"] == "completed" and check["conclusion"] == "failure"
     assert "ncu not found" in check["output"]["summary"]
     (failure,) = [c for c in gh.comments if "failed:" in c["body"]]
-    assert f"`{gpu_job.id}` failed: ProfilingError: ncu not found" in failure["body"]
+    assert f"`{gpu_job.id}` failed:\n```text\nProfilingError: ncu not found" in failure["body"]
     assert gh.reviews == [] and not [c for c in gh.comments if MARKER in c["body"]]

@@ -99,7 +99,7 @@ def test_a_failed_job_says_so_on_the_pr(env):
     q.enqueue("bot.jobs.job_key", kwargs={"repo": REPO, "installation_id": 1, "pr": 2, "nonsense": 1},
               on_failure=Callback("bot.jobs.report_failure"))
     SimpleWorker([q], connection=conn).work(burst=True)
-    assert "failed: TypeError" in gh.comments[-1]["body"] and "/optimas run" in gh.comments[-1]["body"]
+    assert "failed:\n```text\nTypeError" in gh.comments[-1]["body"] and "/optimas run" in gh.comments[-1]["body"]
     q.delete(delete_jobs=True)
 
 
