@@ -21,6 +21,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -311,12 +313,15 @@ def _complete_check(job: Job, conclusion: str, title: str, summary: str) -> None
 
 def kill_leftovers(job: Job) -> None:
     """Kill the commands a killed GPU job left running (builds, the app, ncu run in sessions of their
-    own, so killing the job's process does not end them)."""
+    own, so killing the job's process does not end them), and remove the job's folder."""
     groups = (job.get_meta(refresh=True) or {}).get("process_groups")
     if groups:
         killed = kill_process_groups(Path(groups))
         if killed:
             log.info("job %s: killed %d process group(s) it left running", job.id, len(killed))
+        folder = Path(groups).parent.parent  # <tmp>/optimas-job-*/control/process-groups
+        if folder.name.startswith("optimas-job-") and folder.parent == Path(tempfile.gettempdir()):
+            shutil.rmtree(folder, ignore_errors=True)  # a killed job's process could not remove it
 
 
 def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, traceback) -> None:
