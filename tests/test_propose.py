@@ -249,7 +249,7 @@ def test_the_bot_posts_the_reasons_of_a_no_change_answer_instead_of_a_review(tmp
     assert outcome["postable"] is False and outcome["edits"] == [] and outcome["verdict"] == "no change"
     text = summary_text(outcome, "a" * 40, False)
     assert "No change proposed" in text
-    assert "The model's reasons:\n- R1: triad runs at 91% of peak DRAM bandwidth" in text
+    assert "The model's reasons:\n```text\n- R1: triad runs at 91% of peak DRAM bandwidth" in text
     assert "- Unrolling the loop: it would only change the instruction count" in text
 
 
