@@ -440,3 +440,21 @@ def test_a_prompt_after_a_rejected_candidate_says_what_was_wrong(tmp_path: Path)
     plain = create_run(tmp_path / "plain")
     propose(lc, diag, plain)
     assert "rejected" not in (plain.path / "prompt" / "user-1.md").read_text()
+
+
+def test_the_prompt_says_why_it_has_no_counter_evidence():
+    """One counter run of the hot kernel (the program takes no {scale}): eOMP needs several, and
+    the prompt's sources line says so instead of a bare "none"."""
+    from runner.proposal.prompt import build_prompt
+
+    cap = REPO / "benchmarks" / "replay" / "captures" / "histogram-h200"
+    lc = load_config(REPO / REPLAYED_EXTERNAL["histogram"])
+    diag = analyze(lc, {"timing": [cap / "timing_trace.tsv"], "report": sorted(cap.glob("hot*.ncu-rep")),
+                        "counters": sorted((cap / "counters").glob("*.ncu-rep"))})
+    from runner.base.workspace import read_context
+
+    files = read_context(lc)
+    line = next(ln for ln in build_prompt("histogram", diag, files).user.splitlines()
+                if ln.startswith("Diagnostic sources"))
+    assert "counters (C): none for the kernels shown (1 counter run of histogram256Kernel: eOMP ranks" in line
+    assert "do not cover a hot kernel" not in line

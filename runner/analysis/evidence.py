@@ -196,6 +196,7 @@ def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descript
     if symbols and MANGLED in runs.launches.columns:
         families = runs.launches[MANGLED].map(lambda m: template_symbol_prefix(m) if isinstance(m, str) else None)
     target, mask = None, None
+    too_few: tuple[str, int] | None = None
     for k in hot:
         family = template_symbol_prefix((symbols or {}).get(k, ""))
         same = (families == family).to_numpy() if family else (names == k).to_numpy()
@@ -205,6 +206,14 @@ def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descript
                 notes.append(f"counter runs of {short_kernel_name(k)} include other instances of its template, "
                              "which the program launches at other problem sizes")
             break
+        if same.sum() and too_few is None:
+            too_few = (k, int(same.sum()))
+    if target is None and too_few is not None:
+        k, n = too_few
+        notes.append(f"{n} counter run{'s' if n > 1 else ''} of {short_kernel_name(k)}: eOMP ranks counters by how "
+                     f"they explain runtime across at least {cfg.counters.min_runs} runs of other problem sizes "
+                     "(the program takes no {scale}: give it {scale}, or {n*scale} for a size n)")
+        return None
     if target is None:
         target = str(counts.index[0])
         mask = (names == target).to_numpy()

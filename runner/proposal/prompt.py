@@ -367,7 +367,8 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
                                                      bit_for_bit=results_rule == BITWISE_RULE)
     peaks = _peaks(diag)
     user = env.get_template("user.md.j2").render(
-        app=app, gpu=diag.gpu, peaks=peaks, sources_label=_label(diagnostics, {e.kind for e in shown}),
+        app=app, gpu=diag.gpu, peaks=peaks,
+        sources_label=_label(diagnostics, {e.kind for e in shown}, {"counter": _counter_note(diag)}),
         evidence_md=evidence_md,
         compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, rejected=rejected, sources=blocks,
         macros=macros_in_effect(files, blocks, macros or {}, hot_files),
@@ -408,13 +409,20 @@ _SOURCES = {"PC": ("PC sampling (S)", "stall"), "IA": ("counters (C)", "counter"
             "Roofline": ("roofline (R)", "roofline")}
 
 
-def _label(diagnostics: str, shown: set[str]) -> str:
-    """The diagnostic sources a prompt names, saying which have nothing for the kernels shown."""
+def _label(diagnostics: str, shown: set[str], why: dict[str, str] | None = None) -> str:
+    """The diagnostic sources a prompt names, saying which have nothing for the kernels shown, and
+    why where the analysis said (`why`: evidence kind -> its note)."""
     if diagnostics == "none":
         return "none (code only)"
     parts = [name if kind in shown else f"{name}: none for the kernels shown"
+             + (f" ({(why or {})[kind].rstrip('.')})" if (why or {}).get(kind) else "")
              for name, kind in (_SOURCES[p] for p in diagnostics.split("+"))]
     return ", ".join(parts) + ", launch configuration (L), compiler feedback (K)"
+
+
+def _counter_note(diag: Diagnostics) -> str:
+    """Why the analysis gave no counter evidence, in its own words (the first note about counters)."""
+    return next((n for n in diag.notes if "counter" in n.lower()), "")
 
 
 def _peaks(diag: Diagnostics) -> str:
