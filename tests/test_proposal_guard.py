@@ -260,3 +260,16 @@ def test_a_launch_configuration_edit_compiles(tmp_path):
     r = subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "app"), str(tmp_path / "main.cu")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_file_that_launches_a_hot_kernel_is_read_with_the_sources(tmp_path):
+    from runner.base.config import load_config
+    from runner.base.workspace import read_context
+
+    (tmp_path / "scale.cuh").write_text("__global__ void scale(float* a, int n) { a[threadIdx.x] *= 2.0f; }\n")
+    main = LAUNCHING.replace("__global__ void scale", "__global__ void unused")
+    (tmp_path / "main.cu").write_text('#include "scale.cuh"\n' + main)
+    (tmp_path / "other.cu").write_text("int other() { return 0; }\n")
+    (tmp_path / "optimas.yml").write_text("app:\n  sources: [scale.cuh]\n  build: nvcc -o {exe} main.cu\n")
+    files = read_context(load_config(tmp_path / "optimas.yml"))
+    assert sorted(files) == ["main.cu", "scale.cuh"]  # other.cu launches nothing

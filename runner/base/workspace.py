@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from pathlib import Path
 
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
-from runner.base.cuda_source import LOCAL_INCLUDE
+from runner.base.cuda_source import LOCAL_INCLUDE, functions, strip_comments_and_strings
 from runner.base.errors import OptimasError
 from runner.base.processes import render
 
@@ -84,11 +85,39 @@ def read_included(workdir: Path, space: Path, files: dict[str, str], depth: int 
 
 
 def read_context(lc: LoadedConfig) -> dict[str, str]:
-    """What the model is shown of the code and a candidate may edit: the app's sources and the local
-    headers they include (where templated kernels and device helpers often live)."""
+    """What the model is shown of the code and a candidate may edit: the app's sources, the local
+    headers they include (where templated kernels and device helpers often live), and the files of
+    the workdir that launch their kernels (where a launch's execution configuration is set)."""
     space, workdir = workspace_dirs(lc)
     files = read_sources(workdir, lc.config.app.sources)
-    return files | read_included(workdir, space, files)
+    files |= read_included(workdir, space, files)
+    return files | read_launching(workdir, files)
+
+
+LAUNCHING_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+MAX_LAUNCHING_BYTES = 1 << 20
+
+
+def read_launching(workdir: Path, files: dict[str, str], depth: int = 2) -> dict[str, str]:
+    """Source files in `workdir` (`depth` folders down) not among `files` that launch a kernel
+    `files` define (`name<<<`), named relative to workdir."""
+    kernels = {f.name.split("::")[-1] for text in files.values() for f in functions(text) if f.is_kernel}
+    if not kernels:
+        return {}
+    launch = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in sorted(kernels)) + r")\s*(?:<[^;{}]*?>)?\s*<<<")
+    found: dict[str, str] = {}
+    for path in sorted(workdir.rglob("*")):
+        rel = path.relative_to(workdir)
+        if (path.suffix not in LAUNCHING_SUFFIXES or len(rel.parts) > depth + 1 or not path.is_file()
+                or path.is_symlink() or any(p.startswith(".") for p in rel.parts)):
+            continue
+        name = posixpath.normpath(rel.as_posix())
+        if name in files or path.stat().st_size > MAX_LAUNCHING_BYTES:
+            continue
+        text = read_source(path)
+        if "<<<" in text and launch.search(strip_comments_and_strings(text)):
+            found[name] = text
+    return found
 
 
 _PARENT = "@parent"  # stands for ".." in a stored candidate's file names
