@@ -9,8 +9,8 @@ POST /webhook
      control job (202 with the job id) that checks the sender's permission and the PR, and
      schedules the GPU job. Pull-request events also record the head they show, with GitHub's
      timestamp, so that `/optimas run` can pin a commit that existed when it was written;
-  4. drop redeliveries: X-GitHub-Delivery is claimed in Redis (SET NX with a TTL), in the same
-     round trip as the head; the job is written in a second one;
+  4. drop redeliveries: X-GitHub-Delivery is claimed in Redis (a key with a TTL) by a script that
+     writes the job only when the claim is new, in the same round trip as the head;
   5. Redis unreachable or stopped: 503 within about 0.7 s (two tries of 0.3 s), so GitHub records a
      failed delivery that can be redelivered.
 GET /healthz answers 200 when Redis answers.
@@ -85,7 +85,6 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
     # and a read that reaches it is too large (werkzeug would cut it at the cap without a word).
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     conn = connection or _redis(settings.redis_url, attempts=2)
-    once = connection or _redis(settings.redis_url, attempts=1)  # forgetting a claim is best effort
     control = Queue(settings.control_queue, connection=conn)
 
     @app.errorhandler(RequestEntityTooLarge)
@@ -111,26 +110,26 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
             return jsonify(error=str(e)), 400
         except (PayloadError, RecursionError) as e:
             return jsonify(error=f"{event}: {e}"), 400
-        # Two round trips: the head and the delivery's claim (SET NX) together, then the job.
-        claim = f"{settings.key_prefix}:delivery:{delivery}"
+        # One round trip: the head's commands, then a script that claims the delivery and, only when
+        # the claim is new, writes and queues the job, atomically. A round trip retried after a lost
+        # reply finds its own claim: it writes nothing more and still answers 202, and there is no
+        # claim to undo after an error.
+        job = None
         try:
             with conn.pipeline(transaction=False) as p:
                 if decision.head is not None:
                     _head_commands(p, settings.key_prefix, decision.head)
-                if decision.job is not None and delivery:
-                    p.set(claim, 1, nx=True, ex=settings.delivery_ttl_s)
+                if decision.job is not None:
+                    job, commands = _job_commands(control, decision, delivery)
+                    claim = f"{settings.key_prefix}:delivery:{delivery}" if delivery else None
+                    _claim_then(p, claim, settings.delivery_ttl_s, job.id, commands)
                 answers = p.execute() if len(p) else []
         except redis.exceptions.RedisError:
             return jsonify(error="queue unavailable; redeliver later"), 503
-        if decision.job is None:
+        if job is None:
             return jsonify(status="ignored", reason=decision.reason), 200
-        if delivery and not answers[-1]:
+        if answers[-1] not in (job.id, job.id.encode()):  # another job owns the delivery: a redelivery
             return jsonify(status="duplicate delivery", delivery=delivery), 200
-        try:
-            job = _enqueue(control, decision, delivery)
-        except redis.exceptions.RedisError:
-            _forget(once, claim if delivery else "")  # so that GitHub's redelivery is processed
-            return jsonify(error="queue unavailable; redeliver later"), 503
         return jsonify(status="queued", job=job.id, reason=decision.reason), 202
 
     @app.get("/healthz")
@@ -150,21 +149,43 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
     return app
 
 
-def _enqueue(queue: Queue, decision: Decision, delivery: str):
-    """The decision's control job, written in one round trip."""
+# KEYS[1] (if any): the delivery's claim; ARGV[1]: its TTL; ARGV[2]: the job's id; then each command
+# as its number of words and the words. A claim that exists is answered with its value (the id of the
+# job that the delivery made); else the commands run and the claim is written last, with the job's id,
+# so that a command that fails leaves the delivery unclaimed for GitHub's redelivery.
+CLAIM_THEN = """
+if #KEYS == 1 then
+  local owner = redis.call('GET', KEYS[1])
+  if owner then return owner end
+end
+local i = 3
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+if #KEYS == 1 then redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[1]) end
+return ARGV[2]
+"""
+
+
+def _job_commands(queue: Queue, decision: Decision, delivery: str):
+    """The decision's control job, and the commands that RQ sends to write and queue it (collected on
+    a pipeline that is never executed; a job without dependencies, rate limit or `unique`, whose
+    enqueueing RQ does with these writes alone)."""
     function, kwargs = decision.job
-    with queue.connection.pipeline() as p:
+    with queue.connection.pipeline(transaction=False) as p:
         job = queue.enqueue(function, kwargs=kwargs, job_timeout=300, retry=Retry(max=3, interval=[5, 30, 120]),
                             on_failure=Callback("bot.jobs.report_failure", timeout=60),
                             description=decision.reason, meta={"delivery": delivery}, pipeline=p)
-        p.execute()
-    return job
+        return job, [args for args, _options in p.command_stack]
 
 
-def _forget(conn: redis.Redis, claim: str) -> None:
-    if not claim:
-        return
-    try:
-        conn.delete(claim)
-    except redis.exceptions.RedisError:
-        pass  # Redis is down; the claim expires with its TTL
+def _claim_then(pipe, claim: str | None, ttl: int, job_id: str, commands) -> None:
+    """Queue on `pipe` the script that runs `commands` unless `claim` exists, then writes the claim; it
+    answers the id of the job that owns the delivery."""
+    argv: list = [ttl, job_id]
+    for words in commands:
+        argv += [len(words), *words]
+    keys = [claim] if claim else []
+    pipe.eval(CLAIM_THEN, len(keys), *keys, *argv)

@@ -511,3 +511,80 @@ def test_names_and_output_from_the_pull_request_cannot_mention_or_link():
     text = summary_text({"headline": "No usable candidate", "details": "error near `x` @someone",
                          "hot": [evil + "(int)"], "evidence": 3, "verdict": "no candidate", "run": "r1"}, HEAD, False)
     assert f"Hot kernels: {code_span(evil.split('(')[0])}" in text and "```text\nerror near `x` @someone\n```" in text
+
+
+# A reply from Redis that comes after the client's timeout: the retry must neither enqueue the job
+# twice nor take the delivery for a redelivery (the claim and the job are written together).
+
+class SlowRedis:
+    """A TCP proxy to the local Redis that holds back the reply to the first request holding `marker`
+    for `delay_s`, past the receiver's 0.3 s socket timeout."""
+
+    def __init__(self, marker: bytes, delay_s: float = 1.0):
+        import threading
+
+        self.marker, self.delay_s, self.armed, self.hold = marker, delay_s, True, False
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", 6379))
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, to_redis: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if to_redis and self.armed and self.marker in data:
+                    self.armed, self.hold = False, True
+                elif not to_redis and self.hold:
+                    self.hold = False
+                    time.sleep(self.delay_s)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            src.close()
+            dst.close()
+
+
+@pytest.mark.parametrize("marker", [b"EVAL", b"ZADD"])
+def test_a_late_redis_reply_makes_one_job_and_a_202(marker):
+    from conftest import redis_or_fail
+
+    from bot.app import create_app
+    from bot.settings import Settings
+
+    conn = redis_or_fail()
+    proxy = SlowRedis(marker)
+    tag = uuid.uuid4().hex[:8]
+    settings = Settings(webhook_secret=SECRET.encode(), control_queue=f"test-late-{tag}", key_prefix=f"test-{tag}",
+                        redis_url=f"redis://127.0.0.1:{proxy.port}/0")
+    body = json.dumps(pull_request("labeled", B, "2026-12-04T10:00:00Z", label="optimas")).encode()
+    delivery = str(uuid.uuid4())
+    headers = {"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery,
+               "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()}
+    queue = Queue(settings.control_queue, connection=conn)
+    try:
+        answer = create_app(settings).test_client().post("/webhook", data=body, headers=headers)
+        time.sleep(1.5)  # the held reply arrives; nothing more is written
+        assert answer.status_code == 202, answer.get_json()
+        assert queue.get_job_ids() == [answer.get_json()["job"]]  # once, not twice
+        # GitHub's redelivery of it is recognised
+        again = create_app(settings).test_client().post("/webhook", data=body, headers=headers)
+        assert again.status_code == 200 and again.get_json()["status"] == "duplicate delivery"
+    finally:
+        proxy.sock.close()
+        queue.delete(delete_jobs=True)
+        for key in conn.scan_iter(f"test-{tag}:*"):
+            conn.delete(key)
