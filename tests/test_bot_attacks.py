@@ -588,3 +588,19 @@ def test_a_late_redis_reply_makes_one_job_and_a_202(marker):
         queue.delete(delete_jobs=True)
         for key in conn.scan_iter(f"test-{tag}:*"):
             conn.delete(key)
+
+
+# 4. A checkout whose .optimas.yml is a link: the default branch's config is written as a file of its
+# own, never through the link (which pointed at the kernel's source, now replaced by YAML).
+
+def test_a_linked_config_in_the_pull_request_is_not_written_through(monkeypatch, tmp_path):
+    from test_bot_end_to_end import deliver_and_work, make_remote
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".optimas.yml").symlink_to("examples/h200-probe/probe_kernels.cu")
+    gh, sha, job = deliver_and_work(monkeypatch, make_remote(tmp_path, ["examples/h200-probe"]))
+    (summary,) = [c for c in gh.comments if "optimas:summary" in c["body"]]
+    assert "do not build" not in summary["body"] and len(gh.reviews) == 1, summary["body"]
+    (run,) = (tmp_path / "worker-runs").glob("*/manifest.json")
+    assert (run.parent / "prompt" / "original-build.log").read_text().count("error") == 0
