@@ -9,7 +9,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -27,6 +26,7 @@ from bot.review import plan_review, review_body
 from runner.base.errors import OptimasError
 from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
 from runner.base.redaction import describe, redact, register_secret
+from runner.base.runstore import RUN_ID
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,8 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
 
     The job folder holds `work/` (the checkout, the candidates' copies, HOME, TMPDIR and the run
     folders: all the sandboxed commands may write) and, beside it, what only the worker writes (the
-    list of the job's process groups). The run folders move to OPTIMAS_RUNS_DIR when the job ends."""
+    list of the job's process groups). The run folders are copied to OPTIMAS_RUNS_DIR when the job
+    ends (keep_runs)."""
     with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp:
         work = Path(tmp) / "work"
         work.mkdir()
@@ -156,12 +157,7 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
             cfg_file = ws / CONFIG_PATH
             replace_file(cfg_file, text)  # the default branch's config, whatever the PR head holds there
             log.info("fetched; running Optimas with the default branch's %s in a sandbox", CONFIG_PATH)
-            checked: list[bool] = []
-            try:
-                outcome = _pipeline(cfg_file, work, checked)
-            finally:
-                if checked:  # the job's folder passed the last sweep: its runs are safe to keep
-                    keep_runs(work / "runs", runs_folder())
+            outcome = _pipeline(cfg_file, work)
     return outcome, sha
 
 
@@ -193,9 +189,6 @@ def replace_file(path: Path, text: str) -> None:
         f.write(text)
 
 
-RUN_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
 def keep_runs(source: Path, runs: Path) -> None:
     """Copy the job's run folders into the worker's runs folder and add their corpus records to
     its corpus. The job's code could write there: only folders named as runs are named, with a
@@ -205,7 +198,7 @@ def keep_runs(source: Path, runs: Path) -> None:
     try:
         runs.mkdir(parents=True, exist_ok=True, mode=0o750)
         for entry in sorted(source.iterdir()) if source.is_dir() and not source.is_symlink() else []:
-            if entry.is_symlink() or not entry.is_dir() or not RUN_NAME.fullmatch(entry.name):
+            if entry.is_symlink() or not entry.is_dir() or not RUN_ID.fullmatch(entry.name):
                 continue
             manifest = entry / "manifest.json"
             if not manifest.is_file() or manifest.is_symlink() or (runs / entry.name).exists():
@@ -253,10 +246,10 @@ def _add_corpus(source: Path, corpus: Path) -> None:
         f.write("".join(r + "\n" for r in records))
 
 
-def _pipeline(cfg_file: Path, work: Path, checked: list[bool]) -> dict[str, Any]:
+def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     """The pipeline on the checkout's config, its commands in a sandbox that may write `work` only
-    and read the tracer and nvcc shim that the worker prepares (and checks) beforehand. `checked`
-    gets True once the job's folder passed its last sweep (its runs may be kept)."""
+    and read the tracer and nvcc shim that the worker prepares (and checks) beforehand. Its runs
+    are kept, whatever the outcome, once the job's folder passed the last sweep."""
     from runner.base.config import load_config
     from runner.base.processes import cache_root
     from runner.base.sandbox import sandboxed
@@ -269,7 +262,7 @@ def _pipeline(cfg_file: Path, work: Path, checked: list[bool]) -> dict[str, Any]
             return pipeline(lc, work / "runs")[1]
         finally:
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
-            checked.append(True)
+            keep_runs(work / "runs", runs_folder())
 
 
 def prepare_tools(nvcc: str) -> None:

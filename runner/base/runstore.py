@@ -145,6 +145,10 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
+# A run's id, as create_run names its folder: creation time, then a UUID.
+RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def create_run(runs_dir: Path, command: list[str] | None = None) -> Run:
     """Create a new, empty run directory with its manifest."""
     runs_dir.mkdir(parents=True, exist_ok=True)
