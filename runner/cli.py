@@ -262,7 +262,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     run, diag = _evidence(args, lc, allow_profiling=False)
     files = read_context(lc)
     check_sources(lc, diag, files)
-    resources, macros = [], {}
+    resources, macros = [], None
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
         # the compiler feedback (K*) and macros of the original, as the proposal stage gets them: a build in a copy
         base = compile_candidate(lc, files, target_arch(lc), run.stage_dir("prompt") / "original-build.log",

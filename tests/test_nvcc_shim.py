@@ -280,7 +280,8 @@ def test_the_prompt_shows_macros_as_the_build_compiles_them(tmp_path, monkeypatc
     lc = load_config(root / "optimas.yml")
     built = compile_candidate(lc, {}, "sm_90", macros=True)
     assert built.ok, built.output
-    assert built.macros["k.cu"]["NI"] == "2048" and built.macros["k.cu"]["FACTOR"] == "3.5f"
+    assert built.macros.by_source["k.cu"]["NI"] == "2048" and built.macros.by_source["k.cu"]["FACTOR"] == "3.5f"
+    assert built.macros.command_line == ["LARGE_DATASET", "FACTOR"]
     kernel = "scale(float *)"
     diag = Diagnostics(gpu=GpuInfo(), alpha=0.8, kernels=[KernelTime(kernel=kernel, total_ns=1, launches=1, share=1,
                                                                      cumulative_share=1, hot=True)], evidence=[])

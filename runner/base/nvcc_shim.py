@@ -260,7 +260,7 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
             "from runner.base.nvcc_shim import run_shim\n"
             f"run_shim({str(real)!r}, {sorted(supported)!r})\n")
     # The cache outlives the job that wrote it: the shim is used only when it holds exactly this text
-    if target.is_file() and not target.is_symlink() and _same_bytes(target, text.encode()):
+    if target.is_file() and not target.is_symlink() and target.read_bytes() == text.encode():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     part = folder / f"nvcc.{os.getpid()}"
@@ -269,13 +269,6 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
     part.chmod(0o755)
     part.replace(target)  # whole or absent, with builds in parallel
     return folder
-
-
-def _same_bytes(path: Path, expected: bytes) -> bool:
-    try:
-        return hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(expected).digest()
-    except OSError:
-        return False
 
 
 def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", cache: Path | None = None

@@ -31,14 +31,19 @@ class KernelResources(BaseModel):
     spill_load_bytes: int = 0
 
 
+class CompiledMacros(BaseModel):
+    """The macros as a build compiled its sources (nvcc -E -Xcompiler -dM with the build's flags)."""
+
+    by_source: dict[str, dict[str, str]] = {}  # source (relative to the workdir) -> macro -> its definition
+    command_line: list[str] = []  # the names the build defined on nvcc's command line (-D)
+
+
 class CompileResult(BaseModel):
     ok: bool
     command: list[str]
     output: str  # compiler messages, trimmed
     resources: list[KernelResources] = []
-    # source (relative to the workdir) -> macro -> its definition as that source was compiled; the
-    # names the build defined on nvcc's command line (-D) under "" (no source is named so)
-    macros: dict[str, dict[str, str]] = {}
+    macros: CompiledMacros = CompiledMacros()
     cached: bool = Field(default=False, exclude=True)  # taken from a build cache, not compiled now
 
 
@@ -123,7 +128,7 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
                                  output=f"the build timed out after {limit:g} s and was killed")
         calls = read_calls(record) or ([{"cwd": str(workdir), "args": argv[1:], "append": ""}] if is_nvcc else [])
         found = compiled_macros(calls, workdir, lc.config.profiling.nvcc, env) if macros and r.returncode == 0 \
-            else {}
+            else CompiledMacros()
     text = r.output
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
@@ -132,12 +137,11 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
 
 MAX_PREPROCESSED = 16  # sources preprocessed again for their macros, at most
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
-# nvcc options that change what the preprocessor sees, and whether the value is the next argument
-_PREPROCESSOR_OPTIONS = {"-D": True, "-U": True, "-I": True, "-isystem": True, "-include": True,
-                         "--pre-include": True, "--define-macro": True, "--undefine-macro": True,
-                         "--include-path": True, "--system-include": True, "-std": True, "--std": True,
-                         "-arch": True, "--gpu-architecture": True, "-ccbin": True, "--compiler-bindir": True,
-                         "-x": True, "--x": True, "-Xcompiler": True, "--compiler-options": True}
+# nvcc options that change what the preprocessor sees (their value the next argument, or after "=")
+_PREPROCESSOR_OPTIONS = frozenset({"-D", "-U", "-I", "-isystem", "-include", "--pre-include", "--define-macro",
+                                   "--undefine-macro", "--include-path", "--system-include", "-std", "--std", "-arch",
+                                   "--gpu-architecture", "-ccbin", "--compiler-bindir", "-x", "--x", "-Xcompiler",
+                                   "--compiler-options"})
 # options whose value is the next argument and not wanted here (outputs, code generation, ...)
 _VALUE_OPTIONS = {"-o", "--output-file", "-gencode", "--generate-code", "-code", "--gpu-code", "-Xptxas",
                   "--ptxas-options", "-Xlinker", "--linker-options", "-l", "-L", "-MF", "-MT", "-MQ", "-odir",
@@ -169,11 +173,11 @@ def preprocessor_args(args: list[str]) -> tuple[list[str], list[str]]:
     while i < len(args):
         a = args[i]
         name = a.split("=", 1)[0]
-        if name in _PREPROCESSOR_OPTIONS and "=" not in a and a == name and i + 1 < len(args):
+        if a in _PREPROCESSOR_OPTIONS and i + 1 < len(args):
             flags += [a, args[i + 1]]
             i += 2
             continue
-        if name in _VALUE_OPTIONS and a == name:
+        if a in _VALUE_OPTIONS:
             i += 2
             continue
         if name in _PREPROCESSOR_OPTIONS or any(a.startswith(o) and len(a) > len(o) for o in ("-D", "-U", "-I")):
@@ -187,16 +191,16 @@ def preprocessor_args(args: list[str]) -> tuple[list[str], list[str]]:
 _MACRO = re.compile(r"^#define (\w+)(\([^)]*\))?(?: (.*))?$")
 
 
-def compiled_macros(calls: list[dict], workdir: Path, nvcc: str, env: dict[str, str]) -> dict[str, dict[str, str]]:
+def compiled_macros(calls: list[dict], workdir: Path, nvcc: str, env: dict[str, str]) -> CompiledMacros:
     """Per source compiled (named relative to `workdir`): each macro as that compilation defines it
     (`NAME` -> `value`, `NAME(a, b)` -> `NAME(a, b) body`), from `nvcc -E -Xcompiler -dM`."""
     out: dict[str, dict[str, str]] = {}
-    given: dict[str, str] = {}
+    given: dict[str, None] = {}  # ordered, without repeats
     for call in calls:
         cwd = Path(call["cwd"])
         flags, sources = preprocessor_args([str(a) for a in call["args"]])
         appended, _ = preprocessor_args(shlex.split(str(call.get("append") or "")))
-        given.update({name: "-D" for name in command_line_macros([*flags, *appended])})
+        given.update(dict.fromkeys(command_line_macros([*flags, *appended])))
         for src in sources:
             rel = posixpath.normpath(os.path.relpath(cwd / src, workdir))
             if rel in out or len(out) >= MAX_PREPROCESSED or rel.startswith(".."):
@@ -211,9 +215,7 @@ def compiled_macros(calls: list[dict], workdir: Path, nvcc: str, env: dict[str, 
                     name, params, body = m.group(1), m.group(2), m.group(3) or ""
                     defined[name] = f"{name}{params} {body}".strip() if params else body
             out[rel] = defined
-    if out and given:
-        out[""] = given
-    return out
+    return CompiledMacros(by_source=out, command_line=list(given) if out else [])
 
 
 def command_line_macros(flags: list[str]) -> list[str]:

@@ -31,7 +31,7 @@ from runner.base.errors import OptimasError
 from runner.base.launch_sites import launch_sites
 from runner.evaluation.compare import ROUNDING_ULPS
 from runner.profiling.model import short_kernel_name
-from runner.proposal.compiler import KernelResources
+from runner.proposal.compiler import CompiledMacros, KernelResources
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -248,25 +248,25 @@ MAX_MACROS = 40  # macros listed as the build compiles them
 _DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.MULTILINE)
 
 
-def macros_in_effect(files: dict[str, str], blocks: list[SourceBlock], macros: dict[str, dict[str, str]],
+def macros_in_effect(files: dict[str, str], blocks: list[SourceBlock], macros: CompiledMacros,
                      hot_files: Sequence[str] = ()) -> list[str]:
     """`NAME = value` for each macro the code shown uses whose value the text alone does not settle:
     defined more than once in the sources (`#ifdef` branches, datasets) or on nvcc's command line
     (`-DN=4096`), as the build compiles it (the translation unit of a hot kernel's file first)."""
-    if not macros:
+    if not macros.by_source:
         return []
     counts: dict[str, int] = {}
     for text in files.values():
         for name in _DEFINE_LINE.findall(text):
             counts[name] = counts.get(name, 0) + 1
-    ambiguous = {n for n, c in counts.items() if c > 1} | set(macros.get("", {}))
+    ambiguous = {n for n, c in counts.items() if c > 1} | set(macros.command_line)
     used: set[str] = set()
     for b in blocks:
         used |= used_names(files[b.file], b.start, b.end)
-    units = [u for u in dict.fromkeys([*hot_files, *macros]) if u in macros and u != ""]
+    units = [u for u in dict.fromkeys([*hot_files, *macros.by_source]) if u in macros.by_source]
     out = []
     for name in sorted(used & ambiguous)[:MAX_MACROS]:
-        value = next((macros[u][name] for u in units if name in macros[u]), None)
+        value = next((macros.by_source[u][name] for u in units if name in macros.by_source[u]), None)
         if value is None:
             out.append(f"{name}: not defined in this build")
         elif value.startswith(name + "("):
@@ -321,7 +321,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
                  compile_errors: str | None = None, parse_error: str | None = None,
                  max_evidence_bytes: int | None = 6000, editable: list[str] = (),
                  rejected: str | None = None, tolerances: str | None = None,
-                 macros: dict[str, dict[str, str]] | None = None) -> Prompt:
+                 macros: CompiledMacros | None = None) -> Prompt:
     """Render the prompt for the hot kernels (or `kernels`) of one diagnostic configuration;
     `rejected` says why an earlier candidate of the same code failed validation; `tolerances`
     (AppConfig.tolerances) replaces the bit-for-bit rule with the tolerances results are checked
@@ -371,7 +371,7 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
         sources_label=_label(diagnostics, {e.kind for e in shown}, {"counter": _counter_note(diag)}),
         evidence_md=evidence_md,
         compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, rejected=rejected, sources=blocks,
-        macros=macros_in_effect(files, blocks, macros or {}, hot_files),
+        macros=macros_in_effect(files, blocks, macros or CompiledMacros(), hot_files),
         hot_kernels=[_with_time(k, times.get(k)) for k in hot], elsewhere=elsewhere)
     ids = [e.id for e in shown if f"- {e.id} " in evidence_md] + [k.id for k in k_items]
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot, evidence_ids=ids,

@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -28,7 +28,7 @@ from runner.base.nvcc_shim import SHIM_VERSION
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs, write_source
-from runner.proposal.compiler import CompileResult, KernelResources, build
+from runner.proposal.compiler import CompiledMacros, CompileResult, KernelResources, build
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
@@ -159,7 +159,7 @@ class _Stage:
     backend: Backend
     progress: Progress
     rejected: str | None = None  # why an earlier candidate of this code failed validation
-    macros: dict[str, dict[str, str]] = field(default_factory=dict)  # as the original was compiled
+    macros: CompiledMacros | None = None  # as the original was compiled
 
 
 @in_stage("proposal")
@@ -190,7 +190,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
                                  reason="the original sources do not build: " + base.output[-1500:])
         resources, macros = base.resources, base.macros
     else:
-        macros = {}
+        macros = None
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
     st = _Stage(lc, diag, run, diagnostics, files, resources, arch, have_nvcc,
                 backend or make_backend(cfg.llm, lc.path.parent), progress, rejected, macros)
