@@ -343,6 +343,7 @@ exit 1'"""
 
 def test_pull_request_code_runs_in_a_sandbox(monkeypatch, tmp_path):
     from test_bot_end_to_end import CONFIG, deliver_and_work, make_remote
+    from test_bot_hardening import cmdlines
 
     from runner.base.nvcc_shim import shim_folder
 
@@ -363,22 +364,11 @@ def test_pull_request_code_runs_in_a_sandbox(monkeypatch, tmp_path):
     assert canary.read_text() == "the worker's own file\n" and "no network" in text
     assert int(re.search(r"processes: (\d+)", text).group(1)) < 10
     time.sleep(0.5)
-    assert not [c for c in _cmdlines() if c.startswith("sleep 600")]
+    assert not [c for c in cmdlines() if c.startswith("sleep 600")]
     run = next((remote[0].parent / "worker-runs").glob("*/manifest.json")).parent
     assert not [p for p in run.rglob("*") if p.is_symlink() and not p.resolve().is_relative_to(run)]
     (summary,) = [c for c in gh.comments if "optimas:summary" in c["body"]]
     assert "the original sources do not build" in summary["body"] and "optimas-job-" not in summary["body"]
-
-
-def _cmdlines() -> list[str]:
-    out = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                out.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace"))
-            except OSError:
-                pass
-    return out
 
 
 # The sweep and what is kept, against the holes an attacker's pass found in them.

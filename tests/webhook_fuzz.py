@@ -532,22 +532,12 @@ def _mutate(rng: random.Random, world: World, kind: str, event: str,
     signature = "good"
     body: bytes | None = None
     header: str | None = event
-    if what == "swap":
-        label = _swap(rng, world, event, p)
-    elif what == "drop":
-        label = _drop(rng, world, event, p)
-    elif what == "junk":
-        label = _junk(rng, world, event, p)
-    elif what == "surrogate":
-        label = _surrogate(rng, world, event, p)
+    in_place = {"swap": _swap, "drop": _drop, "junk": _junk, "surrogate": _surrogate, "huge": _huge,
+                "odd-string": _odd_string, "timestamp": _timestamp_value}  # they change `p` and say how
+    if what in in_place:
+        label = in_place[what](rng, world, event, p)
     elif what == "deep":
         label, body = _deep(rng, world, event, p)
-    elif what == "huge":
-        label = _huge(rng, world, event, p)
-    elif what == "odd-string":
-        label = _odd_string(rng, world, event, p)
-    elif what == "timestamp":
-        label = _timestamp_value(rng, world, event, p)
     elif what == "event":
         label, header = _odd_event(rng, kind, p)
     elif what == "action":
