@@ -49,7 +49,9 @@ def _skipped(d: Path) -> bool:
     return n.startswith(".") or n.startswith(("build", "cmake-build")) or n in {"runs", "__pycache__", "node_modules"}
 
 
-def _walk(root: Path, suffixes: tuple[str, ...] = CUDA_SUFFIXES) -> list[Path]:
+def _walk(root: Path, suffixes: tuple[str, ...] = CUDA_SUFFIXES, names: frozenset[str] = frozenset()) -> list[Path]:
+    """The files under root with one of `suffixes` or `names`, breadth first, build and hidden
+    folders skipped."""
     out: list[Path] = []
     todo = [(root, 0)]
     while todo and len(out) < MAX_FILES:
@@ -57,7 +59,7 @@ def _walk(root: Path, suffixes: tuple[str, ...] = CUDA_SUFFIXES) -> list[Path]:
         for p in sorted(d.iterdir()):
             if p.is_dir() and depth < MAX_DEPTH and not _skipped(p):
                 todo.append((p, depth + 1))
-            elif p.is_file() and p.suffix in suffixes:
+            elif p.is_file() and (p.suffix in suffixes or p.name in names):
                 out.append(p)
     return out
 
@@ -487,8 +489,8 @@ def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
     for name, text in texts.items():
         for inc in _QUOTED_INCLUDE.findall(text):
             note(root / posixpath.dirname(name) / inc, f"{name} includes \"{inc}\"")
-    for mk in sorted(p for p in root.rglob("*") if p.name in ("Makefile", "makefile", "GNUmakefile")
-                     and p.is_file() and len(p.relative_to(root).parts) <= 3):
+    build_files = _walk(root, (), frozenset({"Makefile", "makefile", "GNUmakefile", "CMakeLists.txt"}))
+    for mk in (p for p in build_files if p.name != "CMakeLists.txt"):
         rel = mk.relative_to(root).as_posix()
         raw = mk.read_text(errors="replace")
         variables = _make_variables(raw)
@@ -501,7 +503,7 @@ def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
         for inc in _INCLUDE_FLAG.findall(expanded):
             if "$" not in inc:
                 note(mk.parent / inc, f"{rel} compiles with -I{inc}")
-    for cm in sorted(p for p in root.rglob("CMakeLists.txt") if len(p.relative_to(root).parts) <= 4):
+    for cm in (p for p in build_files if p.name == "CMakeLists.txt"):
         rel = cm.relative_to(root).as_posix()
         text = cm.read_text(errors="replace")
         for sub in _CMAKE_SUBDIRECTORY.findall(text):

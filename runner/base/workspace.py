@@ -106,17 +106,18 @@ def read_launching(workdir: Path, files: dict[str, str], depth: int = 2) -> dict
         return {}
     launch = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in sorted(kernels)) + r")\s*(?:<[^;{}]*?>)?\s*<<<")
     found: dict[str, str] = {}
-    for path in sorted(workdir.rglob("*")):
-        rel = path.relative_to(workdir)
-        if (path.suffix not in LAUNCHING_SUFFIXES or len(rel.parts) > depth + 1 or not path.is_file()
-                or path.is_symlink() or any(p.startswith(".") for p in rel.parts)):
-            continue
-        name = posixpath.normpath(rel.as_posix())
-        if name in files or path.stat().st_size > MAX_LAUNCHING_BYTES:
-            continue
-        text = read_source(path)
-        if "<<<" in text and launch.search(strip_comments_and_strings(text)):
-            found[name] = text
+    for folder, dirs, names in os.walk(workdir):
+        level = len(Path(folder).relative_to(workdir).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if level < depth else []
+        for n in sorted(names):
+            path = Path(folder) / n
+            name = posixpath.normpath(path.relative_to(workdir).as_posix())
+            if (path.suffix not in LAUNCHING_SUFFIXES or name in files or path.is_symlink()
+                    or path.stat().st_size > MAX_LAUNCHING_BYTES):
+                continue
+            text = read_source(path)
+            if "<<<" in text and launch.search(strip_comments_and_strings(text)):
+                found[name] = text
     return found
 
 
