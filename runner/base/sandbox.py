@@ -61,7 +61,6 @@ class Sandbox:
     writable: list[Path]
     readable: list[Path] = field(default_factory=list)
     keep_caps: bool = False
-    swept: list[str] = field(default_factory=list)  # what sweeps removed, for the run's record
 
     def wrap(self, argv: Sequence[str], cwd: Path | None) -> list[str]:
         """`argv` as a command that runs inside the sandbox, in `cwd`."""
@@ -109,7 +108,7 @@ class Sandbox:
         """Make the writable area safe for the worker to read and write again: remove symbolic links
         that lead out of it, FIFOs, sockets and device nodes, take setuid and setgid bits off, and
         give every folder back to its owner (the sandbox runs as the worker's user and may have
-        taken the bits that let a walk list it). Returns what was removed (also kept in `swept`).
+        taken the bits that let a walk list it). Returns what was removed.
 
         Fails closed: a tree it cannot check whole (too deep, an entry it cannot read) raises
         SandboxError, and the job's folder must then be thrown away unread."""
@@ -128,7 +127,6 @@ class Sandbox:
         if removed:
             log.warning("sandbox: removed %d link(s) leading out of the job's folder, FIFOs or devices: %s",
                         len(removed), ", ".join(_short(r) for r in removed[:5]))
-            self.swept.extend(removed)
         return removed
 
 
