@@ -78,7 +78,9 @@ def test_a_plain_nvcc_project_gets_a_config_that_checks_and_builds(tmp_path: Pat
     assert "1 kernel in 1 file, build by nvcc" in r.stdout and "optimas check-config" in r.stdout
     lc = load_config(root / "optimas.yml")
     app = lc.config.app
-    assert app.sources == ["kernels/saxpy.cuh"] and app.run == "{exe} --n 1024" and app.configurations == ["default"]
+    assert app.sources == ["kernels/saxpy.cuh"] and app.run == "{exe} --n {n}" and app.configurations == ["default"]
+    # the size is a placeholder, so that the counter runs can scale it
+    assert app.values("default") == {"n": "1024"} and app.profile_run == "{exe} --n {n*scale}"
     assert run_cli("check-config", "--config", str(root / "optimas.yml")).returncode == 0
     exe = tmp_path / "app"
     argv = render(app.build, exe=exe, arch="sm_90", lineinfo="-lineinfo")
@@ -195,10 +197,10 @@ def test_the_run_arguments_come_from_the_makefiles_run_target_unless_given(tmp_p
           "run: $(program)\n\t$(LAUNCHER) ./$(program) 8192 -i 10\n")
     root = project(tmp_path / "p", ("Makefile", mk))
     r, app = initialized(root)
-    assert app.run == "{exe} 8192 -i 10"
+    assert app.run == "{exe} {arg1} -i 10" and app.values("default") == {"arg1": "8192"}
     assert "the run arguments are the ones the Makefile's run target gives: 8192 -i 10" in r.stdout
     r = init(str(root), "--force", "--args", "64")
-    assert load_config(root / "optimas.yml").config.app.run == "{exe} 64" and "run target gives" not in r.stdout
+    assert load_config(root / "optimas.yml").config.app.run == "{exe} {arg1}" and "run target gives" not in r.stdout
     (root / "Makefile").write_text(mk.replace("8192 -i 10", "8192 | tee log.txt"))
     init(str(root), "--force")
     assert load_config(root / "optimas.yml").config.app.run == "{exe}"  # more than a run: not taken

@@ -116,7 +116,12 @@ def test_the_same_build_is_done_once_with_a_build_cache(tmp_path, monkeypatch):
 def test_a_size_scales_with_the_scale_placeholder():
     from runner.base.processes import render
 
-    argv = render("{exe} -n {n*scale} -t {t*scale} {iters}", exe="app", n="1000", t="0.5", scale=0.25, iters=3)
-    assert argv == ["app", "-n", "250", "-t", "0.125", "3"]
+    argv = render("{exe} -n {n*scale} -t {t*scale} {iters}", exe="app", n="1024", t="0.5", scale=0.25, iters=3)
+    assert argv == ["app", "-n", "256", "-t", "0.125", "3"]
+    # a scaled size keeps its power-of-two factor: 320 = 5 x 64 stays in whole 64s (tiles, blocks)
+    assert [render("{n*scale}", n="320", scale=s)[0] for s in (0.25, 0.5, 0.75, 1, 1.5, 2)] == \
+        ["64", "128", "256", "320", "512", "640"]
+    assert render("{n*scale}", n="1000", scale=0.25) == ["248"]  # 1000 = 125 x 8
+    assert render("{n*scale}", n="3", scale=0.25) == ["1"]  # never below one multiple
     with pytest.raises(ProfilingError, match=r"unknown placeholder \{m\*scale\}"):
         render("{exe} {m*scale}", exe="app", scale=1)

@@ -23,7 +23,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from runner.base.errors import AnalysisError, ProfileFormatError
-from runner.profiling.model import PCSAMP_METRIC_TO_REASON, STALL_MEANING
+from runner.profiling.model import PCSAMP_METRIC_TO_REASON, STALL_MEANING, WORK_METRICS
 
 
 class SelectedCounter(BaseModel):
@@ -47,6 +47,7 @@ class CounterSelection(BaseModel):
     runs: int
     candidates: int  # groups of counters left after dropping constant, missing, excluded and duplicate columns
     counters: list[SelectedCounter]
+    source: str | None = None  # what the runs are: sizes, launch configurations, code versions
 
 
 _ROLLUP_PREFERENCE = {"sum": 0, "avg": 1, "max": 2, "min": 3}
@@ -99,8 +100,6 @@ def prepare_matrix(metrics: pd.DataFrame, exclude: list[str] = ()) -> pd.DataFra
     return x[[c for c in x.columns if c in kept]]
 
 
-# Instruction counts, the unit of work counts are divided by (the first one the runs hold).
-WORK_METRICS = ("smsp__inst_executed.sum", "sm__inst_executed.sum", "inst_executed")
 PER = " / "  # joins a count and the work metric in a derived counter's name
 GROUP_R = 0.999  # counters this correlated across the runs say the same thing: one stands for all
 # Where runtime follows the instruction count this closely, the runs differ mainly in size: the

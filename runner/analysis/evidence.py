@@ -23,6 +23,7 @@ from runner.analysis.stalls import StallLine, salient_stalls
 from runner.base.config import AnalysisConfig
 from runner.base.cuda_source import template_symbol_prefix
 from runner.base.errors import AnalysisError
+from runner.profiling.counter_plan import CounterPlan
 from runner.profiling.model import MANGLED, STALL_MEANING, Profile, short_kernel_name
 from runner.tracing.trace import ResultsVariation
 
@@ -108,13 +109,15 @@ def _gpu_info(profile: Profile, rooflines: list[Roofline], metrics: pd.DataFrame
 
 def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None = None,
              descriptions: dict[str, str] | None = None, timing: pd.DataFrame | None = None,
-             only: list[str] = (), editable: Collection[str] | None = None) -> Diagnostics:
+             only: list[str] = (), editable: Collection[str] | None = None,
+             counter_plan: CounterPlan | None = None) -> Diagnostics:
     """Hot kernels, then roofline, stalls and counters for them, as numbered evidence.
 
     Hot kernels come from `timing` (launches of a timing pass over every launch) when given, else
     from the profile's own launches. `only` restricts them to the named kernels (function names or
     full signatures). `editable` names the kernels the app's sources define: when no hot kernel is
-    one of them, the hottest of them are hot too (widen_to_editable).
+    one of them, the hottest of them are hot too (widen_to_editable). `counter_plan` says what the
+    counter runs are (sizes, launch configurations, code versions, or one run and why).
     """
     if timing is not None:
         timing = in_profile_spelling(timing, profile.launches)
@@ -170,7 +173,7 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
     selection = None
     if counter_runs is not None and not counter_runs.launches.empty:
         symbols = {k.kernel: k.mangled for k in kernels if k.hot and k.mangled}
-        selection = _select_for_hot(counter_runs, hot, cfg, descriptions, notes, symbols)
+        selection = _select_for_hot(counter_runs, hot, cfg, descriptions, notes, symbols, counter_plan)
         if selection:
             for i, c in enumerate(selection.counters, start=1):
                 evidence.append(Evidence(id=f"C{i}", kind="counter", kernel=selection.kernel,
@@ -184,7 +187,8 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
 
 
 def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descriptions, notes,
-                    symbols: dict[str, str] | None = None) -> CounterSelection | None:
+                    symbols: dict[str, str] | None = None, plan: CounterPlan | None = None
+                    ) -> CounterSelection | None:
     """eOMP on the hottest kernel that the counter runs cover (else the kernel they profiled most).
 
     A program may launch another instance of a kernel template at another problem size (a flag
@@ -210,9 +214,10 @@ def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descript
             too_few = (k, int(same.sum()))
     if target is None and too_few is not None:
         k, n = too_few
+        why = (plan.why if plan and plan.why else "the program takes no {scale}: give it {scale}, or {n*scale} "
+               "for a size n")
         notes.append(f"{n} counter run{'s' if n > 1 else ''} of {short_kernel_name(k)}: eOMP ranks counters by how "
-                     f"they explain runtime across at least {cfg.counters.min_runs} runs of other problem sizes "
-                     "(the program takes no {scale}: give it {scale}, or {n*scale} for a size n)")
+                     f"they explain runtime across at least {cfg.counters.min_runs} runs that differ ({why})")
         return None
     if target is None:
         target = str(counts.index[0])
@@ -221,10 +226,13 @@ def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descript
             notes.append(f"counter runs do not cover a hot kernel; counters selected for "
                          f"{short_kernel_name(target)}")
     try:
-        return select_counters(runs.metrics.loc[mask], runs.launches.loc[mask, "duration_ns"],
+        selection = select_counters(runs.metrics.loc[mask], runs.launches.loc[mask, "duration_ns"],
                                kappa=cfg.counters.kappa, tau=cfg.counters.tau, ensemble=cfg.counters.ensemble,
                                seed=cfg.counters.seed, exclude=cfg.counters.exclude, descriptions=descriptions,
                                kernel=target, min_runs=cfg.counters.min_runs)
+        if plan and plan.source != "one run":
+            selection.source = plan.describe()
+        return selection
     except AnalysisError as e:
         notes.append(f"counter selection skipped: {e}")
         return None
@@ -356,6 +364,7 @@ def _render(d: Diagnostics, shown: list[Evidence], omitted: list[str]) -> str:
         if kind == "counter" and d.counter_selection:
             cs = d.counter_selection
             extra = f" over {cs.runs} runs of {short_kernel_name(cs.kernel or '')}"
+            extra += f" ({cs.source})" if cs.source else ""
         out.append(f"## {heading}{extra}")
         for e in items:
             out.append(f"- {e.id} [{short_kernel_name(e.kernel or '')}] {e.text}")

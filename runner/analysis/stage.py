@@ -17,6 +17,7 @@ from runner.base.errors import OptimasError
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import read_context
+from runner.profiling.counter_plan import read_plan
 from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles, read_timing
 from runner.tracing.trace import ResultsVariation
@@ -48,10 +49,18 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress 
                             details=inputs.get("details", []), source=inputs.get("source", []),
                             library_paths=cfg.library_paths)
     apply_source_map(profile, lc.config.app.source_map)
+    plans = [read_plan(p) for p in inputs.get("counter_plan", [])]
+    plan = plans[-1] if plans else None
+    counter_files = list(inputs.get("counters", []))
+    earlier = inputs.get("earlier_counters", [])
+    if plan and plan.source == "one run" and earlier:
+        # one run of this code: the closed loop's earlier versions of the kernel are the others
+        counter_files = [*earlier, *counter_files]
+        plan = plan.model_copy(update={"source": "code versions", "runs": len(counter_files)})
     counter_runs = None
-    if inputs.get("counters"):
-        progress(f"reading {len(inputs['counters'])} counter-run export(s)")
-        counter_runs = merge([read_any(p, cfg.library_paths) for p in inputs["counters"]])
+    if counter_files:
+        progress(f"reading {len(counter_files)} counter-run export(s)")
+        counter_runs = merge([read_any(p, cfg.library_paths) for p in counter_files])
     dictionary = load_metric_dictionary(lc.resolve(cfg.counters.metric_dictionary)
                                         if cfg.counters.metric_dictionary else None)
     timing = None
@@ -62,7 +71,7 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress 
     # both spellings: diagnose names the timing's kernels as the profile does where it can
     launched = sorted(set(profile.kernels()) | (set(timing["kernel"]) if timing is not None else set()))
     diag = diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels,
-                    editable=_defined(lc, launched))
+                    editable=_defined(lc, launched), counter_plan=plan)
     for p in inputs.get("gpu_results", []):
         diag.results_variation = read_results_variation(p)
         if diag.results_variation.varies and diag.results_variation.rounding_ulps is None:
@@ -70,6 +79,18 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress 
                               f"({diag.results_variation.why}): bit-for-bit validation cannot pass; declare a "
                               "tolerance (app.gpu_results), give the program a seed, or check it by app.stdout")
     return diag
+
+
+def with_code_versions(after: dict[str, list[Path]], before: dict[str, list[Path]]) -> dict[str, list[Path]]:
+    """The re-profiled candidate's inputs, carrying the earlier code versions' single counter runs
+    (`earlier_counters`): where no run sweeps sizes or launch configurations, eOMP takes the
+    closed loop's successive versions of the kernel as its runs."""
+    def single(inputs: dict[str, list[Path]]) -> bool:
+        plans = [read_plan(p) for p in inputs.get("counter_plan", [])]
+        return bool(plans) and plans[-1].source == "one run" and len(inputs.get("counters", [])) == 1
+    if not (single(after) and single(before)):
+        return after
+    return {**after, "earlier_counters": [*before.get("earlier_counters", []), *before["counters"]]}
 
 
 def read_results_variation(path: Path) -> ResultsVariation:

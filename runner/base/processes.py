@@ -179,15 +179,27 @@ def _number(text: str) -> float | None:
         return None
 
 
+ALIGN_MAX = 256  # the largest power-of-two factor of a size that a scaled size keeps
+
+
+def scaled_size(n: int, scale: float) -> int:
+    """`n * scale` rounded to a multiple of n's power-of-two factor (up to ALIGN_MAX), at least one
+    multiple: sizes a program needs in whole blocks or tiles (320 in 32-wide tiles) stay whole."""
+    if n <= 0:
+        return round(n * scale)
+    align = min(n & -n, ALIGN_MAX)
+    return max(align, round(n * scale / align) * align)
+
+
 class _Placeholders(dict):
     def __missing__(self, key: str) -> str:
         names = product_placeholder(key)
         if names and all(n in self for n in names):
             a, b = (_number(self[n]) for n in names)
             if a is not None and b is not None:
-                # a whole size times a scale stays a whole size (rounded): {n*scale}
+                # a whole size times a scale stays a whole size: {n*scale}
                 whole = re.fullmatch(r"-?\d+", self[names[0]].strip())
-                return str(round(a * b)) if whole else f"{a * b:g}"
+                return str(scaled_size(int(a), b)) if whole else f"{a * b:g}"
         raise ProfilingError(f"unknown placeholder {{{key}}} in a command template; known: "
                              f"{', '.join('{' + k + '}' for k in sorted(self))} (and products like {{n*scale}})")
 

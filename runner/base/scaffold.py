@@ -13,6 +13,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from runner.base.config import LoadedConfig, parse_config, path_problems
 from runner.base.cuda_source import functions, strip_comments_and_strings
@@ -535,11 +536,57 @@ def inspect(root: Path) -> Project:
                    outside_reads(root, texts))
 
 
+class SizeArguments(NamedTuple):
+    """Run arguments with their numbers as placeholders: `run` takes each as is, `profile` scaled."""
+
+    run: str
+    profile: str
+    values: dict[str, int]
+
+
+_NUMBER_ARG = re.compile(r"^(?P<flag>-{1,2}[A-Za-z][\w-]*=)?(?P<value>\d+)$")
+_FLAG = re.compile(r"^-{1,2}[A-Za-z][\w-]*$")
+# Numbers under these names are not problem sizes: scaling them changes no launch's work, or
+# breaks the run (a block of 2048 threads).
+_NOT_SIZE = re.compile(r"seed|dev|gpu|iter|repeat|reps?$|warm|loop|verbose|thread|block|bs$|tpb", re.I)
+MIN_SIZE = 16  # smaller numbers are counts, flags and ids more often than sizes
+RESERVED = frozenset({"exe", "arch", "lineinfo", "config", "seed", "scale", "out"})
+
+
+def size_arguments(run_args: str) -> SizeArguments | None:
+    """The whole numbers >= MIN_SIZE among the run arguments (`--n=4096`, `-n 4096`, `4096`) that
+    are not named like seeds, devices, iteration counts or block sizes, as placeholders named after
+    their flag (`n`) or their position (`arg2`); None when there are none."""
+    try:
+        words = shlex.split(run_args)
+    except ValueError:
+        return None
+    run, profile, values = [], [], {}
+    for i, word in enumerate(words):
+        m = _NUMBER_ARG.match(word)
+        flag = m and (m.group("flag") or (words[i - 1] if i and _FLAG.match(words[i - 1]) else ""))
+        if not m or int(m.group("value")) < MIN_SIZE or (flag and _NOT_SIZE.search(flag)):
+            run.append(shlex.quote(word))
+            profile.append(shlex.quote(word))
+            continue
+        name = re.sub(r"\W", "_", flag.strip("-=")) if flag else f"arg{i + 1}"
+        if name in RESERVED or name in values or not name.isidentifier():
+            name = f"arg{i + 1}"
+        values[name] = int(m.group("value"))
+        prefix = m.group("flag") or ""
+        run.append(f"{prefix}{{{name}}}")
+        profile.append(f"{prefix}{{{name}*scale}}")
+    if not values:
+        return None
+    return SizeArguments(" ".join(run), " ".join(profile), values)
+
+
 def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".", workspace: str | None = None
                   ) -> str:
     """The commented optimas.yml for project `p` (`workdir`: the project folder, relative to where
     the file goes; `workspace`: the folder a candidate's build copies, when it is larger)."""
-    run = "{exe}" + (f" {run_args}" if run_args else "")
+    sizes = size_arguments(run_args)
+    run = "{exe}" + (f" {sizes.run if sizes else run_args}" if run_args else "")
     lines = [
         f"# Optimas config for {name}, written by `optimas init`; config.yml in the Optimas repository",
         "# documents every key. Check it with: optimas check-config --config <this file>",
@@ -567,7 +614,21 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
         "  # compares them bit for bit with the original's). `time_run` is timed and `profile_run` runs",
         "  # under the profiler; both default to `run`.",
         f"  run: {_q(run)}",
-        "  configurations: [default]   # one entry per problem size, passed to the commands as {config}",
+    ]
+    if sizes:
+        values = ", ".join(f"{k}: {v}" for k, v in sizes.values.items())
+        lines += [
+            "  # One entry per problem size, passed to the commands as {config}; the numbers in the run",
+            "  # arguments are this one's values, so another size is another entry.",
+            f"  configurations: {{default: {{{values}}}}}",
+            "  # Counter runs (eOMP) profile the program at several problem sizes: {n*scale} is n times",
+            "  # each of profiling.counter_scales. Optimas checks on the GPU that the hot kernel's work",
+            "  # follows the scale (instructions executed), and leaves out a size the program fails at.",
+            f"  profile_run: {_q('{exe} ' + sizes.profile)}",
+        ]
+    else:
+        lines.append("  configurations: [default]   # one entry per problem size, passed to the commands as {config}")
+    lines += [
         "  outputs: []      # files the run writes, if you want them compared too: [{path: out.bin}]",
     ]
     if p.fail_pattern:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from runner.analysis.evidence import Diagnostics
 from runner.analysis.roofline import aggregate_launches
-from runner.analysis.stage import analyze, recorded_inputs, write_analysis
+from runner.analysis.stage import analyze, recorded_inputs, with_code_versions, write_analysis
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError, ProfilingError
 from runner.base.gpu import can_run_here, detect_gpu, require_tool
@@ -242,7 +242,7 @@ def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed:
     progress(f"iteration {iteration}: re-profiling the candidate")
     new_run = iteration_run(run, iterations or run.path / "iterations")
     new_lc = with_sources(lc, proposed.files, new_run.path)
-    after = ProfilingAgent(new_lc, new_run, progress, configuration).collect()
+    after = with_code_versions(ProfilingAgent(new_lc, new_run, progress, configuration).collect(), before_inputs)
     after_diag = analyze(new_lc, after, progress)
     write_analysis(new_run, new_lc, after, after_diag)
     cited = {c for e in proposed.proposal.edits for c in e.cites}

@@ -14,8 +14,10 @@ Steps, each recorded in the run directory (`profile/`) with its exact command in
 4. targeted collection of the hot kernels (`-k regex:^(a|b)$`, by mangled name when the tracer
    named them, launch skip/count, roofline and source sections, imported source) in one profiler
    run, its source page exported as CSV;
-5. counter runs of the hottest kernel the sources define over N problem sizes for eOMP (another
-   instance of its template where a size launches that one instead).
+5. counter runs of the hottest kernel the sources define for eOMP: over N problem sizes when the
+   command takes {scale} and the kernel's work follows it (another instance of its template where
+   a size launches that one instead), else one launch of each of its distinct launch
+   configurations, else one run (profiling.counter_plan says which, and why).
 """
 
 from __future__ import annotations
@@ -47,13 +49,21 @@ from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.base.workspace import read_context
 from runner.evaluation.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
+from runner.profiling.counter_plan import (
+    MAX_LAUNCH_CONFIGURATIONS,
+    PLAN_FILE,
+    CounterPlan,
+    distinct_configurations,
+    work_changes,
+    work_of,
+)
 from runner.profiling.model import short_kernel_name
-from runner.profiling.readers import NcuRawCsvReader
+from runner.profiling.readers import NcuRawCsvReader, read_any
 from runner.profiling.readers.report import report_kernel_names
 from runner.profiling.readers.trace import profile_of
 from runner.proposal.stage import compile_candidate
 from runner.tracing.library import TracerError, trace_environment, tracer_library
-from runner.tracing.trace import ProcessTrace, ResultsVariation, read_traces
+from runner.tracing.trace import KernelLaunch, ProcessTrace, ResultsVariation, read_traces
 
 PROGRESS = progress_for("profiling")
 
@@ -104,6 +114,7 @@ class ProfilingAgent:
         self.progress = progress
         self.dir = run.stage_dir("profile")
         self.commands: list[dict] = []
+        self.traced_launches: list[KernelLaunch] = []  # the traced run's launches, when the tracer timed them
         app = self.cfg.app
         if not app.build or not app.run:
             raise ProfilingError(f"{lc.path}: app.build and app.run are needed to profile (or give recorded "
@@ -241,16 +252,25 @@ class ProfilingAgent:
             # A kernel launched many times before another one appears can use up the launch count.
             pending = [k for k in pending if k not in got]
 
-        # 3. counter runs of the hottest kernel over N problem sizes
-        counters = []
-        sections = [a for s in prof.counter_sections for a in ("--section", s)]
+        # 3. counter runs of the hottest kernel the sources define, for eOMP
+        counters, plan_file = self._counter_runs(ncu, exe_prof, hot, files, mangled)
+        inputs = {"timing": timing_files, "report": reports, "counters": counters, "gpu_results": checked,
+                  "counter_plan": [plan_file]}
+        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters, *checked, plan_file],
+                            gpu=self.gpu.name,
+                            hot_kernels=[spelled.get(k, k) for k in hot], configuration=self.configuration,
+                            inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
+                                    for role, paths in inputs.items()})
+        return inputs
+
+    def _counter_runs(self, ncu: str, exe: Path, hot: list[str], files: dict[str, str],
+                      mangled: dict[str, str]) -> tuple[list[Path], Path]:
+        """The counter reports eOMP reads and the plan saying what they are (see counter_plan):
+        a size sweep when the command takes {scale} and the kernel's work follows it, else one
+        launch of each distinct launch configuration, else one run."""
+        prof = self.cfg.profiling
         cdir = self.dir / "counters"
         cdir.mkdir(exist_ok=True)
-        scales = counter_scales(self.cfg)
-        if len(scales) < len(prof.counter_scales):
-            which = "app.profile_run" if app.profile_run else "app.run"
-            self.progress(f"{which} takes no {{scale}}: one counter run instead of a sweep of problem sizes (eOMP "
-                          "needs the sweep: pass {scale}, or {n*scale} for a size n, to the program)")
         target = counter_target(hot, files)
         if target != hot[0]:
             self.progress(f"counter runs profile {short_kernel_name(target)}, the hottest kernel defined in the "
@@ -261,28 +281,109 @@ class ProfilingAgent:
         family = template_symbol_prefix(mangled.get(target, ""))
         if family:
             filters.append(["--kernel-name-base", "mangled", "-k", f"regex:^{re.escape(family)}"])
-        for scale in scales:
+        scales = counter_scales(self.cfg)
+        swept: list[Path] = []
+        if len(scales) > 1:
+            swept, ran, why = self._size_sweep(ncu, exe, target, filters, scales)
+            if len(swept) >= self.cfg.analysis.counters.min_runs:
+                plan = CounterPlan(source="sizes", kernel=target, runs=len(swept), scales=ran)
+                return swept, self._write_plan(plan)
+            why = why or f"only {len(swept)} scale(s) ran"
+        else:
+            which = "app.profile_run" if self.cfg.app.profile_run else "app.run"
+            why = f"{which} takes no {{scale}}, so no size sweep"
+        configs = distinct_configurations(self.traced_launches, target, mangled.get(target, ""))
+        if self.cfg.analysis.counters.min_runs <= configs <= MAX_LAUNCH_CONFIGURATIONS:
+            self.progress(f"{why}; the traced run launched {short_kernel_name(target)} with {configs} distinct launch "
+                          "configurations: profiling one launch of each for eOMP")
+            out = cdir / "launch_configs"
+            argv = [ncu, "--clock-control", "none", *filters[-1], "--filter-mode", "per-launch-config",
+                    "--launch-count", "1", *self._sections(prof.counter_sections), "-f", "-o", str(out),
+                    *self._app_argv(exe)]
+            self._exec(argv, "counters-launch-configs", prof.timeout_s,
+                       f"counter runs of {configs} launch configurations", ncu=True)
+            report = out.with_suffix(".ncu-rep")
+            runs = len(read_any(report).launches)
+            plan = CounterPlan(source="launch configurations", kernel=target, runs=runs)
+            return [report], self._write_plan(plan)
+        if configs > MAX_LAUNCH_CONFIGURATIONS:
+            why += (f"; the kernel ran with {configs} launch configurations, more than the "
+                    f"{MAX_LAUNCH_CONFIGURATIONS} profiled")
+        elif self.traced_launches:
+            why += (f"; the traced run launched {short_kernel_name(target)} with {configs} launch "
+                    f"configuration{'s' if configs != 1 else ''}")
+        self.progress(f"{why}: one counter run (eOMP needs runs that differ: pass {{n*scale}} for a size n)")
+        # the one run is the app's own size: the sweep's first, when there was one
+        reports = swept[:1] or self._size_sweep(ncu, exe, target, filters, [1.0])[0]
+        for extra in swept[1:]:
+            extra.unlink(missing_ok=True)
+        plan = CounterPlan(source="one run", kernel=target, runs=len(reports), why=why)
+        return reports, self._write_plan(plan)
+
+    def _size_sweep(self, ncu: str, exe: Path, target: str, filters: list[list[str]],
+                    scales: list[float]) -> tuple[list[Path], list[float], str]:
+        """Counter runs at these scales, the app's own size (1) first. Returns the reports, their
+        scales, and why the sweep stopped short ('' when it did not): a scale the program fails at
+        is left out; when the second run's instructions executed equal the first's, the scale does
+        not reach the kernel's work and the sweep ends there."""
+        order = sorted(scales, key=lambda s: (s != 1.0, s))
+        reports: list[Path] = []
+        ran: list[float] = []
+        failed: list[str] = []
+        first_work = None
+        for scale in order:
             # ncu appends .ncu-rep to -o; a dot in the name ("scale_0.25") would read as a suffix.
-            out = cdir / f"scale_{scale:g}".replace(".", "_")
-            for n, kernel_filter in enumerate(filters):
-                argv = [ncu, "--clock-control", "none", *kernel_filter, "--launch-skip", str(prof.launch_skip),
-                        "--launch-count", "1", *sections, "-f", "-o", str(out), *self._app_argv(exe_prof, scale)]
-                name = f"counters-{scale:g}" + ("-template" if n else "")
-                try:
-                    self._exec(argv, name, prof.timeout_s, f"counter run at scale {scale:g}", ncu=True)
-                    break
-                except NothingProfiled:
-                    if n + 1 == len(filters):
-                        raise
-                    self.progress(f"at scale {scale:g} the program does not launch {short_kernel_name(target)}: "
-                                  "profiling the first launch of another instance of its template instead")
-            counters.append(out.with_suffix(".ncu-rep"))
-        inputs = {"timing": timing_files, "report": reports, "counters": counters, "gpu_results": checked}
-        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters, *checked], gpu=self.gpu.name,
-                            hot_kernels=[spelled.get(k, k) for k in hot], configuration=self.configuration,
-                            inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
-                                    for role, paths in inputs.items()})
-        return inputs
+            out = self.dir / "counters" / f"scale_{scale:g}".replace(".", "_")
+            try:
+                self._counter_run(ncu, exe, target, filters, scale, out)
+            except ProfilingError as e:
+                if scale == 1.0:
+                    raise
+                failed.append(f"{scale:g}")
+                self.progress(f"counter run at scale {scale:g} failed, left out of the sweep: {str(e)[:200]}")
+                continue
+            report = out.with_suffix(".ncu-rep")
+            work = work_of(read_any(report))
+            if scale == 1.0:
+                first_work = work
+            elif len(ran) == 1 and not work_changes(first_work, work):
+                report.unlink(missing_ok=True)
+                return reports, ran, (f"the kernel's instructions executed did not change with {{scale}} "
+                                      f"({first_work:.4g} at scale 1 and {work:.4g} at {scale:g}), so the scaled "
+                                      "arguments are not its problem size" if first_work and work else
+                                      "the counter runs do not hold instructions executed, so the sweep cannot "
+                                      "be checked")
+            reports.append(report)
+            ran.append(scale)
+        why = f"the program failed at scale(s) {', '.join(failed)}" if failed else ""
+        return reports, ran, why
+
+    def _counter_run(self, ncu: str, exe: Path, target: str, filters: list[list[str]], scale: float,
+                     out: Path) -> None:
+        """One counter run of the target's first launch at this scale (another instance of its
+        template when the program does not launch that one at this size)."""
+        prof = self.cfg.profiling
+        for n, kernel_filter in enumerate(filters):
+            argv = [ncu, "--clock-control", "none", *kernel_filter, "--launch-skip", str(prof.launch_skip),
+                    "--launch-count", "1", *self._sections(prof.counter_sections), "-f", "-o", str(out),
+                    *self._app_argv(exe, scale)]
+            name = f"counters-{scale:g}" + ("-template" if n else "")
+            try:
+                self._exec(argv, name, prof.timeout_s, f"counter run at scale {scale:g}", ncu=True)
+                return
+            except NothingProfiled:
+                if n + 1 == len(filters):
+                    raise
+                self.progress(f"at scale {scale:g} the program does not launch {short_kernel_name(target)}: "
+                              "profiling the first launch of another instance of its template instead")
+
+    @staticmethod
+    def _sections(names: list[str]) -> list[str]:
+        return [a for s in names for a in ("--section", s)]
+
+    def _write_plan(self, plan: CounterPlan) -> Path:
+        self.run.manifest["counter_plan"] = plan.model_dump()
+        return self.run.write_text("profile", f"counters/{PLAN_FILE}", plan.model_dump_json(indent=2) + "\n")
 
     def _with_editable(self, kernels: list[KernelTime], hot: list[str], files: dict[str, str]) -> list[str]:
         """The hot kernels, and when the sources define none of them (a library's kernels take the
@@ -337,6 +438,7 @@ class ProfilingAgent:
                                  f"messages start with '[optimas tracer]' in {self.dir / 'logs' / 'trace.log'}); set "
                                  "profiling.hot_kernels: ncu to time launches with ncu instead")
         mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
+        self.traced_launches = [k for t in traces for k in t.launches]
         checked = [self._results_variation(exe, library, traces, keep)] if check else []
         for kept in folder.glob("trace-*.bin"):
             kept.unlink()  # results' bytes, only needed for that comparison

@@ -47,6 +47,8 @@ STALL_MEANING: dict[str, str] = {
     "wait": "waiting a fixed number of cycles for an instruction's latency",
     "warpgroup_arrive": "waiting at a warpgroup arrive barrier (wgmma)",
 }
+# Instruction counts: the measure of a launch's work (the first one a profile holds).
+WORK_METRICS: tuple[str, ...] = ("smsp__inst_executed.sum", "sm__inst_executed.sum", "inst_executed")
 # "selected" is the sample of a warp that issued: it is not a stall.
 NON_STALL_REASONS: frozenset[str] = frozenset({"selected"})
 

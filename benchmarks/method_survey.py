@@ -1,0 +1,154 @@
+"""The whole method on unmodified programs (issue #30's table): per program, a config written by
+`optimas init` (no hand edit), then one iteration through the pipeline's own stages on this
+machine's GPU with the offline backend: profile, analyze, propose, evaluate. Reports per program
+the C* lines and K* items in the prompt, whether every salient stall line is editable, the launch
+sites shown, where the counter runs came from, the processes each stage ran and their wall times.
+
+Usage (on a GPU machine, from the repository root):
+  python benchmarks/method_survey.py --out benchmarks/results/FILE.json [--only NAME ...]
+Programs are listed in PROGRAMS (folder, build template, run arguments), as benchmarks/external's
+README says they were configured; the config goes to a scratch folder, never over the tracked one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(REPO))
+
+from runner.analysis.stage import analyze, write_analysis  # noqa: E402 (after the path above)
+from runner.base.config import load_config  # noqa: E402
+from runner.base.runstore import create_run  # noqa: E402
+from runner.base.scaffold import write_config  # noqa: E402
+from runner.base.workspace import read_context  # noqa: E402
+from runner.evaluation import measure  # noqa: E402
+from runner.evaluation.stage import evaluate  # noqa: E402
+from runner.profiling.agent import ProfilingAgent  # noqa: E402
+from runner.proposal.prompt import build_prompt  # noqa: E402
+from runner.proposal.stage import propose  # noqa: E402
+
+SAMPLES = "benchmarks/external/cuda-samples/Samples"
+NVCC = "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} --extended-lambda -I../../../Common -o {exe} "
+PROGRAMS: dict[str, tuple[str, str, str]] = {
+    "reduction": (f"{SAMPLES}/2_Concepts_and_Techniques/reduction", NVCC + "reduction.cpp reduction_kernel.cu",
+                  "--n=1048576"),
+    "matrixMul": (f"{SAMPLES}/0_Introduction/matrixMul", NVCC + "matrixMul.cu",
+                  "-wA=512 -hA=512 -wB=512 -hB=512"),
+    "threadFenceReduction": (f"{SAMPLES}/2_Concepts_and_Techniques/threadFenceReduction",
+                             NVCC + "threadFenceReduction.cu", "--n=1048576"),
+    "BlackScholes": (f"{SAMPLES}/5_Domain_Specific/BlackScholes", NVCC + "BlackScholes.cu BlackScholes_gold.cpp", ""),
+    "histogram": (f"{SAMPLES}/2_Concepts_and_Techniques/histogram",
+                  NVCC + "histogram256.cu histogram64.cu histogram_gold.cpp main.cpp", ""),
+    "sortingNetworks": (f"{SAMPLES}/2_Concepts_and_Techniques/sortingNetworks",
+                        NVCC + "bitonicSort.cu main.cpp oddEvenMergeSort.cu sortingNetworks_validate.cpp", ""),
+    "transpose": (f"{SAMPLES}/6_Performance/transpose", NVCC + "transpose.cu", "-dimX=1024 -dimY=1024"),
+    "convolutionSeparable": (f"{SAMPLES}/2_Concepts_and_Techniques/convolutionSeparable",
+                             NVCC + "convolutionSeparable.cu convolutionSeparable_gold.cpp main.cpp", ""),
+}
+
+
+class ProcessCount:
+    """Counts the program runs the evaluation makes (its two ways of running a binary)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._once, self._traced = measure.run_once, measure.run_traced
+
+    def __enter__(self) -> ProcessCount:
+        def once(*a, **k):
+            self.n += 1
+            return self._once(*a, **k)
+
+        def traced(*a, **k):
+            self.n += 1
+            return self._traced(*a, **k)
+        measure.run_once, measure.run_traced = once, traced
+        return self
+
+    def __exit__(self, *exc) -> None:
+        measure.run_once, measure.run_traced = self._once, self._traced
+
+
+APP_RUNS = re.compile(r"^(trace|timing|targeted|counters)")  # the profiling commands that run the program
+
+
+def survey(name: str, folder: str, build: str, args: str, scratch: Path) -> dict:
+    row: dict = {"program": name}
+    cfg_path = scratch / f"{name}.yml"
+    write_config(REPO / folder, cfg_path, name=name, run_args=args, build=build, force=True)
+    lc = load_config(cfg_path)
+    row["workspace"] = lc.config.app.workspace
+    row["profile_run"] = lc.config.app.profile_run
+    run = create_run(scratch / "runs")
+    row["run"] = str(run.path)
+    t0 = time.monotonic()
+    inputs = ProfilingAgent(lc, run).collect()
+    row["profile_s"] = round(time.monotonic() - t0, 1)
+    commands = run.manifest.get("commands", [])
+    row["profile_process_runs"] = sum(1 for c in commands if APP_RUNS.match(c.get("name", "")))
+    row["counter_plan"] = run.manifest.get("counter_plan")
+    t0 = time.monotonic()
+    diag = analyze(lc, inputs)
+    write_analysis(run, lc, inputs, diag)
+    row["analysis_s"] = round(time.monotonic() - t0, 1)
+    row["C_lines"] = sum(1 for e in diag.evidence if e.kind == "counter")
+    row["counter_note"] = next((n for n in diag.notes if "counter" in n.lower()), "")
+    t0 = time.monotonic()
+    proposed = propose(lc, diag, run)
+    row["propose_s"] = round(time.monotonic() - t0, 1)
+    user = (run.stage_dir("prompt") / "user-1.md").read_text() if (run.stage_dir("prompt") / "user-1.md").exists() \
+        else ""
+    row["C_in_prompt"] = len(re.findall(r"^- C\d+ ", user, re.M))
+    row["K_in_prompt"] = len(re.findall(r"^- K\d+ ", user, re.M))
+    row["launch_sites_shown"] = len(re.findall(r"Launch of ", user))
+    prompt = build_prompt(lc.config.app.name, diag, read_context(lc), editable=lc.config.app.editable)
+    stalls = [e.stall for e in diag.evidence if e.kind == "stall" and e.id in prompt.evidence_ids]
+    editable = 0
+    for s in stalls:
+        ranges = next((r for f, r in prompt.editable.items() if Path(f).name == Path(s.file).name), [])
+        editable += any(a <= s.line <= b for a, b in ranges)
+    row["stall_lines"], row["stall_lines_editable"] = len(stalls), editable
+    row["proposal"] = proposed.status
+    if proposed.status == "accepted":
+        t0 = time.monotonic()
+        with ProcessCount() as count:
+            result = evaluate(lc, run, diag, proposed)
+        row["evaluation_s"] = round(time.monotonic() - t0, 1)
+        row["evaluation_process_runs"] = count.n
+        row["verdict"] = result.verdict
+    return row
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--only", nargs="*", default=None)
+    a = p.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (folder, build, args) in PROGRAMS.items():
+            if a.only and name not in a.only:
+                continue
+            t0 = time.monotonic()
+            try:
+                row = survey(name, folder, build, args, Path(tmp))
+            except Exception as e:  # a survey reports every program: the failure is the row
+                row = {"program": name, "error": f"{type(e).__name__}: {str(e)[:800]}"}
+            row["total_s"] = round(time.monotonic() - t0, 1)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
