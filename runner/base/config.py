@@ -299,6 +299,9 @@ class LLMConfig(_Strict):
     replay_dir: str | None = Field(default=None, description="answers keyed by prompt hash, for the replay backend")
     max_prompt_tokens: Annotated[int, Field(ge=1000)] = 32000
     parse_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    candidates: Annotated[int, Field(ge=1, le=8)] = Field(
+        default=1, description="answers asked for the same prompt per iteration (sampled at `temperature`), "
+        "compiled in parallel, each validated and timed; the best is kept, the others recorded")
 
 
 class EvaluationConfig(_Strict):

@@ -32,10 +32,11 @@ from runner.base.runstore import Run, create_run
 from runner.base.workspace import workspace_dirs, write_source
 from runner.evaluation.ear import DirectionCheck, directional
 from runner.evaluation.stage import EvaluationResult, add_direction, evaluate, record_no_change
+from runner.flows.candidates import evaluate_candidates, first_accepted, propose_candidates
 from runner.profiling.agent import ProfilingAgent
 from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles
-from runner.proposal.stage import ProposeResult, propose
+from runner.proposal.stage import ProposeResult
 
 PROGRESS = progress_for("flows")
 
@@ -173,22 +174,24 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
     rejected_diff = ""
     for k in range(1, max_it + 1):
         progress(f"iteration {k}: proposing" + (" again, with why the last candidate was rejected" if rejected else ""))
-        proposed = propose(current, diag, it_run, diagnostics, progress=progress, rejected=rejected)
-        if proposed.status == "no-change":
-            record_no_change(current, it_run, diag, proposed, iteration=k, corpus=corpus)
-            history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-change"))
-            stop = f"iteration {k}: {proposed.reason[:300]}"
+        candidates = propose_candidates(current, diag, it_run, inputs, diagnostics, progress, rejected)
+        if rejected:  # a rule-based backend answers the same again
+            candidates = [c for c in candidates if c.proposed.diff != rejected_diff or c.proposed.status != "accepted"]
+        if first_accepted(candidates) is None:
+            unchanged = next((c for c in candidates if c.proposed.status == "no-change"), None)
+            if unchanged is not None:
+                record_no_change(current, unchanged.run, diag, unchanged.proposed, iteration=k, corpus=corpus)
+                history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-change"))
+                stop = f"iteration {k}: {unchanged.proposed.reason[:300]}"
+            else:
+                history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
+                why = candidates[0].proposed.reason[:200] if candidates else ""
+                stop = (f"iteration {k}: no usable candidate ({why})" if why or not rejected else
+                        f"iteration {k}: the answer repeats the rejected candidate")
             break
-        if proposed.status != "accepted":
-            history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
-            stop = f"iteration {k}: no usable candidate ({proposed.reason[:200]})"
-            break
-        if rejected and proposed.diff == rejected_diff:  # a rule-based backend answers the same again
-            history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
-            stop = f"iteration {k}: the answer repeats the rejected candidate"
-            break
-        result: EvaluationResult = evaluate(current, it_run, diag, proposed, iteration=k, progress=progress,
-                                            corpus=corpus)
+        best, _ = evaluate_candidates(current, candidates, diag, k, corpus, progress)
+        proposed, it_run = best.proposed, best.run
+        result: EvaluationResult = best.result
         summary = IterationSummary(iteration=k, run_dir=str(it_run.path), verdict=result.verdict)
         if result.timing:
             r = result.timing.result
@@ -256,10 +259,13 @@ def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed:
 
 class Iteration(NamedTuple):
     """One iteration from recorded profiles: the proposal and, where this machine could run the
-    app, its evaluation; `note` says what was left out and why."""
+    app, its evaluation; `note` says what was left out and why. With several candidates
+    (llm.candidates), the kept one's, and `run` is its run (another than the iteration's when a
+    later candidate won)."""
     proposed: ProposeResult
     result: EvaluationResult | None
     note: str
+    run: Run | None = None
 
 
 def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
@@ -269,6 +275,14 @@ def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: P
     came from are here, re-profile it to score its directions (EAR 3). Returns the result and why
     directions were not scored ("" when they were)."""
     result = evaluate(lc, run, diag, proposed, progress=progress)
+    return score_directions(lc, run, diag, proposed, result, configuration, progress)
+
+
+def score_directions(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
+                     result: EvaluationResult, configuration: str | None = None,
+                     progress: Progress = PROGRESS) -> tuple[EvaluationResult, str]:
+    """Re-profile an evaluated candidate made from recorded profiles, where ncu and the GPU the
+    profiles came from are here, to score its directions (EAR 3)."""
     if not (result.validation and result.validation.passed):
         return result, "the candidate did not validate"
     try:
@@ -286,15 +300,20 @@ def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: P
 
 def one_iteration(lc: LoadedConfig, run: Run, diag: Diagnostics, diagnostics: str | None = None,
                   configuration: str | None = None, progress: Progress = PROGRESS) -> Iteration:
-    """Propose from a run's recorded evidence and evaluate where the app can run here."""
-    proposed = propose(lc, diag, run, diagnostics, progress=progress)
-    if proposed.status == "no-change":
-        record_no_change(lc, run, diag, proposed)
-        return Iteration(proposed, None, proposed.reason)
-    if proposed.status != "accepted":
-        return Iteration(proposed, None, f"no usable candidate: {proposed.reason}")
+    """Propose from a run's recorded evidence (llm.candidates answers) and evaluate where the app
+    can run here, keeping the best candidate."""
+    candidates = propose_candidates(lc, diag, run, recorded_inputs(run), diagnostics, progress)
+    accepted = first_accepted(candidates)
+    if accepted is None:
+        unchanged = next((c for c in candidates if c.proposed.status == "no-change"), None)
+        if unchanged is not None:
+            record_no_change(lc, unchanged.run, diag, unchanged.proposed)
+            return Iteration(unchanged.proposed, None, unchanged.proposed.reason, unchanged.run)
+        first = candidates[0]
+        return Iteration(first.proposed, None, f"no usable candidate: {first.proposed.reason}", first.run)
     ok, why = can_run_here(lc)
     if not ok:
-        return Iteration(proposed, None, why)
-    result, why = evaluate_recorded(lc, run, diag, proposed, configuration, progress)
-    return Iteration(proposed, result, f"directional consistency not scored: {why}" if why else "")
+        return Iteration(accepted.proposed, None, why, accepted.run)
+    best, _ = evaluate_candidates(lc, candidates, diag, 1, run.path.parent / "corpus.jsonl", progress)
+    result, why = score_directions(lc, best.run, diag, best.proposed, best.result, configuration, progress)
+    return Iteration(best.proposed, result, f"directional consistency not scored: {why}" if why else "", best.run)

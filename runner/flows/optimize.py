@@ -51,7 +51,8 @@ def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | N
         write_analysis(run, lc, inputs or {}, diag)
     if run is not None and diag is not None:
         it = one_iteration(lc, run, diag, diagnostics, configuration, progress=progress)
-        return Optimization("recorded", run, diag, original, iteration=it)
+        # the kept candidate's run: a later candidate's is under <run>/candidates/ (llm.candidates)
+        return Optimization("recorded", it.run or run, diag, original, iteration=it)
     run = create_run(runs_dir)
     progress(f"run {run.id} in {run.path}: closed loop, up to {lc.config.evaluation.max_iterations} iterations")
     try:

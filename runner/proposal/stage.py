@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -140,7 +141,7 @@ def _store(entry: Path, result: CompileResult, exe: Path | None) -> None:
     """Write a cache entry; the result goes last, so a half-written entry is never read."""
     entry.mkdir(parents=True, exist_ok=True)
     if exe is not None and result.ok and exe.is_file():
-        part = entry / f"exe.{os.getpid()}"
+        part = entry / f"exe.{os.getpid()}.{threading.get_ident()}"  # candidates build in threads
         shutil.copy2(exe, part)
         os.replace(part, entry / "exe")  # whole, even with another process storing the same build
     atomic_write_text(entry / "result.json", result.model_dump_json())
@@ -160,14 +161,16 @@ class _Stage:
     progress: Progress
     rejected: str | None = None  # why an earlier candidate of this code failed validation
     macros: CompiledMacros | None = None  # as the original was compiled
+    sample: int = 1  # which of the iteration's answers this is (llm.candidates)
 
 
 @in_stage("proposal")
 def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | None = None,
             backend: Backend | None = None, progress: Progress = PROGRESS,
-            rejected: str | None = None) -> ProposeResult:
+            rejected: str | None = None, sample: int = 1) -> ProposeResult:
     """Ask the backend for an optimization of the hot kernels and keep the first usable candidate
-    (`rejected`: what was wrong with an earlier candidate of the same code, shown in the prompt).
+    (`rejected`: what was wrong with an earlier candidate of the same code, shown in the prompt;
+    `sample`: which of the iteration's answers to the same prompt this is, see llm.candidates).
 
     When the prompt for all hot kernels exceeds llm.max_prompt_tokens, each kernel gets a prompt
     of its own; the accepted edits are then combined (they touch different kernels) and checked
@@ -193,7 +196,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
         macros = None
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
     st = _Stage(lc, diag, run, diagnostics, files, resources, arch, have_nvcc,
-                backend or make_backend(cfg.llm, lc.path.parent), progress, rejected, macros)
+                backend or make_backend(cfg.llm, lc.path.parent), progress, rejected, macros, sample)
     result = ProposeResult(status="failed", diagnostics=diagnostics)
     whole = build_prompt(cfg.app.name, diag, files, diagnostics, resources,
                          max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
@@ -252,7 +255,7 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
         st.run.write_text("prompt", f"system-{n}.md", prompt.system)
         st.run.write_text("prompt", f"user-{n}.md", prompt.user)
         st.progress(f"attempt {n}: asking {st.backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
-        resp = st.backend.complete(_request(cfg, prompt, st.diag, st.files))
+        resp = st.backend.complete(_request(cfg, prompt, st.diag, st.files, st.sample))
         st.run.write_text("llm", f"answer-{n}.txt", resp.text)
         _log_call(st.run, n, prompt, resp)
         att = Attempt(number=n, outcome="unparsable", backend=resp.backend, model=resp.model,
@@ -325,8 +328,8 @@ def _combine(st: _Stage, accepted):
     return merged, guard, built, cand, ids
 
 
-def _request(cfg, prompt: Prompt, diag: Diagnostics, files: dict[str, str]) -> LLMRequest:
-    return LLMRequest(
+def _request(cfg, prompt: Prompt, diag: Diagnostics, files: dict[str, str], sample: int = 1) -> LLMRequest:
+    return LLMRequest(sample=sample,
         messages=[Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)],
         model=cfg.llm.model or cfg.llm.backend, temperature=cfg.llm.temperature, max_tokens=cfg.llm.max_tokens,
         context=OfflineContext(diagnostics=diag, files=files, editable=prompt.editable,

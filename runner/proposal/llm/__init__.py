@@ -24,7 +24,8 @@ def prompt_hash(messages: list[Message]) -> str:
 
 class ReplayBackend:
     """Answers from files `<replay_dir>/<prompt hash>.txt`: reproducible experiments, and recorded
-    answers of any model run again. Answers are labelled as replayed."""
+    answers of any model run again. Answers are labelled as replayed. With several candidates per
+    iteration (llm.candidates), the n-th answer to a prompt is `<prompt hash>.<n>.txt` (n >= 2)."""
 
     name = "replay"
 
@@ -35,9 +36,10 @@ class ReplayBackend:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         key = prompt_hash(request.messages)
-        path = self.directory / f"{key}.txt"
+        path = self.directory / (f"{key}.txt" if request.sample == 1 else f"{key}.{request.sample}.txt")
         if not path.is_file():
-            raise LLMError(f"no recorded answer for this prompt: expected {path} (prompt hash {key})")
+            which = "" if request.sample == 1 else f" number {request.sample}"
+            raise LLMError(f"no recorded answer{which} for this prompt: expected {path} (prompt hash {key})")
         t0 = time.monotonic()
         text = path.read_text(encoding="utf-8")
         return LLMResponse(text=text, backend=self.name, model=f"replay:{path.name}", seconds=time.monotonic() - t0,

@@ -41,6 +41,7 @@ class LLMRequest(BaseModel):
     temperature: float
     max_tokens: int
     context: Any = Field(default=None, exclude=True)
+    sample: int = Field(default=1, exclude=True)  # which of the iteration's answers to this prompt (1 = first)
 
 
 class Usage(BaseModel):

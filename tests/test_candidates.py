@@ -1,0 +1,102 @@
+"""Several candidates per iteration (issue #30, llm.candidates): N answers to one prompt, proposed in
+parallel, each evaluated, the best kept and every one recorded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_evaluation import APP, _diag, _proposed
+
+from runner.base.config import load_config
+from runner.base.runstore import create_run
+from runner.flows.candidates import Candidate, evaluate_candidates
+from runner.flows.optimize import optimize
+
+BLACKSCHOLES = REPO / "benchmarks/external/cuda-samples/Samples/5_Domain_Specific/BlackScholes/optimas.yml"
+CAPTURE = REPO / "benchmarks/replay/captures/BlackScholes-h200"
+
+
+def _number(run: Path) -> int:
+    return json.loads((run / "manifest.json").read_text())["candidate_of"]["candidate"]
+
+
+def _with_candidates(path: Path, n: int):
+    lc = load_config(path)
+    llm = lc.config.llm.model_copy(update={"candidates": n, "backend": "replay"})
+    return lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_three_replayed_answers_to_one_prompt_are_three_candidates(tmp_path: Path):
+    # BlackScholes's recorded H200 capture and its three hand-written answers (benchmarks/replay:
+    # streaming hints, 256 and 512 threads per block); no GPU here, so none is evaluated
+    lc = _with_candidates(BLACKSCHOLES, 3)
+    inputs = {"timing": [CAPTURE / "timing_trace.tsv"], "report": [CAPTURE / "hot0.ncu-rep"],
+              "counters": [CAPTURE / "counters" / "scale_1.ncu-rep"]}
+    opt = optimize(lc, tmp_path / "runs", inputs)
+    top = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())[0]
+    later = sorted((top / "candidate-runs").iterdir(), key=_number)
+    assert [_number(r) for r in later] == [2, 3] and opt.iteration.result is None
+    answers = [json.loads((r / "candidates" / "result.json").read_text()) for r in [top, *later]]
+    assert [a["status"] for a in answers] == ["accepted"] * 3
+    diffs = [a["diff"] for a in answers]
+    assert "__ldcs" in diffs[0] or "__stcs" in diffs[0]
+    assert "256), 256 /*" in diffs[1] and "512), 512 /*" in diffs[2]
+    calls = [json.loads((r / "llm" / "calls.jsonl").read_text().splitlines()[0]) for r in [top, *later]]
+    assert [c["model"] for c in calls] == ["replay:" + n for n in (
+        "029c70e93c41744e2f07e5ef9c854a572d191c6bc32cd07b5fd1fe5c2d06080e.txt",
+        "029c70e93c41744e2f07e5ef9c854a572d191c6bc32cd07b5fd1fe5c2d06080e.2.txt",
+        "029c70e93c41744e2f07e5ef9c854a572d191c6bc32cd07b5fd1fe5c2d06080e.3.txt")]
+    # each later candidate's run holds the same evidence
+    assert all((r / "analysis" / "diagnostics.json").read_text() == (top / "analysis" / "diagnostics.json").read_text()
+               for r in later)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_missing_later_answer_is_a_failed_candidate_not_a_failed_run(tmp_path: Path):
+    lc = _with_candidates(BLACKSCHOLES, 4)  # three answers are recorded
+    inputs = {"timing": [CAPTURE / "timing_trace.tsv"], "report": [CAPTURE / "hot0.ncu-rep"],
+              "counters": [CAPTURE / "counters" / "scale_1.ncu-rep"]}
+    opt = optimize(lc, tmp_path / "runs", inputs)
+    assert opt.iteration.proposed.status == "accepted"
+    top = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())[0]
+    statuses = sorted(json.loads(p.read_text())["status"] for p in top.glob("candidate-runs/*/candidates/result.json"))
+    assert statuses == ["accepted", "accepted"]  # the fourth's run holds no proposal: the answer was missing
+
+
+@pytest.mark.timing
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+def test_the_best_candidate_is_kept_and_every_one_recorded(tmp_path: Path):
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
+    (tmp_path / "optimas.yml").write_text(text)
+    lc = load_config(tmp_path / "optimas.yml")
+    runs = tmp_path / "runs"
+    first = create_run(runs)
+    made = [first, create_run(first.path / "candidate-runs"), create_run(first.path / "candidate-runs"),
+            create_run(first.path / "candidate-runs")]
+    variants = ["WRONG", "FAST", "FAST", "BASE"]
+    candidates = [Candidate(n, r, _proposed(v).model_copy(update={"diff": f"(diff {v})"}))
+                  for n, (r, v) in enumerate(zip(made, variants, strict=True), start=1)]
+    corpus = runs / "corpus.jsonl"
+    best, outcomes = evaluate_candidates(lc, candidates, _diag(), 1, corpus)
+    assert best.number == 2 and best.result.verdict == "improvement"
+    assert [(o.candidate, o.proposal, o.verdict, o.kept) for o in outcomes] == [
+        (1, "accepted", "invalid", False), (2, "accepted", "improvement", True), (3, "duplicate", None, False),
+        (4, "accepted", best_of_base(outcomes), False)]
+    assert outcomes[2].same_as == 2 and outcomes[1].improvement > 0.5 and outcomes[1].evaluation_seconds > 0
+    recorded = json.loads((first.path / "evaluation" / "candidates.json").read_text())
+    assert [c["kept"] for c in recorded] == [False, True, False, False]
+    records = [json.loads(ln) for ln in corpus.read_text().splitlines()]
+    assert sorted((r["candidate"], r["kept"], r["verdict"]) for r in records) == [
+        (1, False, "invalid"), (2, True, "improvement"), (4, False, best_of_base(outcomes))]
+
+
+def best_of_base(outcomes) -> str:
+    """The same program timed against itself: whatever the interval says, never an improvement."""
+    verdict = outcomes[3].verdict
+    assert verdict in ("no-significant-gain", "slower")
+    return verdict
