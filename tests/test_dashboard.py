@@ -181,3 +181,28 @@ def test_the_run_page_shows_the_closed_loops_iterations(tmp_path):
     first = loop["iterations"][0]
     assert f"<td>{first['verdict']}</td>" in table and f"{100 * first['improvement']:+.1f}%" in table
     assert f"stopped: {loop['stopped_because']}" in page
+
+
+def test_the_run_page_shows_the_kept_candidate_and_the_runners_up(tmp_path):
+    """An iteration's candidates.json as evaluate_candidates writes it (values made up for the page)."""
+    import json
+
+    from runner.dashboard.app import create_dashboard
+    from runner.flows.candidates import CandidateOutcome
+
+    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, tmp_path / H200_RUN)
+    rows = [CandidateOutcome(candidate=1, run_dir=str(tmp_path / H200_RUN), proposal="accepted", verdict="improvement",
+                             improvement=0.12, ci_low=0.10, ci_high=0.14, model_seconds=21.5, evaluation_seconds=40.2),
+            CandidateOutcome(candidate=2, run_dir="x/candidate-runs/r2", proposal="accepted", verdict="improvement",
+                             improvement=0.31, ci_low=0.29, ci_high=0.33, model_seconds=19.0, evaluation_seconds=38.0,
+                             kept=True),
+            CandidateOutcome(candidate=3, run_dir="x/candidate-runs/r3", proposal="duplicate", same_as=2)]
+    (tmp_path / H200_RUN / "evaluation" / "candidates.json").write_text(
+        json.dumps([json.loads(r.model_dump_json()) for r in rows]))
+    page = create_dashboard(tmp_path).test_client().get(f"/runs/{H200_RUN}").get_data(as_text=True)
+    table = page.split('<table id="candidates">', 1)[1].split("</table>", 1)[0]
+    body = table.split("<tbody>", 1)[1]
+    assert body.count("<tr") == 3
+    kept = body.split('<tr class="kept">', 1)[1].split("</tr>", 1)[0]
+    assert "<td>2</td>" in kept and "+31.0%" in kept and "+29.0% to +33.0%" in kept and ">kept<" in kept
+    assert "runner-up" in body and "duplicate (as 2)" in body

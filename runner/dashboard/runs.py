@@ -111,6 +111,7 @@ class RunDetail(BaseModel):
     iterations: list[dict] = []
     hot_spots: list[dict] = []  # the prompt's hot-kernel source, each line with its salient stall
     loop: dict = {}  # the closed loop's outcome: kept iteration, cumulative improvement, why it stopped
+    candidates: list[dict] = []  # this iteration's candidates (llm.candidates > 1): the kept one and the runners-up
 
 
 _BLOCK = re.compile(r"^### (Hot kernel [^\n]*?) \(([^,\n]+), lines (\d+)-(\d+)\)\n```cuda\n(.*?)\n```", re.M | re.S)
@@ -161,6 +162,8 @@ def detail(folder: Path) -> RunDetail:
     loop = _json(folder / "evaluation" / "loop.json") or {}
     d.iterations = loop.get("iterations", [])
     d.loop = {k: loop.get(k) for k in ("best", "cumulative_improvement", "stopped_because")} if loop else {}
+    d.candidates = [{**c, "run_id": Path(c.get("run_dir", "")).name}
+                    for c in _json(folder / "evaluation" / "candidates.json") or [] if isinstance(c, dict)]
     return d
 
 
