@@ -275,14 +275,16 @@ def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: P
     came from are here, re-profile it to score its directions (EAR 3). Returns the result and why
     directions were not scored ("" when they were)."""
     result = evaluate(lc, run, diag, proposed, progress=progress)
-    return score_directions(lc, run, diag, proposed, result, configuration, progress)
+    return score_directions(lc, run, diag, proposed, result, run.path.parent / "corpus.jsonl", configuration,
+                            progress)
 
 
 def score_directions(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
-                     result: EvaluationResult, configuration: str | None = None,
+                     result: EvaluationResult, corpus: Path, configuration: str | None = None,
                      progress: Progress = PROGRESS) -> tuple[EvaluationResult, str]:
     """Re-profile an evaluated candidate made from recorded profiles, where ncu and the GPU the
-    profiles came from are here, to score its directions (EAR 3)."""
+    profiles came from are here, to score its directions (EAR 3). `corpus` is the iteration's
+    (a later candidate's run lives below the iteration's run, not beside it)."""
     if not (result.validation and result.validation.passed):
         return result, "the candidate did not validate"
     try:
@@ -292,8 +294,7 @@ def score_directions(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: Pr
         return result, str(e)
     if diag.gpu.name and gpu.name != diag.gpu.name:
         return result, f"the profiles were recorded on {diag.gpu.name}, this GPU is {gpu.name}"
-    after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1, run.path.parent / "corpus.jsonl",
-                                configuration, progress)
+    after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1, corpus, configuration, progress)
     scored = after.result.ear.directional is not None
     return after.result, "" if scored else "no cited quantity could be measured after"
 
@@ -314,6 +315,7 @@ def one_iteration(lc: LoadedConfig, run: Run, diag: Diagnostics, diagnostics: st
     ok, why = can_run_here(lc)
     if not ok:
         return Iteration(accepted.proposed, None, why, accepted.run)
-    best, _ = evaluate_candidates(lc, candidates, diag, 1, run.path.parent / "corpus.jsonl", progress)
-    result, why = score_directions(lc, best.run, diag, best.proposed, best.result, configuration, progress)
+    corpus = run.path.parent / "corpus.jsonl"
+    best, _ = evaluate_candidates(lc, candidates, diag, 1, corpus, progress)
+    result, why = score_directions(lc, best.run, diag, best.proposed, best.result, corpus, configuration, progress)
     return Iteration(best.proposed, result, f"directional consistency not scored: {why}" if why else "", best.run)
