@@ -51,6 +51,7 @@ class CandidateOutcome(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
     evaluation_seconds: float | None = None
+    evaluation: str = ""  # the evaluation's one-line summary: what differed when invalid, the interval when timed
     same_as: int | None = None  # the earlier candidate whose diff this one repeats
     kept: bool = False
 
@@ -138,7 +139,7 @@ def evaluate_candidates(lc: LoadedConfig, candidates: list[Candidate], diag: Dia
         t0 = time.monotonic()
         result = evaluate(lc, c.run, diag, p, iteration=iteration, progress=progress, corpus=corpus)
         out.evaluation_seconds = round(time.monotonic() - t0, 1)
-        out.verdict = result.verdict
+        out.verdict, out.evaluation = result.verdict, result.summary()[:500]
         if result.timing:
             r = result.timing.result
             out.improvement, out.ci_low, out.ci_high = r.improvement, r.ci_low, r.ci_high
