@@ -37,7 +37,13 @@ from runner.proposal.stage import propose  # noqa: E402
 
 SAMPLES = "benchmarks/external/cuda-samples/Samples"
 NVCC = "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} --extended-lambda -I../../../Common -o {exe} "
-PROGRAMS: dict[str, tuple[str, str, str]] = {
+RODINIA = "benchmarks/external/rodinia/cuda"
+# folder, build template (None: the one init finds), run arguments
+PROGRAMS: dict[str, tuple[str, str | None, str]] = {
+    "pathfinder": (f"{RODINIA}/pathfinder", None, "100000 100 20"),
+    "nw": (f"{RODINIA}/nw", None, "2048 10"),
+    "backprop": (f"{RODINIA}/backprop", None, "65536"),
+    "srad_v2": (f"{RODINIA}/srad/srad_v2", None, "2048 2048 0 127 0 127 0.5 2"),
     "reduction": (f"{SAMPLES}/2_Concepts_and_Techniques/reduction", NVCC + "reduction.cpp reduction_kernel.cu",
                   "--n=1048576"),
     "matrixMul": (f"{SAMPLES}/0_Introduction/matrixMul", NVCC + "matrixMul.cu",
@@ -80,7 +86,7 @@ class ProcessCount:
 APP_RUNS = re.compile(r"^(trace|timing|targeted|counters)")  # the profiling commands that run the program
 
 
-def survey(name: str, folder: str, build: str, args: str, scratch: Path) -> dict:
+def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) -> dict:
     row: dict = {"program": name}
     cfg_path = scratch / f"{name}.yml"
     write_config(REPO / folder, cfg_path, name=name, run_args=args, build=build, force=True)

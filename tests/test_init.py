@@ -357,13 +357,17 @@ def test_init_widens_the_workspace_to_what_the_build_reads_and_the_pipelines_cop
     prog = suite / "programs" / "twice"
     prog.mkdir(parents=True)
     (prog / "twice.cu").write_text(SUITE_KERNEL)
-    (prog / "Makefile").write_text("include ../../utilities/common.mk\nINCLUDES += -I../../common\n"
+    # and an absolute system folder, as many suites add the toolkit's: read in place by any copy
+    cuda = Path(shutil.which("nvcc")).resolve().parents[1]
+    (prog / "Makefile").write_text(f"include ../../utilities/common.mk\nCUDA_DIR = {cuda}\n"
+                                   "INCLUDES += -I../../common -I$(CUDA_DIR)/include\n"
                                    "twice: twice.cu\n\t$(NVCC) $(INCLUDES) -o twice twice.cu\n")
     r = run_cli("init", str(prog))
     assert r.returncode == 0, r.stderr
     text = (prog / "optimas.yml").read_text()
     assert 'workspace: "../.."' in text
     assert "Makefile includes ../../utilities/common.mk" in text and "Makefile compiles with -I../../common" in text
+    assert f"-I{cuda}" not in text
     assert run_cli("check-config", "--config", str(prog / "optimas.yml")).returncode == 0
     lc = load_config(prog / "optimas.yml")
     built = compile_candidate(lc, {}, "sm_90")  # in a copy of the workspace, as every candidate is built

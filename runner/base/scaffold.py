@@ -475,13 +475,16 @@ def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
     """What the build reads outside `root`, with what reads it: headers the sources include with a
     relative path (`#include "../common/util.h"`), the files a Makefile includes (`include
     ../../common.mk`) and the folders its nvcc flags add (`-I../common`), CMake's
-    add_subdirectory(..) and include_directories(..). Only paths that exist count."""
+    add_subdirectory(..) and include_directories(..). Only paths that exist count, and only relative
+    ones: an absolute path (`-I$(CUDA_DIR)/include`) is read in place by a build in any copy."""
     top = root.resolve()
     found: dict[Path, str] = {}
 
-    def note(path: Path, why: str) -> None:
+    def note(base: Path, written: str, why: str) -> None:
+        if posixpath.isabs(written):
+            return
         try:
-            real = path.resolve()
+            real = (base / written).resolve()
         except OSError:
             return
         if real.exists() and not real.is_relative_to(top):
@@ -489,7 +492,7 @@ def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
 
     for name, text in texts.items():
         for inc in _QUOTED_INCLUDE.findall(text):
-            note(root / posixpath.dirname(name) / inc, f"{name} includes \"{inc}\"")
+            note(root / posixpath.dirname(name), inc, f"{name} includes \"{inc}\"")
     build_files = _walk(root, (), frozenset({"Makefile", "makefile", "GNUmakefile", "CMakeLists.txt"}))
     for mk in (p for p in build_files if p.name != "CMakeLists.txt"):
         rel = mk.relative_to(root).as_posix()
@@ -498,20 +501,20 @@ def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
         for m in _INCLUDE_LINE.finditer(raw):
             for part in _expand(m.group(1), variables).split():
                 if "$" not in part:
-                    note(mk.parent / part, f"{rel} includes {part}")
+                    note(mk.parent, part, f"{rel} includes {part}")
         text = read_makefile(mk)
         expanded = _expand(" ".join(_make_variables(text).values()) + "\n" + text, _make_variables(text))
         for inc in _INCLUDE_FLAG.findall(expanded):
             if "$" not in inc:
-                note(mk.parent / inc, f"{rel} compiles with -I{inc}")
+                note(mk.parent, inc, f"{rel} compiles with -I{inc}")
     for cm in (p for p in build_files if p.name == "CMakeLists.txt"):
         rel = cm.relative_to(root).as_posix()
         text = cm.read_text(errors="replace")
         for sub in _CMAKE_SUBDIRECTORY.findall(text):
-            note(cm.parent / sub, f"{rel}: add_subdirectory({sub})")
+            note(cm.parent, sub, f"{rel}: add_subdirectory({sub})")
         for args in _CMAKE_INCLUDE_DIRS.findall(text):
             for path in _CMAKE_PATH_WORD.findall(args):
-                note(cm.parent / path, f"{rel}: include_directories({path})")
+                note(cm.parent, path, f"{rel}: include_directories({path})")
     return sorted(found.items(), key=lambda kv: str(kv[0]))
 
 
