@@ -163,7 +163,16 @@ def test_each_timed_pair_runs_in_the_other_order_from_the_one_before(tmp_path):
     lc = config(tmp_path, evaluation="  timing_precision: 0\n  timed_runs: 4\n")
     t = time_interleaved(lc, sides["B"], sides["C"])
     assert log.read_text().split() == ["B", "C", "C", "B", "B", "C", "C", "B", "B", "C"]  # a warm-up pair, then 4
-    assert len(t.baseline) == len(t.candidate) == 4
+    assert len(t.baseline) == len(t.candidate) == 4 and t.warmup_pairs == 1
+    # after validation has run both on this command, its runs are the warm-up: no untimed pair
+    log.unlink()
+    t = time_interleaved(lc, sides["B"], sides["C"], warm=True)
+    assert log.read_text().split() == ["B", "C", "C", "B", "B", "C", "C", "B"] and t.warmup_pairs == 0
+    # warm-up asked for beyond one: validation's runs count as the first only
+    log.unlink()
+    lc = config(tmp_path, evaluation="  timing_precision: 0\n  timed_runs: 2\n  warmup_runs: 3\n")
+    t = time_interleaved(lc, sides["B"], sides["C"], warm=True)
+    assert len(log.read_text().split()) == 2 * (2 + 2) and t.warmup_pairs == 2 and len(t.baseline) == 2
 
 
 def test_timing_precision_is_checked_on_the_speed_ratio():
@@ -620,3 +629,19 @@ def test_a_bitwise_output_mismatch_names_the_first_differing_byte():
     assert compare(a, bytes(b), spec) == (False, "bytes differ from offset 12345 (20000 vs 20000 bytes)")
     assert compare(a, a[:500], spec) == (False, "bytes differ from offset 500 (20000 vs 500 bytes)")
     assert compare(a, a, spec) == (True, "")
+
+
+def test_validation_says_the_results_repeat_only_when_every_case_matched_bit_for_bit():
+    from runner.evaluation.measure import CaseResult, Validation
+
+    def case(**kw) -> CaseResult:
+        return CaseResult(**{"configuration": "small", "seed": 1, "status": "pass", "modes": ["gpu-results:bitwise"],
+                             **kw})
+
+    assert Validation(passed=True, cases=[case(), case(seed=2)]).results_repeat()
+    assert not Validation(passed=True, cases=[]).results_repeat()
+    # held within rounding of an original whose own results vary: not a repeat bit for bit
+    assert not Validation(passed=True, cases=[case(), case(original_ulps=3)]).results_repeat()
+    # judged by output files or exit code only: the GPU results were not compared
+    assert not Validation(passed=True, cases=[case(modes=["bitwise"])]).results_repeat()
+    assert not Validation(passed=False, cases=[case(), case(status="mismatch")]).results_repeat()

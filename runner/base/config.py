@@ -318,7 +318,8 @@ class EvaluationConfig(_Strict):
     max_timed_runs: Annotated[int, Field(ge=2, le=1000)] = 20
     timing_precision: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.04
     warmup_runs: Annotated[int, Field(ge=0, le=100)] = Field(default=1, description="untimed runs of each binary "
-                                                             "before timing")
+                                                             "before timing; validation's runs count as the first "
+                                                             "when timing runs the same command (no app.time_run)")
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
     min_improvement: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
         default=0.01, description="the smallest median gain called an improvement: a faster candidate below "

@@ -85,6 +85,12 @@ class Validation(BaseModel):
             return None
         return max(c.max_ulps for c in bad if c.max_ulps is not None)
 
+    def results_repeat(self) -> bool:
+        """Whether every case passed comparing GPU results bit for bit: the candidate's two runs gave
+        the same results as each other and as the original's (no rounding allowance was needed)."""
+        return bool(self.cases) and all(c.status == "pass" and "gpu-results:bitwise" in c.modes
+                                        and c.original_ulps is None for c in self.cases)
+
     def summary(self) -> str:
         bad = [c for c in self.cases if c.status != "pass"]
         if not bad:
@@ -114,6 +120,9 @@ class Timing(BaseModel):
     # the candidate runs), and the improvement of each hot kernel that both run.
     kernels: list[str] = Field(default_factory=list)
     per_kernel: dict[str, Improvement] = Field(default_factory=dict)
+    # Untimed pairs run first: evaluation.warmup_runs, one fewer when validation's runs of both
+    # binaries on this command were the first warm-up (`warm`).
+    warmup_pairs: int = 0
 
 
 def timer_of(lc: LoadedConfig) -> Literal["app", "tracer", "wall"]:
@@ -464,7 +473,7 @@ def _why(r: RunOutcome) -> str:
 
 def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, configuration: str | None = None,
                      runs: int | None = None, kernels: list[str] | None = None,
-                     symbols: dict[str, str] | None = None) -> Timing:
+                     symbols: dict[str, str] | None = None, warm: bool = False) -> Timing:
     """Baseline and candidate alternately, each pair in the other order from the one before (A B, B
     A, A B, ...: a drift of the machine within a pair, or an advantage of going first or second,
     falls on both sides alike), after warm-up, timed as timer_of(lc) says:
@@ -473,7 +482,9 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     process is one sample, whatever number of launches it made. At least `runs` (default
     evaluation.timed_runs) pairs; then one more pair at a time while the speed ratio's interval is
     wider than evaluation.timing_precision, up to evaluation.max_timed_runs pairs. `symbols` gives
-    a kernel's mangled name where known: the tracer spells template arguments unlike ncu."""
+    a kernel's mangled name where known: the tracer spells template arguments unlike ncu. `warm`:
+    both binaries have just run this very command (validation's runs), which stand in for the
+    first warm-up pair."""
     app, ev = lc.config.app, lc.config.evaluation
     cfg = configuration or app.profile_configuration or app.configurations[0]
     runs = runs or ev.timed_runs
@@ -547,7 +558,8 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     def measured() -> Improvement:
         return improvement(*timed(), confidence=ev.confidence)
 
-    for _ in range(ev.warmup_runs):
+    warmup = max(0, ev.warmup_runs - 1) if warm else ev.warmup_runs
+    for _ in range(warmup):
         pair(keep=False)
     for _ in range(runs):
         pair(keep=True)
@@ -569,4 +581,4 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
                 per_kernel[k] = improvement(b, c, confidence=ev.confidence)
     return Timing(configuration=cfg, metric=metric, baseline=base, candidate=cand, baseline_wall_ms=samples["bw"],
                   candidate_wall_ms=samples["cw"], result=result, stop=stop,
-                  kernels=counted() if library is not None else [], per_kernel=per_kernel)
+                  kernels=counted() if library is not None else [], per_kernel=per_kernel, warmup_pairs=warmup)

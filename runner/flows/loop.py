@@ -37,6 +37,7 @@ from runner.profiling.agent import ProfilingAgent
 from runner.profiling.model import Profile, merge
 from runner.profiling.readers import read_any, read_profiles
 from runner.proposal.stage import ProposeResult
+from runner.tracing.trace import ResultsVariation
 
 PROGRESS = progress_for("flows")
 
@@ -210,7 +211,7 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
         # Re-profile the candidate: its directions (EAR 3), and the next iteration's evidence.
         try:
             after = reprofile_candidate(current, it_run, diag, proposed, inputs, k, corpus, configuration, progress,
-                                        iterations=run.path / "iterations")
+                                        iterations=run.path / "iterations", evaluated=result)
         except OptimasError as e:
             summary.reprofile_error = str(e)[:500]
             stop = stop or f"iteration {k}: re-profiling the candidate failed ({str(e)[:200]})"
@@ -238,14 +239,20 @@ class Reprofiled(NamedTuple):
 def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
                         before_inputs: dict[str, list[Path]], iteration: int, corpus: Path,
                         configuration: str | None = None, progress: Progress = PROGRESS,
-                        iterations: Path | None = None) -> Reprofiled:
+                        iterations: Path | None = None, evaluated: EvaluationResult | None = None) -> Reprofiled:
     """Profile `proposed`'s sources with the same collection, in a new run under `iterations`
     (default `<run>/iterations/`), and score its directional consistency against `before_inputs`;
-    the score is added to the evaluated `run`'s result.json and corpus record."""
+    the score is added to the evaluated `run`'s result.json and corpus record. `evaluated`: the
+    candidate's evaluation, whose validation may already say that its GPU results repeat."""
     progress(f"iteration {iteration}: re-profiling the candidate")
     new_run = iteration_run(run, iterations or run.path / "iterations")
     new_lc = with_sources(lc, proposed.files, new_run.path)
-    after = with_code_versions(ProfilingAgent(new_lc, new_run, progress, configuration).collect(), before_inputs)
+    known = None
+    if evaluated is not None and evaluated.validation is not None and evaluated.validation.results_repeat():
+        # validation ran this candidate twice on every configuration and got the same results bit for bit
+        known = (ResultsVariation(varies=False), "the evaluation's two runs of this candidate")
+    after = with_code_versions(ProfilingAgent(new_lc, new_run, progress, configuration, known).collect(),
+                               before_inputs)
     after_diag = analyze(new_lc, after, progress)
     write_analysis(new_run, new_lc, after, after_diag)
     cited = {c for e in proposed.proposal.edits for c in e.cites}
@@ -294,7 +301,8 @@ def score_directions(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: Pr
         return result, str(e)
     if diag.gpu.name and gpu.name != diag.gpu.name:
         return result, f"the profiles were recorded on {diag.gpu.name}, this GPU is {gpu.name}"
-    after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1, corpus, configuration, progress)
+    after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1, corpus, configuration, progress,
+                                evaluated=result)
     scored = after.result.ear.directional is not None
     return after.result, "" if scored else "no cited quantity could be measured after"
 

@@ -107,8 +107,12 @@ class ProfilingAgent:
     """Collects the profiles one run of the pipeline needs, into `run/profile/`."""
 
     def __init__(self, lc: LoadedConfig, run: Run, progress: Progress = PROGRESS,
-                 configuration: str | None = None):
+                 configuration: str | None = None, known_variation: tuple[ResultsVariation, str] | None = None):
+        """`known_variation`: how the program's GPU results vary from run to run, already known (the
+        closed loop's re-profile: the evaluation ran the candidate twice and compared), with where
+        it was found; the traced run is then not repeated to find it out."""
         self.lc = lc
+        self.known_variation = known_variation
         self.cfg = lc.config
         self.run = run
         self.progress = progress
@@ -439,7 +443,14 @@ class ProfilingAgent:
                                  "profiling.hot_kernels: ncu to time launches with ncu instead")
         mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
         self.traced_launches = [k for t in traces for k in t.launches]
-        checked = [self._results_variation(exe, library, traces, keep)] if check else []
+        checked: list[Path] = []
+        if check and self.known_variation is not None:
+            variation, where = self.known_variation
+            self.progress(f"the GPU results' repeatability is known from {where}: no second traced run")
+            self.run.manifest["gpu_results_known_from"] = where
+            checked = [self.run.write_text("profile", "gpu_results.json", variation.model_dump_json(indent=2) + "\n")]
+        elif check:
+            checked = [self._results_variation(exe, library, traces, keep)]
         for kept in folder.glob("trace-*.bin"):
             kept.unlink()  # results' bytes, only needed for that comparison
         return sorted(folder.glob("trace-*.tsv")), profile_of(traces, str(folder)).launches, mangled, checked
