@@ -28,12 +28,13 @@ from runner.analysis.stage import analyze, write_analysis  # noqa: E402 (after t
 from runner.base.config import load_config  # noqa: E402
 from runner.base.runstore import create_run  # noqa: E402
 from runner.base.scaffold import write_config  # noqa: E402
-from runner.base.workspace import read_context  # noqa: E402
+from runner.base.workspace import read_context, read_sources, workspace_dirs  # noqa: E402
 from runner.evaluation import measure  # noqa: E402
 from runner.evaluation.stage import evaluate  # noqa: E402
 from runner.profiling.agent import ProfilingAgent  # noqa: E402
+from runner.proposal.parser import Proposal  # noqa: E402
 from runner.proposal.prompt import build_prompt  # noqa: E402
-from runner.proposal.stage import propose  # noqa: E402
+from runner.proposal.stage import ProposeResult, propose  # noqa: E402
 
 SAMPLES = "benchmarks/external/cuda-samples/Samples"
 NVCC = "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} --extended-lambda -I../../../Common -o {exe} "
@@ -86,6 +87,16 @@ class ProcessCount:
 APP_RUNS = re.compile(r"^(trace|timing|targeted|counters)")  # the profiling commands that run the program
 
 
+def unchanged(lc, proposed: ProposeResult) -> ProposeResult:
+    """A candidate that is the original sources, unchanged: what the evaluation costs, measured on
+    a program the offline backend had no edit for."""
+    _, workdir = workspace_dirs(lc)
+    empty = Proposal(shape="structured", raw="(the original, unchanged: method survey)", edits=[], applied=[])
+    return ProposeResult(status="accepted", diagnostics=proposed.diagnostics, proposal=empty, diff="",
+                         evidence_ids=[], files=read_sources(workdir, lc.config.app.sources), candidate_dir="",
+                         attempts=[])
+
+
 def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) -> dict:
     row: dict = {"program": name}
     cfg_path = scratch / f"{name}.yml"
@@ -123,12 +134,22 @@ def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) 
         editable += any(a <= s.line <= b for a, b in ranges)
     row["stall_lines"], row["stall_lines_editable"] = len(stalls), editable
     row["proposal"] = proposed.status
+    if proposed.status != "accepted":
+        # The evaluation's cost is measured all the same: the original judged against itself
+        proposed = unchanged(lc, proposed)
+        row["evaluated"] = "the original against itself (the offline backend proposed no usable change)"
+    else:
+        row["evaluated"] = "the offline backend's candidate"
     if proposed.status == "accepted":
         t0 = time.monotonic()
         with ProcessCount() as count:
             result = evaluate(lc, run, diag, proposed)
         row["evaluation_s"] = round(time.monotonic() - t0, 1)
         row["evaluation_process_runs"] = count.n
+        # before validation's runs stood in for timing's first warm-up pair: two runs more per timed configuration
+        saved = sum(2 * (lc.config.evaluation.warmup_runs - t.warmup_pairs) for t in result.timings)
+        row["evaluation_process_runs_without_reuse"] = count.n + saved
+        row["evaluation_steps_s"] = {k: round(v, 1) for k, v in result.seconds.items()}
         row["verdict"] = result.verdict
     return row
 
