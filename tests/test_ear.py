@@ -170,9 +170,11 @@ def test_hallucinations_find_claims_without_changes_and_changes_without_claims()
                  withheld=[Withheld(suggestion="tiling", reason="too big")])
     h = hallucinations(p)
     assert h.claims_without_change == ["lines 40-44: vectorized loads in dot (S5)"]
-    assert h.edits_without_claim == ["main.cu:12-12"]
+    assert h.edits_without_claim == ["main.cu:12-12"] and h.cited_not_shown == []
     s = scores(p, diag(), ["S1", "S2"], FILES)
-    assert s.hallucination_rate == pytest.approx(2 / 5)
+    # the prompt showed S1 and S2 only: S5 is an invented citation, a third hallucination
+    assert s.hallucinations.cited_not_shown == ["S5"]
+    assert s.hallucination_rate == pytest.approx(3 / 6)
     assert (s.applied, s.withheld) == (3, 1)
     assert s.coverage == 1.0 and s.localization is None and s.directional is None and s.correct is None
 
@@ -229,3 +231,18 @@ def test_localization_counts_edits_inside_the_helper_that_holds_the_stall():
     edit = Edit(file="ops.cu", start_line=2, end_line=3, cites=["S1"], new_text="  return __ldg(p + i) * s;")
     assert localization(Proposal(shape="structured", raw="", edits=[edit]), diag(helper_stall),
                         {"ops.cu": HELPER_SRC}) == 1.0  # was 0.0: the lines are in no kernel
+
+
+def test_launch_citations_are_read_and_an_invented_one_is_a_hallucination():
+    """L* ids (the launch configuration) were dropped by an id pattern that knew only R, S, C and K."""
+    from runner.proposal.parser import parse_response
+
+    src = "__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\nint main() { k<<<1, 32>>>(0); }\n"
+    answer = ("EDIT file=main.cu lines=2-2\n```cuda\nint main() { k<<<4, 256>>>(0); }\n```\n\n"
+              "APPLIED:\n- lines 2-2: 256-thread blocks, enough waves (L1, S1)\n"
+              "- a grid-stride loop (L9)\n")
+    p = parse_response(answer, {"main.cu": src})
+    assert p.edits[0].cites == ["L1", "S1"]  # from the APPLIED item naming its lines, launch first
+    h = hallucinations(p, ["L1", "S1", "K1"])
+    assert h.cited_not_shown == ["L9"]
+    assert scores(p, diag(), ["L1", "S1", "K1"], {"main.cu": src}).coverage == 1.0

@@ -1,4 +1,5 @@
-"""Evidence: the analysis results under stable ids (R* roofline, S* stalls, C* counters).
+"""Evidence: the analysis results under stable ids (L* launches, R* roofline, S* stalls, C* counters;
+the prompt adds K*, the compiler's report), one EvidenceKind per letter.
 
 `diagnose` runs the pure analyses over a profile and gathers their findings; `render_markdown`
 writes the few kilobytes a prompt embeds. Ids are assigned in a fixed order (hot kernels by time,
@@ -8,7 +9,9 @@ then findings by weight) so the same profile always yields the same ids.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Collection
+from enum import StrEnum
 from typing import Literal
 
 import pandas as pd
@@ -26,6 +29,26 @@ from runner.base.errors import AnalysisError
 from runner.profiling.counter_plan import CounterPlan
 from runner.profiling.model import MANGLED, STALL_MEANING, Profile, short_kernel_name
 from runner.tracing.trace import ResultsVariation
+
+
+class EvidenceKind(StrEnum):
+    """The kinds of evidence a prompt shows, each by the letter its ids start with, in the order
+    the prompt lists them."""
+
+    LAUNCH = "L"
+    ROOFLINE = "R"
+    STALL = "S"
+    COUNTER = "C"
+    COMPILER = "K"  # ptxas's per-kernel report, added by the prompt
+
+
+# An evidence id as an answer cites it (L1, R2, S10, C3, K1): the parser and EAR read ids with it.
+EVIDENCE_ID = re.compile(r"\b([" + "".join(k.value for k in EvidenceKind) + r"]\d+)\b")
+
+
+def evidence_order(evidence_id: str) -> tuple[int, int]:
+    """Sort key of an id: by kind in the prompt's order, then by number."""
+    return list(EvidenceKind).index(EvidenceKind(evidence_id[0])), int(evidence_id[1:])
 
 
 class Evidence(BaseModel):
@@ -370,7 +393,7 @@ def _render(d: Diagnostics, shown: list[Evidence], omitted: list[str]) -> str:
             out.append(f"- {e.id} [{short_kernel_name(e.kernel or '')}] {e.text}")
     notes = list(d.notes)
     if omitted:
-        ids = sorted(omitted, key=lambda i: ("LRSC".index(i[0]), int(i[1:])))
+        ids = sorted(omitted, key=evidence_order)
         notes.append(f"omitted here for length (kept in diagnostics.json): {', '.join(ids)}")
     if notes:
         out.append("")

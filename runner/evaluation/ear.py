@@ -24,11 +24,10 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from runner.analysis.counters import counter_value
-from runner.analysis.evidence import Diagnostics, Evidence
+from runner.analysis.evidence import EVIDENCE_ID, Diagnostics, Evidence, evidence_order
 from runner.base.cuda_source import Function, functions, strip_comments_and_strings
 from runner.proposal.parser import Edit, Proposal
 
-_ID = re.compile(r"\b([RSCK]\d+)\b")
 _LINES = re.compile(r"lines?\s+(\d+)(?:\s*-\s*(\d+))?", re.IGNORECASE)
 
 
@@ -44,10 +43,11 @@ class DirectionCheck(BaseModel):
 class Hallucinations(BaseModel):
     claims_without_change: list[str] = Field(default_factory=list)
     edits_without_claim: list[str] = Field(default_factory=list)
+    cited_not_shown: list[str] = Field(default_factory=list)  # evidence ids cited that the prompt did not show
 
     @property
     def count(self) -> int:
-        return len(self.claims_without_change) + len(self.edits_without_claim)
+        return len(self.claims_without_change) + len(self.edits_without_claim) + len(self.cited_not_shown)
 
 
 class EARScores(BaseModel):
@@ -236,12 +236,17 @@ def _metric(series: pd.Series | None, name: str) -> float | None:
     return None if series is None else counter_value(series, name)
 
 
-def hallucinations(proposal: Proposal) -> Hallucinations:
-    """Claims (APPLIED items) matching no edit, and edits matched by no claim.
+def hallucinations(proposal: Proposal, prompt_ids: list[str] | None = None) -> Hallucinations:
+    """Claims (APPLIED items) matching no edit, edits matched by no claim, and (given the ids the
+    prompt showed) evidence ids cited, by an edit or a claim, that the prompt never showed.
 
     A claim matches an edit when the line range it names overlaps the edit, or, naming no lines,
     when it cites an id the edit cites."""
     h = Hallucinations()
+    if prompt_ids:
+        cited = {c for e in proposal.edits for c in e.cites if EVIDENCE_ID.fullmatch(c)}
+        cited |= {i for claim in proposal.applied for i in EVIDENCE_ID.findall(claim)}
+        h.cited_not_shown = sorted(cited - set(prompt_ids), key=evidence_order)
     matched_edits: set[int] = set()
     for claim in proposal.applied:
         hits = set()
@@ -249,7 +254,7 @@ def hallucinations(proposal: Proposal) -> Hallucinations:
             a, b = int(m.group(1)), int(m.group(2) or m.group(1))
             hits |= {i for i, e in enumerate(proposal.edits) if e.start_line <= b and a <= e.end_line}
         if not _LINES.search(claim):
-            ids = set(_ID.findall(claim))
+            ids = set(EVIDENCE_ID.findall(claim))
             hits = {i for i, e in enumerate(proposal.edits) if ids & set(e.cites)}
         if hits:
             matched_edits |= hits
@@ -271,8 +276,8 @@ def direction_score(checks: list[DirectionCheck]) -> float | None:
 def scores(proposal: Proposal, diag: Diagnostics, prompt_ids: list[str], files: dict[str, str],
            correct: bool | None = None, checks: list[DirectionCheck] = (), distance: int = 3) -> EARScores:
     """All five scores; `checks` come from `directional` when the candidate was re-profiled."""
-    h = hallucinations(proposal)
-    n = len(proposal.applied) + len(proposal.edits)
+    h = hallucinations(proposal, prompt_ids)
+    n = len(proposal.applied) + len(proposal.edits) + len(h.cited_not_shown)
     return EARScores(
         coverage=coverage(proposal, prompt_ids), localization=localization(proposal, diag, files, distance, prompt_ids),
         directional=direction_score(list(checks)),

@@ -19,10 +19,10 @@ from typing import Literal
 import unidiff
 from pydantic import BaseModel, Field
 
+from runner.analysis.evidence import EVIDENCE_ID, evidence_order
 from runner.base.cuda_source import functions
 from runner.base.errors import OptimasError
 
-_ID = re.compile(r"\b([RSCK]\d+)\b")
 _FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+.-]*)\s*$")
 _EDIT = re.compile(r"^\s*\**EDIT\**\s+file\s*=\s*(?P<file>\S+)\s+lines\s*=\s*(?P<a>\d+)\s*-\s*(?P<b>\d+)"
                    r"(?:\s+cites\s*=\s*(?P<cites>[A-Za-z0-9_,\s]*))?\s*$", re.IGNORECASE)
@@ -232,14 +232,14 @@ def diff_edits(name: str, original: str, new: str) -> list[Edit]:
 def _assign_cites(edits: list[Edit], applied: list[str], text: str) -> None:
     """For shapes without per-edit citations: take the ids of the APPLIED item whose lines overlap,
     else every id the prose mentions."""
-    prose_ids = sorted(set(_ID.findall(_prose(text))), key=lambda i: (i[0], int(i[1:])))
+    prose_ids = sorted(set(EVIDENCE_ID.findall(_prose(text))), key=evidence_order)
     for e in edits:
         if e.cites:
             continue
         for item in applied:
             m = re.search(r"lines?\s+(\d+)(?:\s*-\s*(\d+))?", item)
             if m and int(m.group(1)) <= e.end_line and int(m.group(2) or m.group(1)) >= e.start_line:
-                e.cites = sorted(set(_ID.findall(item)), key=lambda i: (i[0], int(i[1:])))
+                e.cites = sorted(set(EVIDENCE_ID.findall(item)), key=evidence_order)
                 break
         if not e.cites:
             e.cites = prose_ids

@@ -92,7 +92,7 @@ class Prompt(BaseModel):
     user: str
     diagnostics: str
     hot_kernels: list[str]
-    evidence_ids: list[str]  # every id the prompt shows (R/S/C/K)
+    evidence_ids: list[str]  # every id the prompt shows (L/R/S/C/K)
     editable: dict[str, list[tuple[int, int]]]  # file -> line ranges the model may edit
 
     @property
