@@ -19,7 +19,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
-from runner.proposal.stage import compile_candidate  # noqa: E402
+from runner.build.cache import compile_candidate  # noqa: E402
 
 
 def survey(folder: Path, arch: str) -> dict:

@@ -27,10 +27,10 @@ sys.path.insert(0, str(REPO))
 from runner.analysis.stage import analyze, write_analysis  # noqa: E402 (after the path above)
 from runner.base.config import load_config  # noqa: E402
 from runner.base.runstore import create_run  # noqa: E402
-from runner.base.scaffold import write_config  # noqa: E402
 from runner.base.workspace import read_context, read_sources, workspace_dirs  # noqa: E402
 from runner.evaluation import measure  # noqa: E402
 from runner.evaluation.stage import evaluate  # noqa: E402
+from runner.init.scaffold import write_config  # noqa: E402
 from runner.profiling.agent import ProfilingAgent  # noqa: E402
 from runner.proposal.parser import Proposal  # noqa: E402
 from runner.proposal.prompt import build_prompt  # noqa: E402

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from runner.profiling.readers import read_any
+from runner.profiles.readers import read_any
 
 REPO = Path(__file__).resolve().parent.parent
 

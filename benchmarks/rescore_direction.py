@@ -15,7 +15,7 @@ from pathlib import Path
 
 from runner.analysis.evidence import Diagnostics
 from runner.evaluation.ear import DirectionCheck, direction_score, directional
-from runner.profiling.readers import read_any
+from runner.profiles.readers import read_any
 from runner.proposal.stage import ProposeResult
 
 

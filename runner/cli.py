@@ -255,8 +255,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.base.gpu import target_arch
     from runner.base.workspace import read_context
+    from runner.build.cache import compile_candidate
     from runner.proposal.prompt import build_prompt
-    from runner.proposal.stage import check_sources, compile_candidate
+    from runner.proposal.stage import check_sources
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
@@ -478,7 +479,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from runner.base.scaffold import count_of, write_config
+    from runner.init.scaffold import count_of, write_config
 
     out = args.output or args.dir / "optimas.yml"
     project, _ = write_config(args.dir, out, args.name, args.args, args.build, args.force)

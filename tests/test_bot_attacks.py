@@ -345,7 +345,7 @@ def test_pull_request_code_runs_in_a_sandbox(monkeypatch, tmp_path):
     from test_bot_end_to_end import CONFIG, deliver_and_work, make_remote
     from test_bot_hardening import cmdlines
 
-    from runner.base.nvcc_shim import shim_folder
+    from runner.build.nvcc_shim import shim_folder
 
     cache, canary = tmp_path / "worker-cache", tmp_path / "worker-home" / "canary"
     canary.parent.mkdir()

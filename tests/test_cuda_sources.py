@@ -258,7 +258,7 @@ def test_overloaded_kernels_keep_their_interfaces():
 
 
 def test_compiler_feedback_is_of_the_template_instance_that_ran():
-    from runner.proposal.compiler import KernelResources
+    from runner.build.compiler import KernelResources
     from runner.proposal.prompt import compiler_evidence
 
     # as c++filt spells ptxas's entries, for two instances of one template; the hot kernels as ncu

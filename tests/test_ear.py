@@ -11,7 +11,7 @@ from runner.analysis.hot import KernelTime
 from runner.analysis.roofline import Roofline
 from runner.analysis.stalls import StallLine
 from runner.evaluation.ear import coverage, directional, hallucinations, localization, map_line, moved, scores
-from runner.profiling.model import LINE_COLUMNS
+from runner.profiles.model import LINE_COLUMNS
 from runner.proposal.parser import Edit, Proposal, Withheld
 
 SRC = (FIXTURES / "responses" / "stream_main.cu").read_text()
@@ -209,7 +209,7 @@ def test_directional_inputs_cover_every_profiled_kernel():
     from conftest import REPO
 
     from runner.flows.loop import _profile_of
-    from runner.profiling.readers import read_any
+    from runner.profiles.readers import read_any
 
     cap = REPO / "benchmarks" / "replay" / "captures" / "transpose-h200"
     inputs = {"report": sorted(cap.glob("hot*.ncu-rep")), "counters": [cap / "counters" / "scale_1.ncu-rep"]}

@@ -12,9 +12,9 @@ import pytest
 from conftest import FIXTURES
 
 from runner.base.config import OutputSpec, load_config
-from runner.evaluation.compare import compare
 from runner.evaluation.measure import time_interleaved, validate
 from runner.evaluation.statistics import improvement
+from runner.tracing.compare import compare
 
 APP = FIXTURES / "evalapp"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
@@ -382,11 +382,11 @@ def test_a_rejected_candidate_is_described_to_the_next_attempt():
 def test_a_candidate_that_only_rounded_otherwise_is_told_why_that_happens():
     import numpy as np
 
-    from runner.evaluation.compare import first_difference
     from runner.evaluation.measure import CaseResult, Validation
     from runner.evaluation.stage import EvaluationResult
     from runner.flows.loop import rejection_note
     from runner.proposal.stage import ProposeResult
+    from runner.tracing.compare import first_difference
 
     base = np.linspace(1, 2, 64, dtype=np.float32)
     rounded = base.copy()
@@ -456,7 +456,7 @@ def test_a_source_tree_is_built_once_per_run(tmp_path, monkeypatch):
     """The proposal and evaluation stages share the run's build cache: the same sources, command and
     compiler are compiled once, and a later stage that needs the binary gets it from there."""
     from runner.base.runstore import create_run
-    from runner.proposal.stage import compile_candidate
+    from runner.build.cache import compile_candidate
 
     monkeypatch.delenv("OPTIMAS_BUILD_CACHE", raising=False)  # the test run's shared cache, not the run's
     count = tmp_path / "builds.txt"

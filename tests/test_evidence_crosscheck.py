@@ -16,7 +16,7 @@ import pytest
 from conftest import FIXTURES, REPO
 
 from runner.analysis.roofline import roofline
-from runner.profiling.readers import NcuReportReader
+from runner.profiles.readers import NcuReportReader
 
 # (the report, its details page restricted to the three sections): the shared probe of three kernels,
 # the H200 captures of two benchmark apps and of six cuda-samples programs (details pages made on the

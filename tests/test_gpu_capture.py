@@ -15,7 +15,7 @@ from conftest import H200, REPO
 
 from runner.analysis.evidence import Diagnostics
 from runner.base.errors import ProfileFormatError
-from runner.profiling.readers import NcuReportReader, NcuSourceCsvReader
+from runner.profiles.readers import NcuReportReader, NcuSourceCsvReader
 
 pytestmark = pytest.mark.gpu
 

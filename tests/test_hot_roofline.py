@@ -11,7 +11,7 @@ from test_readers import ACCURACY, MATMUL, TRIAD
 from runner.analysis.hot import select_hot_kernels, widen_to_editable
 from runner.analysis.roofline import aggregate_launches, roofline
 from runner.base.errors import AnalysisError
-from runner.profiling.readers import NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader
+from runner.profiles.readers import NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader
 
 
 def launches(*pairs: tuple[str, float]) -> pd.DataFrame:

@@ -346,7 +346,7 @@ SUITE_KERNEL = ('#include "scale.h"\n__global__ void twice(float* a) { a[threadI
 
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
 def test_init_widens_the_workspace_to_what_the_build_reads_and_the_pipelines_copy_builds(tmp_path, monkeypatch):
-    from runner.proposal.stage import compile_candidate
+    from runner.build.cache import compile_candidate
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     suite = tmp_path / "suite"

@@ -1,4 +1,4 @@
-"""The nvcc every build runs first (runner.base.nvcc_shim): third-party build files that name GPU
+"""The nvcc every build runs first (runner.build.nvcc_shim): third-party build files that name GPU
 architectures CUDA no longer compiles for still build, for the architecture Optimas asks."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from runner.base.config import load_config
-from runner.base.nvcc_shim import build_environment, filter_architectures, keep_specific, removed_api_used
 from runner.base.processes import child_environment
-from runner.proposal.compiler import build
+from runner.build.compiler import build
+from runner.build.nvcc_shim import build_environment, filter_architectures, keep_specific, removed_api_used
 
 SUPPORTED = frozenset({"compute_75", "compute_80", "compute_90", "compute_100", "sm_75", "sm_80", "sm_90", "sm_100"})
 
@@ -96,7 +96,7 @@ def test_the_removed_thread_functions_are_found_where_the_code_calls_them(tmp_pa
 
 
 def test_the_warp_functions_without_a_mask_are_found_where_the_code_calls_them():
-    from runner.base.nvcc_shim import WARP, compat_used
+    from runner.build.nvcc_shim import WARP, compat_used
 
     reduce = ("__device__ float warp_sum(float v) {\n  for (int d = 16; d > 0; d /= 2) v += __shfl_down(v, d);\n"
               "  return v > 0 ? v : __shfl(v, 0);\n}\n")
@@ -109,7 +109,7 @@ def test_the_warp_functions_without_a_mask_are_found_where_the_code_calls_them()
 
 
 def test_the_warp_votes_without_a_mask_are_found_where_the_code_calls_them():
-    from runner.base.nvcc_shim import VOTE, compat_used
+    from runner.build.nvcc_shim import VOTE, compat_used
 
     votes = "__global__ void k(int* o, int p) { o[0] = __any(p) + __all (p != 0); o[1] = __ballot(p > 1); }\n"
     assert compat_used(votes, VOTE) == ["__any", "__all", "__ballot"]
@@ -231,7 +231,7 @@ MAKEFILE_ABSOLUTE = ("NVCC := $(shell command -v nvcc)\napp: k.cu\n\t$(NVCC) -O2
                     reason="nvcc, make and cmake not installed")
 @pytest.mark.parametrize("kind", ["make", "make-absolute-nvcc", "cmake", "script"])
 def test_make_cmake_and_script_builds_report_ptxas_resources(tmp_path, monkeypatch, kind):
-    from runner.proposal.stage import compile_candidate
+    from runner.build.cache import compile_candidate
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     cm = "cmake_minimum_required(VERSION 3.18)\nproject(s LANGUAGES CXX CUDA)\nadd_executable(k_app k.cu)\n"
@@ -266,8 +266,8 @@ SCALE_CU = ('#include "sizes.h"\n__global__ void scale(float* a) {\n'
 def test_the_prompt_shows_macros_as_the_build_compiles_them(tmp_path, monkeypatch):
     from runner.analysis.evidence import Diagnostics, GpuInfo
     from runner.analysis.hot import KernelTime
+    from runner.build.cache import compile_candidate
     from runner.proposal.prompt import build_prompt
-    from runner.proposal.stage import compile_candidate
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / "p"

@@ -15,7 +15,7 @@ from runner.analysis.counters import load_metric_dictionary
 from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
 from runner.base.config import AnalysisConfig
 from runner.base.runstore import create_run, sha256_file
-from runner.profiling.readers import NcuRawCsvReader, read_profiles
+from runner.profiles.readers import NcuRawCsvReader, read_profiles
 
 
 def _diag(h200: Path, **cfg) -> Diagnostics:

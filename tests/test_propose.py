@@ -75,8 +75,8 @@ def test_an_original_whose_results_vary_by_rounding_lets_the_prompt_reorder_them
     """The profiling agent's gpu_results.json says how two runs of the original compare: varying by
     rounding only, the prompt allows reordering where they vary; beyond rounding, the diagnostics
     say that bit-for-bit validation cannot pass; the same, the prompt stays bit for bit."""
-    from runner.evaluation.compare import ROUNDING_ULPS
     from runner.proposal.prompt import BITWISE_RULE, ROUNDING_RULE, build_prompt
+    from runner.tracing.compare import ROUNDING_ULPS
     from runner.tracing.trace import ResultsVariation
 
     lc = load_config(REPO / "config.yml")

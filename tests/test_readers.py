@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from runner.base.errors import ProfileFormatError
-from runner.profiling.model import merge, short_kernel_name
-from runner.profiling.readers import (
+from runner.profiles.model import merge, short_kernel_name
+from runner.profiles.readers import (
     NcuDetailsCsvReader,
     NcuRawCsvReader,
     NcuReportReader,
@@ -305,7 +305,7 @@ def test_a_launch_seen_through_two_exports_of_one_capture_counts_once(first: str
 
     from runner.analysis.evidence import diagnose
     from runner.base.config import AnalysisConfig
-    from runner.profiling.readers import read_profiles
+    from runner.profiles.readers import read_profiles
 
     base = FIXTURES / "ncu-h200"
     precise = {"report": {"reports": [base / "probe_full.ncu-rep"]}, "raw": {"raw": [base / "probe_full_raw_base.csv"]}}
@@ -328,7 +328,7 @@ def test_the_ncu_report_of_an_nsight_compute_install_is_named_in_a_warning(tmp_p
     (extras / "ncu_report.py").write_text("def load_report(path):\n    raise Exception('stand-in')\n")
     report = next(h200.glob("*.ncu-rep"))
     code = ("import logging, sys\nlogging.basicConfig(level=logging.WARNING)\n"
-            "from runner.profiling.readers.report import NcuReportReader\n"
+            "from runner.profiles.readers.report import NcuReportReader\n"
             "from runner.base.errors import ProfileFormatError\n"
             f"try:\n    NcuReportReader().read({str(report)!r})\nexcept ProfileFormatError as e:\n"
             "    print('error:', e)\n")

@@ -13,8 +13,8 @@ from runner.analysis.counters import describe, load_metric_dictionary, prepare_m
 from runner.analysis.stalls import salient_stalls
 from runner.base.config import CountersConfig
 from runner.base.errors import AnalysisError, ProfileFormatError
-from runner.profiling.model import LINE_COLUMNS, STALL_REASONS
-from runner.profiling.readers import NcuRawCsvReader, NcuSourceCsvReader
+from runner.profiles.model import LINE_COLUMNS, STALL_REASONS
+from runner.profiles.readers import NcuRawCsvReader, NcuSourceCsvReader
 
 LIB = [r"/cuda[^/]*/(targets/[^/]+/)?include/"]
 
@@ -175,8 +175,8 @@ def test_counter_runs_from_reports_match_their_csv(tmp_path: Path, h200: Path):
     """The sweep's 12 .ncu-rep files, read one by one, give the N x C matrix the raw CSV gives."""
     import tarfile
 
-    from runner.profiling.model import merge
-    from runner.profiling.readers import read_any
+    from runner.profiles.model import merge
+    from runner.profiles.readers import read_any
 
     with tarfile.open(h200 / "probe_sweep_accuracy_reports.tgz") as t:
         t.extractall(tmp_path, filter="data")
@@ -233,8 +233,8 @@ def test_a_family_whose_total_is_constant_keeps_no_noisy_max():
     0.007% in one run: that noise was a candidate counter (issue #15, item 5)."""
     from conftest import REPO
 
-    from runner.profiling.model import merge
-    from runner.profiling.readers import read_any
+    from runner.profiles.model import merge
+    from runner.profiles.readers import read_any
 
     runs = merge([read_any(p) for p in sorted((REPO / "benchmarks" / "replay" / "captures" / "matrixMul-h200"
                                                 / "counters").glob("*.ncu-rep"))])

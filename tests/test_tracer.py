@@ -154,7 +154,7 @@ def _process(tmp: Path, name: str, values: list[np.ndarray], kept: bool = True, 
 
 def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
     from runner.base.config import GpuResultsSpec
-    from runner.evaluation.compare import compare_results
+    from runner.tracing.compare import compare_results
 
     a = np.linspace(0, 1, 100, dtype=np.float32)
     close = a.copy()
@@ -191,7 +191,7 @@ def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
 def test_an_original_whose_results_vary_by_rounding_judges_candidates_within_rounding(tmp_path: Path):
     """Float atomics make the original's own bits vary run to run: candidates are then held within
     ROUNDING_ULPS on the results it varies, and bit for bit on the ones it repeats."""
-    from runner.evaluation.compare import (
+    from runner.tracing.compare import (
         ROUNDING_ULPS,
         RoundingSpread,
         original_spread,
@@ -263,7 +263,7 @@ def test_an_original_whose_results_vary_by_rounding_judges_candidates_within_rou
 
 
 def test_two_runs_of_the_original_compared_for_the_prompt(tmp_path: Path):
-    from runner.evaluation.compare import results_variation
+    from runner.tracing.compare import results_variation
 
     sums = np.linspace(1, 100, 64, dtype=np.float32)
     rounded = sums.copy()
@@ -345,7 +345,7 @@ def test_traced_times_need_complete_records(tmp_path: Path):
 def test_a_trace_recorded_on_the_h200_reads_as_the_probe_ran():
     """tests/fixtures/tracer/probe-h200: the probe run once under the tracer on the H200 with
     OPTIMAS_TRACE_KEEP_BYTES=4096 (command in benchmarks/results/tracer-2026-12-03.md)."""
-    from runner.profiling.readers.trace import TraceReader
+    from runner.profiles.readers.trace import TraceReader
 
     h200_trace = FIXTURES / "tracer" / "probe-h200"
     (t,) = read_traces(h200_trace)

@@ -23,7 +23,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from runner.base.errors import AnalysisError, ProfileFormatError
-from runner.profiling.model import PCSAMP_METRIC_TO_REASON, STALL_MEANING, WORK_METRICS
+from runner.profiles.model import PCSAMP_METRIC_TO_REASON, STALL_MEANING, WORK_METRICS
 
 
 class SelectedCounter(BaseModel):

@@ -26,8 +26,8 @@ from runner.analysis.stalls import StallLine, salient_stalls
 from runner.base.config import AnalysisConfig
 from runner.base.cuda_source import template_symbol_prefix
 from runner.base.errors import AnalysisError
-from runner.profiling.counter_plan import CounterPlan
-from runner.profiling.model import MANGLED, STALL_MEANING, Profile, short_kernel_name
+from runner.profiles.counter_plan import CounterPlan
+from runner.profiles.model import MANGLED, STALL_MEANING, Profile, short_kernel_name
 from runner.tracing.trace import ResultsVariation
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from runner.base.cuda_source import kernel_key
 from runner.base.errors import AnalysisError
-from runner.profiling.model import MANGLED
+from runner.profiles.model import MANGLED
 
 # Cumulative shares are sums of floats; a set that covers alpha up to rounding covers it.
 _EPS = 1e-12

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from runner.profiling.model import Profile, short_kernel_name
+from runner.profiles.model import Profile, short_kernel_name
 
 
 class SourceDigest(BaseModel):

@@ -17,9 +17,9 @@ from runner.base.errors import OptimasError
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import read_context
-from runner.profiling.counter_plan import read_plan
-from runner.profiling.model import Profile, merge
-from runner.profiling.readers import read_any, read_profiles, read_timing
+from runner.profiles.counter_plan import read_plan
+from runner.profiles.model import Profile, merge
+from runner.profiles.readers import read_any, read_profiles, read_timing
 from runner.tracing.trace import ResultsVariation
 
 PROGRESS = progress_for("analysis")

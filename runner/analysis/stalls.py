@@ -7,7 +7,7 @@ import re
 import pandas as pd
 from pydantic import BaseModel
 
-from runner.profiling.model import NON_STALL_REASONS, STALL_REASONS
+from runner.profiles.model import NON_STALL_REASONS, STALL_REASONS
 
 
 class StallLine(BaseModel):

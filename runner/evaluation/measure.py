@@ -28,7 +28,8 @@ from runner.base.config import AppConfig, LoadedConfig, OutputSpec, StdoutSpec
 from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
-from runner.evaluation.compare import (
+from runner.evaluation.statistics import Improvement, improvement
+from runner.tracing.compare import (
     MISMATCH_BYTES,
     MISMATCH_EACH,
     ROUNDING_ULPS,
@@ -38,7 +39,6 @@ from runner.evaluation.compare import (
     original_spread,
     within_rounding,
 )
-from runner.evaluation.statistics import Improvement, improvement
 from runner.tracing.library import TracerError, trace_environment, tracer_library
 from runner.tracing.trace import ProcessTrace, read_traces
 

@@ -33,9 +33,9 @@ from runner.base.workspace import workspace_dirs, write_source
 from runner.evaluation.ear import DirectionCheck, directional
 from runner.evaluation.stage import EvaluationResult, add_direction, evaluate, record_no_change
 from runner.flows.candidates import evaluate_candidates, first_accepted, propose_candidates
+from runner.profiles.model import Profile, merge
+from runner.profiles.readers import read_any, read_profiles
 from runner.profiling.agent import ProfilingAgent
-from runner.profiling.model import Profile, merge
-from runner.profiling.readers import read_any, read_profiles
 from runner.proposal.stage import ProposeResult
 from runner.tracing.trace import ResultsVariation
 

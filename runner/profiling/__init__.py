@@ -1,2 +1,2 @@
-"""The profiling stage: the typed profile model, one reader per Nsight Compute export format, and the
-Profiling Agent that builds the app and collects profiles on the GPU."""
+"""The profiling stage: the Profiling Agent, which builds the app and collects its profiles on the GPU
+(it picks the hot kernels to collect with the analysis stage's alpha selection)."""

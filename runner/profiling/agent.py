@@ -35,7 +35,6 @@ from runner.base.config import Config, LoadedConfig
 from runner.base.cuda_source import defined_kernels, kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
-from runner.base.nvcc_shim import build_environment
 from runner.base.processes import (
     CommandResult,
     child_environment,
@@ -48,8 +47,9 @@ from runner.base.processes import (
 from runner.base.progress import Progress, in_stage, progress_for
 from runner.base.runstore import Run
 from runner.base.workspace import read_context
-from runner.evaluation.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
-from runner.profiling.counter_plan import (
+from runner.build.cache import compile_candidate
+from runner.build.nvcc_shim import build_environment
+from runner.profiles.counter_plan import (
     MAX_LAUNCH_CONFIGURATIONS,
     PLAN_FILE,
     CounterPlan,
@@ -57,11 +57,11 @@ from runner.profiling.counter_plan import (
     work_changes,
     work_of,
 )
-from runner.profiling.model import short_kernel_name
-from runner.profiling.readers import NcuRawCsvReader, read_any
-from runner.profiling.readers.report import report_kernel_names
-from runner.profiling.readers.trace import profile_of
-from runner.proposal.stage import compile_candidate
+from runner.profiles.model import short_kernel_name
+from runner.profiles.readers import NcuRawCsvReader, read_any
+from runner.profiles.readers.report import report_kernel_names
+from runner.profiles.readers.trace import profile_of
+from runner.tracing.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
 from runner.tracing.library import TracerError, trace_environment, tracer_library
 from runner.tracing.trace import KernelLaunch, ProcessTrace, ResultsVariation, read_traces
 

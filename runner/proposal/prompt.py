@@ -29,9 +29,9 @@ from runner.base.cuda_source import (
 )
 from runner.base.errors import OptimasError
 from runner.base.launch_sites import launch_sites
-from runner.evaluation.compare import ROUNDING_ULPS
-from runner.profiling.model import short_kernel_name
-from runner.proposal.compiler import CompiledMacros, KernelResources
+from runner.build.compiler import CompiledMacros, KernelResources
+from runner.profiles.model import short_kernel_name
+from runner.tracing.compare import ROUNDING_ULPS
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.analysis.evidence import Diagnostics
 from runner.base.cuda_source import Function, functions, kernel_by_name, strip_comments_and_strings
-from runner.profiling.model import short_kernel_name
+from runner.profiles.model import short_kernel_name
 from runner.proposal.llm.base import LLMError, LLMRequest, LLMResponse, Usage
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from runner.base.errors import ProfileFormatError
-from runner.profiling.model import DURATION_METRIC, Profile, empty_lines
-from runner.profiling.readers.ncu_csv import (
+from runner.profiles.model import DURATION_METRIC, Profile, empty_lines
+from runner.profiles.readers.ncu_csv import (
     HOW,
     ends_with_newline,
     page_rows,

@@ -253,11 +253,11 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
     folder = cache / "nvcc-shim" / key
     target = folder / "nvcc"
     text = (f"#!{sys.executable} -IS\n"
-            "# Written by Optimas (runner/base/nvcc_shim.py): drops GPU architectures this nvcc does not\n"
+            "# Written by Optimas (runner/build/nvcc_shim.py): drops GPU architectures this nvcc does not\n"
             "# support, then runs it. -IS: the standard library only, whatever the build's environment.\n"
             "import sys\n"
             f"sys.path.insert(0, {str(_ROOT)!r})\n"
-            "from runner.base.nvcc_shim import run_shim\n"
+            "from runner.build.nvcc_shim import run_shim\n"
             f"run_shim({str(real)!r}, {sorted(supported)!r})\n")
     # The cache outlives the job that wrote it: the shim is used only when it holds exactly this text
     if target.is_file() and not target.is_symlink() and target.read_bytes() == text.encode():

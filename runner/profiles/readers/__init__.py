@@ -1,4 +1,4 @@
-"""One reader per Nsight Compute export format, all producing `runner.profiling.model.Profile`."""
+"""One reader per Nsight Compute export format, all producing `runner.profiles.model.Profile`."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import csv
 from pathlib import Path
 
 from runner.base.errors import ProfileFormatError
-from runner.profiling.model import Profile, merge
-from runner.profiling.readers.details import NcuDetailsCsvReader
-from runner.profiling.readers.ncu_csv import detect_page, open_text, skip_preamble, wrong_page_error
-from runner.profiling.readers.raw import NcuRawCsvReader
-from runner.profiling.readers.report import REPORT_MAGIC, NcuReportReader
-from runner.profiling.readers.source import NcuSourceCsvReader
-from runner.profiling.readers.trace import TraceReader, is_trace
+from runner.profiles.model import Profile, merge
+from runner.profiles.readers.details import NcuDetailsCsvReader
+from runner.profiles.readers.ncu_csv import detect_page, open_text, skip_preamble, wrong_page_error
+from runner.profiles.readers.raw import NcuRawCsvReader
+from runner.profiles.readers.report import REPORT_MAGIC, NcuReportReader
+from runner.profiles.readers.source import NcuSourceCsvReader
+from runner.profiles.readers.trace import TraceReader, is_trace
 
 __all__ = ["NcuDetailsCsvReader", "NcuRawCsvReader", "NcuReportReader", "NcuSourceCsvReader", "TraceReader",
            "read_any", "read_profiles", "read_timing"]

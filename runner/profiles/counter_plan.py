@@ -23,7 +23,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from runner.base.cuda_source import template_symbol_prefix
-from runner.profiling.model import WORK_METRICS, Profile
+from runner.profiles.model import WORK_METRICS, Profile
 from runner.tracing.trace import KernelLaunch
 
 CounterSource = Literal["sizes", "launch configurations", "code versions", "one run"]

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
-from runner.base.nvcc_shim import NVCC_RECORD, PTXAS_REPORT, build_environment
+from runner.build.nvcc_shim import NVCC_RECORD, PTXAS_REPORT, build_environment
 from runner.base.processes import render, run_process
 
 

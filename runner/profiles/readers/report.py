@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from runner.base.errors import ProfileFormatError
-from runner.profiling.model import (
+from runner.profiles.model import (
     DURATION_METRIC,
     LINE_COLUMNS,
     MANGLED,

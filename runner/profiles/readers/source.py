@@ -25,8 +25,8 @@ from pathlib import Path
 import pandas as pd
 
 from runner.base.errors import ProfileFormatError
-from runner.profiling.model import LINE_COLUMNS, STALL_REASONS, Profile, aggregate_lines, empty_lines
-from runner.profiling.readers.ncu_csv import HOW, detect_page, open_text, wrong_page_error
+from runner.profiles.model import LINE_COLUMNS, STALL_REASONS, Profile, aggregate_lines, empty_lines
+from runner.profiles.readers.ncu_csv import HOW, detect_page, open_text, wrong_page_error
 
 DEFAULT_LIBRARY_PATHS = (r"/cuda[^/]*/(targets/[^/]+/)?include/", r"/cub/", r"/thrust/", r"/cuda/std/")
 

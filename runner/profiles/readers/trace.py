@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from runner.profiling.model import LAUNCH_COLUMNS, MANGLED, Profile, empty_lines
+from runner.profiles.model import LAUNCH_COLUMNS, MANGLED, Profile, empty_lines
 from runner.tracing.trace import FORMAT, ProcessTrace, read_trace, read_traces
 
 
