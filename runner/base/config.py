@@ -369,7 +369,8 @@ def _describe(err: dict) -> str:
     loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
     kind = err["type"]
     if kind == "extra_forbidden":
-        return f"{loc}: unknown key (check the spelling; see config.yml for every key)"
+        return (f"{loc}: unknown key (check the spelling; every key is in docs/configuration.md, or run "
+                "`python -m runner.base.config_reference`)")
     got = err.get("input")
     shown = repr(got) if not isinstance(got, dict) else "a mapping"
     ctx = err.get("ctx") or {}
@@ -503,7 +504,8 @@ def parse_config(text: str, path: Path | str) -> Config:
         raise ConfigError(path, [f"not valid YAML{where}: {getattr(e, 'problem', e)}"]) from None
     if data is None:
         raise ConfigError(path, ["the file is empty; expected the sections app, profiles, analysis, profiling, llm, "
-                                 "evaluation (`optimas init` writes one; config.yml documents every key)"])
+                                 "evaluation (`optimas init` writes one; docs/configuration.md, or "
+                                 "`python -m runner.base.config_reference`, lists every key)"])
     if not isinstance(data, dict):
         raise ConfigError(path, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
     try:

@@ -591,8 +591,9 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
     sizes = size_arguments(run_args)
     run = "{exe}" + (f" {sizes.run if sizes else run_args}" if run_args else "")
     lines = [
-        f"# Optimas config for {name}, written by `optimas init`; config.yml in the Optimas repository",
-        "# documents every key. Check it with: optimas check-config --config <this file>",
+        f"# Optimas config for {name}, written by `optimas init`. Every key: docs/configuration.md in the",
+        "# Optimas repository, or `python -m runner.base.config_reference`. Check it with:",
+        "# optimas check-config --config <this file>",
         "app:",
         f"  name: {_q(name)}",
         f"  workdir: {_q(workdir)}",
