@@ -25,7 +25,7 @@ from typing import Any
 from bot.github_client import token_client
 from bot.gpu_job import pipeline, publish_outcome, summary_text
 from bot.publish import Publisher
-from runner.base.config import BACKENDS, DIAGNOSTICS
+from runner.base.config import BACKENDS, DIAGNOSTICS, REPOSITORY_CONFIG
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.processes import child_environment
 from runner.base.redaction import describe, redact, register_secret
@@ -172,7 +172,7 @@ def _bool(text: str) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bot.action", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", type=Path, default=Path(".optimas.yml"))
+    ap.add_argument("--config", type=Path, default=Path(REPOSITORY_CONFIG))
     ap.add_argument("--backend", default="", choices=["", *BACKENDS])
     ap.add_argument("--model", default="")
     ap.add_argument("--diagnostics", default="", choices=["", *DIAGNOSTICS])

@@ -37,12 +37,13 @@ from bot.context import JobContext
 from bot.github_client import WRITE_PERMISSIONS
 from bot.publish import code_block
 from bot.settings import WorkerSettings
+from runner.base.config import REPOSITORY_CONFIG
 from runner.base.processes import kill_process_groups
 from runner.base.redaction import describe
 
 log = logging.getLogger(__name__)
 
-CONFIG_PATH = ".optimas.yml"
+CONFIG_PATH = REPOSITORY_CONFIG
 GPU_JOB = "bot.gpu_job.optimize_pr"
 JOB_KEY_TTL_S = 7 * 24 * 3600
 ACTIVE = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ from runner.base.config import (
     BACKENDS,
     DIAGNOSTICS,
     PROFILE_ROLES,
+    REPOSITORY_CONFIG,
     LoadedConfig,
     load_config,
     path_problems,
@@ -491,7 +493,17 @@ def cmd_init(args: argparse.Namespace) -> int:
           f"  1. read {out} and adjust the build and run commands, configurations and outputs\n"
           f"  2. optimas check-config --config {out}\n"
           f"  3. on a GPU machine: optimas profile --config {out}, then optimas run --config {out}")
+    top = repository_root(args.dir)
+    if top is not None and out.resolve() != top / REPOSITORY_CONFIG:
+        print(f"  for pull requests (the GitHub App or Action), the config is {REPOSITORY_CONFIG} at the "
+              f"repository's root: optimas init {args.dir} --output {os.path.relpath(top / REPOSITORY_CONFIG)}")
     return 0
+
+
+def repository_root(folder: Path) -> Path | None:
+    """The git working tree holding `folder`, if any (the nearest folder above with a .git)."""
+    here = folder.resolve()
+    return next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
 
 
 COMMANDS = {"run": cmd_run, "profile": cmd_profile, "analyze": cmd_analyze, "prompt": cmd_prompt,

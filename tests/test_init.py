@@ -375,3 +375,25 @@ def test_init_widens_the_workspace_to_what_the_build_reads_and_the_pipelines_cop
     # as init wrote it before, with the workspace at the program folder, the copy lacks what it reads
     (prog / "optimas.yml").write_text(text.replace('workspace: "../.."', "workspace: ."))
     assert not compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90").ok
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make") and shutil.which("git")),
+                    reason="nvcc, make and git not installed")
+def test_init_in_a_repository_says_where_the_app_and_the_action_read_the_config(tmp_path):
+    repo = tmp_path / "repo"
+    prog = repo / "programs" / "twice"
+    prog.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (prog / "twice.cu").write_text(SUITE_KERNEL.replace('#include "scale.h"\n', "").replace("scale2(a[threadIdx.x])",
+                                                                                            "2.0f * a[threadIdx.x]"))
+    (prog / "Makefile").write_text("twice: twice.cu\n\tnvcc -o twice twice.cu\n")
+    r = run_cli("init", str(prog))
+    assert r.returncode == 0, r.stderr
+    assert "the config is .optimas.yml at the repository's root" in r.stdout
+    hint = r.stdout.split("repository's root: ", 1)[1].strip()
+    r = run_cli(*hint.split()[1:], "--force")  # as printed: optimas init <dir> --output <root>/.optimas.yml
+    assert r.returncode == 0, r.stderr
+    text = (repo / ".optimas.yml").read_text()
+    assert 'workdir: "programs/twice"' in text
+    assert "the config is .optimas.yml" not in r.stdout  # written where it belongs: no hint
+    assert run_cli("check-config", "--config", str(repo / ".optimas.yml")).returncode == 0

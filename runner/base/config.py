@@ -30,6 +30,10 @@ Fraction = Annotated[float, Field(gt=0.0, le=1.0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
+# Where the GitHub App (on the default branch) and the Action (at the pull request's head) read a
+# repository's config: at its root.
+REPOSITORY_CONFIG = ".optimas.yml"
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
