@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from github import GithubException, UnknownObjectException
 from rq import Callback, Queue, Retry
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
@@ -34,7 +35,7 @@ from rq.job import Job, JobStatus
 
 from bot.app import heads_key
 from bot.context import JobContext
-from bot.github_client import WRITE_PERMISSIONS
+from bot.github_client import WRITE_PERMISSIONS, app_from_env
 from bot.publish import code_block
 from bot.settings import WorkerSettings
 from runner.base.config import REPOSITORY_CONFIG
@@ -256,6 +257,34 @@ def post_help(repo: str, installation_id: int, sender: str, pr: int, unknown: bo
     prefix = f"@{sender}, {what}.\n\n" if unknown else ""
     ctx.reply(prefix + HELP.format(label=ctx.settings.label))
     return {"status": "posted"}
+
+
+LABEL_COLOR = "5319e7"
+LABEL_DESCRIPTION = "Optimas: profile this pull request's CUDA code and suggest a validated, faster change"
+
+
+def ensure_label(repo: str, installation_id: int, sender: str, repos: list[str]) -> dict[str, Any]:
+    """The trigger label (OPTIMAS_LABEL) in each of `repos`, created where it is missing, after the
+    App was installed on them. One repository that cannot be labelled (its owner withdrew the
+    App's issues permission) does not stop the others; the result says which."""
+    ws = WorkerSettings.from_env()
+    client = app_from_env().client(installation_id)
+    done: dict[str, list[str]] = {"created": [], "existing": [], "failed": []}
+    for name in repos:
+        try:
+            repository = client.get_repo(name)
+            try:
+                repository.get_label(ws.label)
+                done["existing"].append(name)
+            except UnknownObjectException:
+                repository.create_label(ws.label, LABEL_COLOR, LABEL_DESCRIPTION)
+                done["created"].append(name)
+        except GithubException as e:
+            log.warning("%s: the %s label could not be made: %s", name, ws.label, describe(e, 300))
+            done["failed"].append(name)
+    log.info("label %s: created in %d, already in %d, failed in %d repositories (installed by %s)", ws.label,
+             len(done["created"]), len(done["existing"]), len(done["failed"]), sender)
+    return {"status": "labelled", **done}
 
 
 def post_status(repo: str, installation_id: int, sender: str, pr: int) -> dict[str, Any]:

@@ -16,6 +16,12 @@ JOB_TRIGGER = "bot.jobs.handle_trigger"  # checks the sender's permission, pins 
 JOB_CANCEL = "bot.jobs.cancel_pr"  # cancels the PR's queued or running job
 JOB_STATUS = "bot.jobs.post_status"
 JOB_HELP = "bot.jobs.post_help"
+JOB_LABEL = "bot.jobs.ensure_label"  # creates the trigger label in repositories the App was installed on
+# An installation event lists its repositories; more than this many are labelled by the first ones only
+# (the rest get the label by hand, or when added again): a job's arguments stay small.
+MAX_INSTALLED_REPOSITORIES = 100
+# Deliveries about the App's installation name repositories in a list, not one `repository`.
+INSTALLATION_EVENTS = {"installation", "installation_repositories"}
 
 
 class PayloadError(ValueError):
@@ -208,6 +214,25 @@ def comment(ctx: Context) -> Decision:
     return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} {verb[:40]}", pr=pr, unknown=verb != "help")
 
 
+@on("installation", "created")
+@on("installation_repositories", "added")
+def _installed(ctx: Context) -> Decision:
+    """The App was installed on repositories: give each the trigger label, so that a maintainer can
+    label a pull request at once."""
+    key = "repositories" if ctx.event == "installation" else "repositories_added"
+    listed = field_of(ctx.payload, key, list, default=[])
+    names = []
+    for i, r in enumerate(listed[:MAX_INSTALLED_REPOSITORIES]):
+        name = r.get("full_name") if isinstance(r, dict) else None
+        if not isinstance(name, str) or not REPO_NAME.fullmatch(name):
+            raise PayloadError(f"payload.{key}[{i}].full_name: expected owner/name")
+        names.append(name)
+    if not names:
+        return Decision(reason=f"{ctx.event}.{ctx.action}: no repository listed")
+    return ctx.job(JOB_LABEL, f"installed on {len(names)} repositories: the {ctx.settings.label} label",
+                   repos=names)
+
+
 class EventError(PayloadError):
     """An X-GitHub-Event header that names no event GitHub sends."""
 
@@ -232,7 +257,9 @@ def decide(event: str, payload: Any, settings: Settings) -> Decision:
         return Decision(reason=f"ignoring an event from the bot {login[:60]}")
     installation = field_of(payload, "installation.id", int, default=None)
     repo = field_of(payload, "repository.full_name", str, default="")
-    if event != "ping" and (not repo or installation is None):
+    if event in INSTALLATION_EVENTS and installation is None:
+        raise PayloadError("payload.installation.id: expected an integer (an installation event carries it)")
+    if event not in INSTALLATION_EVENTS and event != "ping" and (not repo or installation is None):
         raise PayloadError("payload.repository.full_name and payload.installation.id: expected both (deliveries to "
                            "a GitHub App carry them)")
     if repo and not REPO_NAME.fullmatch(repo):

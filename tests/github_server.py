@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 
 class FakeGitHub:
@@ -36,6 +36,7 @@ class FakeGitHub:
         self.content_reads = 0
         self.write_spans: list[tuple[str, float, float]] = []
         self.manifest_codes: dict[str, dict] = {}  # registration code -> the App GitHub created (used once)
+        self.labels: dict[str, dict[str, dict]] = {}  # repository -> label name -> label
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -149,6 +150,16 @@ class FakeGitHub:
             if method == "PATCH":
                 c["body"] = data["body"]
             return 200, c
+        if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/labels/([^/]+)", path)) and method == "GET":
+            label = self.labels.get(m.group(1), {}).get(unquote(m.group(2)))
+            return (200, label) if label else (404, {"message": "Not Found"})
+        if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/labels", path)) and method == "POST":
+            if data.get("name") in self.labels.get(m.group(1), {}):
+                return 422, {"message": "Validation Failed", "errors": [{"code": "already_exists"}]}
+            label = {"id": 1, "name": data["name"], "color": data.get("color"),
+                     "description": data.get("description"), "url": f"{self.url}/repos/{m.group(1)}/labels/x"}
+            self.labels.setdefault(m.group(1), {})[data["name"]] = label
+            return 201, label
         if m := re.fullmatch(r"/app/installations/(\d+)/access_tokens", path):
             expires = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
             return 201, {"token": self.token(int(m.group(1))), "expires_at": expires}

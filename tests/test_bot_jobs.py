@@ -320,3 +320,21 @@ def test_workers_refuse_bad_gpu_lists(tmp_path):
     assert main(["--gpus", "0,0"]) == 2
     assert main(["--gpus", " , "]) == 2
     assert main(["--nvidia-smi", str(tmp_path / "no-such-nvidia-smi")]) == 2
+
+
+def test_an_installation_gets_the_trigger_label_once(env):
+    gh, conn, gpu = env
+    gh.labels["Codertocat/done"] = {"optimas": {"id": 9, "name": "optimas", "color": "ffffff"}}
+    result = run(conn, "bot.jobs.ensure_label", repo="", installation_id=1, sender="Codertocat",
+                 repos=[REPO, "Codertocat/done"]).return_value()
+    assert result["created"] == [REPO] and result["existing"] == ["Codertocat/done"] and result["failed"] == []
+    assert gh.labels[REPO]["optimas"]["color"] == jobs.LABEL_COLOR
+    again = run(conn, "bot.jobs.ensure_label", repo="", installation_id=1, sender="Codertocat",
+                repos=[REPO]).return_value()
+    assert again["created"] == [] and again["existing"] == [REPO]
+    # a repository whose owner withheld the issues permission: the others are labelled all the same
+    gh.faults.append(("POST", r"/repos/Codertocat/locked/labels", 403,
+                      {"message": "Resource not accessible by integration"}, {}))
+    mixed = run(conn, "bot.jobs.ensure_label", repo="", installation_id=1, sender="Codertocat",
+                repos=["Codertocat/locked", "Codertocat/fresh"]).return_value()
+    assert mixed["failed"] == ["Codertocat/locked"] and mixed["created"] == ["Codertocat/fresh"]

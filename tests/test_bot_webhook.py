@@ -347,3 +347,26 @@ def test_served_by_gunicorn_as_the_readme_says(conn, tmp_path):
         out, _ = proc.communicate(timeout=30)
         Queue(control, connection=conn).delete(delete_jobs=True)
     assert "Booting worker" in out and "Traceback" not in out
+
+
+def test_an_installation_enqueues_the_label_job_for_its_repositories(server):
+    url, queue = server
+    body = payload("installation/created.payload.json")
+    status, got = post(url, "installation", body)
+    assert status == 202 and got["status"] == "queued"
+    job = queue.fetch_job(got["job"])
+    assert job.func_name == "bot.jobs.ensure_label"
+    assert job.kwargs == {"repo": "", "installation_id": 957387, "sender": "Codertocat",
+                          "repos": ["Codertocat/Hello-World"]}
+    added = {"action": "added", "installation": body["installation"], "sender": body["sender"],
+             "repositories_added": [{"full_name": "Codertocat/other"}], "repositories_removed": []}
+    status, got = post(url, "installation_repositories", added)
+    assert status == 202 and queue.fetch_job(got["job"]).kwargs["repos"] == ["Codertocat/other"]
+    # a repository name with path tricks, or no installation id, is refused
+    bad = copy.deepcopy(body)
+    bad["repositories"][0]["full_name"] = "../../x"
+    assert post(url, "installation", bad)[0] == 400
+    del bad["installation"]
+    assert post(url, "installation", bad)[0] == 400
+    # removing the App: nothing to do
+    assert post(url, "installation", {**body, "action": "deleted"})[1]["status"] == "ignored"
