@@ -123,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument("--org", default=None, help="register it for this organization instead of your account")
     p = sub.add_parser("convert", help="exchange the registration code for the App's credentials")
     p.add_argument("code")
-    p.add_argument("--out", type=Path, default=Path("."), help="folder for app.pem, webhook-secret, app.env")
+    p.add_argument("--out", type=Path, default=Path("secrets"),
+                   help="folder for app.pem, webhook-secret, app.env (default: secrets/, which compose.yaml "
+                        "reads)")
     p.add_argument("--api-url", default=os.environ.get("OPTIMAS_GITHUB_API_URL", DEFAULT_API))
     args = ap.parse_args(argv)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from runner.base.errors import OptimasError
 
@@ -24,6 +25,21 @@ def _number(env, name: str, default: float, low: float) -> float:
         raise SettingsError(f"{name}={raw!r}: expected a number >= {low:g}")
     return value
 
+
+
+def _secret_file(env, name: str) -> str:
+    """The text of the file the variable `name` names (a Docker or Kubernetes secret), without the
+    line end an editor adds; "" when the variable is unset."""
+    path = env.get(name)
+    if not path:
+        return ""
+    try:
+        text = Path(path).read_text().strip()
+    except OSError as e:
+        raise SettingsError(f"{name}={path}: cannot read it ({e.strerror})") from None
+    if not text:
+        raise SettingsError(f"{name}={path}: the file is empty")
+    return text
 
 @dataclass(frozen=True)
 class Settings:
@@ -46,14 +62,16 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
-        """OPTIMAS_WEBHOOK_SECRET (required), OPTIMAS_REDIS_URL, OPTIMAS_LABEL, OPTIMAS_APP_SLUG,
+        """OPTIMAS_WEBHOOK_SECRET or OPTIMAS_WEBHOOK_SECRET_PATH (required), OPTIMAS_REDIS_URL, OPTIMAS_LABEL,
+        OPTIMAS_APP_SLUG,
         OPTIMAS_KEY_PREFIX, OPTIMAS_CONTROL_QUEUE, OPTIMAS_MAX_BODY_BYTES, OPTIMAS_GITHUB_API_URL (GitHub Enterprise
         Server: https://HOST/api/v3)."""
         e = os.environ if env is None else env
-        secret = e.get("OPTIMAS_WEBHOOK_SECRET")
+        secret = e.get("OPTIMAS_WEBHOOK_SECRET") or _secret_file(e, "OPTIMAS_WEBHOOK_SECRET_PATH")
         if not secret:
-            raise SettingsError("OPTIMAS_WEBHOOK_SECRET is not set: the webhook secret configured in the GitHub "
-                                "App's settings is needed to verify deliveries")
+            raise SettingsError("neither OPTIMAS_WEBHOOK_SECRET nor OPTIMAS_WEBHOOK_SECRET_PATH (a file holding it, "
+                                "as `python -m bot.manifest convert` writes) is set: the webhook secret configured "
+                                "in the GitHub App's settings is needed to verify deliveries")
         runs_dir = e.get("OPTIMAS_DASHBOARD_RUNS_DIR") or None
         token = e.get("OPTIMAS_DASHBOARD_TOKEN") or None
         user_header = e.get("OPTIMAS_DASHBOARD_USER_HEADER") or None

@@ -72,3 +72,59 @@ def test_the_code_exchange_writes_the_credentials_for_their_owner_only(tmp_path:
         gh.manifest_codes["def456"] = {"id": 1, "slug": "s", "pem": pem, "webhook_secret": secret}
         r = _cli("convert", "def456", "--out", str(out), "--api-url", gh.url)
         assert r.returncode == 2 and "exist already" in r.stderr and not gh.requests
+
+
+def test_compose_reads_exactly_what_convert_writes_and_the_receiver_starts_from_it(tmp_path: Path):
+    """The App checklist's first steps against the loopback GitHub: register (a code), convert with
+    its defaults, then compose's inputs exist where compose.yaml names them, and the services'
+    settings as compose would give them verify a signed delivery and load the key."""
+    import hashlib
+    import hmac
+    import uuid
+
+    import yaml
+    from conftest import REPO, redis_or_fail
+
+    from bot.app import create_app
+    from bot.github_client import private_key_from_env
+    from bot.settings import Settings
+
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEfake\n-----END RSA PRIVATE KEY-----\n"
+    with FakeGitHub() as gh:
+        gh.manifest_codes["abc123"] = {"id": 77, "slug": "optimas-acme", "pem": pem, "webhook_secret": "whsec-77"}
+        r = _cli("convert", "abc123", "--api-url", gh.url, cwd=tmp_path)  # default --out: secrets/
+        assert r.returncode == 0, r.stderr
+    compose = yaml.safe_load((REPO / "compose.yaml").read_text())
+    secret_files = {name: tmp_path / spec["file"] for name, spec in compose["secrets"].items()}
+    assert all(p.is_file() for p in secret_files.values()), secret_files
+
+    def service_env(name: str) -> dict[str, str]:
+        """The service's environment as compose builds it: env_file, then `environment` over it,
+        with /run/secrets/<name> read from the file compose mounts there."""
+        service = compose["services"][name]
+        env: dict[str, str] = {}
+        for f in [service["env_file"]] if isinstance(service.get("env_file"), str) else service.get("env_file", []):
+            for line in (tmp_path / f).read_text().splitlines():
+                k, _, v = line.partition("=")
+                env[k] = v
+        for k, v in (service.get("environment") or {}).items():
+            v = str(v)
+            if v.startswith("/run/secrets/"):
+                v = str(secret_files[v.removeprefix("/run/secrets/")])
+            env[k] = v
+        return env
+
+    app_env = service_env("app")
+    settings = Settings.from_env({**app_env, "OPTIMAS_CONTROL_QUEUE": f"test-compose-{uuid.uuid4().hex[:8]}"})
+    assert settings.webhook_secret == b"whsec-77" and settings.app_slug == "optimas-acme"
+    for worker in ("control-worker", "gpu-worker"):
+        env = service_env(worker)
+        assert env["OPTIMAS_APP_ID"] == "77" and private_key_from_env(env) == pem
+        assert "OPTIMAS_WEBHOOK_SECRET" not in env and "OPTIMAS_WEBHOOK_SECRET_PATH" not in env  # not theirs
+    body = (Path(__file__).parent / "fixtures/github/payload-examples/installation/created.payload.json").read_bytes()
+    client = create_app(settings, redis_or_fail()).test_client()
+    sig = "sha256=" + hmac.new(b"whsec-77", body, hashlib.sha256).hexdigest()
+    r = client.post("/webhook", data=body, headers={"X-GitHub-Event": "installation", "X-Hub-Signature-256": sig,
+                                                    "X-GitHub-Delivery": str(uuid.uuid4()),
+                                                    "Content-Type": "application/json"})
+    assert r.status_code == 202 and r.get_json()["status"] == "queued"
