@@ -33,6 +33,7 @@ from runner.base.config import (
     PROFILE_ROLES,
     REPOSITORY_CONFIG,
     LoadedConfig,
+    input_problems,
     load_config,
     path_problems,
     semantic_problems,
@@ -186,6 +187,13 @@ def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[st
         raise
 
 
+def _require_inputs(lc: LoadedConfig, inputs: dict[str, list[Path]] | None = None) -> None:
+    """Refuse, before any run folder is made, a config that gives nothing to profile."""
+    problems = input_problems(lc.config, recorded=bool(inputs) and has_profiles(inputs))
+    if problems:
+        raise ConfigError(lc.path, problems)
+
+
 def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool):
     """(run, diagnostics): from --run (analysing its profiles if not done yet), from recorded
     profiles (a new run), or, with `allow_profiling`, by profiling the app here (a new run)."""
@@ -216,6 +224,7 @@ def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool)
         raise ConfigError(args.config, [
             "profiles: no profiles to analyse; set profiles.reports or profiles.raw, pass --report/--raw, or "
             "analyse a profiling run with --run DIR"])
+    _require_inputs(lc)
     run = create_run(runs_dir)
     _progress(f"run {run.id} in {run.path}")
     inputs = _collect(lc, run, getattr(args, "configuration", None))
@@ -237,6 +246,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from runner.base.runstore import create_run
 
     lc = _load(args)
+    _require_inputs(lc)
     run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
     _progress(f"run {run.id} in {run.path}")
     _collect(lc, run, args.configuration)
@@ -396,6 +406,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = diag = None
     if getattr(args, "run", None):
         run, diag = _evidence(args, lc, allow_profiling=False)
+    else:
+        _require_inputs(lc, _profile_inputs(args, lc))
     result = optimize(lc, args.runs_dir or lc.resolve(lc.config.runs_dir), _profile_inputs(args, lc),
                       args.diagnostics, args.configuration, _progress, run=run, diag=diag)
     if result.loop is not None:
@@ -442,8 +454,8 @@ def _closing_summary(args: argparse.Namespace, run, proposed, not_done: str = ""
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     lc = load_config(args.config)
-    problems = path_problems(lc) + [f"profiles: {p} does not exist" for p in lc.config.profiles.all_paths()
-                                    if not lc.resolve(p).exists()]
+    problems = input_problems(lc.config) + path_problems(lc)
+    problems += [f"profiles: {p} does not exist" for p in lc.config.profiles.all_paths() if not lc.resolve(p).exists()]
     if problems:
         raise ConfigError(lc.path, problems)
     print(f"{args.config}: valid (sha256 {lc.sha256[:12]})")

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from runner.base.config import Config, load_config, parse_config
 from runner.base.errors import ConfigError
@@ -52,7 +52,23 @@ def test_an_empty_file_is_refused_and_unset_sections_are_defaults():
     for empty in ("", "# only a comment\n"):
         with pytest.raises(ConfigError, match="the file is empty"):
             parse_config(empty, "x.yml")
-    assert parse_config("app: {}\n", "x.yml") == Config()
+    recorded = parse_config("profiles: {raw: [r.csv]}\n", "x.yml")
+    assert recorded.model_dump(exclude={"profiles"}) == Config().model_dump(exclude={"profiles"})
+
+
+@pytest.mark.parametrize("text, missing", [("app: {}\n", "app.build and app.run"),
+                                           ("app: {build: make, run: ./a}\nprofiles: {}\n", None),
+                                           ("app: {run: ./a}\n", "app.build")])
+def test_a_config_with_nothing_to_profile_is_refused_and_nothing_is_written(tmp_path: Path, text, missing):
+    cfg = tmp_path / "c.yml"
+    cfg.write_text(text)
+    r = run_cli("run", "--config", str(cfg))
+    if missing is None:
+        assert "nothing to profile" not in r.stderr
+        return
+    assert r.returncode == 2 and f"{missing}: not set" in r.stderr and "nothing to profile" in r.stderr
+    assert run_cli("check-config", "--config", str(cfg)).returncode == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yml"]  # no run folder
 
 
 def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path):
@@ -114,7 +130,8 @@ RULES = [
      "app.stdout.values: needs exactly one group around the number"),
     ("app:\n  name: a\n  workdir: prog\n  stdout: {fail_pattern: 'FAIL('}\n",
      "app.stdout.fail_pattern: not a valid regular expression"),
-    ("app:\n  name: a\n  workdir: prog\n  sources: [k.cu]\n  run: '{exe} {n*scale} {iters}'\n"
+    ("app:\n  name: a\n  workdir: prog\n  sources: [k.cu]\n  build: 'nvcc -o {exe} k.cu'\n"
+     "  run: '{exe} {n*scale} {iters}'\n"
      "  configurations:\n    small: {n: 1024, iters: 10}\n    large: {n: 65536, iters: 10}\n", None),
     ("app:\n  name: a\n  workdir: prog\n  run: '{exe} {n}'\n  configurations:\n    small: {n: 1}\n    large: {}\n",
      "app.run: placeholder {n} has no value in configuration(s) large"),

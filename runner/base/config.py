@@ -433,6 +433,18 @@ def _regex_problems(key: str, pattern: str | None, number_example: str | None = 
     return []
 
 
+def input_problems(cfg: Config, recorded: bool = False) -> list[str]:
+    """Where the profiles come from: a program to build and run, or recorded ones (in the `profiles`
+    section, or `recorded` on the command line)."""
+    app = cfg.app
+    if recorded or cfg.profiles.all_paths() or (app.build and app.run):
+        return []
+    missing = " and ".join(f"app.{k}" for k in ("build", "run") if not getattr(app, k))
+    return [f"{missing}: not set, and the `profiles` section names no recorded profile either, so there is "
+            "nothing to profile; give the commands that build and run the program (`optimas init` writes them), "
+            "or recorded profiles (the `profiles` section, or --report/--raw on the command line)"]
+
+
 def semantic_problems(cfg: Config) -> list[str]:
     """What the schema alone cannot see: keys that must agree with each other. Each problem names
     its key path and the fix."""
