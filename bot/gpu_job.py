@@ -23,6 +23,8 @@ from bot.context import JobContext
 from bot.jobs import CONFIG_PATH, release_job_key
 from bot.publish import Publisher, code_block, code_span
 from bot.review import plan_review, review_body
+from bot.settings import WorkerSettings
+from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
 from runner.base.redaction import describe, redact, register_secret
@@ -254,7 +256,7 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     from runner.base.processes import cache_root
     from runner.base.sandbox import sandboxed
 
-    lc = load_config(cfg_file)
+    lc = operator_model(load_config(cfg_file), WorkerSettings.from_env())
     prepare_tools(lc.config.profiling.nvcc)
     with sandboxed([work], [cache_root()]) as box:
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
@@ -263,6 +265,21 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
         finally:
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
             keep_runs(work / "runs", runs_folder())
+
+
+def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
+    """The repository's config with the operator's model (OPTIMAS_LLM_BACKEND, OPTIMAS_LLM_MODEL)
+    where the config names none: a repository's own `llm.backend` (and `llm.model`) wins."""
+    llm = lc.config.llm
+    if ws.llm_backend is None or "backend" in llm.model_fields_set:
+        return lc
+    update = {"backend": ws.llm_backend}
+    if "model" not in llm.model_fields_set:
+        update["model"] = ws.llm_model
+    log.info("llm: the operator's %s%s (the repository's config names no backend)", ws.llm_backend,
+             f" {update.get('model') or llm.model}" if update.get("model") or llm.model else "")
+    config = lc.config.model_copy(update={"llm": llm.model_copy(update=update)})
+    return lc.model_copy(update={"config": config})
 
 
 def prepare_tools(nvcc: str) -> None:

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.base.config import BACKENDS, NETWORK_BACKENDS
 from runner.base.errors import OptimasError
 
 
@@ -113,13 +114,22 @@ class WorkerSettings:
     request_interval_s: float = 0.25
     write_interval_s: float = 1.0
     write_backoff_s: float = 2.0
+    # The operator's model for every repository whose config does not name one (llm.backend, llm.model)
+    llm_backend: str | None = None
+    llm_model: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
         """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_APP_SLUG, OPTIMAS_GPU_QUEUE, OPTIMAS_GIT_URL,
         OPTIMAS_FETCH_TIMEOUT_S, OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S, OPTIMAS_GITHUB_REQUEST_INTERVAL_S,
-        OPTIMAS_GITHUB_WRITE_INTERVAL_S, OPTIMAS_GITHUB_WRITE_BACKOFF_S."""
+        OPTIMAS_GITHUB_WRITE_INTERVAL_S, OPTIMAS_GITHUB_WRITE_BACKOFF_S, OPTIMAS_LLM_BACKEND and OPTIMAS_LLM_MODEL
+        (the model for repositories whose config names none)."""
         e = os.environ if env is None else env
+        backend = e.get("OPTIMAS_LLM_BACKEND") or None
+        if backend is not None and backend not in BACKENDS:
+            raise SettingsError(f"OPTIMAS_LLM_BACKEND={backend!r}: expected one of {', '.join(BACKENDS)}")
+        if backend in NETWORK_BACKENDS and not e.get("OPTIMAS_LLM_MODEL"):
+            raise SettingsError(f"OPTIMAS_LLM_BACKEND={backend}: set OPTIMAS_LLM_MODEL too (the model's name there)")
         git_url = e.get("OPTIMAS_GIT_URL", cls.git_url)
         if "{token}" in git_url or "@" in git_url.split("://", 1)[-1].split("/", 1)[0]:
             raise SettingsError(f"OPTIMAS_GIT_URL={git_url!r}: credentials must not be part of the URL (the worker "
@@ -136,4 +146,5 @@ class WorkerSettings:
                    reply_interval_s=_number(e, "OPTIMAS_REPLY_INTERVAL_S", cls.reply_interval_s, 0),
                    request_interval_s=_number(e, "OPTIMAS_GITHUB_REQUEST_INTERVAL_S", cls.request_interval_s, 0),
                    write_interval_s=_number(e, "OPTIMAS_GITHUB_WRITE_INTERVAL_S", cls.write_interval_s, 0),
-                   write_backoff_s=_number(e, "OPTIMAS_GITHUB_WRITE_BACKOFF_S", cls.write_backoff_s, 0))
+                   write_backoff_s=_number(e, "OPTIMAS_GITHUB_WRITE_BACKOFF_S", cls.write_backoff_s, 0),
+                   llm_backend=backend, llm_model=e.get("OPTIMAS_LLM_MODEL") or None)

@@ -459,3 +459,34 @@ def test_a_non_writer_gets_one_reply_however_often_they_ask(env):
     assert len(gh.comments) == 1 and "@visitor" in gh.comments[0]["body"] and len(gpu.jobs) == 0
     trigger(conn, sender="visitor", pr=3)  # another PR: one reply there
     assert len(gh.comments) == 2
+
+
+def test_the_operators_model_applies_where_the_repository_names_none(tmp_path):
+    from bot.gpu_job import operator_model
+    from bot.settings import SettingsError, WorkerSettings
+    from runner.base.config import load_config
+
+    ws = WorkerSettings.from_env({"OPTIMAS_LLM_BACKEND": "openai", "OPTIMAS_LLM_MODEL": "gpt-x"})
+    plain = tmp_path / "plain.yml"
+    plain.write_text("app: {name: a, build: make, run: ./a}\n")
+    got = operator_model(load_config(plain), ws).config.llm
+    assert (got.backend, got.model) == ("openai", "gpt-x")
+    # a repository's own choice wins, whole: its backend, and the model it names or none
+    own = tmp_path / "own.yml"
+    own.write_text("app: {name: a, build: make, run: ./a}\nllm: {backend: ollama, model: llama-z}\n")
+    got = operator_model(load_config(own), ws).config.llm
+    assert (got.backend, got.model) == ("ollama", "llama-z")
+    offline = tmp_path / "offline.yml"
+    offline.write_text("app: {name: a, build: make, run: ./a}\nllm: {backend: offline}\n")
+    assert operator_model(load_config(offline), ws).config.llm.backend == "offline"
+    # temperature and the rest stay the repository's
+    tuned = tmp_path / "tuned.yml"
+    tuned.write_text("app: {name: a, build: make, run: ./a}\nllm: {temperature: 0.5}\n")
+    got = operator_model(load_config(tuned), ws).config.llm
+    assert (got.backend, got.model, got.temperature) == ("openai", "gpt-x", 0.5)
+    # no operator default: the repository's config as it is
+    assert operator_model(load_config(plain), WorkerSettings.from_env({})).config.llm.backend == "offline"
+    for env, says in (({"OPTIMAS_LLM_BACKEND": "gpt"}, "expected one of"),
+                      ({"OPTIMAS_LLM_BACKEND": "gemini"}, "set OPTIMAS_LLM_MODEL too")):
+        with pytest.raises(SettingsError, match=says):
+            WorkerSettings.from_env(env)
