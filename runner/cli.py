@@ -38,7 +38,7 @@ from runner.base.config import (
     path_problems,
     semantic_problems,
 )
-from runner.base.errors import ConfigError, OptimasError
+from runner.base.errors import ConfigError, OptimasError, OptionError
 from runner.base.gpu import can_run_here
 from runner.base.progress import progress_for
 
@@ -187,6 +187,21 @@ def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[st
         raise
 
 
+def _runs_dir(args: argparse.Namespace, lc: LoadedConfig) -> Path:
+    """Where this command's run folders go (--runs-dir, else the config's runs_dir), made if
+    missing; OptionError (exit 2) naming where it came from when it cannot be a folder."""
+    given = getattr(args, "runs_dir", None)
+    path = given or lc.resolve(lc.config.runs_dir)
+    where = f"--runs-dir {given}" if given else f"runs_dir ({path}, from {lc.path})"
+    if path.exists() and not path.is_dir():
+        raise OptionError(f"{where}: not a folder; give the folder that holds (or will hold) the run folders")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OptionError(f"{where}: cannot make the folder ({e.strerror})") from None
+    return path
+
+
 def _require_inputs(lc: LoadedConfig, inputs: dict[str, list[Path]] | None = None) -> None:
     """Refuse, before any run folder is made, a config that gives nothing to profile."""
     problems = input_problems(lc.config, recorded=bool(inputs) and has_profiles(inputs))
@@ -201,7 +216,7 @@ def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool)
     from runner.analysis.stage import analyze, write_analysis
     from runner.base.runstore import create_run, open_run
 
-    runs_dir = args.runs_dir or lc.resolve(lc.config.runs_dir)
+    runs_dir = _runs_dir(args, lc)
     if getattr(args, "run", None):
         run = open_run(args.run)
         done = run.path / "analysis" / "diagnostics.json"
@@ -247,7 +262,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     lc = _load(args)
     _require_inputs(lc)
-    run = create_run(args.runs_dir or lc.resolve(lc.config.runs_dir))
+    run = create_run(_runs_dir(args, lc))
     _progress(f"run {run.id} in {run.path}")
     _collect(lc, run, args.configuration)
     print(run.path)
@@ -378,7 +393,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     ok, why = can_run_here(lc)
     if not ok:
         _progress(f"candidates are proposed and compiled but not evaluated: {why}")
-    rows, out = ablate(lc, diag, args.runs_dir or lc.resolve(lc.config.runs_dir), ok, _progress,
+    rows, out = ablate(lc, diag, _runs_dir(args, lc), ok, _progress,
                        args.only or DIAGNOSTICS)
     print((out / "ablation.md").read_text(), end="")
     print(f"\nTable: {out / 'ablation.md'}, {out / 'ablation.csv'}; plot: {out / 'ablation.svg'}")
@@ -408,7 +423,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run, diag = _evidence(args, lc, allow_profiling=False)
     else:
         _require_inputs(lc, _profile_inputs(args, lc))
-    result = optimize(lc, args.runs_dir or lc.resolve(lc.config.runs_dir), _profile_inputs(args, lc),
+    result = optimize(lc, _runs_dir(args, lc), _profile_inputs(args, lc),
                       args.diagnostics, args.configuration, _progress, run=run, diag=diag)
     if result.loop is not None:
         loop = result.loop
@@ -481,7 +496,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from runner.dashboard.app import create_dashboard
 
     if not args.runs_dir.is_dir():
-        raise ConfigError(args.runs_dir, ["not a folder: --runs-dir names the folder that holds the run folders"])
+        raise OptionError(f"--runs-dir {args.runs_dir}: not a folder; give the folder that holds the run folders")
     server = make_server(args.host, args.port, create_dashboard(args.runs_dir), threaded=True)
     print(f"dashboard of {args.runs_dir.resolve()} at http://{args.host}:{server.server_port}/ (Ctrl-C stops it)",
           flush=True)

@@ -193,3 +193,21 @@ def test_markdown_budget_drops_least_salient_items_first(h200: Path):
             firsts.setdefault(e.kernel, e.id)
     assert all(f"- {i} " in cut for i in firsts.values())
     assert render_markdown(d, max_bytes=len(full.encode())) == full
+
+
+def test_an_unusable_runs_dir_names_the_option_and_writes_nothing(tmp_path: Path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for command in ("run", "prompt", "analyze"):
+        r = run_cli(command, "--config", str(REPO / "config.yml"), "--runs-dir", str(a_file))
+        assert r.returncode == 2 and f"--runs-dir {a_file}: not a folder" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and "invalid configuration" not in r.stderr
+    r = run_cli("run", "--config", str(REPO / "config.yml"), "--runs-dir", str(a_file / "below"))
+    assert r.returncode == 2 and "cannot make the folder" in r.stderr
+    # from the config's runs_dir: named as such
+    cfg = tmp_path / "c.yml"
+    cfg.write_text((REPO / "config.yml").read_text().replace("runs_dir: runs", f"runs_dir: {a_file}")
+                   .replace("examples/", f"{REPO}/examples/"))
+    r = run_cli("run", "--config", str(cfg))
+    assert r.returncode == 2 and f"runs_dir ({a_file}, from {cfg})" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "c.yml"]

@@ -23,6 +23,12 @@ class ConfigError(OptimasError):
         super().__init__(f"{self.path}: invalid configuration\n{lines}")
 
 
+class OptionError(OptimasError):
+    """A command-line option's value cannot be used (it names the option and what was expected)."""
+
+    exit_code = 2
+
+
 class ProfileFormatError(OptimasError):
     """A profiler export is not what it was expected to be (wrong page, truncated, not ncu)."""
 
