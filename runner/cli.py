@@ -420,6 +420,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     lc = _load(args)
     run = diag = None
     if getattr(args, "run", None):
+        ok, why = can_run_here(lc)
+        if not ok:  # a profiled run is carried on where it can be evaluated, as `evaluate` requires
+            from runner.evaluation.measure import EvaluationError
+
+            raise EvaluationError(f"{why}; this machine can still propose from the run "
+                                  f"(optimas propose --config {args.config} --run {args.run}), and a GPU machine "
+                                  "evaluate it (optimas evaluate)")
         run, diag = _evidence(args, lc, allow_profiling=False)
     else:
         _require_inputs(lc, _profile_inputs(args, lc))

@@ -211,3 +211,21 @@ def test_an_unusable_runs_dir_names_the_option_and_writes_nothing(tmp_path: Path
     r = run_cli("run", "--config", str(cfg))
     assert r.returncode == 2 and f"runs_dir ({a_file}, from {cfg})" in r.stderr, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "c.yml"]
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="checks a machine without a GPU")
+def test_run_on_a_profiled_run_without_a_gpu_says_so_and_exits_7(tmp_path: Path):
+    """A Make build of .cu files needs the GPU as much as an nvcc one: no evaluation is tried."""
+    prog = tmp_path / "prog"
+    prog.mkdir()
+    (prog / "k.cu").write_text("__global__ void k(float* a) { a[0] = 1.0f; }\nint main() { return 0; }\n")
+    (prog / "Makefile").write_text("k: k.cu\n\tnvcc -o k k.cu\n")
+    cfg = prog / "optimas.yml"
+    cfg.write_text("app:\n  name: k\n  workdir: .\n  sources: [k.cu]\n  build: 'make k && cp k {exe}'\n"
+                   "  run: '{exe}'\n")
+    profiled = tmp_path / "runs" / "20261205T000000Z-profiled"
+    profiled.mkdir(parents=True)
+    r = run_cli("run", "--config", str(cfg), "--run", str(profiled))
+    assert r.returncode == 7, r.stderr
+    assert "validating and timing a CUDA candidate needs a GPU" in r.stderr and "optimas propose" in r.stderr
+    assert sorted(p.name for p in profiled.parent.iterdir()) == [profiled.name] and not any(profiled.iterdir())

@@ -116,7 +116,8 @@ def can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
     if not app.outputs and app.gpu_results.compare == "off" and not app.stdout.configured():
         return False, ("nothing would validate a candidate: declare app.outputs, or let the tracer compare the "
                        "program's GPU results (app.gpu_results.compare), or check its output (app.stdout)")
-    if "nvcc" in Path(build_compiler(lc) or "").name:
+    cuda = any(Path(src).suffix in (".cu", ".cuh") for src in app.sources)
+    if cuda or "nvcc" in Path(build_compiler(lc) or "").name:  # a make, CMake or script build of .cu files too
         try:
             detect_gpu(lc.config.profiling.nvidia_smi)
         except ProfilingError as e:
