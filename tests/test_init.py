@@ -397,3 +397,20 @@ def test_init_in_a_repository_says_where_the_app_and_the_action_read_the_config(
     assert 'workdir: "programs/twice"' in text
     assert "the config is .optimas.yml" not in r.stdout  # written where it belongs: no hint
     assert run_cli("check-config", "--config", str(repo / ".optimas.yml")).returncode == 0
+
+
+def test_init_on_a_folder_of_separate_programs_refuses_and_lists_them(tmp_path: Path):
+    suite = tmp_path / "suite"
+    for name in ("alpha", "beta/inner"):
+        prog = suite / name
+        prog.mkdir(parents=True)
+        (prog / "k.cu").write_text("__global__ void k(float* a) { a[0] = 1.0f; }\nint main() { return 0; }\n")
+        (prog / "Makefile").write_text("k: k.cu\n\tnvcc -o k k.cu\n")
+    r = run_cli("init", str(suite))
+    assert r.returncode == 2 and "2 separate programs" in r.stderr and "alpha, beta/inner" in r.stderr
+    assert not (suite / "optimas.yml").exists()
+    # one of them is a program: init writes its config
+    assert run_cli("init", str(suite / "alpha")).returncode == 0
+    # a top-level build that builds them all makes the folder one project
+    (suite / "Makefile").write_text("all:\n\t$(MAKE) -C alpha\n")
+    assert "separate programs" not in run_cli("init", str(suite), "--output", str(tmp_path / "s.yml")).stderr

@@ -524,6 +524,27 @@ def smallest_workspace(root: Path, outside: list[tuple[Path, str]]) -> Path:
     return Path(os.path.commonpath(paths))
 
 
+def _has_build_file(folder: Path) -> bool:
+    return _makefile(folder) is not None or (folder / "CMakeLists.txt").is_file()
+
+
+def separate_programs(root: Path, kernel_files: list[str]) -> list[str]:
+    """The folders under `root` that each build their own program (a Makefile or CMakeLists.txt
+    nearest above some kernel file), when `root` has no build file of its own: a suite's folder
+    rather than one program's. Empty when root builds, or when the kernels share one build."""
+    if _has_build_file(root):
+        return []
+    found: list[str] = []
+    for name in kernel_files:
+        folder = (root / name).parent
+        while folder != root and not _has_build_file(folder):
+            folder = folder.parent
+        rel = folder.relative_to(root).as_posix()
+        if folder != root and rel not in found:
+            found.append(rel)
+    return sorted(found)
+
+
 def inspect(root: Path) -> Project:
     """What init would write for the project in root."""
     if not root.is_dir():
@@ -532,6 +553,12 @@ def inspect(root: Path) -> Project:
     if not files:
         raise ConfigError(root, [f"no __global__ function found in {', '.join(CUDA_SUFFIXES)} files under {root} "
                                  f"(searched {MAX_DEPTH} levels deep, skipping hidden and build folders)"])
+    programs = separate_programs(root, files)
+    if len(programs) > 1:
+        shown = ", ".join(programs[:12]) + (f" and {len(programs) - 12} more" if len(programs) > 12 else "")
+        raise ConfigError(root, [f"{len(programs)} separate programs under {root}, each built by its own build file "
+                                 f"and none at the top: {shown}. A config is for one program: run optimas init on "
+                                 "the one to optimize (optimas init <its folder>)"])
     kind, build, notes, run_args = detect_build(root, files, mains)
     texts = _source_texts(root)
     fail_pattern, where = printed_verdict(texts)
