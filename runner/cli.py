@@ -467,11 +467,27 @@ def _closing_summary(args: argparse.Namespace, run, proposed, not_done: str = ""
     print(f"\n# Summary\nRun folder: {folder}")
     for f in files:
         print(f"- {f}")
+    me = invocation()
     if not_done:
         print(f"Not done: validation and timing ({not_done}).")
-        print(f"Next, on a machine with an NVIDIA GPU: optimas evaluate --config {args.config} --run {folder}")
-    print("Your own program: optimas init <its folder>, then optimas run --config <its folder>/optimas.yml "
+        print(f"Next, on a machine with an NVIDIA GPU: {me} evaluate --config {args.config} --run {folder}")
+    print(f"Your own program: {me} init <its folder>, then {me} run --config <its folder>/optimas.yml "
           "on a GPU machine.")
+
+
+def invocation() -> str:
+    """How to run optimas as typed from here: `optimas` when that is this installation's command on
+    PATH, else its script's path (make demo's .venv/bin/optimas), else `python -m runner.cli`."""
+    script = Path(sys.executable).parent / "optimas"
+    on_path = shutil.which("optimas")
+    if on_path and script.exists() and Path(on_path).resolve() == script.resolve():
+        return "optimas"
+    if script.exists():
+        try:
+            return os.path.relpath(script)
+        except ValueError:  # another drive
+            return str(script)
+    return f"{sys.executable} -m runner.cli"
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
