@@ -4,7 +4,7 @@ GitHub registers an App from a manifest posted by a form in the browser, then re
 manifest's `redirect_url` with a one-hour `code`; exchanging the code gives the App's id, private
 key and webhook secret.
 
-    python -m bot.manifest form --webhook-url https://optimas.example.org/webhook > register.html
+    python -m bot.manifest form --webhook-url https://optimas.example.org/webhook --name "Optimas for ACME" > register.html
     # open register.html, press the button, create the App on GitHub; copy `code` from the address
     python -m bot.manifest convert CODE --out secrets/   # app.pem, webhook-secret, app.env
 
@@ -39,14 +39,20 @@ class ManifestError(OptimasError):
     exit_code = 2
 
 
-def app_manifest(webhook_url: str, name: str = "Optimas", redirect_url: str = "http://localhost:8765/",
-                 homepage: str = "https://github.com/apps/optimas", public: bool = False) -> dict:
-    """The manifest GitHub registers the App from."""
+def app_manifest(webhook_url: str, name: str, redirect_url: str = "http://localhost:8765/",
+                 homepage: str | None = None, public: bool = False) -> dict:
+    """The manifest GitHub registers the App from. `name` must be unique on GitHub (the operator's
+    own, e.g. "Optimas for ACME"); the homepage defaults to the webhook's host, the operator's
+    deployment, never a github.com/apps page that may be someone else's."""
     u = urlparse(webhook_url)
     local = u.hostname in ("localhost", "127.0.0.1")
     if not u.hostname or not (u.scheme == "https" or (u.scheme == "http" and local)):
         raise ManifestError(f"--webhook-url {webhook_url!r}: expected the https:// URL GitHub will deliver "
                             "webhooks to (the receiver's /webhook, behind TLS)")
+    if not name.strip() or len(name) > 34:
+        raise ManifestError(f"--name {name!r}: expected the App's name on GitHub, 1 to 34 characters, unique there "
+                            "(e.g. 'Optimas for ACME')")
+    homepage = homepage or f"{u.scheme}://{u.netloc}/"
     return {"name": name, "url": homepage, "public": public, "redirect_url": redirect_url,
             "hook_attributes": {"url": webhook_url, "active": True},
             "default_permissions": dict(PERMISSIONS), "default_events": list(EVENTS)}
@@ -115,7 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                            ("form", "print an HTML page that registers the App from the manifest")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--webhook-url", required=True, help="where GitHub delivers webhooks (https://.../webhook)")
-        p.add_argument("--name", default="Optimas", help="the App's name on GitHub (unique there)")
+        p.add_argument("--name", required=True,
+                       help="the App's name on GitHub, unique there: your own, e.g. 'Optimas for ACME'")
+        p.add_argument("--homepage", default=None, help="the App's homepage (default: the webhook URL's host)")
         p.add_argument("--redirect-url", default="http://localhost:8765/",
                        help="where GitHub sends the registration code (any page: the code is in its address)")
         p.add_argument("--public", action="store_true", help="let other accounts install it (default: private)")
@@ -132,11 +140,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "convert":
             files = convert(args.code, args.out, args.api_url)
             print(f"registered: the App's key in {files['key']}, its webhook secret in {files['secret']}, its id "
-                  f"in {files['env']} (all readable by you only).\nNext: install the App on a repository, then "
-                  f"start the receiver with OPTIMAS_WEBHOOK_SECRET=\"$(cat {files['secret']})\" and the workers "
-                  f"with the variables of {files['env']}.")
+                  f"in {files['env']} (all readable by you only).\nNext: docker compose up --build (it reads "
+                  f"them from secrets/), or start the receiver with OPTIMAS_WEBHOOK_SECRET_PATH={files['secret']} "
+                  f"and the workers with the variables of {files['env']}; then install the App on a repository.")
             return 0
-        manifest = app_manifest(args.webhook_url, args.name, args.redirect_url, public=args.public)
+        manifest = app_manifest(args.webhook_url, args.name, args.redirect_url, args.homepage, public=args.public)
         if args.command == "print":
             print(json.dumps(manifest, indent=2))
         else:

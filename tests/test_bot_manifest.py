@@ -21,18 +21,24 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 
 def test_the_manifest_asks_for_what_the_app_does_and_nothing_more():
-    m = app_manifest("https://optimas.example.org/webhook")
+    m = app_manifest("https://optimas.example.org/webhook", "Optimas for ACME")
     assert m["default_permissions"] == {"contents": "read", "pull_requests": "write", "checks": "write",
                                         "issues": "write", "metadata": "read"} == PERMISSIONS
     assert m["default_events"] == ["pull_request", "issue_comment"] == EVENTS
     assert m["hook_attributes"] == {"url": "https://optimas.example.org/webhook", "active": True}
     assert m["public"] is False
+    assert m["url"] == "https://optimas.example.org/"  # the operator's deployment, not a github.com/apps page
 
 
 def test_a_webhook_url_without_tls_is_refused():
-    r = _cli("print", "--webhook-url", "http://optimas.example.org/webhook")
+    r = _cli("print", "--webhook-url", "http://optimas.example.org/webhook", "--name", "Optimas QA")
     assert r.returncode == 2 and "expected the https:// URL" in r.stderr and not r.stdout
-    assert _cli("print", "--webhook-url", "http://127.0.0.1:8000/webhook").returncode == 0  # a local trial
+    assert _cli("print", "--webhook-url", "http://127.0.0.1:8000/webhook", "--name", "Optimas QA").returncode == 0
+    # a name is the operator's own: there is no default that may be taken on GitHub
+    r = _cli("print", "--webhook-url", "https://optimas.example.org/webhook")
+    assert r.returncode == 2 and "--name" in r.stderr
+    r = _cli("print", "--webhook-url", "https://optimas.example.org/webhook", "--name", "x" * 35)
+    assert r.returncode == 2 and "1 to 34 characters" in r.stderr
 
 
 def test_the_form_posts_the_manifest_to_githubs_registration_page():
