@@ -4,9 +4,10 @@ GitHub registers an App from a manifest posted by a form in the browser, then re
 manifest's `redirect_url` with a one-hour `code`; exchanging the code gives the App's id, private
 key and webhook secret.
 
-    python -m bot.manifest form --webhook-url https://optimas.example.org/webhook --name "Optimas for ACME" > register.html
+    python -m bot.manifest form --webhook-url https://optimas.example.org/webhook --name "Optimas for ACME" \
+        > register.html
     # open register.html, press the button, create the App on GitHub; copy `code` from the address
-    python -m bot.manifest convert CODE --out secrets/   # app.pem, webhook-secret, app.env
+    python -m bot.manifest convert CODE   # secrets/app.pem, secrets/webhook-secret, secrets/app.env
 
 Secrets go to files readable by their owner only, never to the terminal.
 """
