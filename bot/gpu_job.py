@@ -438,8 +438,8 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
         lines.append(f"EAR: evidence coverage {num(ear.coverage)}, localization {num(ear.localization)}, "
                      f"directional {num(ear.directional)}, hallucinations {ear.hallucinations.count}, "
                      f"correct {'n/a' if ear.correct is None else ear.correct}")
-    if artifacts_url and outcome.get("run"):
-        lines.append(f"Artifacts: {artifacts_url.rstrip('/')}/{outcome['run']}")
+    if artifacts_url and outcome.get("run"):  # the dashboard's page of the run
+        lines.append(f"The run on the dashboard: {artifacts_url.rstrip('/')}/runs/{outcome['run']}")
     if config_changed:
         lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
     return "\n".join(lines)

@@ -104,7 +104,8 @@ class WorkerSettings:
     # Where the GPU job fetches code: {repo} is owner/name. Credentials never go into this URL.
     git_url: str = "https://github.com/{repo}.git"
     fetch_timeout_s: float = 600.0
-    # Base URL under which run artifacts are served (e.g. the dashboard); unset: none are linked.
+    # The dashboard's address (e.g. https://optimas.example.org/dashboard): the summary links the
+    # run's page there, <url>/runs/<id>; unset: no link.
     artifacts_url: str | None = None
     # A user without write access gets one reply per PR in this many seconds at most.
     reply_interval_s: float = 3600.0

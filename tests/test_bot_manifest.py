@@ -114,13 +114,15 @@ def test_compose_reads_exactly_what_convert_writes_and_the_receiver_starts_from_
                 k, _, v = line.partition("=")
                 env[k] = v
         for k, v in (service.get("environment") or {}).items():
-            v = str(v)
+            v = re.sub(r"\$\{(\w+)(?::[?-][^}]*)?\}", lambda m: dotenv.get(m.group(1), ""), str(v))  # from .env
             if v.startswith("/run/secrets/"):
                 v = str(secret_files[v.removeprefix("/run/secrets/")])
             env[k] = v
         return env
 
+    dotenv = {"OPTIMAS_DASHBOARD_TOKEN": "0123456789abcdef" * 2}  # the one line the checklist adds to .env
     app_env = service_env("app")
+    assert app_env["OPTIMAS_DASHBOARD_RUNS_DIR"] == service_env("gpu-worker")["OPTIMAS_RUNS_DIR"]  # one volume
     settings = Settings.from_env({**app_env, "OPTIMAS_CONTROL_QUEUE": f"test-compose-{uuid.uuid4().hex[:8]}"})
     assert settings.webhook_secret == b"whsec-77" and settings.app_slug == "optimas-acme"
     for worker in ("control-worker", "gpu-worker"):

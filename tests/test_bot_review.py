@@ -89,3 +89,13 @@ def test_an_edit_outside_the_diff_is_shown_as_a_unified_diff():
     d = edit_diff("app/k.cu", "a\nb\nc\n", 2, 2, "B\nB2")
     assert d.startswith("--- a/app/k.cu\n+++ b/app/k.cu\n@@ -1,3 +1,4 @@")
     assert "-b\n+B\n+B2" in d
+
+
+def test_the_summary_links_the_runs_dashboard_page():
+    from bot.gpu_job import summary_text
+
+    outcome = {"verdict": "no change", "postable": False, "edits": [], "run": "20261205T000000Z-abc",
+               "headline": "no change"}
+    text = summary_text(outcome, "a" * 40, False, "https://optimas.example.org/dashboard/")
+    assert "https://optimas.example.org/dashboard/runs/20261205T000000Z-abc" in text
+    assert "dashboard" not in summary_text(outcome, "a" * 40, False, None)
