@@ -70,7 +70,8 @@ def test_the_runs_page_lists_filters_and_links_every_run(dashboard, browser):
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.run")
     assert len(rows) == 5  # the demo's run; the ablation's evidence and its two configurations; the H200 run
     verdicts = sorted(r.find_element(By.CLASS_NAME, "verdict").text for r in rows)
-    assert verdicts == ["", "accepted", "accepted", "accepted", "improvement"]
+    # proposed without a GPU (the demo, the ablation's runs): no verdict yet, and said so
+    assert verdicts == ["", "improvement", "not evaluated", "not evaluated", "not evaluated"]
     assert sorted(r.find_element(By.CLASS_NAME, "app").text for r in rows) == ["h200-probe"] * 4 + ["reduction"]
     h200 = next(r for r in rows if "improvement" in r.text)
     assert h200.find_element(By.CLASS_NAME, "status").text == "evaluation"
@@ -98,6 +99,12 @@ def test_the_runs_page_lists_filters_and_links_every_run(dashboard, browser):
     for href in {a.get_attribute("href") for a in browser.find_elements(By.TAG_NAME, "a")}:
         assert urllib.request.urlopen(href).status == 200, href
     _no_console_errors(browser)
+    # a run never evaluated says what to run, on a machine with a GPU
+    browser.get(url + "?verdict=not+evaluated")
+    browser.find_element(By.CSS_SELECTOR, "tr.run a").click()
+    note = browser.find_element(By.ID, "not-evaluated").text
+    assert "needs a GPU" in note and "optimas evaluate --config " in note and " --run " in note
+    assert browser.find_element(By.ID, "verdict").text == "not evaluated"
 
 
 @pytest.mark.slow

@@ -30,6 +30,8 @@ class RunSummary(BaseModel):
     ci_high: float | None = None
     ear: dict[str, Any] = {}
     per_kernel: dict[str, dict] = {}  # each hot kernel's improvement with its interval
+    # a candidate was proposed but never validated nor timed: the command that evaluates it
+    evaluate_with: str = ""
 
 
 def _json(path: Path) -> Any:
@@ -70,6 +72,11 @@ def summary(folder: Path) -> RunSummary:
         s.per_kernel = timing.get("per_kernel") or {}
         s.ear = {k: v for k, v in (ev.get("ear") or {}).items() if k in ("coverage", "localization", "directional",
                                                                           "hallucination_rate", "correct")}
+    elif cand.get("status") == "accepted":
+        # proposed where no GPU was (the demo, a laptop): it has no verdict yet
+        s.verdict = "not evaluated"
+        config = (m.get("config") or {}).get("path") or "<its config>"
+        s.evaluate_with = f"optimas evaluate --config {config} --run {folder}"
     elif cand:
         s.verdict = cand.get("status", "")
     return s
