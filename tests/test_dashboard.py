@@ -133,7 +133,10 @@ def test_the_run_page_shows_the_evidence_the_proof_and_the_charts(dashboard, bro
             img.get_attribute("src")
     _no_console_errors(browser)
     roofline = urllib.request.urlopen(images[0].get_attribute("src")).read().decode()
-    assert roofline.startswith("<?xml") and 'id="point-before"' in roofline and 'id="point-after"' in roofline
+    assert roofline.startswith("<?xml")
+    # a point per memory level at its own intensity, before and after (Nsight Compute's hierarchical roofline)
+    for tag in ("before", "after"):
+        assert {lvl for lvl in ("dram", "l2", "l1") if f'id="point-{tag}-{lvl}"' in roofline} == {"dram", "l2", "l1"}
     timing = urllib.request.urlopen(images[-1].get_attribute("src")).read().decode()
     assert 'id="samples-baseline"' in timing and 'id="samples-candidate"' in timing
 
@@ -213,3 +216,16 @@ def test_the_run_page_shows_the_kept_candidate_and_the_runners_up(tmp_path):
     kept = body.split('<tr class="kept">', 1)[1].split("</tr>", 1)[0]
     assert "<td>2</td>" in kept and "+31.0%" in kept and "+29.0% to +33.0%" in kept and ">kept<" in kept
     assert "runner-up" in body and "duplicate (as 2)" in body
+
+
+def test_each_memory_level_has_its_point_at_its_own_intensity():
+    from runner.dashboard.charts import _points
+
+    roof = {"resources": [{"name": "fp32", "measure": "flops", "achieved": 2e12, "peak": 6e13},
+                          {"name": "dram", "measure": "bandwidth", "achieved": 1e12, "peak": 4.8e12},
+                          {"name": "l2", "measure": "bandwidth", "achieved": 4e12, "peak": 1e13},
+                          {"name": "l1", "measure": "bandwidth", "achieved": 2e13, "peak": 3e13}]}
+    got = {name: (x, y) for name, _, x, y in _points(roof)}
+    assert got == {"dram": (2.0, 2e12), "l2": (0.5, 2e12), "l1": (0.1, 2e12)}
+    # an L1-bound kernel sits left, near its L1 roof, not at the DRAM intensity on the compute side
+    assert got["l1"][0] < got["dram"][0]

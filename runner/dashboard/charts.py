@@ -24,9 +24,12 @@ def _main_flops(roof: dict) -> dict | None:
 
 
 def roofline_svg(before: dict, after: dict | None = None) -> str:
-    """The roofline of one kernel: the GPU's roofs from the measured peaks (the main precision's
-    FLOP rate; DRAM, L2 and L1 bandwidth) and the kernel's point at DRAM intensity, before (and
-    after, when the candidate was profiled). Points carry the SVG ids point-before, point-after."""
+    """The hierarchical roofline of one kernel, as Nsight Compute draws it: the GPU's roofs from the
+    measured peaks (the main precision's FLOP rate; DRAM, L2 and L1 bandwidth) and, per memory
+    level, the kernel's point at that level's own arithmetic intensity (FLOP per byte moved there),
+    before (and after, when the candidate was profiled). A point at DRAM intensity alone would put
+    an L1-bound kernel far right, on the compute side. Points carry the SVG ids
+    point-before-<level> and point-after-<level> (level: dram, l2, l1)."""
     fig = Figure(figsize=(6.4, 4.2))
     ax = fig.add_subplot()
     ax.set_xscale("log")
@@ -36,29 +39,33 @@ def roofline_svg(before: dict, after: dict | None = None) -> str:
     xs = [10.0 ** (k / 8) for k in range(-32, 41)]
     peak = main["peak"] if main else max((r.get("peak") or 0 for r in before.get("resources", [])
                                           if r.get("unit") == "FLOP/s"), default=0.0)
+    colors = {}
     for name, label in _LEVELS:
         if name in bw and peak:
-            ax.plot(xs, [min(peak, bw[name]["peak"] * x) for x in xs], label=f"{label} roof", linewidth=1.2)
-    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+            (line,) = ax.plot(xs, [min(peak, bw[name]["peak"] * x) for x in xs], label=f"{label} roof",
+                              linewidth=1.2)
+            colors[name] = line.get_color()
+    ax.set_xlabel("arithmetic intensity (FLOP per byte at each memory level)")
     ax.set_ylabel(f"{(main or {}).get('name', 'fp32').upper()} FLOP/s")
-    for tag, roof, marker in (("before", before, "o"), ("after", after, "s")):
-        point = _point(roof) if roof else None
-        if point:
-            ax.plot([point[0]], [point[1]], marker, markersize=8, label=tag, gid=f"point-{tag}")
+    for tag, roof, marker, fill in (("before", before, "o", "full"), ("after", after, "s", "none")):
+        for name, label, x, y in _points(roof) if roof else []:
+            ax.plot([x], [y], marker, markersize=8, fillstyle=fill, color=colors.get(name), label=f"{label} {tag}",
+                    gid=f"point-{tag}-{name}")
     ax.set_title(before.get("kernel", "").split("(")[0][:60], fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, ncol=2)
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
     return _svg(fig)
 
 
-def _point(roof: dict) -> tuple[float, float] | None:
+def _points(roof: dict) -> list[tuple[str, str, float, float]]:
+    """(level, label, intensity, FLOP/s) for each memory level the kernel moved bytes at."""
     main = _main_flops(roof)
-    dram = next((r for r in roof.get("resources", []) if r.get("name") == "dram"
-                 and r.get("measure") == "bandwidth" and r.get("achieved")), None)
-    if not main or not dram:
-        return None
-    return main["achieved"] / dram["achieved"], main["achieved"]
+    if not main:
+        return []
+    moved = {r["name"]: r for r in roof.get("resources", []) if r.get("measure") == "bandwidth" and r.get("achieved")}
+    return [(name, label, main["achieved"] / moved[name]["achieved"], main["achieved"])
+            for name, label in _LEVELS if name in moved]
 
 
 def timing_svg(timing: dict) -> str:
