@@ -301,6 +301,8 @@ def cmd_prompt(args: argparse.Namespace) -> int:
                           editable=lc.config.app.editable, tolerances=lc.config.app.tolerances(), macros=macros)
     run.write_text("prompt", "system.md", prompt.system)
     run.write_text("prompt", "user.md", prompt.user)
+    run.write_json("prompt", "prompt.json", {"diagnostics": prompt.diagnostics, "evidence_ids": prompt.evidence_ids,
+                                             "approx_tokens": prompt.approx_tokens})
     print("=== system ===\n" + prompt.system + "\n=== user ===\n" + prompt.user, end="")
     _progress(f"prompt ({prompt.approx_tokens} tokens, approx.) written to {run.path / 'prompt'}")
     return 0

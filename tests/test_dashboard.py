@@ -33,6 +33,10 @@ def dashboard(tmp_path_factory):
                              "--runs-dir", str(runs), "--only", "PC", "Roofline"], capture_output=True, text=True,
                             cwd=REPO)
     assert ablate.returncode == 0, ablate.stderr
+    prompt = subprocess.run([sys.executable, "-m", "runner.cli", "prompt", "--config", str(REPO / "config.yml"),
+                             "--runs-dir", str(runs), "--diagnostics", "PC+Roofline"], capture_output=True, text=True,
+                            cwd=REPO)
+    assert prompt.returncode == 0, prompt.stderr
     server = subprocess.Popen([sys.executable, "-m", "runner.cli", "dashboard", "--runs-dir", str(runs), "--port",
                                "0"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
@@ -68,11 +72,11 @@ def test_the_runs_page_lists_filters_and_links_every_run(dashboard, browser):
     url, runs = dashboard
     browser.get(url)
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.run")
-    assert len(rows) == 5  # the demo's run; the ablation's evidence and its two configurations; the H200 run
+    assert len(rows) == 6  # the demo's run; the ablation's evidence and its two configurations; a prompt; the H200 run
     verdicts = sorted(r.find_element(By.CLASS_NAME, "verdict").text for r in rows)
     # proposed without a GPU (the demo, the ablation's runs): no verdict yet, and said so
-    assert verdicts == ["", "improvement", "not evaluated", "not evaluated", "not evaluated"]
-    assert sorted(r.find_element(By.CLASS_NAME, "app").text for r in rows) == ["h200-probe"] * 4 + ["reduction"]
+    assert verdicts == ["", "", "improvement", "not evaluated", "not evaluated", "not evaluated"]
+    assert sorted(r.find_element(By.CLASS_NAME, "app").text for r in rows) == ["h200-probe"] * 5 + ["reduction"]
     h200 = next(r for r in rows if "improvement" in r.text)
     assert h200.find_element(By.CLASS_NAME, "status").text == "evaluation"
     assert "NVIDIA H200" in h200.text and "+132.0%" in h200.text and "+131.8% to +132.3%" in h200.text
@@ -229,3 +233,17 @@ def test_each_memory_level_has_its_point_at_its_own_intensity():
     assert got == {"dram": (2.0, 2e12), "l2": (0.5, 2e12), "l1": (0.1, 2e12)}
     # an L1-bound kernel sits left, near its L1 roof, not at the DRAM intensity on the compute side
     assert got["l1"][0] < got["dram"][0]
+
+
+def test_a_prompt_run_shows_its_prompt_and_diagnostics_and_every_evidence_row_its_kernel(dashboard, browser):
+    url, runs = dashboard
+    browser.get(url)
+    rows = [r for r in browser.find_elements(By.CSS_SELECTOR, "tr.run")
+            if r.find_element(By.CLASS_NAME, "status").text == "prompt"]
+    assert len(rows) == 1, [r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr.run")]
+    rows[0].find_element(By.TAG_NAME, "a").click()
+    assert "diagnostics PC+Roofline" in browser.find_element(By.TAG_NAME, "p").text
+    assert "## Evidence" in browser.find_element(By.ID, "prompt").text or "S1" in browser.find_element(By.ID, "prompt").text
+    kernels = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#evidence td.kernel")]
+    assert kernels and all(k.startswith("[") and k.endswith("]") for k in kernels), kernels
+    _no_console_errors(browser)

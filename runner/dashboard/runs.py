@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from runner.profiles.model import short_kernel_name
+
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f-]{36}$")
 ABLATION = re.compile(r"^ablation-\d{8}T\d{6}Z-[0-9a-f-]{36}$")
 
@@ -62,7 +64,10 @@ def summary(folder: Path) -> RunSummary:
     attempts = cand.get("attempts") or []
     if attempts:
         s.model = f"{attempts[-1].get('backend', '')}: {attempts[-1].get('model', '')}"
-    s.diagnostics = cand.get("diagnostics", "")
+    prompted = _json(folder / "prompt" / "prompt.json") or {}  # written by `optimas prompt`
+    s.diagnostics = cand.get("diagnostics", "") or prompted.get("diagnostics", "")
+    if not s.status or s.status == "analysis":
+        s.status = "prompt" if (folder / "prompt" / "user.md").is_file() and not cand else s.status
     ev = _json(folder / "evaluation" / "result.json")
     if ev:
         s.verdict = ev.get("verdict", "")
@@ -150,16 +155,19 @@ def detail(folder: Path) -> RunDetail:
     """The run page's content."""
     d = RunDetail(summary=summary(folder))
     diag = _json(folder / "analysis" / "diagnostics.json") or {}
-    d.evidence = [{"id": e["id"], "kind": e["kind"], "text": e.get("text", "")} for e in diag.get("evidence", [])]
+    d.evidence = [{"id": e["id"], "kind": e["kind"], "text": e.get("text", ""),
+                   "kernel": short_kernel_name(e.get("kernel") or "")} for e in diag.get("evidence", [])]
     d.hot_kernels = [k for k in diag.get("kernels", []) if k.get("hot")]
     d.rooflines = rooflines(folder, diag)
-    d.prompt = _text(folder / "prompt" / "user-1.md")
+    # the proposal stage's first prompt; `optimas prompt` writes the one prompt as user.md
+    d.prompt = _text(folder / "prompt" / "user-1.md") or _text(folder / "prompt" / "user.md")
     d.hot_spots = hot_spots(d.prompt, diag.get("evidence", []))
     # compiler feedback (K*) is measured at prompt time: the prompt holds it
     section = d.prompt.split("## Compiler feedback (K)", 1)[1].split("\n## ", 1)[0] if "## Compiler feedback (K)" \
         in d.prompt else ""
     for m in re.finditer(r"^- (K\d+) (.*)$", section, re.M):
-        d.evidence.append({"id": m.group(1), "kind": "compiler", "text": m.group(2)})
+        kernel, text = re.match(r"(?:\[([^\]]*)\] )?(.*)", m.group(2)).groups()
+        d.evidence.append({"id": m.group(1), "kind": "compiler", "text": text, "kernel": kernel or ""})
     d.answer = _text(folder / "llm" / "answer-1.txt")
     d.diff = _text(folder / "candidates" / "1" / "diff.patch")
     ev = _json(folder / "evaluation" / "result.json") or {}
