@@ -243,7 +243,8 @@ def test_a_prompt_run_shows_its_prompt_and_diagnostics_and_every_evidence_row_it
     assert len(rows) == 1, [r.text for r in browser.find_elements(By.CSS_SELECTOR, "tr.run")]
     rows[0].find_element(By.TAG_NAME, "a").click()
     assert "diagnostics PC+Roofline" in browser.find_element(By.TAG_NAME, "p").text
-    assert "## Evidence" in browser.find_element(By.ID, "prompt").text or "S1" in browser.find_element(By.ID, "prompt").text
+    prompt = browser.find_element(By.ID, "prompt").text
+    assert "- S1 [" in prompt and "- R1 [" in prompt and "- C1 " not in prompt  # PC and Roofline, no counters
     kernels = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#evidence td.kernel")]
     assert kernels and all(k.startswith("[") and k.endswith("]") for k in kernels), kernels
     _no_console_errors(browser)
