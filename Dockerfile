@@ -19,7 +19,10 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 # The App: gunicorn serving bot.wsgi:app, as an unprivileged user. The control worker runs the
 # same image with `rq worker -w bot.worker.OptimasWorker optimas-control`.
 FROM ${PYTHON_IMAGE} AS app
-RUN useradd --system --create-home --uid 10001 optimas
+# /var/lib/optimas/runs: where compose mounts the GPU worker's run folders (a new volume takes the
+# owner of the folder it is mounted on)
+RUN useradd --system --create-home --uid 10001 optimas \
+ && install -d -o 10001 -g 10001 -m 0750 /var/lib/optimas/runs
 COPY --from=wheels /wheels /wheels
 RUN pip install --no-cache-dir --no-index --find-links /wheels /wheels/optimas-*.whl && rm -rf /wheels
 USER 10001
@@ -42,7 +45,8 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv git ca-certificates bubblewrap \
     cuda-nsight-compute-13-0 \
  && rm -rf /var/lib/apt/lists/*
-RUN useradd --system --create-home --uid 10001 optimas
+RUN useradd --system --create-home --uid 10001 optimas \
+ && install -d -o 10001 -g 10001 -m 0750 /var/lib/optimas/runs
 COPY --from=wheels /wheels /wheels
 RUN python3 -m venv /opt/optimas \
  && /opt/optimas/bin/pip install --no-cache-dir --no-index --find-links /wheels /wheels/optimas-*.whl \

@@ -24,7 +24,7 @@ from bot.jobs import CONFIG_PATH, release_job_key
 from bot.publish import Publisher, code_block, code_span
 from bot.review import plan_review, review_body
 from bot.settings import WorkerSettings
-from runner.base.config import LoadedConfig
+from runner.base.config import REPOSITORY_CONFIG, LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
 from runner.base.redaction import describe, redact, register_secret
@@ -267,17 +267,34 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
             keep_runs(work / "runs", runs_folder())
 
 
+class RepositoryConfigError(OptimasError):
+    """A repository's config asks for what the App will not do with the operator's credentials."""
+
+    exit_code = 2
+
+
 def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
     """The repository's config with the operator's model (OPTIMAS_LLM_BACKEND, OPTIMAS_LLM_MODEL)
-    where the config names none: a repository's own `llm.backend` (and `llm.model`) wins."""
+    where the config names none: a repository's own `llm.backend` (and `llm.model`) wins. Where
+    the model's requests go and which of the worker's keys they carry are the operator's alone: a
+    repository's `llm.base_url` or `llm.api_key_env` would send the operator's API key to a server
+    of the repository's choosing, so they are refused (OPTIMAS_LLM_BASE_URL is the operator's)."""
     llm = lc.config.llm
-    if ws.llm_backend is None or "backend" in llm.model_fields_set:
+    chosen = sorted(k for k in ("base_url", "api_key_env") if k in llm.model_fields_set and getattr(llm, k))
+    if chosen:
+        raise RepositoryConfigError(
+            f"{REPOSITORY_CONFIG}: {' and '.join(f'llm.{k}' for k in chosen)} may not be set for the GitHub App: "
+            "where the model's requests go, with the operator's API key, is the operator's setting "
+            "(OPTIMAS_LLM_BASE_URL on the workers); remove it from the config")
+    update: dict = {"base_url": ws.llm_base_url} if ws.llm_base_url else {}
+    if ws.llm_backend is not None and "backend" not in llm.model_fields_set:
+        update["backend"] = ws.llm_backend
+        if "model" not in llm.model_fields_set:
+            update["model"] = ws.llm_model
+        log.info("llm: the operator's %s %s (the repository's config names no backend)", ws.llm_backend,
+                 update.get("model") or llm.model or "")
+    if not update:
         return lc
-    update = {"backend": ws.llm_backend}
-    if "model" not in llm.model_fields_set:
-        update["model"] = ws.llm_model
-    log.info("llm: the operator's %s%s (the repository's config names no backend)", ws.llm_backend,
-             f" {update.get('model') or llm.model}" if update.get("model") or llm.model else "")
     config = lc.config.model_copy(update={"llm": llm.model_copy(update=update)})
     return lc.model_copy(update={"config": config})
 

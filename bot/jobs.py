@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from github import GithubException, UnknownObjectException
+from github import GithubException
 from rq import Callback, Queue, Retry
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
@@ -268,18 +268,17 @@ def ensure_label(repo: str, installation_id: int, sender: str, repos: list[str])
     App was installed on them. One repository that cannot be labelled (its owner withdrew the
     App's issues permission) does not stop the others; the result says which."""
     ws = WorkerSettings.from_env()
-    client = app_from_env().client(installation_id)
+    client = app_from_env().client(installation_id).withLazy(True)  # no read of each repository first
     done: dict[str, list[str]] = {"created": [], "existing": [], "failed": []}
     for name in repos:
         try:
-            repository = client.get_repo(name)
-            try:
-                repository.get_label(ws.label)
-                done["existing"].append(name)
-            except UnknownObjectException:
-                repository.create_label(ws.label, LABEL_COLOR, LABEL_DESCRIPTION)
-                done["created"].append(name)
+            # one write per repository: GitHub answers 422 already_exists where the label is
+            client.get_repo(name).create_label(ws.label, LABEL_COLOR, LABEL_DESCRIPTION)
+            done["created"].append(name)
         except GithubException as e:
+            if e.status == 422 and "already_exists" in str(e.data):
+                done["existing"].append(name)
+                continue
             log.warning("%s: the %s label could not be made: %s", name, ws.label, describe(e, 300))
             done["failed"].append(name)
     log.info("label %s: created in %d, already in %d, failed in %d repositories (installed by %s)", ws.label,

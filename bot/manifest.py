@@ -53,7 +53,10 @@ def app_manifest(webhook_url: str, name: str, redirect_url: str = "http://localh
     if not name.strip() or len(name) > 34:
         raise ManifestError(f"--name {name!r}: expected the App's name on GitHub, 1 to 34 characters, unique there "
                             "(e.g. 'Optimas for ACME')")
-    homepage = homepage or f"{u.scheme}://{u.netloc}/"
+    if u.username or u.password:
+        raise ManifestError("--webhook-url: credentials in the URL would be published with the App; GitHub signs "
+                            "deliveries with the webhook secret instead")
+    homepage = homepage or f"{u.scheme}://{u.hostname}{f':{u.port}' if u.port else ''}/"
     return {"name": name, "url": homepage, "public": public, "redirect_url": redirect_url,
             "hook_attributes": {"url": webhook_url, "active": True},
             "default_permissions": dict(PERMISSIONS), "default_events": list(EVENTS)}

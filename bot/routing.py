@@ -105,7 +105,7 @@ HANDLERS: dict[tuple[str, str | None], Handler] = {}
 # The X-GitHub-Event header names an event; GitHub's names are lower-case words joined by "_".
 EVENT_NAME = re.compile(r"[a-z]+(?:_[a-z]+)*")
 # owner/name as GitHub allows them (letters, digits, '-', '_', '.'), no path tricks
-REPO_NAME = re.compile(r"[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}")
+REPO_NAME = re.compile(r"[A-Za-z0-9-]{1,39}/(?!\.{1,2}$)[A-Za-z0-9._-]{1,100}")
 LOGIN = re.compile(r"[A-Za-z0-9-]{1,39}(?:\[bot\])?")
 
 

@@ -118,13 +118,14 @@ class WorkerSettings:
     # The operator's model for every repository whose config does not name one (llm.backend, llm.model)
     llm_backend: str | None = None
     llm_model: str | None = None
+    llm_base_url: str | None = None  # an OpenAI-compatible or Ollama server of the operator's
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
         """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_APP_SLUG, OPTIMAS_GPU_QUEUE, OPTIMAS_GIT_URL,
         OPTIMAS_FETCH_TIMEOUT_S, OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S, OPTIMAS_GITHUB_REQUEST_INTERVAL_S,
         OPTIMAS_GITHUB_WRITE_INTERVAL_S, OPTIMAS_GITHUB_WRITE_BACKOFF_S, OPTIMAS_LLM_BACKEND and OPTIMAS_LLM_MODEL
-        (the model for repositories whose config names none)."""
+        (the model for repositories whose config names none), OPTIMAS_LLM_BASE_URL (the operator's server)."""
         e = os.environ if env is None else env
         backend = e.get("OPTIMAS_LLM_BACKEND") or None
         if backend is not None and backend not in BACKENDS:
@@ -148,4 +149,5 @@ class WorkerSettings:
                    request_interval_s=_number(e, "OPTIMAS_GITHUB_REQUEST_INTERVAL_S", cls.request_interval_s, 0),
                    write_interval_s=_number(e, "OPTIMAS_GITHUB_WRITE_INTERVAL_S", cls.write_interval_s, 0),
                    write_backoff_s=_number(e, "OPTIMAS_GITHUB_WRITE_BACKOFF_S", cls.write_backoff_s, 0),
-                   llm_backend=backend, llm_model=e.get("OPTIMAS_LLM_MODEL") or None)
+                   llm_backend=backend, llm_model=e.get("OPTIMAS_LLM_MODEL") or None,
+                   llm_base_url=e.get("OPTIMAS_LLM_BASE_URL") or None)

@@ -486,6 +486,19 @@ def test_the_operators_model_applies_where_the_repository_names_none(tmp_path):
     assert (got.backend, got.model, got.temperature) == ("openai", "gpt-x", 0.5)
     # no operator default: the repository's config as it is
     assert operator_model(load_config(plain), WorkerSettings.from_env({})).config.llm.backend == "offline"
+    # the operator's server for every repository
+    ws_url = WorkerSettings.from_env({"OPTIMAS_LLM_BACKEND": "openai", "OPTIMAS_LLM_MODEL": "gpt-x",
+                                      "OPTIMAS_LLM_BASE_URL": "https://llm.operator.example/v1"})
+    assert operator_model(load_config(own), ws_url).config.llm.base_url == "https://llm.operator.example/v1"
+    # a repository may not say where the operator's key goes, nor which of the worker's keys is sent
+    from bot.gpu_job import RepositoryConfigError
+
+    for extra in ("base_url: http://attacker.example/v1", "api_key_env: GEMINI_API_KEY"):
+        steal = tmp_path / "steal.yml"
+        steal.write_text(f"app: {{name: a, build: make, run: ./a}}\nllm: {{backend: openai, model: m, {extra}}}\n")
+        for settings in (ws, WorkerSettings.from_env({})):
+            with pytest.raises(RepositoryConfigError, match="may not be set for the GitHub App"):
+                operator_model(load_config(steal), settings)
     for env, says in (({"OPTIMAS_LLM_BACKEND": "gpt"}, "expected one of"),
                       ({"OPTIMAS_LLM_BACKEND": "gemini"}, "set OPTIMAS_LLM_MODEL too")):
         with pytest.raises(SettingsError, match=says):

@@ -39,6 +39,9 @@ def test_a_webhook_url_without_tls_is_refused():
     assert r.returncode == 2 and "--name" in r.stderr
     r = _cli("print", "--webhook-url", "https://optimas.example.org/webhook", "--name", "x" * 35)
     assert r.returncode == 2 and "1 to 34 characters" in r.stderr
+    # credentials in the webhook URL would be published as the App's homepage
+    r = _cli("print", "--webhook-url", "https://hook:Pa55w0rd@optimas.example.org/webhook", "--name", "Optimas QA")
+    assert r.returncode == 2 and "Pa55w0rd" not in r.stdout + r.stderr
 
 
 def test_the_form_posts_the_manifest_to_githubs_registration_page():

@@ -364,8 +364,9 @@ def test_an_installation_enqueues_the_label_job_for_its_repositories(server):
     assert status == 202 and queue.fetch_job(got["job"]).kwargs["repos"] == ["Codertocat/other"]
     # a repository name with path tricks, or no installation id, is refused
     bad = copy.deepcopy(body)
-    bad["repositories"][0]["full_name"] = "../../x"
-    assert post(url, "installation", bad)[0] == 400
+    for name in ("../../x", "x/..", "x/."):
+        bad["repositories"][0]["full_name"] = name
+        assert post(url, "installation", bad)[0] == 400, name
     del bad["installation"]
     assert post(url, "installation", bad)[0] == 400
     # removing the App: nothing to do
