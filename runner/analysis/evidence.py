@@ -14,6 +14,7 @@ from collections.abc import Collection
 from enum import StrEnum
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
@@ -142,6 +143,31 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
     one of them, the hottest of them are hot too (widen_to_editable). `counter_plan` says what the
     counter runs are (sizes, launch configurations, code versions, or one run and why).
     """
+    kernels = _rank_kernels(profile, cfg, timing, only, editable)
+    hot = [k.kernel for k in kernels if k.hot]
+    missing = [k for k in hot if not (profile.launches["kernel"] == k).any()]
+    if missing:
+        raise AnalysisError("the profiles hold no launch of hot kernel(s) " + ", ".join(missing)
+                            + "; collect them (ncu -k) or lower analysis.alpha")
+    notes: list[str] = []
+    aggregated = [(k, aggregate_launches(profile.kernel_metrics(k), profile.kernel_durations(k))) for k in hot]
+    rooflines, roofline_items = _roofline_evidence(aggregated, cfg, notes)
+    evidence = _launch_evidence(profile, aggregated) + roofline_items + _stall_evidence(profile, hot, cfg, notes)
+    selection = None
+    if counter_runs is not None and not counter_runs.launches.empty:
+        symbols = {k.kernel: k.mangled for k in kernels if k.hot and k.mangled}
+        selection = _select_for_hot(counter_runs, hot, cfg, descriptions, notes, symbols, counter_plan)
+        evidence += _counter_evidence(selection)
+    else:
+        notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
+    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics, hot), alpha=cfg.alpha, kernels=kernels,
+                       evidence=evidence, counter_selection=selection, notes=notes,
+                       source_digests=source_digests(profile, hot))
+
+
+def _rank_kernels(profile: Profile, cfg: AnalysisConfig, timing: pd.DataFrame | None, only: list[str],
+                  editable: Collection[str] | None) -> list[KernelTime]:
+    """Every kernel by time, the hot ones marked (see `diagnose` for `timing`, `only`, `editable`)."""
     if timing is not None:
         timing = in_profile_spelling(timing, profile.launches)
     kernels = select_hot_kernels(timing if timing is not None else profile.launches, cfg.alpha)
@@ -151,62 +177,62 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
         wanted = set(only)
         for k in kernels:
             k.hot = k.kernel in wanted or short_kernel_name(k.kernel) in wanted
-    hot = [k.kernel for k in kernels if k.hot]
-    missing = [k for k in hot if not (profile.launches["kernel"] == k).any()]
-    if missing:
-        raise AnalysisError("the profiles hold no launch of hot kernel(s) " + ", ".join(missing)
-                            + "; collect them (ncu -k) or lower analysis.alpha")
-    notes: list[str] = []
-    rooflines: list[Roofline] = []
-    evidence: list[Evidence] = []
+    return kernels
 
-    launch_items: list[Evidence] = []
-    for k in hot:
-        m = aggregate_launches(profile.kernel_metrics(k), profile.kernel_durations(k))
+
+def _launch_evidence(profile: Profile, aggregated: list[tuple[str, pd.Series]]) -> list[Evidence]:
+    """L*: each hot kernel's launch configuration, where the profile recorded one."""
+    items: list[Evidence] = []
+    for k, m in aggregated:
         if (lc := launch_config(profile.launches[profile.launches["kernel"] == k], m)) is not None:
-            launch_items.append(Evidence(id=f"L{len(launch_items) + 1}", kind="launch", kernel=k, launch=lc,
-                                         text=launch_text(lc)))
+            items.append(Evidence(id=f"L{len(items) + 1}", kind="launch", kernel=k, launch=lc, text=launch_text(lc)))
+    return items
+
+
+def _roofline_evidence(aggregated: list[tuple[str, pd.Series]], cfg: AnalysisConfig,
+                       notes: list[str]) -> tuple[list[Roofline], list[Evidence]]:
+    """R*: each hot kernel's roofline, with the rooflines themselves; a kernel without throughput
+    metrics gets a note instead."""
+    rooflines: list[Roofline] = []
+    items: list[Evidence] = []
+    for k, m in aggregated:
         r = roofline(k, m, cfg.saturation)
         if not r.resources and r.sol_compute_pct is None:
             notes.append(f"{short_kernel_name(k)}: no throughput metrics in the profile; roofline skipped "
                          "(collect --section SpeedOfLight --section SpeedOfLight_RooflineChart)")
             continue
         rooflines.append(r)
-        evidence.append(Evidence(id=f"R{len(rooflines)}", kind="roofline", kernel=k, roofline=r,
-                                 text=_roofline_text(r)))
-    evidence[:0] = launch_items
+        items.append(Evidence(id=f"R{len(rooflines)}", kind="roofline", kernel=k, roofline=r, text=_roofline_text(r)))
+    return rooflines, items
 
+
+def _stall_evidence(profile: Profile, hot: list[str], cfg: AnalysisConfig, notes: list[str]) -> list[Evidence]:
+    """S*: the salient stall lines of each hot kernel, numbered across kernels; notes say why a
+    kernel has none."""
     if profile.lines.empty:
         notes.append("no source-level PC sampling in the inputs; stall evidence skipped (give a .ncu-rep "
                      "collected with --set full, or a --page source --print-source cuda,sass export)")
-    else:
-        n = 0
-        for k in hot:
-            found = salient_stalls(profile.lines, k, cfg.stall_share, cfg.min_line_share, cfg.max_stall_lines,
-                                   cfg.library_paths)
-            if not found and (profile.lines["kernel"] == k).any():
-                notes.append(f"{short_kernel_name(k)}: no line reaches the stall thresholds "
-                             f"(dominant reason >= {cfg.stall_share:.0%}, line >= {cfg.min_line_share:.0%} of samples)")
-            elif not found:
-                notes.append(f"{short_kernel_name(k)}: no PC samples in the source data for this kernel")
-            for s in found:
-                n += 1
-                evidence.append(Evidence(id=f"S{n}", kind="stall", kernel=k, stall=s, text=_stall_text(s)))
+        return []
+    items: list[Evidence] = []
+    for k in hot:
+        found = salient_stalls(profile.lines, k, cfg.stall_share, cfg.min_line_share, cfg.max_stall_lines,
+                               cfg.library_paths)
+        if not found and (profile.lines["kernel"] == k).any():
+            notes.append(f"{short_kernel_name(k)}: no line reaches the stall thresholds "
+                         f"(dominant reason >= {cfg.stall_share:.0%}, line >= {cfg.min_line_share:.0%} of samples)")
+        elif not found:
+            notes.append(f"{short_kernel_name(k)}: no PC samples in the source data for this kernel")
+        for s in found:
+            items.append(Evidence(id=f"S{len(items) + 1}", kind="stall", kernel=k, stall=s, text=_stall_text(s)))
+    return items
 
-    selection = None
-    if counter_runs is not None and not counter_runs.launches.empty:
-        symbols = {k.kernel: k.mangled for k in kernels if k.hot and k.mangled}
-        selection = _select_for_hot(counter_runs, hot, cfg, descriptions, notes, symbols, counter_plan)
-        if selection:
-            for i, c in enumerate(selection.counters, start=1):
-                evidence.append(Evidence(id=f"C{i}", kind="counter", kernel=selection.kernel,
-                                         counter=c.model_dump(), text=_counter_text(c)))
-    else:
-        notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
 
-    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics, hot), alpha=cfg.alpha, kernels=kernels,
-                       evidence=evidence, counter_selection=selection, notes=notes,
-                       source_digests=source_digests(profile, hot))
+def _counter_evidence(selection: CounterSelection | None) -> list[Evidence]:
+    """C*: the counters eOMP selected, in its order."""
+    if not selection:
+        return []
+    return [Evidence(id=f"C{i}", kind="counter", kernel=selection.kernel, counter=c.model_dump(),
+                     text=_counter_text(c)) for i, c in enumerate(selection.counters, start=1)]
 
 
 def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descriptions, notes,
@@ -217,24 +243,7 @@ def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descript
     A program may launch another instance of a kernel template at another problem size (a flag
     for power-of-two sizes): runs of the hot kernel's template count when `symbols` (hot kernel ->
     mangled name) and the runs' own symbols say which launches share it."""
-    names = runs.launches["kernel"]
-    counts = names.value_counts()
-    families = pd.Series(None, index=runs.launches.index, dtype=object)
-    if symbols and MANGLED in runs.launches.columns:
-        families = runs.launches[MANGLED].map(lambda m: template_symbol_prefix(m) if isinstance(m, str) else None)
-    target, mask = None, None
-    too_few: tuple[str, int] | None = None
-    for k in hot:
-        family = template_symbol_prefix((symbols or {}).get(k, ""))
-        same = (families == family).to_numpy() if family else (names == k).to_numpy()
-        if same.sum() >= cfg.counters.min_runs:
-            target, mask = k, same
-            if same.sum() > counts.get(k, 0):
-                notes.append(f"counter runs of {short_kernel_name(k)} include other instances of its template, "
-                             "which the program launches at other problem sizes")
-            break
-        if same.sum() and too_few is None:
-            too_few = (k, int(same.sum()))
+    target, mask, too_few = _covered_hot_kernel(runs, hot, cfg, notes, symbols)
     if target is None and too_few is not None:
         k, n = too_few
         why = (plan.why if plan and plan.why else "the program takes no {scale}: give it {scale}, or {n*scale} "
@@ -243,7 +252,8 @@ def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descript
                      f"they explain runtime across at least {cfg.counters.min_runs} runs that differ ({why})")
         return None
     if target is None:
-        target = str(counts.index[0])
+        names = runs.launches["kernel"]
+        target = str(names.value_counts().index[0])
         mask = (names == target).to_numpy()
         if hot:
             notes.append(f"counter runs do not cover a hot kernel; counters selected for "
@@ -259,6 +269,30 @@ def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descript
     except AnalysisError as e:
         notes.append(f"counter selection skipped: {e}")
         return None
+
+
+def _covered_hot_kernel(runs: Profile, hot: list[str], cfg: AnalysisConfig, notes: list[str],
+                        symbols: dict[str, str] | None
+                        ) -> tuple[str | None, np.ndarray | None, tuple[str, int] | None]:
+    """(the hottest kernel with enough counter runs, the mask of its runs; else None, None and the
+    hottest kernel with some runs but too few, with their number, if any)."""
+    names = runs.launches["kernel"]
+    counts = names.value_counts()
+    families = pd.Series(None, index=runs.launches.index, dtype=object)
+    if symbols and MANGLED in runs.launches.columns:
+        families = runs.launches[MANGLED].map(lambda m: template_symbol_prefix(m) if isinstance(m, str) else None)
+    too_few: tuple[str, int] | None = None
+    for k in hot:
+        family = template_symbol_prefix((symbols or {}).get(k, ""))
+        same = (families == family).to_numpy() if family else (names == k).to_numpy()
+        if same.sum() >= cfg.counters.min_runs:
+            if same.sum() > counts.get(k, 0):
+                notes.append(f"counter runs of {short_kernel_name(k)} include other instances of its template, "
+                             "which the program launches at other problem sizes")
+            return k, same, too_few
+        if same.sum() and too_few is None:
+            too_few = (k, int(same.sum()))
+    return None, None, too_few
 
 
 def _si(x: float | None, unit: str) -> str:
@@ -352,13 +386,25 @@ def render_markdown(d: Diagnostics, max_bytes: int | None = None) -> str:
     return text
 
 
+_SECTIONS = (("launch", "Launch configuration (L)"), ("roofline", "Roofline (R)"),
+             ("stall", "Salient stalls from PC sampling (S)"), ("counter", "Counters that explain runtime, eOMP (C)"))
+
+
 def _render(d: Diagnostics, shown: list[Evidence], omitted: list[str]) -> str:
-    out: list[str] = []
-    gpu = d.gpu
+    """The whole Markdown: GPU, hot kernels, one section per kind of evidence shown, notes."""
+    out = _render_gpu(d.gpu) + _render_hot(d)
+    for kind, heading in _SECTIONS:
+        out += _render_section(d, kind, heading, [e for e in shown if e.kind == kind])
+    out += _render_notes(d.notes, omitted)
+    return "\n".join(out) + "\n"
+
+
+def _render_gpu(gpu: GpuInfo) -> list[str]:
+    """The title, naming the GPU, and the peaks the profiler measured on it."""
     title = gpu.name or "unknown GPU"
     if gpu.compute_capability:
         title += f", compute capability {gpu.compute_capability}"
-    out.append(f"# Diagnostics ({title})")
+    out = [f"# Diagnostics ({title})"]
     peaks = [f"DRAM {_si(gpu.dram_peak_bytes_per_s, 'B/s')}" if gpu.dram_peak_bytes_per_s else None,
              f"FP32 {_si(gpu.fp32_peak_flops, 'FLOP/s')}" if gpu.fp32_peak_flops else None,
              f"FP64 {_si(gpu.fp64_peak_flops, 'FLOP/s')}" if gpu.fp64_peak_flops else None,
@@ -367,36 +413,39 @@ def _render(d: Diagnostics, shown: list[Evidence], omitted: list[str]) -> str:
     peaks = [p for p in peaks if p]
     if peaks:
         out.append("Peaks measured by the profiler: " + ", ".join(peaks) + ".")
+    return out
+
+
+def _render_hot(d: Diagnostics) -> list[str]:
+    """The hot kernels section: each kernel's time, launches and share."""
     hot = d.hot_kernels
     covered = sum(k.share for k in hot)
-    out.append("")
-    out.append(f"## Hot kernels ({len(hot)} of {len(d.kernels)} kernels, {covered:.1%} of kernel time; "
-               f"alpha {d.alpha:g})")
-    for k in hot:
-        out.append(f"- {short_kernel_name(k.kernel)}: {k.total_ns / 1000:.1f} us over {k.launches} "
-                   f"launch{'es' if k.launches != 1 else ''} ({k.share:.1%})")
-    sections = (("launch", "Launch configuration (L)"), ("roofline", "Roofline (R)"),
-                ("stall", "Salient stalls from PC sampling (S)"),
-                ("counter", "Counters that explain runtime, eOMP (C)"))
-    for kind, heading in sections:
-        items = [e for e in shown if e.kind == kind]
-        if not items:
-            continue
-        out.append("")
-        extra = ""
-        if kind == "counter" and d.counter_selection:
-            cs = d.counter_selection
-            extra = f" over {cs.runs} runs of {short_kernel_name(cs.kernel or '')}"
-            extra += f" ({cs.source})" if cs.source else ""
-        out.append(f"## {heading}{extra}")
-        for e in items:
-            out.append(f"- {e.id} [{short_kernel_name(e.kernel or '')}] {e.text}")
-    notes = list(d.notes)
+    out = ["", f"## Hot kernels ({len(hot)} of {len(d.kernels)} kernels, {covered:.1%} of kernel time; "
+               f"alpha {d.alpha:g})"]
+    out += [f"- {short_kernel_name(k.kernel)}: {k.total_ns / 1000:.1f} us over {k.launches} "
+            f"launch{'es' if k.launches != 1 else ''} ({k.share:.1%})" for k in hot]
+    return out
+
+
+def _render_section(d: Diagnostics, kind: str, heading: str, items: list[Evidence]) -> list[str]:
+    """One kind's section, one item a line; none when no item of the kind is shown. The counter
+    heading says which runs of which kernel eOMP ranked."""
+    if not items:
+        return []
+    extra = ""
+    if kind == "counter" and d.counter_selection:
+        cs = d.counter_selection
+        extra = f" over {cs.runs} runs of {short_kernel_name(cs.kernel or '')}"
+        extra += f" ({cs.source})" if cs.source else ""
+    return ["", f"## {heading}{extra}", *(f"- {e.id} [{short_kernel_name(e.kernel or '')}] {e.text}" for e in items)]
+
+
+def _render_notes(notes: list[str], omitted: list[str]) -> list[str]:
+    """The notes section, ending with the ids left out for length; none when there is nothing to note."""
+    notes = list(notes)
     if omitted:
         ids = sorted(omitted, key=evidence_order)
         notes.append(f"omitted here for length (kept in diagnostics.json): {', '.join(ids)}")
-    if notes:
-        out.append("")
-        out.append("## Notes")
-        out.extend(f"- {n}" for n in notes)
-    return "\n".join(out) + "\n"
+    if not notes:
+        return []
+    return ["", "## Notes", *(f"- {n}" for n in notes)]

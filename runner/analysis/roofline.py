@@ -160,48 +160,75 @@ def _fmt_pct(x: float) -> str:
 
 def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
     """Classify one kernel from its (aggregated) metrics."""
-    res: list[Resource] = []
-
-    def add(name: str, kind: str, achieved_peak: tuple[float, float] | None, unit: str, measure: str,
-            pct_name: str | None = None) -> None:
-        if achieved_peak is not None and achieved_peak[1] > 0:
-            a, p = achieved_peak
-            rho = min(max(a / p, 0.0), 1.0)
-            res.append(Resource(name=name, kind=kind, rho=rho, achieved=a, peak=p, unit=unit, method="counters",
-                                saturated=rho >= saturation, measure=measure))
-            return
-        pct = metric_value(m, pct_name) if pct_name else None
-        if pct is not None:
-            rho = min(max(pct / 100.0, 0.0), 1.0)
-            res.append(Resource(name=name, kind=kind, rho=rho, method="pct_of_peak", saturated=rho >= saturation,
-                                measure=measure))
-
-    for prec in ("fp64", "fp32", "fp16"):
-        add(prec, "compute", _flops(m, prec), "FLOP/s", "flops")
-    add("tensor", "compute", None, "", "flops", _PCT_FALLBACK["tensor"])
-    for level in ("dram", "l2", "l1"):
-        add(level, "memory", _bandwidth(m, level), "byte/s", "bandwidth", _PCT_FALLBACK.get(level))
-    for level in ("l2", "l1"):
-        add(level, "memory", None, "", "throughput", _THROUGHPUT[level])
-
+    res = _resources(m, saturation)
     sol_c = metric_value(m, SOL_COMPUTE)
     sol_m = metric_value(m, SOL_MEMORY)
-    comp = [r.rho for r in res if r.kind == "compute"] + ([sol_c / 100.0] if sol_c is not None else [])
-    mem = [r.rho for r in res if r.kind == "memory"] + ([sol_m / 100.0] if sol_m is not None else [])
-    compute_rho = min(max(comp, default=0.0), 1.0)
-    memory_rho = min(max(mem, default=0.0), 1.0)
+    compute_rho = _utilization(res, "compute", sol_c)
+    memory_rho = _utilization(res, "memory", sol_m)
+    main, intensity, ridges = _intensity(res)
+    bound, binding, lean = _classify(res, sol_c, sol_m, saturation)
+    summary = _summary(res, compute_rho, memory_rho, saturation, bound, binding, lean)
+    return Roofline(kernel=kernel, resources=res, compute_rho=compute_rho, memory_rho=memory_rho,
+                    sol_compute_pct=sol_c, sol_memory_pct=sol_m, arithmetic_intensity=intensity.get("dram"),
+                    ridge_point=ridges.get("dram"), bound=bound, summary=summary,
+                    binding=binding if bound != "latency" else None, intensity=intensity,
+                    precision=main.name if main else None, ridge=ridges)
 
-    # Intensity and ridge in the precision of most FLOPs, as ncu's roofline draws one chart per
-    # precision (a sum over precisions would match none of them).
+
+def _resources(m: pd.Series, saturation: float) -> list[Resource]:
+    """Every resource the metrics measure: FLOP rates, then bandwidths, then unit throughputs."""
+    found = [_resource(m, prec, "compute", _flops(m, prec), "FLOP/s", "flops", None, saturation)
+             for prec in ("fp64", "fp32", "fp16")]
+    found.append(_resource(m, "tensor", "compute", None, "", "flops", _PCT_FALLBACK["tensor"], saturation))
+    found += [_resource(m, level, "memory", _bandwidth(m, level), "byte/s", "bandwidth", _PCT_FALLBACK.get(level),
+                        saturation) for level in ("dram", "l2", "l1")]
+    found += [_resource(m, level, "memory", None, "", "throughput", _THROUGHPUT[level], saturation)
+              for level in ("l2", "l1")]
+    return [r for r in found if r is not None]
+
+
+def _resource(m: pd.Series, name: str, kind: str, achieved_peak: tuple[float, float] | None, unit: str,
+              measure: str, pct_name: str | None, saturation: float) -> Resource | None:
+    """One resource from its counters' (achieved, peak), else from ncu's percentage of peak
+    `pct_name`; None when neither was collected."""
+    if achieved_peak is not None and achieved_peak[1] > 0:
+        a, p = achieved_peak
+        rho = min(max(a / p, 0.0), 1.0)
+        return Resource(name=name, kind=kind, rho=rho, achieved=a, peak=p, unit=unit, method="counters",
+                        saturated=rho >= saturation, measure=measure)
+    pct = metric_value(m, pct_name) if pct_name else None
+    if pct is None:
+        return None
+    rho = min(max(pct / 100.0, 0.0), 1.0)
+    return Resource(name=name, kind=kind, rho=rho, method="pct_of_peak", saturated=rho >= saturation,
+                    measure=measure)
+
+
+def _utilization(res: list[Resource], kind: str, sol: float | None) -> float:
+    """The highest utilization of one kind's resources and its Speed-of-Light percentage, in [0, 1]."""
+    rhos = [r.rho for r in res if r.kind == kind] + ([sol / 100.0] if sol is not None else [])
+    return min(max(rhos, default=0.0), 1.0)
+
+
+def _intensity(res: list[Resource]) -> tuple[Resource | None, dict[str, float], dict[str, float]]:
+    """(the precision of most FLOPs; its FLOP per byte at each measured level; its ridge point
+    against each level's bandwidth).
+
+    In that one precision, as ncu's roofline draws one chart per precision (a sum over precisions
+    would match none of them)."""
     main = max((r for r in res if r.measure == "flops" and r.achieved and r.peak), key=lambda r: r.achieved,
                default=None)
+    if main is None:
+        return None, {}, {}
     by_level = {r.name: r for r in res if r.measure == "bandwidth" and r.achieved}
-    intensity = {level: main.achieved / r.achieved for level, r in by_level.items()} if main else {}
-    ridges = {level: main.peak / r.peak for level, r in by_level.items() if r.peak} if main else {}
-    ai = intensity.get("dram")
-    ridge = ridges.get("dram")
+    intensity = {level: main.achieved / r.achieved for level, r in by_level.items()}
+    ridges = {level: main.peak / r.peak for level, r in by_level.items() if r.peak}
+    return main, intensity, ridges
 
-    bound, binding, lean = _classify(res, sol_c, sol_m, saturation)
+
+def _summary(res: list[Resource], compute_rho: float, memory_rho: float, saturation: float,
+             bound: str, binding: str, lean: str) -> str:
+    """One sentence: how busy compute and memory are, and what bounds the kernel."""
     tail = {"memory": "memory-bound", "compute": "compute-bound",
             "latency": "latency-bound (no roof and no unit near its peak)"}[bound]
     if bound != "latency":
@@ -214,10 +241,7 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
                f"({_fmt_pct(memory_rho)}{where}): {tail}")
     if bound == "latency" and lean:
         summary += f"; closest to its peak: {lean}"
-    return Roofline(kernel=kernel, resources=res, compute_rho=compute_rho, memory_rho=memory_rho,
-                    sol_compute_pct=sol_c, sol_memory_pct=sol_m, arithmetic_intensity=ai, ridge_point=ridge,
-                    bound=bound, summary=summary, binding=binding if bound != "latency" else None,
-                    intensity=intensity, precision=main.name if main else None, ridge=ridges)
+    return summary
 
 
 def _classify(res: list[Resource], sol_c: float | None, sol_m: float | None,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -46,90 +47,17 @@ class NcuSourceCsvReader:
 
     def read(self, path: Path | str) -> Profile:
         path = Path(path)
-        sums: dict[tuple[str, str, int], list] = {}
-        user_addr: dict[str, dict[str, tuple[str, int]]] = {}  # kernel -> address -> (file, line)
-        kernel_addr: dict[str, tuple[str, int]] = {}
-        cur_place: tuple[str, int] | None = None
-        lib_addrs: dict[tuple[str, str, int], set[str]] = {}
-        n_stall = len(STALL_REASONS)
-        file = kernel = None
-        stall_idx: list[int | None] = []
-        samples_idx = -1
-        n_fields = 0
-        in_library = False
-        cur_line: tuple[str, str, int] | None = None
-        saw_block = False
-        no_lineinfo = False
+        scan = _Scan(path, self.is_library, self._columns)
         last = ""
         with open_text(path) as f:
             for lineno, line in enumerate(f, start=1):
                 last = line
-                if line.startswith(_SASS_PREFIX):
-                    if cur_line is None:
-                        continue
-                    addr = line[7:line.find('"', 7)]  # SASS rows start "","","<address>"
-                    if addr == "...":
-                        continue
-                    if in_library:
-                        lib_addrs.setdefault(cur_line, set()).add(addr)
-                    elif addr not in kernel_addr:
-                        kernel_addr[addr] = cur_place
-                    continue
-                if line.startswith('"File Path"'):
-                    file = next(csv.reader([line]))[1]
-                    in_library = self.is_library(file)
-                    kernel = None
-                    cur_line = None
-                    saw_block = True
-                    continue
-                if line.startswith('"Function Name"'):
-                    kernel = next(csv.reader([line]))[1]
-                    continue
-                if line.startswith('"Line No"'):
-                    header = next(csv.reader([line]))
-                    n_fields = len(header)
-                    stall_idx, samples_idx = self._columns(path, header)
-                    continue
-                if not saw_block and "No lineinfo available" in line:
-                    no_lineinfo = True  # ncu's warning for each kernel it cannot show as CUDA source
-                if not line.strip() or (not saw_block and not line.startswith('"')):
-                    continue  # blank lines, and ncu's ==PROF== log lines before the table
-                if not saw_block:
-                    first = next(csv.reader([line]))
-                    raise wrong_page_error(path, detect_page(first), "source")
-                row = next(csv.reader([line]))
-                if len(row) != n_fields:
-                    row = _split_unescaped(line, n_fields) or row
-                if len(row) != n_fields or kernel is None or file is None:
-                    raise ProfileFormatError(
-                        path, f"line {lineno} has {len(row)} fields where its block's header has {n_fields} "
-                              "(the file looks truncated or edited)", "a complete source-page export", HOW["source"])
-                try:
-                    lno = int(row[0])
-                except ValueError:
-                    raise ProfileFormatError(path, f"line {lineno}: line number {row[0]!r} is not an integer",
-                                             "a source-page export", HOW["source"]) from None
-                cur_line = (kernel, file, lno)
-                cur_place = (file, lno)
-                kernel_addr = user_addr.setdefault(kernel, {})
-                acc = sums.get(cur_line)
-                if acc is None:
-                    acc = sums[cur_line] = [row[1], 0.0] + [0.0] * n_stall
-                acc[1] += _num(row[samples_idx])
-                for k, j in enumerate(stall_idx):
-                    if j is not None:
-                        acc[2 + k] += _num(row[j])
+                scan.feed(lineno, line)
         if last and not last.endswith("\n"):
             raise ProfileFormatError(path, "the last row is cut off (the file looks truncated)",
                                      "a complete source-page export", HOW["source"])
-        if not saw_block and no_lineinfo:
-            raise _no_lineinfo_error(path)
-        if not saw_block:
-            raise ProfileFormatError(path, "not an Nsight Compute CSV export (no 'File Path' block found)",
-                                     "a source-page export", HOW["source"])
-        if not sums:
-            raise _no_lineinfo_error(path)
-        return Profile(lines=self._table(sums, user_addr, lib_addrs), inputs=[str(path)])
+        scan.check_found()
+        return Profile(lines=self._table(scan.sums, scan.user_addr, scan.lib_addrs), inputs=[str(path)])
 
     def _columns(self, path: Path, header: list[str]) -> tuple[list[int | None], int]:
         if len(header) < 5 or header[2:4] != ["Address", "Source"]:
@@ -162,6 +90,114 @@ class NcuSourceCsvReader:
         df["line"] = df["line"].astype("Int64")
         df["caller_line"] = df["caller_line"].astype("Int64")
         return aggregate_lines(df)
+
+
+class _Scan:
+    """State of one streaming pass over a source-page export: `feed` takes the file line by line.
+
+    Keeps per-line sums (kernel, file, line) -> [source text, samples, one sum per stall reason],
+    each kernel's map of SASS address -> the user line that owns it, and the addresses of each
+    library-header line, which `_table` ties back to the calling user line."""
+
+    def __init__(self, path: Path, is_library: Callable[[str], bool],
+                 columns: Callable[[Path, list[str]], tuple[list[int | None], int]]):
+        self.path = path
+        self.is_library = is_library
+        self.columns = columns
+        self.sums: dict[tuple[str, str, int], list] = {}
+        self.user_addr: dict[str, dict[str, tuple[str, int]]] = {}  # kernel -> address -> (file, line)
+        self.lib_addrs: dict[tuple[str, str, int], set[str]] = {}
+        self.kernel_addr: dict[str, tuple[str, int]] = {}  # the current kernel's entry of user_addr
+        self.cur_place: tuple[str, int] | None = None
+        self.cur_line: tuple[str, str, int] | None = None
+        self.file: str | None = None
+        self.kernel: str | None = None
+        self.stall_idx: list[int | None] = []
+        self.samples_idx = -1
+        self.n_fields = 0
+        self.in_library = False
+        self.saw_block = False
+        self.no_lineinfo = False
+
+    def feed(self, lineno: int, line: str) -> None:
+        """Take one line of the file (`lineno` counts from 1), by the kind of row it is."""
+        if line.startswith(_SASS_PREFIX):
+            self._sass_row(line)
+        elif line.startswith('"File Path"'):
+            self._file_path(line)
+        elif line.startswith('"Function Name"'):
+            self.kernel = next(csv.reader([line]))[1]
+        elif line.startswith('"Line No"'):
+            header = next(csv.reader([line]))
+            self.n_fields = len(header)
+            self.stall_idx, self.samples_idx = self.columns(self.path, header)
+        elif not self.saw_block:
+            self._preamble(line)
+        elif line.strip():
+            self._line_row(lineno, line)
+
+    def _sass_row(self, line: str) -> None:
+        """Record which line owns an instruction's address; SASS rows start "","","<address>"."""
+        if self.cur_line is None:
+            return
+        addr = line[7:line.find('"', 7)]
+        if addr == "...":  # the gap marker between non-adjacent instructions
+            return
+        if self.in_library:
+            self.lib_addrs.setdefault(self.cur_line, set()).add(addr)
+        elif addr not in self.kernel_addr:
+            self.kernel_addr[addr] = self.cur_place
+
+    def _file_path(self, line: str) -> None:
+        """Start the block of one source file; its "Function Name" row follows."""
+        self.file = next(csv.reader([line]))[1]
+        self.in_library = self.is_library(self.file)
+        self.kernel = None
+        self.cur_line = None
+        self.saw_block = True
+
+    def _preamble(self, line: str) -> None:
+        """A line before the first block: blank lines and ncu's ==PROF== log lines are skipped, a
+        quoted row means the export is another page."""
+        if "No lineinfo available" in line:
+            self.no_lineinfo = True  # ncu's warning for each kernel it cannot show as CUDA source
+        if line.startswith('"'):
+            raise wrong_page_error(self.path, detect_page(next(csv.reader([line]))), "source")
+
+    def _line_row(self, lineno: int, line: str) -> None:
+        """A CUDA line row: its samples and stall reasons add to the line's sums."""
+        row = next(csv.reader([line]))
+        if len(row) != self.n_fields:
+            row = _split_unescaped(line, self.n_fields) or row
+        if len(row) != self.n_fields or self.kernel is None or self.file is None:
+            raise ProfileFormatError(
+                self.path, f"line {lineno} has {len(row)} fields where its block's header has {self.n_fields} "
+                           "(the file looks truncated or edited)", "a complete source-page export", HOW["source"])
+        try:
+            lno = int(row[0])
+        except ValueError:
+            raise ProfileFormatError(self.path, f"line {lineno}: line number {row[0]!r} is not an integer",
+                                     "a source-page export", HOW["source"]) from None
+        self.cur_line = (self.kernel, self.file, lno)
+        self.cur_place = (self.file, lno)
+        self.kernel_addr = self.user_addr.setdefault(self.kernel, {})
+        acc = self.sums.get(self.cur_line)
+        if acc is None:
+            acc = self.sums[self.cur_line] = [row[1], 0.0] + [0.0] * len(STALL_REASONS)
+        acc[1] += _num(row[self.samples_idx])
+        for k, j in enumerate(self.stall_idx):
+            if j is not None:
+                acc[2 + k] += _num(row[j])
+
+    def check_found(self) -> None:
+        """Raise unless the file held CUDA line rows, saying why when ncu's output tells."""
+        if not self.saw_block and self.no_lineinfo:
+            raise _no_lineinfo_error(self.path)
+        if not self.saw_block:
+            raise ProfileFormatError(self.path, "not an Nsight Compute CSV export (no 'File Path' block found)",
+                                     "a source-page export", HOW["source"])
+        if not self.sums:
+            raise _no_lineinfo_error(self.path)
 
 
 def _split_unescaped(line: str, n_fields: int) -> list[str] | None:
