@@ -61,22 +61,10 @@ def summary(folder: Path) -> RunSummary:
                    gpu=(m.get("device") or {}).get("name", ""),
                    status=next((k for k in ("evaluation", "candidates", "analysis", "profile") if k in stages), ""))
     cand = _json(folder / "candidates" / "result.json") or {}
-    attempts = cand.get("attempts") or []
-    if attempts:
-        s.model = f"{attempts[-1].get('backend', '')}: {attempts[-1].get('model', '')}"
-    prompted = _json(folder / "prompt" / "prompt.json") or {}  # written by `optimas prompt`
-    s.diagnostics = cand.get("diagnostics", "") or prompted.get("diagnostics", "")
-    if not s.status or s.status == "analysis":
-        s.status = "prompt" if (folder / "prompt" / "user.md").is_file() and not cand else s.status
+    _proposal(s, folder, cand)
     ev = _json(folder / "evaluation" / "result.json")
     if ev:
-        s.verdict = ev.get("verdict", "")
-        timing = ev.get("timing") or {}
-        r = timing.get("result") or {}
-        s.improvement, s.ci_low, s.ci_high = r.get("improvement"), r.get("ci_low"), r.get("ci_high")
-        s.per_kernel = timing.get("per_kernel") or {}
-        s.ear = {k: v for k, v in (ev.get("ear") or {}).items() if k in ("coverage", "localization", "directional",
-                                                                          "hallucination_rate", "correct")}
+        _evaluation(s, ev)
     elif cand.get("status") == "accepted":
         # proposed where no GPU was (the demo, a laptop): it has no verdict yet
         s.verdict = "not evaluated"
@@ -85,6 +73,28 @@ def summary(folder: Path) -> RunSummary:
     elif cand:
         s.verdict = cand.get("status", "")
     return s
+
+
+def _proposal(s: RunSummary, folder: Path, cand: dict) -> None:
+    """The model and diagnostics of the run's proposal, or of the prompt `optimas prompt` wrote."""
+    attempts = cand.get("attempts") or []
+    if attempts:
+        s.model = f"{attempts[-1].get('backend', '')}: {attempts[-1].get('model', '')}"
+    prompted = _json(folder / "prompt" / "prompt.json") or {}  # written by `optimas prompt`
+    s.diagnostics = cand.get("diagnostics", "") or prompted.get("diagnostics", "")
+    if s.status in ("", "analysis") and not cand and (folder / "prompt" / "user.md").is_file():
+        s.status = "prompt"
+
+
+def _evaluation(s: RunSummary, ev: dict) -> None:
+    """The verdict, the gain with its interval, each hot kernel's, and the EAR scores."""
+    s.verdict = ev.get("verdict", "")
+    timing = ev.get("timing") or {}
+    r = timing.get("result") or {}
+    s.improvement, s.ci_low, s.ci_high = r.get("improvement"), r.get("ci_low"), r.get("ci_high")
+    s.per_kernel = timing.get("per_kernel") or {}
+    s.ear = {k: v for k, v in (ev.get("ear") or {}).items()
+             if k in ("coverage", "localization", "directional", "hallucination_rate", "correct")}
 
 
 # `name:` under `app:` (lines of the section, blank lines and comments between)
