@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -59,10 +60,13 @@ class RunOutcome(BaseModel):
     stdout: str
 
 
+CaseStatus = Literal["pass", "mismatch", "nondeterministic", "missing-output", "failed", "timeout", "baseline-failed"]
+
+
 class CaseResult(BaseModel):
     configuration: str
     seed: int
-    status: Literal["pass", "mismatch", "nondeterministic", "missing-output", "failed", "timeout", "baseline-failed"]
+    status: CaseStatus
     detail: str = ""
     modes: list[str] = Field(default_factory=list)  # comparison mode per output
     # A GPU result's mismatch read as floating-point values: the largest distance in ulps of a
@@ -246,89 +250,145 @@ def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[s
     return render(app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="", **app.values(cfg))
 
 
-def _validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library: Path | None,
-                   traces: Path) -> CaseResult:
-    timeout = lc.config.app.timeout_s
-    tag = f"{cfg}-{seed}"
+@dataclass(frozen=True)
+class _CaseRuns:
+    """The runs of one (configuration, seed) case: where and how each binary runs, and where the
+    tracer's records go."""
+
+    lc: LoadedConfig
+    cwd: Path
+    baseline_exe: Path
+    candidate_exe: Path
+    work: Path
+    cfg: str
+    seed: int
+    library: Path | None
+    traces: Path
+    env: dict[str, str]  # child_environment(app.env), made once for every run of the case
+
+    @property
+    def tag(self) -> str:
+        """The case's part of each output file's name."""
+        return f"{self.cfg}-{self.seed}"
+
+    @property
+    def traced(self) -> bool:
+        """Whether the runs load the tracer, so that GPU results are compared."""
+        return self.library is not None
+
+    def execute(self, exe: Path, out: Path, name: str, whole: bool = False) -> tuple[RunOutcome, list[ProcessTrace]]:
+        """One run; `whole`: every result kept whole, up to app.gpu_results.keep_bytes."""
+        app = self.lc.config.app
+        argv = _argv(self.lc, exe, self.cfg, self.seed, out)
+        if self.library is None:
+            return run_once(argv, self.cwd, app.timeout_s, self.env), []
+        spec = app.gpu_results
+        if whole or results_mode(self.lc) == "tolerance":  # tolerance mode needs results whole
+            keep, each = spec.keep_bytes, 0
+        else:  # bitwise: a few MB kept anyway, so that a mismatch can say where and by how much
+            keep, each = min(spec.keep_bytes, MISMATCH_BYTES), MISMATCH_EACH
+        return run_traced(argv, self.cwd, app.timeout_s, self.env, self.library, self.traces / name, keep, each)
+
+
+class _Baseline(NamedTuple):
+    """The original's first run on a case: its output file's path, the values it printed
+    (app.stdout.values) and its GPU results."""
+
+    out: Path
+    values: list[float] | None
+    results: list[ProcessTrace]
+
+
+def _validate_case(lc: LoadedConfig, cwd: Path, baseline_exe: Path, candidate_exe: Path, work: Path, cfg: str,
+                   seed: int, library: Path | None, traces: Path) -> CaseResult:
+    """Judge the candidate on one configuration and seed (see the module docstring)."""
+    runs = _CaseRuns(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces,
+                     child_environment(lc.config.app.env))
     mode = results_mode(lc)
-    spec = lc.config.app.gpu_results
-    # bitwise: a few MB kept anyway, so that a mismatch can say where and by how much
-    keep = spec.keep_bytes if mode == "tolerance" else min(spec.keep_bytes, MISMATCH_BYTES)
-    each = 0 if mode == "tolerance" else MISMATCH_EACH  # tolerance mode needs results whole
     case = CaseResult(configuration=cfg, seed=seed, status="pass",
                       modes=[s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if library else [])
                       + (["stdout"] if lc.config.app.stdout.configured() else []))
-    base_out = work / f"baseline-{tag}.out"
-    env = child_environment(lc.config.app.env)
-
-    def execute(exe: Path, out: Path, name: str, whole: bool = False) -> tuple[RunOutcome, list[ProcessTrace]]:
-        """One run; `whole`: every result kept whole, up to app.gpu_results.keep_bytes."""
-        argv = _argv(lc, exe, cfg, seed, out)
-        if library is None:
-            return run_once(argv, cwd, timeout, env), []
-        if whole:
-            return run_traced(argv, cwd, timeout, env, library, traces / name, spec.keep_bytes, 0)
-        return run_traced(argv, cwd, timeout, env, library, traces / name, keep, each)
-
-    b, base_results = execute(baseline_exe, base_out, "baseline")
-    if b.returncode != 0:
-        case.status, case.detail = "baseline-failed", _why(b)
+    base_out = work / f"baseline-{runs.tag}.out"
+    b, base_results = runs.execute(baseline_exe, base_out, "baseline")
+    fault, base_values = _baseline_fault(lc, b, base_results, runs.traced)
+    if fault is not None:
+        case.status, case.detail = "baseline-failed", fault
         return case
+    baseline = {str(p): p.read_bytes() for _, p in _outputs(lc, base_out) if p.exists()}
+    on_gpu = _judge_candidate(case, lc, runs.execute, candidate_exe, work, runs.tag, baseline, base_out, base_values,
+                              base_results, runs.traced)
+    if case.status in ("mismatch", "nondeterministic"):
+        _unless_original_varies(case, runs, _Baseline(base_out, base_values, base_results), on_gpu)
+    return case
+
+
+def _baseline_fault(lc: LoadedConfig, b: RunOutcome, base_results: list[ProcessTrace],
+                    traced: bool) -> tuple[str | None, list[float] | None]:
+    """Why the original's run cannot judge a candidate (None when it can), and the values it printed
+    (app.stdout.values; None when none are declared)."""
+    if b.returncode != 0:
+        return _why(b), None
     printed = lc.config.app.stdout
     ok, why = check_output(b.stdout, printed)
     if not ok:
-        case.status = "baseline-failed"
-        case.detail = (f"the original program fails its own printed check ({why}), with no change made, so that "
-                       "check cannot judge a candidate: look at the run's arguments and inputs (app.run, "
-                       "app.configurations), or take the pattern out of app.stdout")
-        return case
+        return (f"the original program fails its own printed check ({why}), with no change made, so that "
+                "check cannot judge a candidate: look at the run's arguments and inputs (app.run, "
+                "app.configurations), or take the pattern out of app.stdout"), None
     base_values = printed_values(b.stdout, printed) if printed.values else None
     if printed.values and not base_values:
-        case.status, case.detail = "baseline-failed", f"app.stdout.values {printed.values!r} found no value"
-        return case
-    if library is not None and not lc.config.app.outputs and not any(t.results for t in base_results):
-        case.status = "baseline-failed"
-        case.detail = ("the baseline reads no result back from the GPU (no device-to-host copy, no managed memory): "
-                       "declare the files it writes in app.outputs")
-        return case
-    baseline = {str(p): p.read_bytes() for _, p in _outputs(lc, base_out) if p.exists()}
-    traced = library is not None
-    on_gpu = _judge_candidate(case, lc, execute, candidate_exe, work, tag, baseline, base_out, base_values,
-                              base_results, traced)
-    if case.status in ("mismatch", "nondeterministic"):
-        # The candidate is blamed only if the original gives the same results twice: a program
-        # whose results vary run to run (float atomics, inputs from the clock) cannot be judged so.
-        varies = _original_varies(lc, execute, baseline_exe, work / f"baseline-{tag}-2.out", base_out, base_values,
-                                  base_results, traced)
-        if varies.why is None or (varies.gpu_only and on_gpu is None):
-            return case  # the original repeats what the candidate got wrong
-        why_not = ""
-        if varies.gpu_only and mode == "bitwise" and spec.original_varies == "rounding":
-            spread = original_spread(base_results, varies.again)
-            if not isinstance(spread, RoundingSpread) and _cut_short(base_results + varies.again):
-                # The bytes kept to describe a mismatch end before some results do: run both
-                # programs twice more, keeping them whole.
-                runs = [execute(exe, work / f"{name}-{tag}.out", name, whole=True)
-                        for exe, name in ((baseline_exe, "baseline-whole-1"), (baseline_exe, "baseline-whole-2"),
-                                          (candidate_exe, "candidate-whole-1"), (candidate_exe, "candidate-whole-2"))]
-                failed = next((r for r, _ in runs if r.returncode != 0), None)
-                if failed is None:
-                    base_results, on_gpu = runs[0][1], [runs[2][1], runs[3][1]]
-                    spread = original_spread(base_results, runs[1][1])
-                else:
-                    spread = f"a run keeping its results whole failed: {_why(failed)}"
-            if isinstance(spread, RoundingSpread):
-                _judge_within_rounding(case, on_gpu, base_results, spread, spec.dtype)
-                return case
-            why_not = f" ({spread})"
-        case.status, case.max_ulps = "baseline-failed", None
-        case.detail = (f"the original program's results differ between two runs ({varies.why}{why_not}), so comparing "
-                       "results cannot judge a candidate. If they differ by rounding (floating-point "
-                       "atomics, a reduction in no fixed order), declare a tolerance (app.gpu_results: "
-                       "{compare: tolerance, rtol: ...}, or compare: tolerance on app.outputs); if the program "
-                       "draws its inputs from the clock, give it a seed ({seed}); or judge it by app.stdout "
-                       "and set app.gpu_results.compare: off")
-    return case
+        return f"app.stdout.values {printed.values!r} found no value", None
+    if traced and not lc.config.app.outputs and not any(t.results for t in base_results):
+        return ("the baseline reads no result back from the GPU (no device-to-host copy, no managed memory): "
+                "declare the files it writes in app.outputs"), None
+    return None, base_values
+
+
+def _unless_original_varies(case: CaseResult, runs: _CaseRuns, base: _Baseline,
+                            on_gpu: list[list[ProcessTrace]] | None) -> None:
+    """Keep a candidate's mismatch only if the original gives the same results twice: a program
+    whose results vary run to run (float atomics, inputs from the clock) cannot be judged so. When
+    the original's GPU results vary by rounding only (app.gpu_results.original_varies: rounding),
+    judge the candidate's within rounding of them instead; otherwise the case is the baseline's
+    failure."""
+    lc = runs.lc
+    varies = _original_varies(lc, runs.execute, runs.baseline_exe, runs.work / f"baseline-{runs.tag}-2.out",
+                              base.out, base.values, base.results, runs.traced)
+    if varies.why is None or (varies.gpu_only and on_gpu is None):
+        return  # the original repeats what the candidate got wrong
+    spec = lc.config.app.gpu_results
+    why_not = ""
+    if varies.gpu_only and results_mode(lc) == "bitwise" and spec.original_varies == "rounding":
+        spread, base_results, on_gpu = _rounding_spread(runs, base.results, varies.again, on_gpu)
+        if isinstance(spread, RoundingSpread):
+            _judge_within_rounding(case, on_gpu, base_results, spread, spec.dtype)
+            return
+        why_not = f" ({spread})"
+    case.status, case.max_ulps = "baseline-failed", None
+    case.detail = (f"the original program's results differ between two runs ({varies.why}{why_not}), so comparing "
+                   "results cannot judge a candidate. If they differ by rounding (floating-point "
+                   "atomics, a reduction in no fixed order), declare a tolerance (app.gpu_results: "
+                   "{compare: tolerance, rtol: ...}, or compare: tolerance on app.outputs); if the program "
+                   "draws its inputs from the clock, give it a seed ({seed}); or judge it by app.stdout "
+                   "and set app.gpu_results.compare: off")
+
+
+def _rounding_spread(runs: _CaseRuns, base_results: list[ProcessTrace], again: list[ProcessTrace],
+                     on_gpu: list[list[ProcessTrace]]
+                     ) -> tuple[RoundingSpread | str, list[ProcessTrace], list[list[ProcessTrace]]]:
+    """How the original's two runs differ (original_spread), with the GPU results to judge the
+    candidate by: the original's first run's and the candidate's two runs'. Where the bytes kept
+    to describe a mismatch end before some results do, both programs run twice more keeping them
+    whole, and those runs are compared instead."""
+    spread = original_spread(base_results, again)
+    if isinstance(spread, RoundingSpread) or not _cut_short(base_results + again):
+        return spread, base_results, on_gpu
+    whole = [runs.execute(exe, runs.work / f"{name}-{runs.tag}.out", name, whole=True)
+             for exe, name in ((runs.baseline_exe, "baseline-whole-1"), (runs.baseline_exe, "baseline-whole-2"),
+                               (runs.candidate_exe, "candidate-whole-1"), (runs.candidate_exe, "candidate-whole-2"))]
+    failed = next((r for r, _ in whole if r.returncode != 0), None)
+    if failed is not None:
+        return f"a run keeping its results whole failed: {_why(failed)}", base_results, on_gpu
+    return original_spread(whole[0][1], whole[1][1]), whole[0][1], [whole[2][1], whole[3][1]]
 
 
 def _cut_short(traces: list[ProcessTrace]) -> bool:
@@ -382,17 +442,10 @@ def _judge_candidate(case: CaseResult, lc: LoadedConfig, execute, candidate_exe:
             return None
         results.append([(o, p.read_bytes() if p.exists() else None) for o, p in _outputs(lc, out)])
         gpu_results.append(found)
-    for (o, first), (_, second), (_, bpath) in zip(results[0], results[1], _outputs(lc, base_out), strict=True):
-        if first is None or first == POISON:
-            case.status, case.detail = "missing-output", f"{o.path} was not written"
-            return None
-        if first != second:
-            case.status, case.detail = "nondeterministic", f"{o.path} differs between two runs of the candidate"
-            return None
-        ok, why = compare(first, baseline.get(str(bpath), b""), o)
-        if not ok:
-            case.status, case.detail = "mismatch", f"{o.path}: {why}"
-            return None
+    fault = _output_files_fault(lc, results, baseline, base_out)
+    if fault is not None:
+        case.status, case.detail = fault
+        return None
     if traced:
         ok, why, _ = compare_results(gpu_results[1], gpu_results[0], spec, mode, "the candidate's first run")
         if not ok:
@@ -402,6 +455,21 @@ def _judge_candidate(case: CaseResult, lc: LoadedConfig, execute, candidate_exe:
         if not against.ok:
             case.status, case.detail, case.max_ulps = "mismatch", against.why, against.max_ulps
             return gpu_results
+    return None
+
+
+def _output_files_fault(lc: LoadedConfig, results: list[list[tuple[OutputSpec, bytes | None]]],
+                        baseline: dict[str, bytes], base_out: Path) -> tuple[CaseStatus, str] | None:
+    """The status and detail of the first output file (app.outputs) that the candidate's two runs
+    (`results`) did not write, wrote differently, or wrote unlike the original's; None when all agree."""
+    for (o, first), (_, second), (_, bpath) in zip(results[0], results[1], _outputs(lc, base_out), strict=True):
+        if first is None or first == POISON:
+            return "missing-output", f"{o.path} was not written"
+        if first != second:
+            return "nondeterministic", f"{o.path} differs between two runs of the candidate"
+        ok, why = compare(first, baseline.get(str(bpath), b""), o)
+        if not ok:
+            return "mismatch", f"{o.path}: {why}"
     return None
 
 
@@ -471,6 +539,136 @@ def _why(r: RunOutcome) -> str:
     return f"{code}: {tail}" if tail else code
 
 
+def _timing_tracer(lc: LoadedConfig) -> tuple[Literal["app", "tracer", "wall"], Path | None]:
+    """What times the runs (timer_of) and the tracer library when that is the tracer. A tracer that
+    cannot be built falls back to process wall time, unless evaluation.timer asked for it by name."""
+    timer = timer_of(lc)
+    if timer != "tracer":
+        return timer, None
+    try:
+        return timer, tracer_library(lc.config.profiling.nvcc)
+    except TracerError as e:
+        if lc.config.evaluation.timer == "tracer":  # asked for by name: no silent substitute
+            raise
+        log.warning("%s; timing by process wall time instead (set evaluation.timer or app.kernel_time_regex "
+                    "to choose)", e)
+        return "wall", None
+
+
+@dataclass
+class _PairTimer:
+    """The timed runs of one interleaved comparison: per side ("b" baseline, "c" candidate) the
+    printed times, the wall times ("bw", "cw") and, with the tracer, each run's time per kernel."""
+
+    lc: LoadedConfig
+    cwd: Path
+    baseline_exe: Path
+    candidate_exe: Path
+    cfg: str
+    library: Path | None  # the tracer, when it times the runs
+    app_timer: bool  # the time the program prints
+    kernels: list[str]
+    symbols: dict[str, str]
+    env: dict[str, str]
+    samples: dict[str, list[float]] = field(default_factory=lambda: {"b": [], "c": [], "bw": [], "cw": []})
+    per_run: dict[str, list[dict[str, float]]] = field(default_factory=lambda: {"b": [], "c": []})
+    traced_keys: dict[str, str] = field(default_factory=dict)  # symbol -> the tracer's kernel_key, so far
+    pairs_run: int = 0
+
+    @property
+    def kept(self) -> int:
+        """How many timed pairs were kept."""
+        return len(self.samples["bw"])
+
+    def _argv(self, exe: Path) -> list[str]:
+        """The timing command (app.time_run, else app.run) for `exe`."""
+        app = self.lc.config.app
+        return render(app.time_run or app.run, exe=exe, config=self.cfg, seed=app.seeds[0], scale=1,
+                      out=os.devnull, arch="", lineinfo="", **app.values(self.cfg))
+
+    def pair(self, keep: bool) -> None:
+        """Run both binaries once, in the other order from the pair before; `keep`: record their
+        times (else a warm-up pair)."""
+        order = (("b", self.baseline_exe), ("c", self.candidate_exe))
+        self.pairs_run += 1
+        for side, exe in order if self.pairs_run % 2 else order[::-1]:
+            self._run(side, exe, keep)
+
+    def _run(self, side: str, exe: Path, keep: bool) -> None:
+        """One timed process of `side`; a failed run stops the timing."""
+        app = self.lc.config.app
+        if self.library is not None:
+            r, traces = run_traced(self._argv(exe), self.cwd, app.timeout_s, self.env, self.library)
+        else:
+            r, traces = run_once(self._argv(exe), self.cwd, app.timeout_s, self.env), []
+        if r.returncode != 0:
+            raise EvaluationError(f"timing run failed: {shlex.join(r.argv)}: {_why(r)}")
+        if not keep:
+            return
+        self.samples[side + "w"].append(r.seconds * 1000.0)
+        if self.library is not None:
+            self.per_run[side].append(traced_kernel_ms(traces, r.argv))
+            self.traced_keys.update({k.mangled: kernel_key(k.kernel) for t in traces for k in t.launches})
+        if self.app_timer:
+            ms = printed_kernel_ms(r.stdout, app)
+            if ms is None:
+                raise EvaluationError(f"app.kernel_time_regex {app.kernel_time_regex!r} found nothing in "
+                                      f"the output of {shlex.join(r.argv)}")
+            self.samples[side].append(ms)
+
+    def hot(self) -> set[str]:
+        """The traced keys of the hot kernels given."""
+        return traced_hot_keys(self.kernels, self.symbols, self.traced_keys)
+
+    def counted(self) -> list[str]:
+        """The traced kernels whose time is counted: the hot ones that ran (every kernel when none
+        did), and any kernel that only the candidate runs."""
+        seen_b = {k for run in self.per_run["b"] for k in run}
+        seen_c = {k for run in self.per_run["c"] for k in run}
+        # A hot kernel no run launched (a profile of other sources) must not count as zero time.
+        return sorted(((self.hot() & (seen_b | seen_c)) or seen_b | seen_c) | (seen_c - seen_b))
+
+    def timed(self) -> tuple[list[float], list[float]]:
+        """The baseline's and the candidate's samples, in the metric the timer gives."""
+        if self.library is not None:
+            keys = self.counted()
+            b, c = ([sum(run.get(k, 0.0) for k in keys) for run in self.per_run[side]] for side in "bc")
+            return b, c
+        if self.app_timer:
+            return self.samples["b"], self.samples["c"]
+        return self.samples["bw"], self.samples["cw"]
+
+    def measured(self, confidence: float) -> Improvement:
+        """The improvement the samples so far show."""
+        return improvement(*self.timed(), confidence=confidence)
+
+    def sample(self, runs: int, most: int, precision: float,
+               confidence: float) -> tuple[Improvement, Literal["fixed", "precise", "max-runs"]]:
+        """Keep `runs` pairs, then one more at a time while the ratio's interval is wider than
+        `precision`, up to `most` pairs; the improvement and how the count was decided (Timing.stop)."""
+        for _ in range(runs):
+            self.pair(keep=True)
+        result = self.measured(confidence)
+        while self.kept < most and result.ratio_width > precision:
+            self.pair(keep=True)
+            result = self.measured(confidence)
+        if most == runs:
+            return result, "fixed"
+        return result, "precise" if result.ratio_width <= precision else "max-runs"
+
+    def per_kernel(self, confidence: float) -> dict[str, Improvement]:
+        """With the tracer, the improvement of each hot kernel that both ran at least twice."""
+        if self.library is None:
+            return {}
+        out = {}
+        for k in sorted(self.hot()):
+            b = [run[k] for run in self.per_run["b"] if k in run]
+            c = [run[k] for run in self.per_run["c"] if k in run]
+            if len(b) >= 2 and len(c) >= 2:
+                out[k] = improvement(b, c, confidence=confidence)
+        return out
+
+
 def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, configuration: str | None = None,
                      runs: int | None = None, kernels: list[str] | None = None,
                      symbols: dict[str, str] | None = None, warm: bool = False) -> Timing:
@@ -489,96 +687,17 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     cfg = configuration or app.profile_configuration or app.configurations[0]
     runs = runs or ev.timed_runs
     most = max(runs, ev.max_timed_runs) if ev.timing_precision > 0 else runs
-    cwd = lc.resolve(app.workdir)
-    template = app.time_run or app.run
-    timer = timer_of(lc)
-    library = None
-    if timer == "tracer":
-        try:
-            library = tracer_library(lc.config.profiling.nvcc)
-        except TracerError as e:
-            if ev.timer == "tracer":  # asked for by name: no silent substitute
-                raise
-            log.warning("%s; timing by process wall time instead (set evaluation.timer or app.kernel_time_regex "
-                        "to choose)", e)
-            timer = "wall"
-    app_timer = timer == "app" and app.kernel_time_regex is not None  # the time the program prints
+    timer, library = _timing_tracer(lc)
     metric = {"app": "kernel_ms", "tracer": "traced_kernel_ms", "wall": "wall_ms"}[timer]
-    traced_keys: dict[str, str] = {}  # symbol -> the tracer's kernel_key, from the runs so far
-    per_run: dict[str, list[dict[str, float]]] = {"b": [], "c": []}
-
-    def argv(exe: Path) -> list[str]:
-        return render(template, exe=exe, config=cfg, seed=app.seeds[0], scale=1, out=os.devnull, arch="",
-                      lineinfo="", **app.values(cfg))
-
-    env = child_environment(app.env)
-    samples: dict[str, list[float]] = {"b": [], "c": [], "bw": [], "cw": []}
-
-    pairs_run = 0
-
-    def pair(keep: bool) -> None:
-        nonlocal pairs_run
-        order = (("b", baseline_exe), ("c", candidate_exe))
-        pairs_run += 1
-        for side, exe in order if pairs_run % 2 else order[::-1]:
-            if library is not None:
-                r, traces = run_traced(argv(exe), cwd, app.timeout_s, env, library)
-            else:
-                r, traces = run_once(argv(exe), cwd, app.timeout_s, env), []
-            if r.returncode != 0:
-                raise EvaluationError(f"timing run failed: {shlex.join(r.argv)}: {_why(r)}")
-            if not keep:
-                continue
-            samples[side + "w"].append(r.seconds * 1000.0)
-            if library is not None:
-                per_run[side].append(traced_kernel_ms(traces, r.argv))
-                traced_keys.update({k.mangled: kernel_key(k.kernel) for t in traces for k in t.launches})
-            if app_timer:
-                ms = printed_kernel_ms(r.stdout, app)
-                if ms is None:
-                    raise EvaluationError(f"app.kernel_time_regex {app.kernel_time_regex!r} found nothing in "
-                                          f"the output of {shlex.join(r.argv)}")
-                samples[side].append(ms)
-
-    def hot() -> set[str]:
-        return traced_hot_keys(kernels or [], symbols or {}, traced_keys)
-
-    def counted() -> list[str]:
-        seen_b = {k for run in per_run["b"] for k in run}
-        seen_c = {k for run in per_run["c"] for k in run}
-        # A hot kernel no run launched (a profile of other sources) must not count as zero time.
-        return sorted(((hot() & (seen_b | seen_c)) or seen_b | seen_c) | (seen_c - seen_b))
-
-    def timed() -> tuple[list[float], list[float]]:
-        if library is not None:
-            keys = counted()
-            return tuple([sum(run.get(k, 0.0) for k in keys) for run in per_run[side]] for side in "bc")
-        return (samples["b"], samples["c"]) if app_timer else (samples["bw"], samples["cw"])
-
-    def measured() -> Improvement:
-        return improvement(*timed(), confidence=ev.confidence)
-
+    app_timer = timer == "app" and app.kernel_time_regex is not None
+    t = _PairTimer(lc, lc.resolve(app.workdir), baseline_exe, candidate_exe, cfg, library, app_timer, kernels or [],
+                   symbols or {}, child_environment(app.env))
     warmup = max(0, ev.warmup_runs - 1) if warm else ev.warmup_runs
     for _ in range(warmup):
-        pair(keep=False)
-    for _ in range(runs):
-        pair(keep=True)
-    result = measured()
-    while len(samples["bw"]) < most and result.ratio_width > ev.timing_precision:
-        pair(keep=True)
-        result = measured()
-    if most == runs:
-        stop = "fixed"
-    else:
-        stop = "precise" if result.ratio_width <= ev.timing_precision else "max-runs"
-    base, cand = timed()
-    per_kernel = {}
-    if library is not None:
-        for k in sorted(hot()):
-            b = [run[k] for run in per_run["b"] if k in run]
-            c = [run[k] for run in per_run["c"] if k in run]
-            if len(b) >= 2 and len(c) >= 2:
-                per_kernel[k] = improvement(b, c, confidence=ev.confidence)
-    return Timing(configuration=cfg, metric=metric, baseline=base, candidate=cand, baseline_wall_ms=samples["bw"],
-                  candidate_wall_ms=samples["cw"], result=result, stop=stop,
-                  kernels=counted() if library is not None else [], per_kernel=per_kernel, warmup_pairs=warmup)
+        t.pair(keep=False)
+    result, stop = t.sample(runs, most, ev.timing_precision, ev.confidence)
+    base, cand = t.timed()
+    return Timing(configuration=cfg, metric=metric, baseline=base, candidate=cand, baseline_wall_ms=t.samples["bw"],
+                  candidate_wall_ms=t.samples["cw"], result=result, stop=stop,
+                  kernels=t.counted() if library is not None else [], per_kernel=t.per_kernel(ev.confidence),
+                  warmup_pairs=warmup)

@@ -97,17 +97,7 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
              f"within {ev.timing_precision:.0%}" if ev.timing_precision > 0 else f"{ev.timed_runs} runs each")
     progress(f"timing baseline and candidate, interleaved ({count})")
     t0 = time.monotonic()
-    app = lc.config.app
-    primary = app.profile_configuration or app.configurations[0]
-    others = [c for c in app.configurations if c != primary] if lc.config.evaluation.time_all_configurations else []
-    hot = [k.kernel for k in diag.hot_kernels]
-    symbols = {k.kernel: k.mangled for k in diag.hot_kernels if k.mangled}
-    # Validation has just run both binaries on every configuration: when timing runs the same
-    # command, those runs are its warm-up (one process run, two uses).
-    warm = app.time_run is None or app.time_run == app.run
-    per_config = [time_interleaved(lc, bins / "baseline", bins / "candidate", c, kernels=hot, symbols=symbols,
-                                   warm=warm)
-                  for c in [primary, *others]]
+    per_config = _time_configurations(lc, diag, bins)
     timing = per_config[0]
     seconds["time"] = time.monotonic() - t0
     r = timing.result
@@ -115,6 +105,22 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     result = EvaluationResult(verdict=verdict, reason=reason, validation=validation, timing=timing, timings=per_config,
                               ear=ear, seconds=seconds)
     return _finish(lc, run, diag, proposed, result, iteration, corpus)
+
+
+def _time_configurations(lc: LoadedConfig, diag: Diagnostics, bins: Path) -> list[Timing]:
+    """Time baseline against candidate, interleaved, on the profiled configuration and (with
+    evaluation.time_all_configurations) every other, the profiled one first."""
+    ev = lc.config.evaluation
+    app = lc.config.app
+    primary = app.profile_configuration or app.configurations[0]
+    others = [c for c in app.configurations if c != primary] if ev.time_all_configurations else []
+    hot = [k.kernel for k in diag.hot_kernels]
+    symbols = {k.kernel: k.mangled for k in diag.hot_kernels if k.mangled}
+    # Validation has just run both binaries on every configuration: when timing runs the same
+    # command, those runs are its warm-up (one process run, two uses).
+    warm = app.time_run is None or app.time_run == app.run
+    return [time_interleaved(lc, bins / "baseline", bins / "candidate", c, kernels=hot, symbols=symbols, warm=warm)
+            for c in [primary, *others]]
 
 
 def _finish(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, result: EvaluationResult,
@@ -154,17 +160,40 @@ def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: Propose
                 result: EvaluationResult | None, iteration: int) -> dict[str, Any]:
     """The corpus record of one evaluated candidate (the paper's schema, plus interval, EAR and ids);
     without a `result`, of an answer that proposed no change."""
-    p = proposed.proposal
     t = result.timing if result else None
+    # The field groups are merged in the schema's order: a record's keys keep it on disk.
+    return {
+        **_provenance_fields(lc, run, diag, proposed),
+        **_outcome_fields(proposed, result),
+        **_runtime_fields(t),
+        "diagnostics": proposed.diagnostics,
+        "iteration": iteration,
+        "verdict": result.verdict if result else "no-change",
+        **_interval_fields(t),
+        **_ear_fields(result.ear if result else None),
+        "config_sha256": lc.sha256,
+        "run_id": run.id,
+    }
+
+
+def _provenance_fields(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult) -> dict[str, Any]:
+    """Where a record comes from: App, Prompt, LLM, HW and SW."""
     accepted = next((a for a in reversed(proposed.attempts) if a.outcome in ("accepted", "no-change")), None)
     tools = run.manifest.get("tools", {})
-    ear = result.ear if result else None
     return {
         "App": lc.config.app.name,
         "Prompt": proposed.diagnostics,
         "LLM": f"{accepted.backend}:{accepted.model}" if accepted else None,
         "HW": (run.manifest.get("device") or {}).get("name") or diag.gpu.name,
         "SW": f"nvcc {tools.get('nvcc')}, ncu {tools.get('ncu')}, optimas {tools.get('optimas')}",
+    }
+
+
+def _outcome_fields(proposed: ProposeResult, result: EvaluationResult | None) -> dict[str, Any]:
+    """What became of the answer: Compile, Exec, Opt_Code, Applied, Ignored and Errors (Compile and
+    Exec None without a `result`)."""
+    p = proposed.proposal
+    return {
         "Compile": result.verdict != "build-failed" if result else None,
         "Exec": bool(result.validation and result.validation.passed) if result else None,
         "Opt_Code": proposed.diff,
@@ -173,23 +202,35 @@ def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: Propose
         "Errors": [f"attempt {a.number}: {a.outcome}: {a.detail[:500]}" for a in proposed.attempts
                    if a.outcome not in ("accepted", "no-change")]
         + ([result.reason] if result and result.reason else []),
-        "Base_RT": t.result.baseline_median if t else None,
-        "Opt_RT": t.result.candidate_median if t else None,
-        "RT_metric": t.metric if t else None,
-        "diagnostics": proposed.diagnostics,
-        "iteration": iteration,
-        "verdict": result.verdict if result else "no-change",
-        "improvement": t.result.improvement if t else None,
-        "ci_low": t.result.ci_low if t else None,
-        "ci_high": t.result.ci_high if t else None,
-        "p_value": t.result.p_value if t else None,
-        "ear_coverage": ear.coverage if ear else None,
-        "ear_localization": ear.localization if ear else None,
-        "ear_directional": ear.directional if ear else None,
-        "ear_hallucinations": ear.hallucinations.count if ear else None,
-        "ear_correct": ear.correct if ear else None,
-        "applied_count": ear.applied if ear else None,
-        "withheld_count": ear.withheld if ear else None,
-        "config_sha256": lc.sha256,
-        "run_id": run.id,
+    }
+
+
+def _runtime_fields(t: Timing | None) -> dict[str, Any]:
+    """Base_RT, Opt_RT and RT_metric: the medians of the verdict's timing, and what they measure."""
+    if t is None:
+        return dict.fromkeys(("Base_RT", "Opt_RT", "RT_metric"))
+    return {"Base_RT": t.result.baseline_median, "Opt_RT": t.result.candidate_median, "RT_metric": t.metric}
+
+
+def _interval_fields(t: Timing | None) -> dict[str, Any]:
+    """The verdict's timing's improvement, its interval and p-value."""
+    if t is None:
+        return dict.fromkeys(("improvement", "ci_low", "ci_high", "p_value"))
+    r = t.result
+    return {"improvement": r.improvement, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value}
+
+
+def _ear_fields(ear: EARScores | None) -> dict[str, Any]:
+    """The EAR scores and the counts of applied and withheld changes."""
+    if ear is None:
+        return dict.fromkeys(("ear_coverage", "ear_localization", "ear_directional", "ear_hallucinations",
+                              "ear_correct", "applied_count", "withheld_count"))
+    return {
+        "ear_coverage": ear.coverage,
+        "ear_localization": ear.localization,
+        "ear_directional": ear.directional,
+        "ear_hallucinations": ear.hallucinations.count,
+        "ear_correct": ear.correct,
+        "applied_count": ear.applied,
+        "withheld_count": ear.withheld,
     }
