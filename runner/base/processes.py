@@ -228,8 +228,6 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
     ProfilingError naming `what`.
     """
     start = time.monotonic()
-    chunks: list[str] = []
-    err_chunks: list[str] = []
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -240,57 +238,14 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
             f.flush()
         child_env = child_environment() if env is None else env
         box = sandbox.current()
-        command, where = argv, cwd
-        if box is not None:
-            if "/" not in argv[0] and shutil.which(argv[0], path=child_env.get("PATH")) is None:
-                raise ProfilingError(f"{what}: cannot run {argv[0]!r}: not found")
-            command, where = box.wrap(argv, cwd), None
-        try:
-            proc = subprocess.Popen(command, cwd=where,
-                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                    stdout=out_file if out_file is not None else subprocess.PIPE,
-                                    stderr=subprocess.PIPE if out_file is not None or not merge_stderr
-                                    else subprocess.STDOUT, text=True,
-                                    errors="replace", start_new_session=True, env=child_env)
-        except FileNotFoundError:
-            raise ProfilingError(f"{what}: cannot run {argv[0]!r}: not found") from None
+        command, where = _in_box(box, argv, cwd, child_env, what)
+        proc = _popen(command, where, child_env, stdin is not None, out_file, merge_stderr, argv[0], what)
         _note_group(proc.pid, running=True)  # a new session: its group id is the child's pid
-        stream = cast(IO[str], proc.stderr if out_file is not None else proc.stdout)
-
-        def drain(errors: IO[str]) -> None:
-            for line in errors:
-                err_chunks.append(line)
-
-        drainer = threading.Thread(target=drain, args=(cast(IO[str], proc.stderr),), daemon=True)
-        if out_file is None and not merge_stderr:
-            drainer.start()
-
-        def pump() -> None:
-            last_note = 0.0
-            for line in stream:
-                chunks.append(line)
-                if f is not None:
-                    f.write(line)
-                now = time.monotonic()
-                if progress and line.startswith("==PROF== Profiling") and now - last_note >= 2.0:
-                    progress(f"{what}: {line.strip()[len('==PROF== '):]}")
-                    last_note = now
-
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
+        output = _Output(f, progress, what)
+        reader, drainer = output.read(proc, to_file=out_file is not None, merge_stderr=merge_stderr)
         if stdin is not None:
-            feed = cast(IO[str], proc.stdin)
-            with contextlib.suppress(BrokenPipeError):
-                feed.write(stdin)
-            feed.close()
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            _feed(proc, stdin)
+        timed_out = _wait(proc, timeout_s)
         _note_group(proc.pid, running=False)
         reader.join(timeout=5 if timed_out else None)
         if drainer.is_alive():
@@ -300,8 +255,97 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
     if box is not None:
         box.sweep()  # nothing of the command runs now: what it left is checked before anyone reads it
     return CommandResult(argv=argv, returncode=None if timed_out else proc.returncode,
-                         seconds=time.monotonic() - start, output="".join(chunks), timed_out=timed_out, log=log,
-                         errors="".join(err_chunks))
+                         seconds=time.monotonic() - start, output="".join(output.chunks), timed_out=timed_out,
+                         log=log, errors="".join(output.err_chunks))
+
+
+def _in_box(box: sandbox.Sandbox | None, argv: list[str], cwd: Path | None, env: dict[str, str], what: str
+            ) -> tuple[list[str], Path | None]:
+    """The command line and working folder to start: as given, or wrapped to run in the sandbox (which
+    sets the folder itself). In a sandbox a missing program is found missing here, before it starts."""
+    if box is None:
+        return argv, cwd
+    if "/" not in argv[0] and shutil.which(argv[0], path=env.get("PATH")) is None:
+        raise ProfilingError(f"{what}: cannot run {argv[0]!r}: not found")
+    return box.wrap(argv, cwd), None
+
+
+def _feed(proc: subprocess.Popen[str], stdin: str) -> None:
+    """Write the command's input and close its stdin (a command that exits without reading it is fine)."""
+    feed = cast(IO[str], proc.stdin)
+    with contextlib.suppress(BrokenPipeError):
+        feed.write(stdin)
+    feed.close()
+
+
+def _popen(command: list[str], where: Path | None, env: dict[str, str], with_stdin: bool, out_file: IO[str] | None,
+           merge_stderr: bool, program: str, what: str) -> subprocess.Popen[str]:
+    """Start the command in a session of its own: stdin a pipe when there is input, stdout to `out_file`
+    or a pipe, stderr a pipe of its own when stdout goes to the file or `merge_stderr` is off, else
+    merged into stdout. A missing `program` raises ProfilingError naming `what`."""
+    separate_stderr = out_file is not None or not merge_stderr
+    try:
+        return subprocess.Popen(command, cwd=where,
+                                stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+                                stdout=out_file if out_file is not None else subprocess.PIPE,
+                                stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT, text=True,
+                                errors="replace", start_new_session=True, env=env)
+    except FileNotFoundError:
+        raise ProfilingError(f"{what}: cannot run {program!r}: not found") from None
+
+
+def _wait(proc: subprocess.Popen[str], timeout_s: float) -> bool:
+    """Wait for the command; at the timeout kill its whole process group. Returns whether it timed out."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return True
+    return False
+
+
+class _Output:
+    """A running command's output, read by threads of its own: captured, copied to the log file, and
+    ncu's per-launch progress lines passed on."""
+
+    def __init__(self, log_file: IO[str] | None, progress: Progress | None, what: str) -> None:
+        self.log_file = log_file
+        self.progress = progress
+        self.what = what
+        self.chunks: list[str] = []
+        self.err_chunks: list[str] = []
+
+    def read(self, proc: subprocess.Popen[str], to_file: bool, merge_stderr: bool
+             ) -> tuple[threading.Thread, threading.Thread]:
+        """Start reading: the main stream (stderr when stdout goes to a file, else stdout) and, when
+        stderr is a pipe of its own beside a piped stdout, stderr apart. Returns both threads (the
+        second not started when there is no such stderr)."""
+        stream = cast(IO[str], proc.stderr if to_file else proc.stdout)
+        drainer = threading.Thread(target=self._drain, args=(cast(IO[str], proc.stderr),), daemon=True)
+        if not to_file and not merge_stderr:
+            drainer.start()
+        reader = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        reader.start()
+        return reader, drainer
+
+    def _drain(self, errors: IO[str]) -> None:
+        """Capture stderr apart from the output."""
+        for line in errors:
+            self.err_chunks.append(line)
+
+    def _pump(self, stream: IO[str]) -> None:
+        """Capture the output and copy it to the log; pass ncu's progress lines on, at most every 2 s."""
+        last_note = 0.0
+        for line in stream:
+            self.chunks.append(line)
+            if self.log_file is not None:
+                self.log_file.write(line)
+            now = time.monotonic()
+            if self.progress and line.startswith("==PROF== Profiling") and now - last_note >= 2.0:
+                self.progress(f"{self.what}: {line.strip()[len('==PROF== '):]}")
+                last_note = now
 
 
 def run_command(argv: list[str], cwd: Path, timeout_s: float, log: Path, progress: Progress | None = None,

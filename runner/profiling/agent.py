@@ -181,15 +181,37 @@ class ProfilingAgent:
 
     @in_stage("profiling")
     def collect(self) -> dict[str, list[Path]]:
-        """Run every step; returns the analysis inputs by role."""
+        """Run every step (the module docstring numbers them); returns the analysis inputs by role."""
+        ncu = self._find_tools()
+        exe_prof, exe_time = self._build()  # 1.
+        timing_files, launches, mangled, checked = self._launch_durations(ncu, exe_prof, exe_time)  # 2.
+        hot, files = self._hot_kernels(launches)  # 3.
+        reports, sources, spelled = self._targeted_collection(ncu, exe_prof, hot, mangled)  # 4.
+        counters, plan_file = self._counter_runs(ncu, exe_prof, hot, files, mangled)  # 5.
+        inputs = {"timing": timing_files, "report": reports, "counters": counters, "gpu_results": checked,
+                  "counter_plan": [plan_file]}
+        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters, *checked, plan_file],
+                            gpu=self.gpu.name,
+                            hot_kernels=[spelled.get(k, k) for k in hot], configuration=self.configuration,
+                            inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
+                                    for role, paths in inputs.items()})
+        return inputs
+
+    def _find_tools(self) -> str:
+        """ncu and nvcc, and the GPU (recorded in the manifest); returns ncu's path."""
         prof = self.cfg.profiling
-        app = self.cfg.app
         ncu = require_tool("ncu", prof.ncu)
         require_tool("nvcc", prof.nvcc)
         self.gpu = detect_gpu(prof.nvidia_smi)
         self.run.manifest["device"] = {"name": self.gpu.name, "compute_capability": self.gpu.compute_capability,
                                        "driver": self.gpu.driver}
         self.progress(f"GPU: {self.gpu.name} ({self.gpu.arch}, driver {self.gpu.driver})")
+        return ncu
+
+    def _build(self) -> tuple[Path, Path]:
+        """Step 1: the timing build and the profiling build (-lineinfo); returns their executables, the
+        profiling one first."""
+        app = self.cfg.app
         bins = self.dir / "bin"
         bins.mkdir(exist_ok=True)
         exe_prof, exe_time = bins / f"{app.name}-lineinfo", bins / f"{app.name}"
@@ -202,25 +224,35 @@ class ProfilingAgent:
         argv = render(app.build, exe=exe_prof, arch=self.gpu.arch, lineinfo="-lineinfo", config=self.configuration,
                       seed=app.seeds[0], scale=1, out="")
         self._exec(argv, "build-profiling", app.timeout_s, "build-profiling", build=True)
+        return exe_prof, exe_time
 
-        # 1. every launch's duration: one run under the tracer, or ncu's timing pass (a replay per launch)
-        mangled: dict[str, str] = {}  # the tracer's kernel names -> their mangled names, for ncu's -k
+    def _launch_durations(self, ncu: str, exe_prof: Path, exe_time: Path
+                          ) -> tuple[list[Path], pd.DataFrame, dict[str, str], list[Path]]:
+        """Step 2, every launch's duration: one run under the tracer, or ncu's timing pass (a replay per
+        launch). Returns the timing files, the launches, the tracer's kernel names -> their mangled
+        names (for ncu's -k; empty without the tracer) and the comparison of two runs' GPU results
+        (when made)."""
+        prof = self.cfg.profiling
         traced = None
         if prof.hot_kernels == "tracer":
             try:
                 traced = self._traced_timing(exe_time)
             except TracerError as e:
                 self.progress(f"{e}; timing every launch with ncu instead (profiling.hot_kernels: ncu)")
-        checked: list[Path] = []  # the comparison of two runs' GPU results, when made
         if traced is not None:
-            timing_files, launches, mangled, checked = traced
-        else:
-            timing = self.dir / "timing"
-            argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(timing),
-                    *self._app_argv(exe_prof)]
-            self._exec(argv, "timing", prof.timeout_s, "timing pass", ncu=True)
-            timing_files = [self._export(ncu, timing.with_suffix(".ncu-rep"), "raw")]
-            launches = NcuRawCsvReader().read(timing_files[0]).launches
+            return traced
+        timing = self.dir / "timing"
+        argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(timing),
+                *self._app_argv(exe_prof)]
+        self._exec(argv, "timing", prof.timeout_s, "timing pass", ncu=True)
+        timing_files = [self._export(ncu, timing.with_suffix(".ncu-rep"), "raw")]
+        launches = NcuRawCsvReader().read(timing_files[0]).launches
+        return timing_files, launches, {}, []
+
+    def _hot_kernels(self, launches: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
+        """Step 3: the hot kernels (alpha of total time; app.kernels when the config names them), and the
+        sources with their local headers (which kernels an edit can reach)."""
+        app = self.cfg.app
         kernels = select_hot_kernels(launches, self.cfg.analysis.alpha)
         hot = [k.kernel for k in kernels if k.hot]
         files = read_context(self.lc)  # the sources and their local headers: which kernels an edit can reach
@@ -229,8 +261,13 @@ class ProfilingAgent:
         else:
             hot = self._with_editable(kernels, hot, files)
         self.progress(f"hot kernels: {', '.join(hot)}")
+        return hot, files
 
-        # 2. targeted collection: one ncu run for all hot kernels, then one per kernel it missed
+    def _targeted_collection(self, ncu: str, exe: Path, hot: list[str], mangled: dict[str, str]
+                             ) -> tuple[list[Path], list[Path], dict[str, str]]:
+        """Step 4: one ncu run for all hot kernels, then one per kernel it missed. Returns the reports,
+        their source pages (CSV) and each hot kernel's name in ncu's reports."""
+        prof = self.cfg.profiling
         sections = [a for s in prof.targeted_sections for a in ("--section", s)]
         reports, sources = [], []
         pending = list(hot)
@@ -240,7 +277,7 @@ class ProfilingAgent:
             out = self.dir / f"hot{i}"
             argv = [ncu, "--clock-control", "none", *self._kernel_filter(pending, mangled),
                     "--launch-skip", str(prof.launch_skip), "--launch-count", str(prof.launch_count * len(pending)),
-                    *sections, "--import-source", "yes", "-f", "-o", str(out), *self._app_argv(exe_prof)]
+                    *sections, "--import-source", "yes", "-f", "-o", str(out), *self._app_argv(exe)]
             names = pending[0] if len(pending) == 1 else f"{len(pending)} hot kernels"
             self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}", ncu=True)
             rep = out.with_suffix(".ncu-rep")
@@ -255,17 +292,7 @@ class ProfilingAgent:
             spelled.update(got)
             # A kernel launched many times before another one appears can use up the launch count.
             pending = [k for k in pending if k not in got]
-
-        # 3. counter runs of the hottest kernel the sources define, for eOMP
-        counters, plan_file = self._counter_runs(ncu, exe_prof, hot, files, mangled)
-        inputs = {"timing": timing_files, "report": reports, "counters": counters, "gpu_results": checked,
-                  "counter_plan": [plan_file]}
-        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters, *checked, plan_file],
-                            gpu=self.gpu.name,
-                            hot_kernels=[spelled.get(k, k) for k in hot], configuration=self.configuration,
-                            inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
-                                    for role, paths in inputs.items()})
-        return inputs
+        return reports, sources, spelled
 
     def _counter_runs(self, ncu: str, exe: Path, hot: list[str], files: dict[str, str],
                       mangled: dict[str, str]) -> tuple[list[Path], Path]:

@@ -78,46 +78,14 @@ def _overlaps(a: Edit, b: Edit) -> bool:
 def apply_proposal(proposal: Proposal, files: dict[str, str],
                    editable: dict[str, list[tuple[int, int]]]) -> GuardResult:
     """Apply the edits if every rule holds; otherwise report each violation."""
-    v: list[Violation] = []
     edits = sorted(proposal.edits, key=lambda e: (e.file, e.start_line))
-    for x, y in zip(edits, edits[1:], strict=False):
-        if _overlaps(x, y):
-            v.append(Violation(rule="overlapping-edits", file=y.file, start_line=y.start_line, end_line=y.end_line,
-                               message=f"overlaps the edit of lines {x.start_line}-{x.end_line}"))
+    v = _overlap_violations(edits)
     for e in edits:
-        n_lines = len(files[e.file].splitlines())
-        if e.end_line > n_lines:
-            v.append(Violation(rule="outside-allowed-region", file=e.file, start_line=e.start_line, end_line=e.end_line,
-                               message=f"the file has only {n_lines} lines"))
-            continue
-        allowed = any(a <= e.start_line and e.end_line <= b for a, b in editable.get(e.file, []))
-        if not allowed:
-            host = [f for f in functions(files[e.file]) if not f.is_device
-                    and f.start_line <= e.end_line and e.start_line <= f.end_line]
-            if host:
-                v.append(Violation(rule="host-code", file=e.file, start_line=e.start_line, end_line=e.end_line,
-                                   message=f"changes host function {host[0].name} (validation, output and launch "
-                                           "code stay as they are)"))
-            else:
-                ranges = ", ".join(f"{a}-{b}" for a, b in editable.get(e.file, [])) or "none"
-                v.append(Violation(rule="outside-allowed-region", file=e.file, start_line=e.start_line,
-                                   end_line=e.end_line, message=f"editable lines of {e.file} are {ranges}"))
-        old = "\n".join(files[e.file].splitlines()[e.start_line - 1:e.end_line])
-        if _code_only(old) == _code_only(e.new_text):
-            v.append(Violation(rule="no-op", file=e.file, start_line=e.start_line, end_line=e.end_line,
-                               message="only whitespace or comments change"))
+        v += _edit_violations(e, files, editable)
     if v:
         return GuardResult(ok=False, violations=v)
 
-    new_files = dict(files)
-    for name in {e.file for e in edits}:
-        lines = files[name].splitlines()
-        for e in sorted((e for e in edits if e.file == name), key=lambda e: -e.start_line):
-            lines[e.start_line - 1:e.end_line] = e.new_text.splitlines()
-        # A file with Windows line ends keeps them, on the edited lines too.
-        newline = "\r\n" if "\r\n" in files[name] else "\n"
-        new_files[name] = newline.join(lines) + (newline if files[name].endswith("\n") else "")
-
+    new_files = _applied(files, edits)
     for name in {e.file for e in edits}:
         v += _kernel_rules(name, files[name], new_files[name], edits)
         v += _launch_rule(name, files[name], new_files[name], edits)
@@ -126,6 +94,58 @@ def apply_proposal(proposal: Proposal, files: dict[str, str],
     diff = unified_diff(files, new_files)
     unidiff.PatchSet(diff)  # our own diff must parse; a failure here is a bug, not bad input
     return GuardResult(ok=True, files=new_files, diff=diff)
+
+
+def _overlap_violations(edits: list[Edit]) -> list[Violation]:
+    """Each edit that overlaps the one before it (`edits` sorted by file and first line)."""
+    return [Violation(rule="overlapping-edits", file=y.file, start_line=y.start_line, end_line=y.end_line,
+                      message=f"overlaps the edit of lines {x.start_line}-{x.end_line}")
+            for x, y in zip(edits, edits[1:], strict=False) if _overlaps(x, y)]
+
+
+def _edit_violations(e: Edit, files: dict[str, str], editable: dict[str, list[tuple[int, int]]]) -> list[Violation]:
+    """The rules one edit breaks on its own: past the file's end, outside the editable lines (host code
+    or not), or a no-op."""
+    n_lines = len(files[e.file].splitlines())
+    if e.end_line > n_lines:
+        return [Violation(rule="outside-allowed-region", file=e.file, start_line=e.start_line, end_line=e.end_line,
+                          message=f"the file has only {n_lines} lines")]
+    v: list[Violation] = []
+    allowed = any(a <= e.start_line and e.end_line <= b for a, b in editable.get(e.file, []))
+    if not allowed:
+        v.append(_outside_violation(e, files[e.file], editable))
+    old = "\n".join(files[e.file].splitlines()[e.start_line - 1:e.end_line])
+    if _code_only(old) == _code_only(e.new_text):
+        v.append(Violation(rule="no-op", file=e.file, start_line=e.start_line, end_line=e.end_line,
+                           message="only whitespace or comments change"))
+    return v
+
+
+def _outside_violation(e: Edit, text: str, editable: dict[str, list[tuple[int, int]]]) -> Violation:
+    """Why an edit outside the editable lines is refused: it changes a host function, or the lines
+    are simply not among those allowed."""
+    host = [f for f in functions(text) if not f.is_device
+            and f.start_line <= e.end_line and e.start_line <= f.end_line]
+    if host:
+        return Violation(rule="host-code", file=e.file, start_line=e.start_line, end_line=e.end_line,
+                         message=f"changes host function {host[0].name} (validation, output and launch "
+                                 "code stay as they are)")
+    ranges = ", ".join(f"{a}-{b}" for a, b in editable.get(e.file, [])) or "none"
+    return Violation(rule="outside-allowed-region", file=e.file, start_line=e.start_line,
+                     end_line=e.end_line, message=f"editable lines of {e.file} are {ranges}")
+
+
+def _applied(files: dict[str, str], edits: list[Edit]) -> dict[str, str]:
+    """All the files, with the edits (none overlapping) applied."""
+    new_files = dict(files)
+    for name in {e.file for e in edits}:
+        lines = files[name].splitlines()
+        for e in sorted((e for e in edits if e.file == name), key=lambda e: -e.start_line):
+            lines[e.start_line - 1:e.end_line] = e.new_text.splitlines()
+        # A file with Windows line ends keeps them, on the edited lines too.
+        newline = "\r\n" if "\r\n" in files[name] else "\n"
+        new_files[name] = newline.join(lines) + (newline if files[name].endswith("\n") else "")
+    return new_files
 
 
 def _host_code(text: str) -> str:

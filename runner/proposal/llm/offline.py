@@ -19,7 +19,7 @@ import time
 
 from pydantic import BaseModel, ConfigDict
 
-from runner.analysis.evidence import Diagnostics
+from runner.analysis.evidence import Diagnostics, Evidence
 from runner.base.cuda_source import Function, functions, kernel_by_name, strip_comments_and_strings
 from runner.profiles.model import short_kernel_name
 from runner.proposal.llm.base import LLMError, LLMRequest, LLMResponse, Usage
@@ -111,58 +111,106 @@ class OfflineBackend:
                            completion_tokens=0), seconds=time.monotonic() - t0, label="rule-based (no model)")
 
 
+# Listed last under NOT APPLIED in every answer: what the rules never attempt.
+_NEVER_APPLIED = (
+    "shared-memory tiling and kernel fusion: restructure data movement beyond what the rules can prove safe",
+    "__launch_bounds__: the block size (L) is measured for the profiled configuration only, and a bound below "
+    "another configuration's block size fails its launches",
+)
+
+
+class _Answer:
+    """What the rules found so far: the EDIT blocks and the APPLIED and NOT APPLIED lines, in order."""
+
+    def __init__(self) -> None:
+        self.edits: list[str] = []
+        self.applied: list[str] = []
+        self.withheld: list[str] = []
+
+    def text(self) -> str:
+        """The answer in the response format."""
+        reasons = [f"- {w}" for w in [*self.withheld, *_NEVER_APPLIED]]
+        if not self.edits:  # the response format's answer for "nothing here would be faster"
+            return "\n".join(["NO CHANGE", "- no rule of the offline backend applies to the evidence given",
+                              *reasons]) + "\n"
+        return "\n".join(self.edits + ["APPLIED:"] + [f"- {a}" for a in self.applied] + ["NOT APPLIED:"]
+                         + reasons) + "\n"
+
+
 def answer(ctx: OfflineContext) -> str:
     """The structured answer for these inputs (deterministic)."""
-    d = ctx.diagnostics
+    out = _Answer()
     shown = set(ctx.evidence_ids)
-    edits: list[str] = []
-    applied: list[str] = []
-    withheld: list[str] = []
     for kernel in ctx.hot_kernels:
-        short = short_kernel_name(kernel)
-        stalls = [e for e in d.evidence if e.kind == "stall" and e.kernel == kernel and e.id in shown]
-        roof = next((e for e in d.evidence if e.kind == "roofline" and e.kernel == kernel and e.id in shown), None)
-        for fname, text in ctx.files.items():
-            f = kernel_by_name(functions(text), kernel)
-            if f is None or not any(a <= f.start_line and f.end_line <= b for a, b in ctx.editable.get(fname, [])):
-                continue
-            # Stall lines of this kernel may lie in device functions inlined into it: they count too.
-            mem_stalls = [s for s in stalls if s.stall and s.stall.reason == "stall_long_sb"]
-            cites = [s.id for s in mem_stalls] + ([roof.id] if roof and roof.roofline
-                                                  and roof.roofline.bound == "memory" else [])
-            sig = _signature_edit(text, f) if cites else None
-            if sig:
-                new_region, changes = sig
-                edits.append(_edit(fname, f.start_line, f.body_start_line, cites,
-                                   f"{short}: loads stall on memory ({', '.join(cites)}); const/__restrict__ on "
-                                   f"pointer parameters ({', '.join(changes)}) lets the compiler use the read-only "
-                                   "data path and keep loads in flight.", new_region))
-                applied.append(f"lines {f.start_line}-{f.body_start_line}: const and __restrict__ on pointer "
-                               f"parameters of {short} ({', '.join(cites)})")
-            elif not cites:
-                withheld.append(f"const/__restrict__ on {short}'s pointers: no memory-stall or memory-bound evidence "
-                                "for this kernel")
-            loops = _unroll_targets(text, f, stalls, after=f.body_start_line)
-            for line_no, sid in loops:
-                original = text.splitlines()[line_no - 1]
-                indent = original[: len(original) - len(original.lstrip())]
-                edits.append(_edit(fname, line_no, line_no, [sid],
-                                   f"{short}: the loop at line {line_no} is a salient stall line ({sid}); unrolling "
-                                   "by 4 lets independent iterations' loads overlap.",
-                                   f"{indent}#pragma unroll 4\n{original}"))
-                applied.append(f"lines {line_no}-{line_no}: #pragma unroll 4 on the loop of {short} ({sid})")
-        if roof and roof.roofline and roof.roofline.bound == "compute":
-            withheld.append(f"strength reduction of {short}'s index arithmetic ({roof.id}: compute-bound): needs "
+        _kernel_answer(out, ctx, kernel, shown)
+    return out.text()
+
+
+def _kernel_answer(out: _Answer, ctx: OfflineContext, kernel: str, shown: set[str]) -> None:
+    """The rules' edits and withheld suggestions for one hot kernel, in every file that defines it editably."""
+    short = short_kernel_name(kernel)
+    stalls, roof = _kernel_evidence(ctx.diagnostics, kernel, shown)
+    for fname, text in ctx.files.items():
+        f = _editable_kernel(ctx, fname, text, kernel)
+        if f is None:
+            continue
+        # Stall lines of this kernel may lie in device functions inlined into it: they count too.
+        cites = [s.id for s in stalls if s.stall and s.stall.reason == "stall_long_sb"]
+        if roof and _bound(roof) == "memory":
+            cites.append(roof.id)
+        _signature_rule(out, fname, text, f, short, cites)
+        _unroll_rule(out, fname, text, f, short, stalls)
+    if roof and _bound(roof) == "compute":
+        out.withheld.append(f"strength reduction of {short}'s index arithmetic ({roof.id}: compute-bound): needs "
                             "rewriting expressions, which the rules cannot prove bit-for-bit safe")
-    withheld.append("shared-memory tiling and kernel fusion: restructure data movement beyond what the rules can "
-                    "prove safe")
-    withheld.append("__launch_bounds__: the block size (L) is measured for the profiled configuration only, and a "
-                    "bound below another configuration's block size fails its launches")
-    reasons = [f"- {w}" for w in withheld]
-    if not edits:  # the response format's answer for "nothing here would be faster"
-        return "\n".join(["NO CHANGE", "- no rule of the offline backend applies to the evidence given",
-                          *reasons]) + "\n"
-    return "\n".join(edits + ["APPLIED:"] + [f"- {a}" for a in applied] + ["NOT APPLIED:"] + reasons) + "\n"
+
+
+def _kernel_evidence(d: Diagnostics, kernel: str, shown: set[str]) -> tuple[list[Evidence], Evidence | None]:
+    """The kernel's stall evidence and its roofline evidence (None without one) that the prompt showed."""
+    stalls = [e for e in d.evidence if e.kind == "stall" and e.kernel == kernel and e.id in shown]
+    roof = next((e for e in d.evidence if e.kind == "roofline" and e.kernel == kernel and e.id in shown), None)
+    return stalls, roof
+
+
+def _bound(roof: Evidence) -> str | None:
+    """What the roofline evidence says bounds the kernel (memory, compute, latency); None without a roofline."""
+    return roof.roofline.bound if roof.roofline else None
+
+
+def _editable_kernel(ctx: OfflineContext, fname: str, text: str, kernel: str) -> Function | None:
+    """The kernel's definition in this file when it lies wholly in an editable range, else None."""
+    f = kernel_by_name(functions(text), kernel)
+    if f is None or not any(a <= f.start_line and f.end_line <= b for a, b in ctx.editable.get(fname, [])):
+        return None
+    return f
+
+
+def _signature_rule(out: _Answer, fname: str, text: str, f: Function, short: str, cites: list[str]) -> None:
+    """const/__restrict__ on the kernel's pointer parameters when `cites` show it waits on memory."""
+    sig = _signature_edit(text, f) if cites else None
+    if sig:
+        new_region, changes = sig
+        out.edits.append(_edit(fname, f.start_line, f.body_start_line, cites,
+                               f"{short}: loads stall on memory ({', '.join(cites)}); const/__restrict__ on "
+                               f"pointer parameters ({', '.join(changes)}) lets the compiler use the read-only "
+                               "data path and keep loads in flight.", new_region))
+        out.applied.append(f"lines {f.start_line}-{f.body_start_line}: const and __restrict__ on pointer "
+                           f"parameters of {short} ({', '.join(cites)})")
+    elif not cites:
+        out.withheld.append(f"const/__restrict__ on {short}'s pointers: no memory-stall or memory-bound evidence "
+                            "for this kernel")
+
+
+def _unroll_rule(out: _Answer, fname: str, text: str, f: Function, short: str, stalls: list[Evidence]) -> None:
+    """`#pragma unroll 4` on each loop of the kernel whose head or body is a salient stall line."""
+    for line_no, sid in _unroll_targets(text, f, stalls, after=f.body_start_line):
+        original = text.splitlines()[line_no - 1]
+        indent = original[: len(original) - len(original.lstrip())]
+        out.edits.append(_edit(fname, line_no, line_no, [sid],
+                               f"{short}: the loop at line {line_no} is a salient stall line ({sid}); unrolling "
+                               "by 4 lets independent iterations' loads overlap.",
+                               f"{indent}#pragma unroll 4\n{original}"))
+        out.applied.append(f"lines {line_no}-{line_no}: #pragma unroll 4 on the loop of {short} ({sid})")
 
 
 def _edit(fname: str, a: int, b: int, cites: list[str], why: str, code: str) -> str:
