@@ -42,3 +42,28 @@ def test_an_import_against_the_pipeline_breaks_the_contract(tmp_path: Path, modu
     r = _lint(tmp_path)
     assert r.returncode != 0 and "1 broken" in r.stdout, r.stdout[-3000:]
     assert back in r.stdout
+
+
+MOST_LINES, MOST_COMPLEXITY = 80, 25  # per function in runner/ (issue #31)
+
+
+def test_no_function_in_runner_is_too_long_or_too_complex():
+    """radon's cyclomatic complexity and each function's length, over every module of runner/
+    (methods and nested functions included)."""
+    from radon.complexity import cc_visit
+
+    def functions(blocks):
+        for b in blocks:
+            if hasattr(b, "methods"):  # a class: its methods
+                yield from functions(b.methods)
+                continue
+            yield b
+            yield from functions(b.closures)
+
+    too: set[str] = set()  # radon lists a method with its class and again on its own
+    for path in sorted((REPO / "runner").rglob("*.py")):
+        for f in functions(cc_visit(path.read_text())):
+            lines = f.endline - f.lineno + 1
+            if f.complexity > MOST_COMPLEXITY or lines > MOST_LINES:
+                too.add(f"{path.relative_to(REPO)}:{f.lineno} {f.fullname}: complexity {f.complexity}, {lines} lines")
+    assert not too, "split these at their seams:\n" + "\n".join(sorted(too))
