@@ -321,6 +321,7 @@ def pipeline(lc, runs: Path, diagnostics: str | None = None) -> tuple[Any, dict[
 
     result = optimize(lc, runs, profile_inputs(lc), diagnostics)
     outcome = (loop_outcome if result.loop is not None else recorded_outcome)(result, lc, lc.path.parent)
+    outcome["compat"] = result.run.manifest.get("compat_headers", [])
     return result, outcome
 
 
@@ -457,6 +458,11 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
                      f"correct {'n/a' if ear.correct is None else ear.correct}")
     if artifacts_url and outcome.get("run"):  # the dashboard's page of the run
         lines.append(f"The run on the dashboard: {artifacts_url.rstrip('/')}/runs/{outcome['run']}")
+    for c in outcome.get("compat") or []:
+        lines.append(f"Built with Optimas's compatibility header `{c['header']}` pre-included into "
+                     f"{', '.join(f'`{s}`' for s in c['sources'])} (app.compat_headers, for "
+                     f"{', '.join(f'`{n}`' for n in c['names'])}): it changes what that code means, and your own "
+                     "CUDA 13 toolchain does not build it without the same change.")
     if config_changed:
         lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
     return "\n".join(lines)

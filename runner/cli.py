@@ -574,6 +574,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("optimas: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `optimas ... | head`: the reader has gone; nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -99,3 +99,14 @@ def test_the_summary_links_the_runs_dashboard_page():
     text = summary_text(outcome, "a" * 40, False, "https://optimas.example.org/dashboard/")
     assert "https://optimas.example.org/dashboard/runs/20261205T000000Z-abc" in text
     assert "dashboard" not in summary_text(outcome, "a" * 40, False, None)
+
+
+def test_the_summary_says_which_compatibility_header_went_into_which_file():
+    from bot.gpu_job import summary_text
+
+    outcome = {"verdict": "no change", "postable": False, "edits": [], "run": "r", "headline": "no change",
+               "compat": [{"header": "cuda_legacy_warp.h", "names": ["__shfl_down"], "sources": ["reduce.cu"],
+                           "cwd": "."}]}
+    text = summary_text(outcome, "a" * 40, False)
+    assert "`cuda_legacy_warp.h` pre-included into `reduce.cu`" in text and "`__shfl_down`" in text
+    assert "compatibility header" not in summary_text({**outcome, "compat": []}, "a" * 40, False)

@@ -414,3 +414,28 @@ def test_init_on_a_folder_of_separate_programs_refuses_and_lists_them(tmp_path: 
     # a top-level build that builds them all makes the folder one project
     (suite / "Makefile").write_text("all:\n\t$(MAKE) -C alpha\n")
     assert "separate programs" not in run_cli("init", str(suite), "--output", str(tmp_path / "s.yml")).stderr
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_init_sets_compat_headers_for_sources_that_call_what_cuda_13_removed_and_the_build_then_works(tmp_path,
+                                                                                                   monkeypatch):
+    from runner.build.cache import compile_candidate
+
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    prog = tmp_path / "legacy"
+    prog.mkdir()
+    (prog / "k.cu").write_text("__global__ void k(float* a) { a[threadIdx.x] = __shfl_down(a[0], 1); }\n"
+                               "int main() { k<<<1, 32>>>(0); cudaThreadSynchronize(); return 0; }\n")
+    (prog / "Makefile").write_text("k: k.cu\n\tnvcc -o k k.cu\n")
+    r = run_cli("init", str(prog))
+    assert r.returncode == 0, r.stderr
+    text = (prog / "optimas.yml").read_text()
+    assert "compat_headers: true" in text
+    assert "cuda_removed_api.h (k.cu: cudaThreadSynchronize)" in text and "cuda_legacy_warp.h (k.cu: __shfl_down)" in text
+    built = compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90")
+    assert built.ok, built.output
+    assert {c["header"] for c in built.compat} == {"cuda_removed_api.h", "cuda_legacy_warp.h"}
+    # the same program without the line: the build fails as with the user's own CUDA 13
+    (prog / "optimas.yml").write_text(text.replace("  compat_headers: true\n", ""))
+    plain = compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90")
+    assert not plain.ok and "app.compat_headers: true would pre-include" in plain.output

@@ -152,16 +152,29 @@ VOTE_LEGACY = ("#include <cstdio>\n#include <cuda/std/tuple>\n#include <cuda/std
      "without a mask, which ptxas rejects for sm_70 and later, become their *_sync forms over the active threads "
      "(cuda_legacy_vote.h, pre-included)"),
 ], ids=["thread-functions", "warp-functions", "warp-votes"])
-def test_a_program_that_calls_what_cuda_13_removed_builds(tmp_path, monkeypatch, source, failure, said):
+def test_a_program_that_calls_what_cuda_13_removed_builds_only_when_the_config_allows_it(tmp_path, monkeypatch,
+                                                                                         source, failure, said):
+    """The compatibility headers change what a program means, so they are a setting: off, the build
+    fails as with the user's own nvcc and its log says which header would apply; on, the header is
+    pre-included and the build result records which header went into which file."""
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
                    "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
     (root / "k.cu").write_text(source)
     plain = subprocess.run(["make", "-B", "app"], cwd=root, capture_output=True, text=True, env=child_environment())
     assert plain.returncode != 0 and failure in plain.stdout + plain.stderr
+    header = said.split("(")[-1].split(",")[0]
+    off = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert not off.ok and off.compat == [] and f"app.compat_headers: true would pre-include {header}" in off.output
+    cfg = yaml.safe_load((root / "optimas.yml").read_text())
+    cfg["app"]["compat_headers"] = True
+    (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
     assert f"optimas: {said}" in result.output
+    (used,) = result.compat
+    assert used["header"] == header and used["sources"] == ["k.cu"] and used["cwd"] == "."
+    assert used["names"] == said.split(", ")[:len(used["names"])]
 
 
 # 20 of a warp's 32 threads vote, as legacy code did inside a branch: an unmasked vote counted the
@@ -181,6 +194,9 @@ def test_votes_without_a_mask_count_the_threads_that_reach_them(tmp_path, monkey
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
                    "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
+    cfg = yaml.safe_load((root / "optimas.yml").read_text())
+    cfg["app"]["compat_headers"] = True
+    (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     (root / "k.cu").write_text(VOTE_BRANCH)
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok and "cuda_legacy_vote.h, pre-included" in result.output, result.output

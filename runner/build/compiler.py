@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
-from runner.build.nvcc_shim import NVCC_RECORD, PTXAS_REPORT, build_environment
+from runner.build.nvcc_shim import COMPAT_RECORD, NVCC_RECORD, PTXAS_REPORT, build_environment
 from runner.base.processes import render, run_process
 
 
@@ -44,6 +44,8 @@ class CompileResult(BaseModel):
     output: str  # compiler messages, trimmed
     resources: list[KernelResources] = []
     macros: CompiledMacros = CompiledMacros()
+    # the compatibility headers pre-included (app.compat_headers): header, names, sources, cwd
+    compat: list[dict] = []
     cached: bool = Field(default=False, exclude=True)  # taken from a build cache, not compiled now
 
 
@@ -110,7 +112,9 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         if not shutil.which(argv[0]):
             raise OptimasError(f"the build command's compiler {argv[0]!r} (app.build) is not installed or not on PATH")
         is_nvcc = "nvcc" in Path(argv[0]).name
-        env = build_environment(app.env, lc.config.profiling.nvcc)
+        env = build_environment(app.env, lc.config.profiling.nvcc, compat=app.compat_headers)
+        compat_record = Path(tmp) / "compat.jsonl"
+        env[COMPAT_RECORD] = str(compat_record)
         if verbose and is_nvcc:
             argv += ["-Xptxas", "-v"]
         elif verbose:
@@ -129,10 +133,37 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         calls = read_calls(record) or ([{"cwd": str(workdir), "args": argv[1:], "append": ""}] if is_nvcc else [])
         found = compiled_macros(calls, workdir, lc.config.profiling.nvcc, env) if macros and r.returncode == 0 \
             else CompiledMacros()
+        compat = read_compat(compat_record)
     text = r.output
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
-                         resources=parse_ptxas(text) if verbose else [], macros=found)
+                         resources=parse_ptxas(text) if verbose else [], macros=found,
+                         compat=[{**c, "cwd": _relative(c.get("cwd", ""), workdir)} for c in compat])
+
+
+def _relative(folder: str, workdir: Path) -> str:
+    """A folder of the build as a path relative to the build's folder ('.' for it)."""
+    try:
+        return Path(folder).relative_to(workdir).as_posix()
+    except ValueError:
+        return folder
+
+
+def read_compat(path: Path) -> list[dict]:
+    """The compatibility headers the shim pre-included (its JSON lines; others are skipped)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("header"), str) and isinstance(item.get("sources"), list):
+            out.append(item)
+    return out
 
 
 MAX_PREPROCESSED = 16  # sources preprocessed again for their macros, at most

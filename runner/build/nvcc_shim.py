@@ -11,12 +11,13 @@ Each option dropped is said on stderr, into the build's log.
 
 A plain -arch of the GPU the build also asks an architecture-specific variant for (sm_90a) becomes
 that variant (keep_specific). A source file it compiles that calls the thread-management functions
-CUDA 13 removed (`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) gets the header
-that defines them as those (compat/cuda_removed_api.h, by --pre-include), and one that calls the
-warp shuffles without a mask (`__shfl_down`, ...) the header that makes them their *_sync forms
-over the active threads (compat/cuda_legacy_warp.h), and one that calls the votes without a mask
-(`__any`, `__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise
-(compat/cuda_legacy_vote.h); the log says so.
+CUDA 13 removed (`cudaThreadSynchronize`, ...; older names of the cudaDevice* ones) can get the header
+that defines them as those (compat/cuda_removed_api.h, by --pre-include), one that calls the warp
+shuffles without a mask (`__shfl_down`, ...) the header that makes them their *_sync forms over the
+active threads (compat/cuda_legacy_warp.h), and one that calls the votes without a mask (`__any`,
+`__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise (compat/cuda_legacy_vote.h).
+These change what the program means, so only with app.compat_headers (COMPAT_HEADERS), each one
+recorded for the run and the pull request; without it the log says which header would apply.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "6"
+SHIM_VERSION = "7"
+# Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
+# headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
+# log which header would let such a source build: the headers change what a program means.
+COMPAT_HEADERS = "OPTIMAS_COMPAT_HEADERS"
+# Set to a file by the compiler stage: each header pre-included is recorded there (JSON lines: the
+# header, the names, the sources it went into), for the run's manifest and the pull request.
+COMPAT_RECORD = "OPTIMAS_COMPAT_RECORD"
 # Set by the compiler stage for builds that run nvcc unnamed (make, cmake, scripts): every nvcc the
 # build starts prints ptxas's per-kernel resources, whatever NVCC_APPEND_FLAGS the build sets itself.
 PTXAS_REPORT = "OPTIMAS_PTXAS_REPORT"
@@ -271,11 +279,14 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
     return folder
 
 
-def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", cache: Path | None = None
-                      ) -> dict[str, str]:
+def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", cache: Path | None = None,
+                      compat: bool = False) -> dict[str, str]:
     """The environment of a build command: child_environment(declared) with the shim's folder first
-    on PATH (when there is an nvcc to wrap)."""
+    on PATH (when there is an nvcc to wrap); `compat`: the shim pre-includes the compatibility
+    headers (app.compat_headers)."""
     env = child_environment(declared)
+    if compat:
+        env[COMPAT_HEADERS] = "1"
     folder = shim_folder(nvcc, cache or cache_root())
     if folder is not None:
         env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', os.defpath)}"
@@ -307,10 +318,31 @@ def run_shim(real: str, supported: list[str]) -> None:
         args = [*args, "-Xptxas", "-v"]  # ptxas's per-kernel report, for compiler feedback (K*)
     if os.environ.get(NVCC_RECORD):
         record_call(Path(os.environ[NVCC_RECORD]), Path.cwd(), args)
-    code = _compiled_code(args, Path.cwd())
-    for compat in COMPATS:
-        if used := compat_used(code, compat):
-            args = ["--pre-include", str(compat.header), *args]
-            sys.stderr.write(f"optimas: {', '.join(used)}, {compat.says} ({compat.header.name}, pre-included)\n")
+    args = apply_compat(args, Path.cwd())
     sys.stderr.flush()
     os.execv(real, [real, *args])
+
+
+def apply_compat(args: list[str], cwd: Path) -> list[str]:
+    """nvcc's arguments with the compatibility headers the compiled sources need pre-included, when
+    the build asked for them (COMPAT_HEADERS), each recorded (COMPAT_RECORD) and said in the log;
+    else unchanged, the log saying which header the setting would add."""
+    code = _compiled_code(args, cwd)
+    wanted = os.environ.get(COMPAT_HEADERS) == "1"
+    for compat in COMPATS:
+        used = compat_used(code, compat)
+        if not used:
+            continue
+        if not wanted:
+            sys.stderr.write(f"optimas: {', '.join(used)}: {compat.says.split(', become')[0]}; "
+                             f"app.compat_headers: true would pre-include {compat.header.name} (it changes what "
+                             "the program means: the run and the pull request then say so)\n")
+            continue
+        args = ["--pre-include", str(compat.header), *args]
+        sys.stderr.write(f"optimas: {', '.join(used)}, {compat.says} ({compat.header.name}, pre-included)\n")
+        if os.environ.get(COMPAT_RECORD):
+            sources = [a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
+            line = json.dumps({"header": compat.header.name, "names": used, "sources": sources, "cwd": str(cwd)})
+            with open(os.environ[COMPAT_RECORD], "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+    return args

@@ -19,6 +19,7 @@ from runner.base.config import LoadedConfig, parse_config, path_problems
 from runner.base.cuda_source import functions, strip_comments_and_strings
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.runstore import atomic_write_text
+from runner.build.nvcc_shim import COMPATS, compat_used
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
 MAX_DEPTH = 4
@@ -43,6 +44,8 @@ class Project:
     clock_seed_at: str = ""
     # what the build reads outside the project folder (absolute paths, with what reads each)
     outside: list[tuple[Path, str]] = field(default_factory=list)
+    # what the sources call that CUDA 13 removed: "file: names" for each compatibility header needed
+    compat: list[str] = field(default_factory=list)
 
 
 def _skipped(d: Path) -> bool:
@@ -563,7 +566,18 @@ def inspect(root: Path) -> Project:
     texts = _source_texts(root)
     fail_pattern, where = printed_verdict(texts)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(texts),
-                   outside_reads(root, texts))
+                   outside_reads(root, texts), removed_calls(texts))
+
+
+def removed_calls(texts: dict[str, str]) -> list[str]:
+    """What the sources call that CUDA 13 no longer compiles and a compatibility header of Optimas's
+    defines anew (the nvcc shim's COMPATS): "header (file: names)" for each."""
+    found = []
+    for compat in COMPATS:
+        where = {name: used for name, text in texts.items() if (used := compat_used(text, compat))}
+        if where:
+            found.append(f"{compat.header.name} ({'; '.join(f'{n}: {chr(44).join(u)}' for n, u in where.items())})")
+    return found
 
 
 class SizeArguments(NamedTuple):
@@ -673,6 +687,16 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
         "  # may change the results' last bits anywhere (a sum reordered), declare it, and the model is",
         "  # told it may reorder within it: gpu_results: {compare: tolerance, dtype: float32, rtol: 1.0e-5}",
         "  timeout_s: 600",
+    ]
+    if p.compat:
+        lines += [
+            "  # The sources call what CUDA 13 removed: " + "; ".join(p.compat) + ".",
+            "  # Optimas's compatibility headers let them build by defining those calls anew (the warp ones",
+            "  # over the active threads): that changes what the code means, so every run and pull request",
+            "  # says which header went where. Without this line the build fails as with your own CUDA 13.",
+            "  compat_headers: true",
+        ]
+    lines += [
         "evaluation:",
         "  timer: tracer    # kernel execution times from the CUPTI tracer; no help from the program",
     ]
@@ -703,6 +727,8 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
                              "judges nothing and every candidate is refused; give it a fixed seed (or take one "
                              "from its arguments: {seed} in app.run), or judge it by app.stdout alone and set "
                              "app.gpu_results.compare: off")
+    if project.compat:
+        project.notes.append("the sources call what CUDA 13 removed: compat_headers is set (see its comment)")
     if not run_args and project.run_args:
         run_args = project.run_args
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "

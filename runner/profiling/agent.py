@@ -138,7 +138,8 @@ class ProfilingAgent:
         log = self.dir / "logs" / f"{name}.log"
         self.progress(f"{what}: {shlex.join(argv)}")
         declared = {**self.cfg.app.env, **(env or {})}
-        environment = (build_environment(declared, self.cfg.profiling.nvcc) if build
+        environment = (build_environment(declared, self.cfg.profiling.nvcc, compat=self.cfg.app.compat_headers)
+                       if build
                        else child_environment(declared))
         result = run_command(argv, self.workdir, timeout_s, log, self.progress, what, environment)
         self._record(result.manifest_entry(name, self.workdir, self.run.path))

@@ -123,6 +123,11 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
             return ProposeResult(status="failed", diagnostics=diagnostics,
                                  reason="the original sources do not build: " + base.output[-1500:])
         resources, macros = base.resources, base.macros
+        if base.compat:  # app.compat_headers changed what the build compiles: the run says where
+            run.manifest["compat_headers"] = base.compat
+            run.save()
+            progress("compatibility headers pre-included: " + "; ".join(
+                f"{c['header']} into {', '.join(c['sources'])}" for c in base.compat))
     else:
         macros = None
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")

@@ -1,0 +1,84 @@
+"""Builds through a copy of the workspace, cached: the same workspace contents, command, architecture,
+environment and compiler are built once (the binary kept for the next caller that asks)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from runner.base.config import LoadedConfig
+from runner.base.runstore import atomic_write_text
+from runner.base.workspace import build_compiler, workspace_dirs, write_source
+from runner.build.compiler import CompileResult, build
+from runner.build.nvcc_shim import SHIM_VERSION
+
+
+def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
+                      exe: Path | None = None, cache: Path | None = None, macros: bool = False) -> CompileResult:
+    """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
+    `exe`, the binary is kept there. With a `cache` folder (OPTIMAS_BUILD_CACHE overrides it), a
+    build of the same workspace contents, command, architecture, environment and compiler is done
+    once, its binary kept for the next caller that asks for one. With `macros`, the result holds
+    the macros each source was compiled with (CompileResult.macros)."""
+    space, workdir = workspace_dirs(lc)
+    with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
+        copy = Path(tmp) / "ws"
+        shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
+        cwd = copy / workdir.relative_to(space)
+        for name, text in files.items():
+            write_source(cwd / name, text)
+        where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
+        entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch, macros) if where else None
+        result = _cached(entry, exe)
+        if result is None:
+            target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
+            result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros)
+            if entry is not None:
+                _store(entry, result, target)
+    if log:
+        log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
+    return result
+
+
+def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str, macros: bool = False) -> str:
+    """What a build depends on: every file of the workspace copy, the build command, the
+    architecture, the declared environment, the command's first word and nvcc (each one's path,
+    size and time: a make or sh build runs nvcc unnamed) and the nvcc shim's version."""
+    h = hashlib.sha256()
+    tools = []
+    for name in (build_compiler(lc) or "", lc.config.profiling.nvcc):
+        path = shutil.which(name) or ""
+        stat = os.stat(path) if path else None
+        tools += [path, stat.st_size if stat else None, stat.st_mtime_ns if stat else None]
+    h.update(json.dumps([lc.config.app.build, arch, str(workdir), sorted(lc.config.app.env.items()), *tools,
+                         SHIM_VERSION, macros]).encode())
+    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(tree)).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _cached(entry: Path | None, exe: Path | None) -> CompileResult | None:
+    if entry is None or not (entry / "result.json").is_file():
+        return None
+    result = CompileResult.model_validate_json((entry / "result.json").read_text())
+    if exe is not None and result.ok:
+        if not (entry / "exe").is_file():
+            return None  # built before without keeping the binary
+        shutil.copy2(entry / "exe", exe)
+    return result.model_copy(update={"cached": True})
+
+
+def _store(entry: Path, result: CompileResult, exe: Path | None) -> None:
+    """Write a cache entry; the result goes last, so a half-written entry is never read."""
+    entry.mkdir(parents=True, exist_ok=True)
+    if exe is not None and result.ok and exe.is_file():
+        part = entry / f"exe.{os.getpid()}.{threading.get_ident()}"  # candidates build in threads
+        shutil.copy2(exe, part)
+        os.replace(part, entry / "exe")  # whole, even with another process storing the same build
+    atomic_write_text(entry / "result.json", result.model_dump_json())
