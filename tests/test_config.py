@@ -135,8 +135,13 @@ RULES = [
      "  configurations:\n    small: {n: 1024, iters: 10}\n    large: {n: 65536, iters: 10}\n", None),
     ("app:\n  name: a\n  workdir: prog\n  run: '{exe} {n}'\n  configurations:\n    small: {n: 1}\n    large: {}\n",
      "app.run: placeholder {n} has no value in configuration(s) large"),
-    ("app:\n  name: a\n  workdir: prog\n  build: 'nvcc -o {exe} -DN={n} k.cu'\n  configurations: {small: {n: 1}}\n",
-     "app.build: unknown placeholder {n}"),
+    ("app:\n  name: a\n  workdir: prog\n  build: 'nvcc -o {exe} -DN={m} k.cu'\n  configurations: {small: {n: 1}}\n",
+     "app.build: unknown placeholder {m}"),
+    ("app:\n  name: a\n  workdir: prog\n  build: 'nvcc -o {exe} -DN={n} k.cu'\n  run: '{exe}'\n"
+     "  configurations: {small: {n: 1}, large: {}}\n",
+     "app.build: placeholder {n} has no value in configuration(s) large"),
+    ("app:\n  name: a\n  workdir: prog\n  sources: [k.cu]\n  build: 'nvcc -o {exe} -D{config}_DATASET -DN={n} k.cu'\n"
+     "  run: '{exe}'\n  configurations: {SMALL: {n: 1}, LARGE: {n: 4}}\n", None),
     ("app:\n  name: a\n  workdir: prog\n  configurations: {small: {seed: 1}}\n",
      "app.configurations: seed is a built-in placeholder"),
     ("", "the file is empty"),

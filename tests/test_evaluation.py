@@ -645,3 +645,40 @@ def test_validation_says_the_results_repeat_only_when_every_case_matched_bit_for
     # judged by output files or exit code only: the GPU results were not compared
     assert not Validation(passed=True, cases=[case(modes=["bitwise"])]).results_repeat()
     assert not Validation(passed=False, cases=[case(), case(status="mismatch")]).results_repeat()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_build_that_depends_on_the_configuration_is_made_once_per_configuration(tmp_path, monkeypatch):
+    """Programs whose sizes are compile-time macros (-D{config}_DATASET, -DN={n}): each configuration
+    gets its own baseline and candidate binaries, built once each and cached apart."""
+    from runner.build.cache import compile_candidate
+    from runner.evaluation.stage import build_binaries
+
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    prog = tmp_path / "prog"
+    prog.mkdir()
+    kernel = "__global__ void k(float* a) { a[threadIdx.x] = N; }\nint main() { return 0; }\n"
+    (prog / "k.cu").write_text(kernel)
+    (prog / "optimas.yml").write_text(
+        "app:\n  name: sized\n  workdir: .\n  sources: [k.cu]\n"
+        "  build: 'nvcc -o {exe} -D{config}_DATASET -DN={n} k.cu'\n  run: '{exe}'\n"
+        "  configurations: {SMALL: {n: 1}, LARGE: {n: 4}}\n  profile_configuration: LARGE\n")
+    lc = load_config(prog / "optimas.yml")
+    assert lc.config.app.build_configuration() == "LARGE" and lc.config.app.build_configuration("SMALL") == "SMALL"
+    faster = {"k.cu": kernel.replace("= N;", "= N + 0;")}
+    cache = tmp_path / "builds"
+    exes, failed = build_binaries(lc, {"k.cu": kernel}, faster, "sm_90", tmp_path / "eval", cache)
+    assert failed == "" and set(exes) == {None, "SMALL", "LARGE"} and exes[None] == exes["LARGE"]
+    assert exes["SMALL"][0].read_bytes() != exes["LARGE"][0].read_bytes()  # -DN=1 against -DN=4
+    logs = {p.name for p in (tmp_path / "eval").glob("*-build.log")}
+    assert logs == {"baseline-SMALL-build.log", "candidate-SMALL-build.log", "baseline-LARGE-build.log",
+                    "candidate-LARGE-build.log"}
+    assert "-DSMALL_DATASET -DN=1" in (tmp_path / "eval" / "baseline-SMALL-build.log").read_text()
+    again = compile_candidate(lc, {"k.cu": kernel}, "sm_90", cache=cache, configuration="SMALL")
+    assert again.ok and again.cached  # one build per configuration, cached apart
+    # one build for every configuration: one pair, as before
+    (prog / "optimas.yml").write_text((prog / "optimas.yml").read_text().replace(" -D{config}_DATASET -DN={n}",
+                                                                                  " -DN=2"))
+    plain, _ = build_binaries(load_config(prog / "optimas.yml"), {"k.cu": kernel}, faster, "sm_90",
+                              tmp_path / "eval2", cache)
+    assert set(plain) == {None}

@@ -113,7 +113,9 @@ class AppConfig(_Strict):
     # Profiles name sources by the path they had where they were captured; map those to local files.
     source_map: dict[str, str] = Field(default_factory=dict, description="a source path as recorded profiles "
                                        "name it (where they were captured) -> the local file")
-    build: str | None = Field(default=None, description="build command template")
+    build: str | None = Field(default=None, description="build command template ({exe} {arch} {lineinfo}); "
+                              "with {config} or a configuration's values (-D{config}_DATASET, -DN={n}) one build per "
+                              "configuration, each validated and timed with its own binaries")
     run: str | None = Field(default=None, description="run command template (validation runs)")
     profile_run: str | None = Field(default=None, description="run command under the profiler and the tracer's "
                                     "hot-kernel run (default: run)")
@@ -167,6 +169,19 @@ class AppConfig(_Strict):
     def values(self, configuration: str) -> dict[str, str]:
         """The placeholder values of one configuration ({config} is its name)."""
         return {k: str(v) for k, v in self.configuration_values.get(configuration, {}).items()}
+
+    def build_configuration(self, configuration: str | None = None) -> str | None:
+        """The configuration a build is for, when app.build depends on it ({config}, or a
+        configuration's own values such as {n}: programs whose sizes are compile-time macros, one
+        build per configuration); None when one build serves every configuration. Without
+        `configuration`, the profiled one."""
+        if not self.build:
+            return None
+        own = {k for v in self.configuration_values.values() for k in v}
+        used = {f for n in placeholders(self.build) for f in (product_placeholder(n) or (n,))}
+        if not ("config" in used or used & own):
+            return None
+        return configuration or self.profile_configuration or (self.configurations[0] if self.configurations else None)
 
     def uses_seed(self) -> bool:
         """Whether any run command passes {seed}: without it every seed is the same run."""
@@ -455,7 +470,8 @@ def semantic_problems(cfg: Config) -> list[str]:
     out: list[str] = []
     app, ev, llm = cfg.app, cfg.evaluation, cfg.llm
     if app.build:
-        out += _template_problems("app.build", app.build)  # one build for every configuration
+        # {config} or a configuration's values: one build per configuration (compile-time sizes)
+        out += _template_problems("app.build", app.build, app)
     for key in ("run", "profile_run", "time_run"):
         if getattr(app, key):
             out += _template_problems(f"app.{key}", getattr(app, key), app)

@@ -137,6 +137,9 @@ def source_name(stored: str) -> str:
 
 def build_compiler(lc: LoadedConfig) -> str | None:
     """The program the app's build command starts (its first word), or None without a build command."""
-    if not lc.config.app.build:
+    app = lc.config.app
+    if not app.build:
         return None
-    return render(lc.config.app.build, exe="x", arch=DEFAULT_ARCH, lineinfo="", config="", seed=1, scale=1, out="")[0]
+    cfg = app.build_configuration()  # a build per configuration: any one names the same program
+    return render(app.build, exe="x", arch=DEFAULT_ARCH, lineinfo="", config=cfg or "", seed=1, scale=1, out="",
+                  **(app.values(cfg) if cfg else {}))[0]

@@ -19,12 +19,15 @@ from runner.build.nvcc_shim import SHIM_VERSION
 
 
 def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
-                      exe: Path | None = None, cache: Path | None = None, macros: bool = False) -> CompileResult:
+                      exe: Path | None = None, cache: Path | None = None, macros: bool = False,
+                      configuration: str | None = None) -> CompileResult:
     """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
     `exe`, the binary is kept there. With a `cache` folder (OPTIMAS_BUILD_CACHE overrides it), a
     build of the same workspace contents, command, architecture, environment and compiler is done
     once, its binary kept for the next caller that asks for one. With `macros`, the result holds
-    the macros each source was compiled with (CompileResult.macros)."""
+    the macros each source was compiled with (CompileResult.macros). A build that depends on the
+    configuration is for `configuration` (default: the profiled one), cached per configuration."""
+    built_for = lc.config.app.build_configuration(configuration)
     space, workdir = workspace_dirs(lc)
     with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
         copy = Path(tmp) / "ws"
@@ -33,11 +36,12 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
         for name, text in files.items():
             write_source(cwd / name, text)
         where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
-        entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch, macros) if where else None
+        entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch, macros, built_for) \
+            if where else None
         result = _cached(entry, exe)
         if result is None:
             target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
-            result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros)
+            result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros, configuration=built_for)
             if entry is not None:
                 _store(entry, result, target)
     if log:
@@ -45,7 +49,8 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
     return result
 
 
-def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str, macros: bool = False) -> str:
+def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str, macros: bool = False,
+               configuration: str | None = None) -> str:
     """What a build depends on: every file of the workspace copy, the build command, the
     architecture, the declared environment, the command's first word and nvcc (each one's path,
     size and time: a make or sh build runs nvcc unnamed) and the nvcc shim's version."""
@@ -55,8 +60,10 @@ def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str, macros: b
         path = shutil.which(name) or ""
         stat = os.stat(path) if path else None
         tools += [path, stat.st_size if stat else None, stat.st_mtime_ns if stat else None]
+    values = lc.config.app.values(configuration) if configuration else {}
     h.update(json.dumps([lc.config.app.build, arch, str(workdir), sorted(lc.config.app.env.items()), *tools,
-                         SHIM_VERSION, macros]).encode())
+                         SHIM_VERSION, macros, configuration, sorted(values.items()),
+                         lc.config.app.compat_headers]).encode())
     for path in sorted(p for p in tree.rglob("*") if p.is_file()):
         h.update(str(path.relative_to(tree)).encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())

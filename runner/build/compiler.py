@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
-from runner.build.nvcc_shim import COMPAT_RECORD, NVCC_RECORD, PTXAS_REPORT, build_environment
 from runner.base.processes import render, run_process
+from runner.build.nvcc_shim import COMPAT_RECORD, NVCC_RECORD, PTXAS_REPORT, build_environment
 
 
 class KernelResources(BaseModel):
@@ -95,20 +95,24 @@ def parse_ptxas(output: str) -> list[KernelResources]:
 
 
 def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, verbose: bool = True,
-          timeout_s: float | None = None, macros: bool = False) -> CompileResult:
+          timeout_s: float | None = None, macros: bool = False, configuration: str | None = None) -> CompileResult:
     """Build the app in `workdir` with its build command (timing build, no -lineinfo).
 
     With `verbose`, ptxas's per-kernel resources are reported and parsed: `-Xptxas -v` is added to
     an nvcc command, and for any other build (make, cmake, a script) the nvcc shim adds it to every
     nvcc the build runs. With `macros`, each source nvcc compiled is preprocessed again with the
-    flags the build gave it (`nvcc -E -Xcompiler -dM`), for the macros in effect.
+    flags the build gave it (`nvcc -E -Xcompiler -dM`), for the macros in effect. An app.build that
+    depends on the configuration ({config}, its values) is rendered for `configuration` (default:
+    the profiled one).
     """
     app = lc.config.app
     if not app.build:
         raise OptimasError(f"{lc.path}: app.build is not set; the compiler stage needs the build command")
     with tempfile.TemporaryDirectory(prefix="optimas-build-") as tmp:
         target = exe or Path(tmp) / "app"
-        argv = render(app.build, exe=target, arch=arch, lineinfo="", config="", seed=app.seeds[0], scale=1, out="")
+        cfg = app.build_configuration(configuration)
+        argv = render(app.build, exe=target, arch=arch, lineinfo="", config=cfg or "", seed=app.seeds[0], scale=1,
+                      out="", **(app.values(cfg) if cfg else {}))
         if not shutil.which(argv[0]):
             raise OptimasError(f"the build command's compiler {argv[0]!r} (app.build) is not installed or not on PATH")
         is_nvcc = "nvcc" in Path(argv[0]).name

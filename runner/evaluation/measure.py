@@ -220,8 +220,10 @@ def _outputs(lc: LoadedConfig, out: Path) -> list[tuple[OutputSpec, Path]]:
     return [(spec, Path(spec.path.format(out=out))) for spec in lc.config.app.outputs]
 
 
-def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Path) -> Validation:
-    """Baseline against candidate on every configuration and seed (see the module docstring)."""
+def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Path,
+             per_configuration: dict[str | None, tuple[Path, Path]] | None = None) -> Validation:
+    """Baseline against candidate on every configuration and seed (see the module docstring);
+    `per_configuration`: a configuration's own pair of binaries where it has one (compile-time sizes)."""
     app = lc.config.app
     cwd = lc.resolve(app.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -239,7 +241,8 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
         for seed in seeds:
             traces = work / f"traces-{cfg}-{seed}"
             try:
-                cases.append(_validate_case(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces))
+                base, cand = (per_configuration or {}).get(cfg, (baseline_exe, candidate_exe))
+                cases.append(_validate_case(lc, cwd, base, cand, work, cfg, seed, library, traces))
             finally:
                 shutil.rmtree(traces, ignore_errors=True)  # kept bytes can be large; the verdict says what differed
     return Validation(passed=all(c.status == "pass" for c in cases), cases=cases)

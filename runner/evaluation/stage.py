@@ -69,23 +69,15 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     arch = target_arch(lc)
     seconds: dict[str, float] = {}
     t0 = time.monotonic()
-    bins = work / "bin"
-    bins.mkdir(exist_ok=True)
-    # The proposal stage built both already: from the run's build cache
-    base = compile_candidate(lc, original, arch, work / "baseline-build.log", exe=bins / "baseline",
-                             cache=run.build_cache)
-    cand = compile_candidate(lc, proposed.files, arch, work / "candidate-build.log", exe=bins / "candidate",
-                             cache=run.build_cache)
+    exes, failed = build_binaries(lc, original, proposed.files, arch, work, run.build_cache)
     seconds["build"] = time.monotonic() - t0
     ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=None)
-    if not base.ok or not cand.ok:
-        which = "baseline" if not base.ok else "candidate"
-        result = EvaluationResult(verdict="build-failed", reason=f"the {which} does not build", ear=ear,
-                                  seconds=seconds)
+    if failed:
+        result = EvaluationResult(verdict="build-failed", reason=failed, ear=ear, seconds=seconds)
         return _finish(lc, run, diag, proposed, result, iteration, corpus)
     progress("validating on every configuration and seed")
     t0 = time.monotonic()
-    validation = validate(lc, bins / "baseline", bins / "candidate", work / "outputs")
+    validation = validate(lc, *exes[None], work / "outputs", per_configuration=exes)
     seconds["validate"] = time.monotonic() - t0
     ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=validation.passed)
     if not validation.passed:
@@ -97,7 +89,7 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
              f"within {ev.timing_precision:.0%}" if ev.timing_precision > 0 else f"{ev.timed_runs} runs each")
     progress(f"timing baseline and candidate, interleaved ({count})")
     t0 = time.monotonic()
-    per_config = _time_configurations(lc, diag, bins)
+    per_config = _time_configurations(lc, diag, exes)
     timing = per_config[0]
     seconds["time"] = time.monotonic() - t0
     r = timing.result
@@ -107,7 +99,32 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     return _finish(lc, run, diag, proposed, result, iteration, corpus)
 
 
-def _time_configurations(lc: LoadedConfig, diag: Diagnostics, bins: Path) -> list[Timing]:
+def build_binaries(lc: LoadedConfig, original: dict[str, str], candidate: dict[str, str], arch: str, work: Path,
+                   cache: Path | None) -> tuple[dict[str | None, tuple[Path, Path]], str]:
+    """The baseline's and the candidate's binaries (the proposal stage built them already: from the
+    run's build cache), by configuration when app.build depends on it ({config}, compile-time
+    sizes), else one pair (key None). The entry None is always the profiled configuration's pair.
+    Returns them and why a build failed ("" when none did)."""
+    app = lc.config.app
+    per = app.build_configuration() is not None
+    bins = work / "bin"
+    bins.mkdir(parents=True, exist_ok=True)
+    exes: dict[str | None, tuple[Path, Path]] = {}
+    for cfg in app.configurations if per else [None]:
+        suffix = f"-{cfg}" if cfg else ""
+        for side, files in (("baseline", original), ("candidate", candidate)):
+            built = compile_candidate(lc, files, arch, work / f"{side}{suffix}-build.log", exe=bins / f"{side}{suffix}",
+                                      cache=cache, configuration=cfg)
+            if not built.ok:
+                return exes, f"the {side} does not build" + (f" for configuration {cfg}" if cfg else "")
+        exes[cfg] = (bins / f"baseline{suffix}", bins / f"candidate{suffix}")
+    if per:
+        exes[None] = exes[app.build_configuration()]
+    return exes, ""
+
+
+def _time_configurations(lc: LoadedConfig, diag: Diagnostics,
+                         exes: dict[str | None, tuple[Path, Path]]) -> list[Timing]:
     """Time baseline against candidate, interleaved, on the profiled configuration and (with
     evaluation.time_all_configurations) every other, the profiled one first."""
     ev = lc.config.evaluation
@@ -119,7 +136,7 @@ def _time_configurations(lc: LoadedConfig, diag: Diagnostics, bins: Path) -> lis
     # Validation has just run both binaries on every configuration: when timing runs the same
     # command, those runs are its warm-up (one process run, two uses).
     warm = app.time_run is None or app.time_run == app.run
-    return [time_interleaved(lc, bins / "baseline", bins / "candidate", c, kernels=hot, symbols=symbols, warm=warm)
+    return [time_interleaved(lc, *exes.get(c, exes[None]), c, kernels=hot, symbols=symbols, warm=warm)
             for c in [primary, *others]]
 
 

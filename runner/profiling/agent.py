@@ -223,7 +223,7 @@ class ProfilingAgent:
         # In place, not in a copy: -lineinfo records the source paths, and ncu imports the sources
         # from there when it profiles.
         argv = render(app.build, exe=exe_prof, arch=self.gpu.arch, lineinfo="-lineinfo", config=self.configuration,
-                      seed=app.seeds[0], scale=1, out="")
+                      seed=app.seeds[0], scale=1, out="", **app.values(self.configuration))
         self._exec(argv, "build-profiling", app.timeout_s, "build-profiling", build=True)
         return exe_prof, exe_time
 
@@ -436,7 +436,8 @@ class ProfilingAgent:
         self.progress("build-timing (the run's build cache)")
         log.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
-        built = compile_candidate(self.lc, {}, self.gpu.arch, log, exe=exe, cache=self.run.build_cache)
+        built = compile_candidate(self.lc, {}, self.gpu.arch, log, exe=exe, cache=self.run.build_cache,
+                                  configuration=self.configuration)
         self._record({"name": name, "argv": built.command, "returncode": 0 if built.ok else 1,
                       "seconds": round(time.monotonic() - t0, 3), "timed_out": False, "cached": built.cached,
                       "log": str(log.relative_to(self.run.path))})
