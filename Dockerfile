@@ -12,6 +12,7 @@ FROM ${PYTHON_IMAGE} AS wheels
 WORKDIR /src
 COPY pyproject.toml README.md config.yml ./
 COPY examples ./examples
+COPY templates ./templates
 COPY runner ./runner
 COPY bot ./bot
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .

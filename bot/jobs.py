@@ -38,6 +38,7 @@ from bot.context import JobContext
 from bot.github_client import WRITE_PERMISSIONS, app_from_env
 from bot.publish import code_block
 from bot.settings import WorkerSettings
+from bot.texts import text as reply_text
 from runner.base.config import REPOSITORY_CONFIG
 from runner.base.processes import kill_process_groups
 from runner.base.redaction import describe
@@ -48,19 +49,6 @@ CONFIG_PATH = REPOSITORY_CONFIG
 GPU_JOB = "bot.gpu_job.optimize_pr"
 JOB_KEY_TTL_S = 7 * 24 * 3600
 ACTIVE = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
-
-HELP = """**Optimas** profiles this pull request's CUDA code on a GPU, asks a model for an optimization that
-cites the profiler evidence, and posts it here only if it compiles, matches the original outputs bit
-for bit and is measurably faster.
-
-- add the `{label}` label, or comment `/optimas run`: start a run on the current head
-- `/optimas run <sha>`: run that commit (its full 40-digit SHA), if it is the head (the way to approve a head
-  pushed after your comment)
-- `/optimas status`: where the run is
-- `/optimas help`: this message
-
-Runs need write access to the repository and a `.optimas.yml` on the default branch. A run of a commit
-that already ran can be started again with `/optimas run` (or by labelling the pull request again)."""
 
 # Compare-and-delete: release a key only if it still names this job.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
@@ -162,9 +150,7 @@ def _writer_or_quiet(ctx: JobContext, sender: str) -> tuple[str, bool]:
     fresh = ctx.conn.set(ctx.key("replied", f"{ctx.repo}#{ctx.pr}"), 1, nx=True,
                          ex=max(1, int(ctx.settings.reply_interval_s)))
     if fresh:
-        ctx.reply(f"Thanks for your interest, @{sender}! Optimas runs need write access to {ctx.repo}; a "
-                  f"maintainer can start one by adding the `{ctx.settings.label}` label or commenting "
-                  "`/optimas run`.")
+        ctx.reply(reply_text("needs-write-access", sender=sender, repo=ctx.repo, label=ctx.settings.label))
     return permission, False
 
 
@@ -180,9 +166,7 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
             conn.set(voided, 1, ex=JOB_KEY_TTL_S * 4)
         return {"status": "not allowed", "permission": permission}
     if trigger == "synchronize" and conn.exists(voided):
-        ctx.reply(f"@{sender}: someone without write access pushed to this pull request since a maintainer last "
-                  f"approved it, so the new head `{head_sha[:12] if head_sha else '?'}` was not run. To run it, check "
-                  "the changes and label the pull request again or comment `/optimas run <sha>`.")
+        ctx.reply(reply_text("approval-needed", sender=sender, head=head_sha[:12] if head_sha else "?"))
         return {"status": "approval needed", "head_sha": head_sha}
     repository = ctx.client.get_repo(repo)
     pull = repository.get_pull(pr)
@@ -198,8 +182,7 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
         conn.delete(voided)  # a writer approved this head: later pushes by writers run again
     config = ctx.app.config_from_default_branch(installation_id, repo, CONFIG_PATH)
     if config is None:
-        ctx.reply(f"Optimas needs a `{CONFIG_PATH}` on the default branch ({repository.default_branch}) to know "
-                  "how to build, run and validate this code.")
+        ctx.reply(reply_text("no-config", config=CONFIG_PATH, branch=repository.default_branch))
         return {"status": "no config"}
     _, config_sha = config
     fork = pull.head.repo is None or pull.head.repo.full_name != repo
@@ -255,7 +238,7 @@ def post_help(repo: str, installation_id: int, sender: str, pr: int, unknown: bo
         return {"status": "not allowed"}
     what = note or "I don't know that command"
     prefix = f"@{sender}, {what}.\n\n" if unknown else ""
-    ctx.reply(prefix + HELP.format(label=ctx.settings.label))
+    ctx.reply(prefix + reply_text("help", label=ctx.settings.label, config=CONFIG_PATH))
     return {"status": "posted"}
 
 

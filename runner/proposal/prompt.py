@@ -1,6 +1,6 @@
 """Prompt construction: the hot kernels' source with line numbers, the GPU and its measured peaks,
 the evidence of the chosen diagnostic configuration, compiler feedback (K*), guardrails and the
-response format. Prompts are Jinja2 templates under runner/proposal/templates/ (package data).
+response format. Prompts are Jinja2 templates in templates/prompts/ (the package's runner/templates).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from runner.profiles.model import short_kernel_name
 from runner.proposal.prompt_context import macros_in_effect, source_blocks
 from runner.tracing.compare import ROUNDING_ULPS
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "prompts"
 
 # Which evidence kinds each diagnostic configuration shows (K* compiler feedback always is; the
 # launch configuration, L*, with any profiler evidence).
