@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.github_client import token_client
-from bot.gpu_job import pipeline, publish_outcome, summary_text
+from bot.gpu_job import pipeline, publish_outcome, refuse_key_redirection, summary_text
 from bot.publish import Publisher
 from runner.base.config import BACKENDS, DIAGNOSTICS, REPOSITORY_CONFIG
 from runner.base.errors import ConfigError, OptimasError
@@ -116,7 +116,9 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     if not config.is_file():
         raise ConfigError(config, ["not found: the action's `config` input names the repository's Optimas config"])
     lc = load_config(config)
-    llm = lc.config.llm.model_copy(update={k: v for k, v in (("backend", args.backend), ("model", args.model)) if v})
+    refuse_key_redirection(lc)  # the config comes from the pull request; the key is the workflow's
+    llm = lc.config.llm.model_copy(update={k: v for k, v in (("backend", args.backend), ("model", args.model),
+                                                             ("base_url", args.base_url)) if v})
     lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
     problems = semantic_problems(lc.config) + path_problems(lc)
     if problems:
@@ -175,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--config", type=Path, default=Path(REPOSITORY_CONFIG))
     ap.add_argument("--backend", default="", choices=["", *BACKENDS])
     ap.add_argument("--model", default="")
+    ap.add_argument("--base-url", default="", help="the model server's URL (the config may not name one)")
     ap.add_argument("--diagnostics", default="", choices=["", *DIAGNOSTICS])
     ap.add_argument("--publish", type=_bool, default=True)
     ap.add_argument("--fail-on", choices=FAIL_ON, default="error")

@@ -273,19 +273,26 @@ class RepositoryConfigError(OptimasError):
     exit_code = 2
 
 
+def refuse_key_redirection(lc: LoadedConfig, setting: str = "the action's base-url input") -> None:
+    """RepositoryConfigError when a repository's config sets llm.base_url or llm.api_key_env: they
+    would send the API key the App's operator (or the workflow) holds to a server of the
+    repository's choosing, or pick another of the worker's secrets to send."""
+    llm = lc.config.llm
+    chosen = sorted(k for k in ("base_url", "api_key_env") if k in llm.model_fields_set and getattr(llm, k))
+    if chosen:
+        raise RepositoryConfigError(
+            f"{REPOSITORY_CONFIG}: {' and '.join(f'llm.{k}' for k in chosen)} may not be set in the repository's "
+            f"config: where the model's requests go, with the key, is set outside it ({setting}); remove it")
+
+
 def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
     """The repository's config with the operator's model (OPTIMAS_LLM_BACKEND, OPTIMAS_LLM_MODEL)
     where the config names none: a repository's own `llm.backend` (and `llm.model`) wins. Where
     the model's requests go and which of the worker's keys they carry are the operator's alone: a
     repository's `llm.base_url` or `llm.api_key_env` would send the operator's API key to a server
     of the repository's choosing, so they are refused (OPTIMAS_LLM_BASE_URL is the operator's)."""
+    refuse_key_redirection(lc, "OPTIMAS_LLM_BASE_URL on the workers")
     llm = lc.config.llm
-    chosen = sorted(k for k in ("base_url", "api_key_env") if k in llm.model_fields_set and getattr(llm, k))
-    if chosen:
-        raise RepositoryConfigError(
-            f"{REPOSITORY_CONFIG}: {' and '.join(f'llm.{k}' for k in chosen)} may not be set for the GitHub App: "
-            "where the model's requests go, with the operator's API key, is the operator's setting "
-            "(OPTIMAS_LLM_BASE_URL on the workers); remove it from the config")
     update: dict = {"base_url": ws.llm_base_url} if ws.llm_base_url else {}
     if ws.llm_backend is not None and "backend" not in llm.model_fields_set:
         update["backend"] = ws.llm_backend

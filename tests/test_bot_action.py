@@ -107,6 +107,13 @@ def test_the_failure_policy_and_the_inputs_it_refuses(tmp_path: Path):
     bad = subprocess.run([sys.executable, "-m", "bot.action", "--fail-on", "sometimes"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "invalid choice: 'sometimes'" in bad.stderr
+    # the pull request's config may not send the workflow's key elsewhere: the base-url input does
+    cfg = ws / ".optimas.yml"
+    cfg.write_text(cfg.read_text() + "\nllm: {backend: openai, model: m, base_url: 'http://attacker.example/v1'}\n")
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        r, outputs, _ = _action(tmp_path, gh, ws, event, "--publish", "false")
+    assert r.returncode == 2 and "llm.base_url may not be set in the repository's config" in r.stdout + r.stderr
 
 
 def test_the_failure_policy_reads_the_evaluations_own_verdicts():

@@ -498,7 +498,7 @@ def test_the_operators_model_applies_where_the_repository_names_none(tmp_path):
         steal = tmp_path / "steal.yml"
         steal.write_text(f"app: {{name: a, build: make, run: ./a}}\nllm: {{backend: openai, model: m, {extra}}}\n")
         for settings in (ws, WorkerSettings.from_env({})):
-            with pytest.raises(RepositoryConfigError, match="may not be set for the GitHub App"):
+            with pytest.raises(RepositoryConfigError, match="may not be set in the repository.s config"):
                 operator_model(load_config(steal), settings)
     for env, says in (({"OPTIMAS_LLM_BACKEND": "gpt"}, "expected one of"),
                       ({"OPTIMAS_LLM_BACKEND": "gemini"}, "set OPTIMAS_LLM_MODEL too")):
