@@ -431,7 +431,8 @@ def test_init_sets_compat_headers_for_sources_that_call_what_cuda_13_removed_and
     assert r.returncode == 0, r.stderr
     text = (prog / "optimas.yml").read_text()
     assert "compat_headers: true" in text
-    assert "cuda_removed_api.h (k.cu: cudaThreadSynchronize)" in text and "cuda_legacy_warp.h (k.cu: __shfl_down)" in text
+    assert "cuda_removed_api.h (k.cu: cudaThreadSynchronize)" in text
+    assert "cuda_legacy_warp.h (k.cu: __shfl_down)" in text
     built = compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90")
     assert built.ok, built.output
     assert {c["header"] for c in built.compat} == {"cuda_removed_api.h", "cuda_legacy_warp.h"}
