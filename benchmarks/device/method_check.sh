@@ -14,6 +14,7 @@ tar xJf .devpack/site.tar.xz -C /tmp
 cp -r /tmp/site/*.data/purelib/* /tmp/site/ 2>/dev/null
 export PATH=/usr/local/cuda/bin:$PATH PYTHONPATH=/tmp/site:$PWD OPTIMAS_CACHE_DIR=/tmp/oc
 mkdir -p "$out"
+python -c "import scipy, numpy; print('scipy', scipy.__version__, 'numpy', numpy.__version__)" > "$out/versions.txt" 2>&1
 timeout 240 python -m pytest -q -m gpu tests/test_gpu_process_runs.py tests/test_gpu_counter_plan.py \
   tests/test_tracer.py > "$out/gpu-tests.txt" 2>&1
 tail -3 "$out/gpu-tests.txt"

@@ -4,6 +4,7 @@ machine was (scipy.stats.bootstrap and permutation_test)."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Literal
 
@@ -52,6 +53,10 @@ def _cv(x: np.ndarray) -> float:
     return float(np.std(x, ddof=1) / m) if len(x) > 1 and m else 0.0
 
 
+# The seed's keyword: `rng` from SciPy 1.15, `random_state` before (a GPU host may have an older SciPy)
+_SEED = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
+
+
 def _ratio(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.median(b, axis=axis) / np.median(c, axis=axis) - 1.0
 
@@ -68,9 +73,9 @@ def _interval(b: np.ndarray, c: np.ndarray, confidence: float, resamples: int,
         with warnings.catch_warnings():
             # BCa on degenerate resamples warns and gives NaN: the percentile interval is the answer then
             warnings.simplefilter("ignore", RuntimeWarning)
-            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
             r = stats.bootstrap((b, c), _ratio, n_resamples=resamples, confidence_level=confidence, method=method,
-                                vectorized=True, rng=np.random.default_rng(seed))
+                                vectorized=True, **{_SEED: np.random.default_rng(seed)})
         low, high = float(r.confidence_interval.low), float(r.confidence_interval.high)
         if np.isfinite(low) and np.isfinite(high):
             return low, high, method
@@ -93,7 +98,7 @@ def improvement(baseline: list[float], candidate: list[float], confidence: float
     low, high, method = _interval(b, c, confidence, resamples, seed)
     p = float(stats.permutation_test((b, c), _median_gap, permutation_type="independent", n_resamples=resamples,
                                      vectorized=True, alternative="two-sided",
-                                     rng=np.random.default_rng(seed)).pvalue)
+                                     **{_SEED: np.random.default_rng(seed)}).pvalue)
     return Improvement(baseline_median=mb, candidate_median=mc, improvement=mb / mc - 1.0, ci_low=low,
                        ci_high=high, confidence=confidence, p_value=p,
                        significant=bool(low > 0.0 or high < 0.0), faster=bool(low > 0.0),
