@@ -154,20 +154,8 @@ def _relative(folder: str, workdir: Path) -> str:
 
 
 def read_compat(path: Path) -> list[dict]:
-    """The compatibility headers the shim pre-included (its JSON lines; others are skipped)."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict) and isinstance(item.get("header"), str) and isinstance(item.get("sources"), list):
-            out.append(item)
-    return out
+    """The compatibility headers the shim pre-included (lines that are not such a record are skipped)."""
+    return read_records(path, header=str, sources=list)
 
 
 MAX_PREPROCESSED = 16  # sources preprocessed again for their macros, at most
@@ -185,19 +173,25 @@ _VALUE_OPTIONS = {"-o", "--output-file", "-gencode", "--generate-code", "-code",
 
 def read_calls(path: Path) -> list[dict]:
     """The nvcc calls the shim recorded (lines that are not such a record are skipped)."""
+    return read_records(path, args=list, cwd=str)
+
+
+def read_records(path: Path, **fields: type) -> list[dict]:
+    """The JSON-object lines of a record file the shim appends to that hold each of `fields` with
+    its type; none when the file is missing (nothing was recorded)."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    calls = []
+    out = []
     for line in lines:
         try:
-            call = json.loads(line)
+            item = json.loads(line)
         except ValueError:
             continue
-        if isinstance(call, dict) and isinstance(call.get("args"), list) and isinstance(call.get("cwd"), str):
-            calls.append(call)
-    return calls
+        if isinstance(item, dict) and all(isinstance(item.get(k), t) for k, t in fields.items()):
+            out.append(item)
+    return out
 
 
 def preprocessor_args(args: list[str]) -> tuple[list[str], list[str]]:

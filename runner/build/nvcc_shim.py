@@ -295,7 +295,13 @@ def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", ca
 
 def record_call(path: Path, cwd: Path, args: list[str]) -> None:
     """Append one nvcc call (its folder and arguments, and NVCC_APPEND_FLAGS) to `path`."""
-    line = json.dumps({"cwd": str(cwd), "args": args, "append": os.environ.get("NVCC_APPEND_FLAGS", "")}) + "\n"
+    append_record(path, {"cwd": str(cwd), "args": args, "append": os.environ.get("NVCC_APPEND_FLAGS", "")})
+
+
+def append_record(path: Path | str, record: dict) -> None:
+    """Append one JSON line to `path` in a single write (the nvcc calls of a parallel build append to
+    the same file: whole lines never interleave)."""
+    line = json.dumps(record) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, line.encode())  # one write per line: calls of a parallel build do not interleave
@@ -342,7 +348,6 @@ def apply_compat(args: list[str], cwd: Path) -> list[str]:
         sys.stderr.write(f"optimas: {', '.join(used)}, {compat.says} ({compat.header.name}, pre-included)\n")
         if os.environ.get(COMPAT_RECORD):
             sources = [a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
-            line = json.dumps({"header": compat.header.name, "names": used, "sources": sources, "cwd": str(cwd)})
-            with open(os.environ[COMPAT_RECORD], "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+            append_record(os.environ[COMPAT_RECORD],
+                          {"header": compat.header.name, "names": used, "sources": sources, "cwd": str(cwd)})
     return args
