@@ -459,7 +459,8 @@ class ProfilingAgent:
         library = tracer_library(self.cfg.profiling.nvcc)
         app = self.cfg.app
         check = app.gpu_results_mode() == "bitwise" and app.gpu_results.original_varies == "rounding"
-        keep = dict(keep_bytes=MISMATCH_BYTES, keep_each=MISMATCH_EACH) if check else {}
+        again = check and self.known_variation is None  # a second traced run, to compare results with
+        keep = dict(keep_bytes=MISMATCH_BYTES, keep_each=MISMATCH_EACH) if again else {}
         folder = self.dir / "trace"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
@@ -473,21 +474,22 @@ class ProfilingAgent:
         mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
         self.traced_launches = [k for t in traces for k in t.launches]
         checked: list[Path] = []
-        if check and self.known_variation is not None:
-            variation, where = self.known_variation
-            self.progress(f"the GPU results' repeatability is known from {where}: no second traced run")
-            self.run.manifest["gpu_results_known_from"] = where
+        if check:
+            if again:
+                variation = self._results_variation(exe, library, traces, keep)
+            else:
+                variation, where = self.known_variation
+                self.progress(f"the GPU results' repeatability is known from {where}: no second traced run")
+                self.run.manifest["gpu_results_known_from"] = where
             checked = [self.run.write_text("profile", "gpu_results.json", variation.model_dump_json(indent=2) + "\n")]
-        elif check:
-            checked = [self._results_variation(exe, library, traces, keep)]
         for kept in folder.glob("trace-*.bin"):
             kept.unlink()  # results' bytes, only needed for that comparison
         return sorted(folder.glob("trace-*.tsv")), profile_of(traces, str(folder)).launches, mangled, checked
 
-    def _results_variation(self, exe: Path, library: Path, first: list[ProcessTrace], keep: dict) -> Path:
-        """Run the app under the tracer again and write how its GPU results compare with the first
-        run's (gpu_results.json): the same, differing by rounding only (floating-point atomics), or
-        otherwise."""
+    def _results_variation(self, exe: Path, library: Path, first: list[ProcessTrace],
+                           keep: dict) -> ResultsVariation:
+        """Run the app under the tracer again: how its GPU results compare with the first run's (the
+        same, differing by rounding only, as with floating-point atomics, or otherwise)."""
         folder = self.dir / "trace-again"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
@@ -504,7 +506,7 @@ class ProfilingAgent:
                           + (f"by rounding only, up to {variation.rounding_ulps} ulps; candidates will be held within "
                              f"{ROUNDING_ULPS} ulps of them" if variation.rounding_ulps is not None else
                              "beyond rounding, so candidates cannot be validated bit for bit"))
-        return self.run.write_text("profile", "gpu_results.json", variation.model_dump_json(indent=2) + "\n")
+        return variation
 
 
 def counter_target(hot: list[str], files: dict[str, str]) -> str:
