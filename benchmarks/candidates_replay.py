@@ -35,8 +35,7 @@ def capture_inputs(config: Path) -> dict[str, list[Path]]:
 
 def one(config: Path, candidates: int, runs: Path) -> dict:
     lc = load_config(config)
-    llm = lc.config.llm.model_copy(update={"candidates": candidates, "backend": "replay"})
-    lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
+    lc = lc.with_llm(candidates=candidates, backend="replay")
     t0 = time.monotonic()
     opt = optimize(lc, runs, capture_inputs(config))
     top = min((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name)

@@ -117,9 +117,8 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         raise ConfigError(config, ["not found: the action's `config` input names the repository's Optimas config"])
     lc = load_config(config)
     refuse_key_redirection(lc)  # the config comes from the pull request; the key is the workflow's
-    llm = lc.config.llm.model_copy(update={k: v for k, v in (("backend", args.backend), ("model", args.model),
-                                                             ("base_url", args.base_url)) if v})
-    lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
+    lc = lc.with_llm(**{k: v for k, v in (("backend", args.backend), ("model", args.model),
+                                          ("base_url", args.base_url)) if v})
     problems = semantic_problems(lc.config) + path_problems(lc)
     if problems:
         raise ConfigError(config, problems)

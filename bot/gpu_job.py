@@ -300,10 +300,7 @@ def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
             update["model"] = ws.llm_model
         log.info("llm: the operator's %s %s (the repository's config names no backend)", ws.llm_backend,
                  update.get("model") or llm.model or "")
-    if not update:
-        return lc
-    config = lc.config.model_copy(update={"llm": llm.model_copy(update=update)})
-    return lc.model_copy(update={"config": config})
+    return lc.with_llm(**update) if update else lc
 
 
 def prepare_tools(nvcc: str) -> None:

@@ -105,8 +105,7 @@ def _load(args: argparse.Namespace) -> LoadedConfig:
     lc = load_config(args.config)
     backend = getattr(args, "backend", None)
     if backend:
-        llm = lc.config.llm.model_copy(update={"backend": backend})
-        lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
+        lc = lc.with_llm(backend=backend)
     problems = (semantic_problems(lc.config) if backend else []) + path_problems(lc)
     if problems:
         raise ConfigError(lc.path, problems)

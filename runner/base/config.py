@@ -387,6 +387,11 @@ class LoadedConfig(BaseModel):
         q = Path(p).expanduser()
         return q if q.is_absolute() else (self.path.parent / q)
 
+    def with_llm(self, **update: object) -> LoadedConfig:
+        """This config with llm settings replaced (a command line's --backend, an operator's model)."""
+        llm = self.config.llm.model_copy(update=update)
+        return self.model_copy(update={"config": self.config.model_copy(update={"llm": llm})})
+
 
 def _describe(err: dict) -> str:
     loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
