@@ -574,9 +574,9 @@ def removed_calls(texts: dict[str, str]) -> list[str]:
     defines anew (the nvcc shim's COMPATS): "header (file: names)" for each."""
     found = []
     for compat in COMPATS:
-        where = {name: used for name, text in texts.items() if (used := compat_used(text, compat))}
-        if where:
-            found.append(f"{compat.header.name} ({'; '.join(f'{n}: {chr(44).join(u)}' for n, u in where.items())})")
+        calls = [f"{name}: {', '.join(used)}" for name, text in texts.items() if (used := compat_used(text, compat))]
+        if calls:
+            found.append(f"{compat.header.name} ({'; '.join(calls)})")
     return found
 
 
