@@ -187,17 +187,17 @@ def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[st
 
 
 def _runs_dir(args: argparse.Namespace, lc: LoadedConfig) -> Path:
-    """Where this command's run folders go (--runs-dir, else the config's runs_dir), made if
-    missing; OptionError (exit 2) naming where it came from when it cannot be a folder."""
+    """Where this command's run folders go (--runs-dir, else the config's runs_dir); OptionError
+    (exit 2) naming where it came from when it cannot be a folder. Nothing is made here: a command
+    that stops before its run exists leaves no empty folder behind."""
     given = getattr(args, "runs_dir", None)
     path = given or lc.resolve(lc.config.runs_dir)
     where = f"--runs-dir {given}" if given else f"runs_dir ({path}, from {lc.path})"
     if path.exists() and not path.is_dir():
         raise OptionError(f"{where}: not a folder; give the folder that holds (or will hold) the run folders")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OptionError(f"{where}: cannot make the folder ({e.strerror})") from None
+    parent = next(p for p in (path, *path.parents) if p.exists())  # what the folder would be made in
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise OptionError(f"{where}: cannot make the folder ({parent} is not a folder this user may write in)")
     return path
 
 
