@@ -78,7 +78,7 @@ def test_the_best_candidate_is_kept_and_every_one_recorded(tmp_path: Path):
     first = create_run(runs)
     made = [first, create_run(first.path / "candidate-runs"), create_run(first.path / "candidate-runs"),
             create_run(first.path / "candidate-runs")]
-    variants = ["WRONG", "FAST", "FAST", "BASE"]
+    variants = ["WRONG", "FAST", "FAST", "NOISY"]
     candidates = [Candidate(n, r, _proposed(v).model_copy(update={"diff": f"(diff {v})"}))
                   for n, (r, v) in enumerate(zip(made, variants, strict=True), start=1)]
     corpus = runs / "corpus.jsonl"
@@ -86,17 +86,19 @@ def test_the_best_candidate_is_kept_and_every_one_recorded(tmp_path: Path):
     assert best.number == 2 and best.result.verdict == "improvement"
     assert [(o.candidate, o.proposal, o.verdict, o.kept) for o in outcomes] == [
         (1, "accepted", "invalid", False), (2, "accepted", "improvement", True), (3, "duplicate", None, False),
-        (4, "accepted", best_of_base(outcomes), False)]
+        (4, "accepted", not_faster(outcomes), False)]
     assert outcomes[2].same_as == 2 and outcomes[1].improvement > 0.5 and outcomes[1].evaluation_seconds > 0
     recorded = json.loads((first.path / "evaluation" / "candidates.json").read_text())
     assert [c["kept"] for c in recorded] == [False, True, False, False]
     records = [json.loads(ln) for ln in corpus.read_text().splitlines()]
     assert sorted((r["candidate"], r["kept"], r["verdict"]) for r in records) == [
-        (1, False, "invalid"), (2, True, "improvement"), (4, False, best_of_base(outcomes))]
+        (1, False, "invalid"), (2, True, "improvement"), (4, False, not_faster(outcomes))]
 
 
-def best_of_base(outcomes) -> str:
-    """The same program timed against itself: whatever the interval says, never an improvement."""
+def not_faster(outcomes) -> str:
+    """NOISY reports its time multiplied by 1 to 3 (as fast at best): slower or no gain, never an
+    improvement. (The original timed against itself was used here once: at 5% false positives per
+    comparison, CI saw an 'improvement' of +0.4%.)"""
     verdict = outcomes[3].verdict
     assert verdict in ("no-significant-gain", "slower")
     return verdict
