@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from runner.analysis.stage import analyze, write_analysis  # noqa: E402 (after the path above)
 from runner.base.config import load_config  # noqa: E402
+from runner.base.context import RunContext  # noqa: E402
 from runner.base.runstore import create_run  # noqa: E402
 from runner.base.workspace import read_context, read_sources, workspace_dirs  # noqa: E402
 from runner.evaluation import measure  # noqa: E402
@@ -107,7 +108,8 @@ def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) 
     run = create_run(scratch / "runs")
     row["run"] = str(run.path)
     t0 = time.monotonic()
-    inputs = ProfilingAgent(lc, run).collect()
+    ctx = RunContext(lc, run)
+    inputs = ProfilingAgent(ctx).collect()
     row["profile_s"] = round(time.monotonic() - t0, 1)
     commands = run.manifest.get("commands", [])
     row["profile_process_runs"] = sum(1 for c in commands if APP_RUNS.match(c.get("name", "")))
@@ -119,7 +121,7 @@ def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) 
     row["C_lines"] = sum(1 for e in diag.evidence if e.kind == "counter")
     row["counter_note"] = next((n for n in diag.notes if "counter" in n.lower()), "")
     t0 = time.monotonic()
-    proposed = propose(lc, diag, run)
+    proposed = propose(ctx, diag)
     row["propose_s"] = round(time.monotonic() - t0, 1)
     user = (run.stage_dir("prompt") / "user-1.md").read_text() if (run.stage_dir("prompt") / "user-1.md").exists() \
         else ""
@@ -143,7 +145,7 @@ def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) 
     if proposed.status == "accepted":
         t0 = time.monotonic()
         with ProcessCount() as count:
-            result = evaluate(lc, run, diag, proposed)
+            result = evaluate(ctx, diag, proposed)
         row["evaluation_s"] = round(time.monotonic() - t0, 1)
         row["evaluation_process_runs"] = count.n
         # before validation's runs stood in for timing's first warm-up pair: two runs more per timed configuration

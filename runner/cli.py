@@ -38,6 +38,7 @@ from runner.base.config import (
     path_problems,
     semantic_problems,
 )
+from runner.base.context import RunContext
 from runner.base.errors import ConfigError, OptimasError, OptionError
 from runner.base.gpu import can_run_here
 from runner.base.progress import progress_for
@@ -180,7 +181,7 @@ def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[st
     from runner.profiling.agent import ProfilingAgent
 
     try:
-        return ProfilingAgent(lc, run, _progress, configuration).collect()
+        return ProfilingAgent(RunContext(lc, run, configuration=configuration)).collect()
     except OptimasError as e:
         run.stage_failed("profile", str(e))
         raise
@@ -225,12 +226,12 @@ def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool)
         if "inputs" not in stage:
             raise OptimasError(f"{args.run}: this run has neither evidence nor a completed profile stage")
         inputs = {role: [run.path / p for p in paths] for role, paths in stage["inputs"].items()}
-        diag = analyze(lc, inputs, _progress)
+        diag = analyze(lc, inputs)
         write_analysis(run, lc, inputs, diag)
         return run, diag
     inputs = _profile_inputs(args, lc)
     if has_profiles(inputs):
-        diag = analyze(lc, inputs, _progress)  # before the run exists: bad input writes nothing
+        diag = analyze(lc, inputs)  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)
         write_analysis(run, lc, inputs, diag)
         return run, diag
@@ -242,7 +243,7 @@ def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool)
     run = create_run(runs_dir)
     _progress(f"run {run.id} in {run.path}")
     inputs = _collect(lc, run, getattr(args, "configuration", None))
-    diag = analyze(lc, inputs, _progress)
+    diag = analyze(lc, inputs)
     write_analysis(run, lc, inputs, diag)
     return run, diag
 
@@ -336,11 +337,12 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
-    result = propose(lc, diag, run, args.diagnostics, progress=_progress)
+    ctx = RunContext(lc, run, diagnostics=args.diagnostics)
+    result = propose(ctx, diag)
     if result.status == "no-change":
         from runner.evaluation.stage import record_no_change
 
-        record_no_change(lc, run, diag, result)
+        record_no_change(ctx, diag, result)
     return _report_proposal(run, result)
 
 
@@ -381,7 +383,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise EvaluationError(why)
     from runner.flows.loop import evaluate_recorded
 
-    result, why = evaluate_recorded(lc, run, diag, proposed, progress=_progress)
+    result, why = evaluate_recorded(RunContext(lc, run), diag, proposed)
     _print_evaluation(result, f"directional consistency not scored: {why}" if why else "")
     return 0
 
@@ -394,8 +396,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     ok, why = can_run_here(lc)
     if not ok:
         _progress(f"candidates are proposed and compiled but not evaluated: {why}")
-    rows, out = ablate(lc, diag, _runs_dir(args, lc), ok, _progress,
-                       args.only or DIAGNOSTICS)
+    rows, out = ablate(lc, diag, _runs_dir(args, lc), ok, args.only or DIAGNOSTICS)
     print((out / "ablation.md").read_text(), end="")
     print(f"\nTable: {out / 'ablation.md'}, {out / 'ablation.csv'}; plot: {out / 'ablation.svg'}")
     return 0
@@ -432,7 +433,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         _require_inputs(lc, _profile_inputs(args, lc))
     result = optimize(lc, _runs_dir(args, lc), _profile_inputs(args, lc),
-                      args.diagnostics, args.configuration, _progress, run=run, diag=diag)
+                      args.diagnostics, args.configuration, run=run, diag=diag)
     if result.loop is not None:
         loop = result.loop
         print(f"# Closed loop ({result.run.path})")

@@ -12,6 +12,7 @@ from conftest import REPO
 from test_evaluation import APP, _diag, _proposed
 
 from runner.base.config import load_config
+from runner.base.context import RunContext
 from runner.base.runstore import create_run
 from runner.flows.candidates import Candidate, evaluate_candidates
 from runner.flows.optimize import optimize
@@ -82,7 +83,7 @@ def test_the_best_candidate_is_kept_and_every_one_recorded(tmp_path: Path):
     candidates = [Candidate(n, r, _proposed(v).model_copy(update={"diff": f"(diff {v})"}))
                   for n, (r, v) in enumerate(zip(made, variants, strict=True), start=1)]
     corpus = runs / "corpus.jsonl"
-    best, outcomes = evaluate_candidates(lc, candidates, _diag(), 1, corpus)
+    best, outcomes = evaluate_candidates(RunContext(lc, first, corpus=corpus), candidates, _diag())
     assert best.number == 2 and best.result.verdict == "improvement"
     assert [(o.candidate, o.proposal, o.verdict, o.kept) for o in outcomes] == [
         (1, "accepted", "invalid", False), (2, "accepted", "improvement", True), (3, "duplicate", None, False),

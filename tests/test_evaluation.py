@@ -12,6 +12,7 @@ import pytest
 from conftest import FIXTURES
 
 from runner.base.config import OutputSpec, load_config
+from runner.base.context import RunContext
 from runner.evaluation.measure import time_interleaved, validate
 from runner.evaluation.statistics import improvement
 from runner.tracing.compare import compare
@@ -239,7 +240,7 @@ def test_evaluation_stage_gives_a_verdict_and_a_corpus_record(tmp_path, variant,
     (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
     lc = load_config(tmp_path / "optimas.yml")
     run = create_run(tmp_path / "runs")
-    result = evaluate(lc, run, _diag(), _proposed(variant))
+    result = evaluate(RunContext(lc, run), _diag(), _proposed(variant))
     assert result.verdict in verdicts  # NOISY is never faster, usually significantly slower
     assert set(result.seconds) >= {"build", "validate"}
     if variant == "WRONG":  # rejected by validation: never timed
@@ -279,9 +280,9 @@ def test_direction_checks_of_a_reprofile_land_in_the_result_and_the_corpus(tmp_p
     (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
     lc = load_config(tmp_path / "optimas.yml")
     other = create_run(tmp_path / "runs")
-    evaluate(lc, other, _diag(), _proposed("WRONG"))
+    evaluate(RunContext(lc, other), _diag(), _proposed("WRONG"))
     run = create_run(tmp_path / "runs")
-    evaluate(lc, run, _diag(), _proposed("FAST"))
+    evaluate(RunContext(lc, run), _diag(), _proposed("FAST"))
     checks = [DirectionCheck(id="S1", quantity="stall_long_sb share at line 9", expected="fall", before=0.6,
                              after=0.2, consistent=True),
               DirectionCheck(id="R1", quantity="memory utilization (memory-bound)", expected="rise", before=0.8,
@@ -289,14 +290,15 @@ def test_direction_checks_of_a_reprofile_land_in_the_result_and_the_corpus(tmp_p
               DirectionCheck(id="C1", quantity="l1tex hit rate", expected="rise", before=0.5, after=None,
                              consistent=None)]
     corpus = tmp_path / "runs" / "corpus.jsonl"
-    assert add_direction(run, checks, corpus, 1).ear.directional == 0.5  # the unmeasurable check is not judged
+    scored = add_direction(RunContext(lc, run, corpus=corpus), checks)
+    assert scored.ear.directional == 0.5  # the unmeasurable check is not judged
     saved = json.loads((run.path / "evaluation" / "result.json").read_text())
     assert saved["ear"]["directional"] == 0.5 and [c["id"] for c in saved["ear"]["checks"]] == ["S1", "R1", "C1"]
     records = {r["run_id"]: r for r in map(json.loads, corpus.read_text().splitlines())}
     assert records[run.id]["ear_directional"] == 0.5 and records[other.id]["ear_directional"] is None
     assert records[run.id]["verdict"] == saved["verdict"]  # the rest of the record is kept
     with pytest.raises(OptimasError, match="no record of run"):
-        add_direction(run, checks, corpus, 2)
+        add_direction(RunContext(lc, run, corpus=corpus, iteration=2), checks)
 
 
 def test_corpus_updates_do_not_lose_concurrent_appends(tmp_path):
@@ -432,7 +434,7 @@ def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_
     lc = load_config(tmp_path / "optimas.yml")
     run = create_run(tmp_path / "runs")
     run.write_text("analysis", "diagnostics.json", _diag().model_dump_json())
-    result = evaluate(lc, run, _diag(), _proposed("FAST"))
+    result = evaluate(RunContext(lc, run), _diag(), _proposed("FAST"))
     r = result.timing.result
     second = create_run(run.path / "iterations")
     loop = LoopResult(iterations=[

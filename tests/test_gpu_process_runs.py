@@ -13,6 +13,7 @@ import pytest
 from test_gpu_counter_plan import FIXED, _cli
 
 from runner.base.config import load_config
+from runner.base.context import RunContext
 from runner.base.runstore import create_run
 from runner.profiling.agent import ProfilingAgent
 from runner.tracing.trace import ResultsVariation
@@ -27,14 +28,14 @@ def test_a_reprofile_whose_repeatability_is_known_runs_the_program_once_under_th
     assert _cli("init", str(app)).returncode == 0
     lc = load_config(app / "optimas.yml")
     first = create_run(tmp_path / "runs")
-    ProfilingAgent(lc, first).collect()
+    ProfilingAgent(RunContext(lc, first)).collect()
     logs = first.stage_dir("profile") / "logs"
     assert (logs / "trace.log").exists() and (logs / "trace-again.log").exists()
     assert "gpu_results_known_from" not in first.manifest
 
     again = create_run(tmp_path / "runs")
     known = (ResultsVariation(varies=False), "the evaluation's two runs of this candidate")
-    ProfilingAgent(lc, again, known_variation=known).collect()
+    ProfilingAgent(RunContext(lc, again), known_variation=known).collect()
     logs = again.stage_dir("profile") / "logs"
     assert (logs / "trace.log").exists() and not (logs / "trace-again.log").exists()
     assert again.manifest["gpu_results_known_from"] == known[1]

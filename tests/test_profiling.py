@@ -12,6 +12,7 @@ import pytest
 from conftest import FIXTURES, REPO
 
 from runner.base.config import load_config
+from runner.base.context import RunContext
 from runner.base.errors import ConfigError, ProfilingError
 from runner.base.gpu import detect_gpu, list_gpus, require_tool
 from runner.base.processes import CommandResult, render, run_command
@@ -91,7 +92,7 @@ def test_agent_validates_the_app_config(tmp_path: Path):
     cfg.write_text("app: {name: x, configurations: [a]}\n")
     run = create_run(tmp_path / "runs")
     with pytest.raises(ProfilingError, match="app.build and app.run are needed"):
-        ProfilingAgent(load_config(cfg), run)
+        ProfilingAgent(RunContext(load_config(cfg), run))
     cfg.write_text("app: {name: x, build: b, run: r, configurations: [a], profile_configuration: z}\n")
     with pytest.raises(ConfigError, match="app.profile_configuration: 'z' is not one of app.configurations"):
         load_config(cfg)  # refused when the config is read, before any agent or run

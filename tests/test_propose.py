@@ -16,6 +16,7 @@ from llm_servers import ChatServer, Reply
 
 from runner.analysis.stage import analyze, profile_inputs
 from runner.base.config import load_config
+from runner.base.context import RunContext
 from runner.base.errors import OptimasError
 from runner.base.runstore import create_run
 from runner.proposal.llm.offline import OfflineContext, answer
@@ -145,7 +146,7 @@ def test_offline_edit_to_a_benchmark_kernel_compiles(tmp_path: Path):
     before = (REPO / "benchmarks" / "seismic" / "main.cu").read_text()
     diag = analyze(lc, {"timing": [cap / "timing_raw.csv"], "report": [cap / "hot0.ncu-rep"]})
     run = create_run(tmp_path)
-    result = propose(lc, diag, run)
+    result = propose(RunContext(lc, run), diag)
     assert result.status == "accepted", result.reason
     assert result.compiled is True
     edited = {e.start_line for e in result.proposal.edits}
@@ -287,7 +288,7 @@ def test_large_prompts_are_split_by_kernel_and_recombined(tmp_path: Path):
     lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": small})})
     diag = analyze(lc, {"timing": [cap / "timing_raw.csv"], "report": [cap / "hot0.ncu-rep"]})
     run = create_run(tmp_path)
-    result = propose(lc, diag, run)
+    result = propose(RunContext(lc, run), diag)
     assert result.status == "accepted", result.reason
     prompts = sorted((run.path / "prompt").glob("user-*.md"))
     assert len(diag.hot_kernels) == 4 and len(prompts) >= 4
@@ -432,13 +433,13 @@ def test_a_prompt_after_a_rejected_candidate_says_what_was_wrong(tmp_path: Path)
     diag = analyze(lc, profile_inputs(lc))
     note = "It compiled and ran, but its results are not the original program's: default/seed 1: mismatch."
     run = create_run(tmp_path)
-    result = propose(lc, diag, run, rejected=note)
+    result = propose(RunContext(lc, run), diag, rejected=note)
     user = (run.path / "prompt" / "user-1.md").read_text()
     assert "## A previous candidate was rejected\n" + note in user
     assert "Do not propose it again." in user
     assert result.status in ("accepted", "no-change")
     plain = create_run(tmp_path / "plain")
-    propose(lc, diag, plain)
+    propose(RunContext(lc, plain), diag)
     assert "rejected" not in (plain.path / "prompt" / "user-1.md").read_text()
 
 

@@ -14,7 +14,7 @@ from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
 from runner.base.config import PROFILE_ROLES, LoadedConfig
 from runner.base.cuda_source import defined_kernels
 from runner.base.errors import OptimasError
-from runner.base.progress import Progress, in_stage, progress_for
+from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import read_context
 from runner.profiles.counter_plan import read_plan
@@ -22,7 +22,7 @@ from runner.profiles.model import Profile, merge
 from runner.profiles.readers import read_any, read_profiles, read_timing
 from runner.tracing.trace import ResultsVariation
 
-PROGRESS = progress_for("analysis")
+progress = progress_for("analysis")
 log = logging.getLogger(__name__)
 
 def _size(p: Path) -> str:
@@ -39,7 +39,7 @@ def apply_source_map(profile: Profile, source_map: dict[str, str]) -> None:
 
 
 @in_stage("analysis")
-def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], progress: Progress = PROGRESS) -> Diagnostics:
+def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]]) -> Diagnostics:
     """Read the profiles and run the Analysis Agent (writes nothing)."""
     cfg = lc.config.analysis
     for role in ("report", "raw", "details", "source"):

@@ -237,20 +237,21 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
                                   "candidates by their exit code alone") from None
     cases = []
     seeds = app.seeds if app.uses_seed() else app.seeds[:1]  # a program that seeds itself: one run is enough
-    for cfg in app.configurations:
+    for config_name in app.configurations:
         for seed in seeds:
-            traces = work / f"traces-{cfg}-{seed}"
+            traces = work / f"traces-{config_name}-{seed}"
             try:
-                base, cand = (per_configuration or {}).get(cfg, (baseline_exe, candidate_exe))
-                cases.append(_validate_case(lc, cwd, base, cand, work, cfg, seed, library, traces))
+                base, cand = (per_configuration or {}).get(config_name, (baseline_exe, candidate_exe))
+                cases.append(_validate_case(lc, cwd, base, cand, work, config_name, seed, library, traces))
             finally:
                 shutil.rmtree(traces, ignore_errors=True)  # kept bytes can be large; the verdict says what differed
     return Validation(passed=all(c.status == "pass" for c in cases), cases=cases)
 
 
-def _argv(lc: LoadedConfig, exe: Path, cfg: str, seed: int, out: Path) -> list[str]:
+def _argv(lc: LoadedConfig, exe: Path, config_name: str, seed: int, out: Path) -> list[str]:
     app = lc.config.app
-    return render(app.run, exe=exe, config=cfg, seed=seed, scale=1, out=out, arch="", lineinfo="", **app.values(cfg))
+    return render(app.run, exe=exe, config=config_name, seed=seed, scale=1, out=out, arch="", lineinfo="",
+                  **app.values(config_name))
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,7 @@ class _CaseRuns:
     baseline_exe: Path
     candidate_exe: Path
     work: Path
-    cfg: str
+    config_name: str
     seed: int
     library: Path | None
     traces: Path
@@ -272,7 +273,7 @@ class _CaseRuns:
     @property
     def tag(self) -> str:
         """The case's part of each output file's name."""
-        return f"{self.cfg}-{self.seed}"
+        return f"{self.config_name}-{self.seed}"
 
     @property
     def traced(self) -> bool:
@@ -282,7 +283,7 @@ class _CaseRuns:
     def execute(self, exe: Path, out: Path, name: str, whole: bool = False) -> tuple[RunOutcome, list[ProcessTrace]]:
         """One run; `whole`: every result kept whole, up to app.gpu_results.keep_bytes."""
         app = self.lc.config.app
-        argv = _argv(self.lc, exe, self.cfg, self.seed, out)
+        argv = _argv(self.lc, exe, self.config_name, self.seed, out)
         if self.library is None:
             return run_once(argv, self.cwd, app.timeout_s, self.env), []
         spec = app.gpu_results
@@ -302,13 +303,13 @@ class _Baseline(NamedTuple):
     results: list[ProcessTrace]
 
 
-def _validate_case(lc: LoadedConfig, cwd: Path, baseline_exe: Path, candidate_exe: Path, work: Path, cfg: str,
+def _validate_case(lc: LoadedConfig, cwd: Path, baseline_exe: Path, candidate_exe: Path, work: Path, config_name: str,
                    seed: int, library: Path | None, traces: Path) -> CaseResult:
     """Judge the candidate on one configuration and seed (see the module docstring)."""
-    runs = _CaseRuns(lc, cwd, baseline_exe, candidate_exe, work, cfg, seed, library, traces,
+    runs = _CaseRuns(lc, cwd, baseline_exe, candidate_exe, work, config_name, seed, library, traces,
                      child_environment(lc.config.app.env))
     mode = results_mode(lc)
-    case = CaseResult(configuration=cfg, seed=seed, status="pass",
+    case = CaseResult(configuration=config_name, seed=seed, status="pass",
                       modes=[s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if library else [])
                       + (["stdout"] if lc.config.app.stdout.configured() else []))
     base_out = work / f"baseline-{runs.tag}.out"
@@ -567,7 +568,7 @@ class _PairTimer:
     cwd: Path
     baseline_exe: Path
     candidate_exe: Path
-    cfg: str
+    config_name: str
     library: Path | None  # the tracer, when it times the runs
     app_timer: bool  # the time the program prints
     kernels: list[str]
@@ -586,8 +587,8 @@ class _PairTimer:
     def _argv(self, exe: Path) -> list[str]:
         """The timing command (app.time_run, else app.run) for `exe`."""
         app = self.lc.config.app
-        return render(app.time_run or app.run, exe=exe, config=self.cfg, seed=app.seeds[0], scale=1,
-                      out=os.devnull, arch="", lineinfo="", **app.values(self.cfg))
+        return render(app.time_run or app.run, exe=exe, config=self.config_name, seed=app.seeds[0], scale=1,
+                      out=os.devnull, arch="", lineinfo="", **app.values(self.config_name))
 
     def pair(self, keep: bool) -> None:
         """Run both binaries once, in the other order from the pair before; `keep`: record their
@@ -687,20 +688,20 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     both binaries have just run this very command (validation's runs), which stand in for the
     first warm-up pair."""
     app, ev = lc.config.app, lc.config.evaluation
-    cfg = configuration or app.profile_configuration or app.configurations[0]
+    config_name = configuration or app.profile_configuration or app.configurations[0]
     runs = runs or ev.timed_runs
     most = max(runs, ev.max_timed_runs) if ev.timing_precision > 0 else runs
     timer, library = _timing_tracer(lc)
     metric = {"app": "kernel_ms", "tracer": "traced_kernel_ms", "wall": "wall_ms"}[timer]
     app_timer = timer == "app" and app.kernel_time_regex is not None
-    t = _PairTimer(lc, lc.resolve(app.workdir), baseline_exe, candidate_exe, cfg, library, app_timer, kernels or [],
-                   symbols or {}, child_environment(app.env))
+    t = _PairTimer(lc, lc.resolve(app.workdir), baseline_exe, candidate_exe, config_name, library, app_timer,
+                   kernels or [], symbols or {}, child_environment(app.env))
     warmup = max(0, ev.warmup_runs - 1) if warm else ev.warmup_runs
     for _ in range(warmup):
         t.pair(keep=False)
     result, stop = t.sample(runs, most, ev.timing_precision, ev.confidence)
     base, cand = t.timed()
-    return Timing(configuration=cfg, metric=metric, baseline=base, candidate=cand, baseline_wall_ms=t.samples["bw"],
-                  candidate_wall_ms=t.samples["cw"], result=result, stop=stop,
+    return Timing(configuration=config_name, metric=metric, baseline=base, candidate=cand,
+                  baseline_wall_ms=t.samples["bw"], candidate_wall_ms=t.samples["cw"], result=result, stop=stop,
                   kernels=t.counted() if library is not None else [], per_kernel=t.per_kernel(ev.confidence),
                   warmup_pairs=warmup)

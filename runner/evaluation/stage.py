@@ -12,8 +12,9 @@ from pydantic import BaseModel, Field
 
 from runner.analysis.evidence import Diagnostics
 from runner.base.config import LoadedConfig
+from runner.base.context import RunContext
 from runner.base.gpu import target_arch
-from runner.base.progress import Progress, in_stage, progress_for
+from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run
 from runner.base.workspace import read_sources, workspace_dirs
 from runner.build.cache import compile_candidate
@@ -23,7 +24,7 @@ from runner.evaluation.measure import EvaluationError, Timing, Validation, time_
 from runner.evaluation.statistics import Improvement
 from runner.proposal.stage import ProposeResult
 
-PROGRESS = progress_for("evaluation")
+progress = progress_for("evaluation")
 
 class EvaluationResult(BaseModel):
     verdict: Literal["improvement", "no-significant-gain", "slower", "invalid", "build-failed"]
@@ -58,11 +59,12 @@ def timing_verdict(r: Improvement, min_improvement: float) -> tuple[str, str]:
 
 
 @in_stage("evaluation")
-def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, iteration: int = 1,
-             progress: Progress = PROGRESS, corpus: Path | None = None) -> EvaluationResult:
-    """Judge an accepted candidate against the original sources (see the module docstring)."""
+def evaluate(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult) -> EvaluationResult:
+    """Judge an accepted candidate against the original sources (see the module docstring); the
+    result goes to `ctx.run`'s evaluation/ folder and a record to the corpus."""
     if proposed.status != "accepted" or proposed.proposal is None:
         raise EvaluationError("there is no accepted candidate to evaluate")
+    lc, run = ctx.lc, ctx.run
     work = run.stage_dir("evaluation")
     _, workdir = workspace_dirs(lc)
     original = read_sources(workdir, lc.config.app.sources)
@@ -74,7 +76,7 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=None)
     if failed:
         result = EvaluationResult(verdict="build-failed", reason=failed, ear=ear, seconds=seconds)
-        return _finish(lc, run, diag, proposed, result, iteration, corpus)
+        return _finish(ctx, diag, proposed, result)
     progress("validating on every configuration and seed")
     t0 = time.monotonic()
     validation = validate(lc, *exes[None], work / "outputs", per_configuration=exes)
@@ -83,7 +85,7 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     if not validation.passed:
         result = EvaluationResult(verdict="invalid", validation=validation, ear=ear, seconds=seconds,
                                   reason=validation.summary())
-        return _finish(lc, run, diag, proposed, result, iteration, corpus)
+        return _finish(ctx, diag, proposed, result)
     ev = lc.config.evaluation
     count = (f"{ev.timed_runs} to {max(ev.timed_runs, ev.max_timed_runs)} runs each, until the interval is "
              f"within {ev.timing_precision:.0%}" if ev.timing_precision > 0 else f"{ev.timed_runs} runs each")
@@ -96,7 +98,7 @@ def evaluate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeRes
     verdict, reason = timing_verdict(r, lc.config.evaluation.min_improvement)
     result = EvaluationResult(verdict=verdict, reason=reason, validation=validation, timing=timing, timings=per_config,
                               ear=ear, seconds=seconds)
-    return _finish(lc, run, diag, proposed, result, iteration, corpus)
+    return _finish(ctx, diag, proposed, result)
 
 
 def build_binaries(lc: LoadedConfig, original: dict[str, str], candidate: dict[str, str], arch: str, work: Path,
@@ -110,14 +112,14 @@ def build_binaries(lc: LoadedConfig, original: dict[str, str], candidate: dict[s
     bins = work / "bin"
     bins.mkdir(parents=True, exist_ok=True)
     exes: dict[str | None, tuple[Path, Path]] = {}
-    for cfg in app.configurations if per else [None]:
-        suffix = f"-{cfg}" if cfg else ""
+    for config_name in app.configurations if per else [None]:
+        suffix = f"-{config_name}" if config_name else ""
         for side, files in (("baseline", original), ("candidate", candidate)):
             built = compile_candidate(lc, files, arch, work / f"{side}{suffix}-build.log", exe=bins / f"{side}{suffix}",
-                                      cache=cache, configuration=cfg)
+                                      cache=cache, configuration=config_name)
             if not built.ok:
-                return exes, f"the {side} does not build" + (f" for configuration {cfg}" if cfg else "")
-        exes[cfg] = (bins / f"baseline{suffix}", bins / f"candidate{suffix}")
+                return exes, f"the {side} does not build" + (f" for configuration {config_name}" if config_name else "")
+        exes[config_name] = (bins / f"baseline{suffix}", bins / f"candidate{suffix}")
     if per:
         exes[None] = exes[app.build_configuration()]
     return exes, ""
@@ -140,19 +142,17 @@ def _time_configurations(lc: LoadedConfig, diag: Diagnostics,
             for c in [primary, *others]]
 
 
-def _finish(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, result: EvaluationResult,
-            iteration: int, corpus: Path | None) -> EvaluationResult:
-    path = run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
-    run.stage_done("evaluation", [path], verdict=result.verdict)
-    record = make_record(lc, run, diag, proposed, result, iteration)
-    # Beside the runs, wherever --runs-dir put them (the loop passes the top-level runs folder).
-    append_record(corpus or run.path.parent / "corpus.jsonl", record)
+def _finish(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult, result: EvaluationResult) -> EvaluationResult:
+    path = ctx.run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
+    ctx.run.stage_done("evaluation", [path], verdict=result.verdict)
+    append_record(ctx.corpus_file, make_record(ctx, diag, proposed, result))
     return result
 
 
-def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteration: int) -> EvaluationResult:
+def add_direction(ctx: RunContext, checks: list[DirectionCheck]) -> EvaluationResult:
     """Add a re-profile's direction checks (EAR 3) to an evaluated run's result.json and corpus
     record; returns the updated result (its `ear.directional` None when nothing could be judged)."""
+    run = ctx.run
     path = run.path / "evaluation" / "result.json"
     result = EvaluationResult.model_validate_json(path.read_text())
     if result.ear is None:
@@ -160,36 +160,35 @@ def add_direction(run: Run, checks: list[DirectionCheck], corpus: Path, iteratio
     score = direction_score(checks)
     result.ear = result.ear.model_copy(update={"checks": list(checks), "directional": score})
     run.write_json("evaluation", "result.json", json.loads(result.model_dump_json()))
-    update_record(corpus, run.id, iteration, {"ear_directional": score})
+    update_record(ctx.corpus_file, run.id, ctx.iteration, {"ear_directional": score})
     return result
 
 
-def record_no_change(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult, iteration: int = 1,
-                     corpus: Path | None = None) -> dict[str, Any]:
+def record_no_change(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult) -> dict[str, Any]:
     """Append the corpus record of an answer that proposes no change (verdict "no-change", the
     model's reasons under Ignored) and return it."""
-    record = make_record(lc, run, diag, proposed, None, iteration)
-    append_record(corpus or run.path.parent / "corpus.jsonl", record)
+    record = make_record(ctx, diag, proposed, None)
+    append_record(ctx.corpus_file, record)
     return record
 
 
-def make_record(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
-                result: EvaluationResult | None, iteration: int) -> dict[str, Any]:
+def make_record(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult,
+                result: EvaluationResult | None) -> dict[str, Any]:
     """The corpus record of one evaluated candidate (the paper's schema, plus interval, EAR and ids);
     without a `result`, of an answer that proposed no change."""
     t = result.timing if result else None
     # The field groups are merged in the schema's order: a record's keys keep it on disk.
     return {
-        **_provenance_fields(lc, run, diag, proposed),
+        **_provenance_fields(ctx.lc, ctx.run, diag, proposed),
         **_outcome_fields(proposed, result),
         **_runtime_fields(t),
         "diagnostics": proposed.diagnostics,
-        "iteration": iteration,
+        "iteration": ctx.iteration,
         "verdict": result.verdict if result else "no-change",
         **_interval_fields(t),
         **_ear_fields(result.ear if result else None),
-        "config_sha256": lc.sha256,
-        "run_id": run.id,
+        "config_sha256": ctx.lc.sha256,
+        "run_id": ctx.run.id,
     }
 
 

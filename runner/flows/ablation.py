@@ -15,12 +15,13 @@ from pydantic import BaseModel
 from runner.analysis.evidence import Diagnostics
 from runner.analysis.stage import record_config
 from runner.base.config import DIAGNOSTICS, LoadedConfig
-from runner.base.progress import Progress, progress_for
+from runner.base.context import RunContext
+from runner.base.progress import progress_for
 from runner.base.runstore import atomic_write_text, create_run
 from runner.proposal.prompt import DIAGNOSTIC_KINDS
 from runner.proposal.stage import propose
 
-PROGRESS = progress_for("flows")
+progress = progress_for("flows")
 
 class AblationRow(BaseModel):
     diagnostics: str
@@ -41,7 +42,6 @@ class AblationRow(BaseModel):
 
 
 def ablate(lc: LoadedConfig, diag: Diagnostics, runs_dir: Path, evaluate_here: bool,
-           progress: Progress = PROGRESS,
            configurations: Sequence[str] = DIAGNOSTICS) -> tuple[list[AblationRow], Path]:
     """One run per diagnostic configuration; returns the rows and the folder with the table and plot."""
     from runner.base.workspace import read_sources, workspace_dirs
@@ -54,20 +54,21 @@ def ablate(lc: LoadedConfig, diag: Diagnostics, runs_dir: Path, evaluate_here: b
     rows = []
     _, workdir = workspace_dirs(lc)
     files = read_sources(workdir, lc.config.app.sources)
-    for cfg in configurations:
+    for kinds in configurations:
         run = create_run(runs_dir)
         record_config(run, lc, diag)
         run.write_text("analysis", "diagnostics.json", diag.model_dump_json(indent=2) + "\n")
-        progress(f"{cfg}: run {run.id}")
-        result = propose(lc, diag, run, cfg, progress=progress)
-        row = AblationRow(diagnostics=cfg, run_id=run.id, candidate=result.status, compiled=result.compiled,
+        progress(f"{kinds}: run {run.id}")
+        ctx = RunContext(lc, run, diagnostics=kinds)
+        result = propose(ctx, diag)
+        row = AblationRow(diagnostics=kinds, run_id=run.id, candidate=result.status, compiled=result.compiled,
                           attempts=len(result.attempts))
         if result.status == "accepted" and result.proposal:
             ear = scores(result.proposal, diag, result.evidence_ids, files)
             row.coverage, row.localization = ear.coverage, ear.localization
             row.hallucinations, row.applied, row.withheld = ear.hallucinations.count, ear.applied, ear.withheld
             if evaluate_here:
-                ev = evaluate(lc, run, diag, result, progress=progress)
+                ev = evaluate(ctx, diag, result)
                 row.verdict, row.correct = ev.verdict, ev.ear.correct if ev.ear else None
                 if ev.timing:
                     r = ev.timing.result

@@ -22,15 +22,15 @@ from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics
 from runner.analysis.stage import write_analysis
-from runner.base.config import LoadedConfig
+from runner.base.context import RunContext
 from runner.base.errors import OptimasError
-from runner.base.progress import Progress, progress_for
+from runner.base.progress import progress_for
 from runner.base.runstore import Run, create_run
 from runner.evaluation.corpus import update_record
 from runner.evaluation.stage import EvaluationResult, evaluate
 from runner.proposal.stage import ProposeResult, propose
 
-PROGRESS = progress_for("flows")
+progress = progress_for("flows")
 log = logging.getLogger(__name__)
 
 
@@ -65,8 +65,9 @@ class Candidate(NamedTuple):
     result: EvaluationResult | None = None
 
 
-def candidate_run(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics, n: int) -> Run:
+def candidate_run(ctx: RunContext, inputs: dict[str, list[Path]], diag: Diagnostics, n: int) -> Run:
     """Candidate n's run under `<run>/candidate-runs/`, with the iteration's analysis and build cache."""
+    run, lc = ctx.run, ctx.lc
     new_run = create_run(run.path / "candidate-runs")
     new_run.manifest["build_cache"] = str(run.build_cache)
     new_run.manifest["candidate_of"] = {"run": str(run.path), "candidate": n}
@@ -75,27 +76,25 @@ def candidate_run(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], dia
     return new_run
 
 
-def propose_candidates(lc: LoadedConfig, diag: Diagnostics, run: Run, inputs: dict[str, list[Path]],
-                       diagnostics: str | None = None, progress: Progress = PROGRESS,
+def propose_candidates(ctx: RunContext, diag: Diagnostics, inputs: dict[str, list[Path]],
                        rejected: str | None = None) -> list[Candidate]:
     """llm.candidates answers to the iteration's prompt, proposed (asked, guarded, compiled) in
     parallel. A later answer that cannot be had (a replay directory holding only the first) is a
     failed candidate; the first one's errors are the iteration's."""
-    count = lc.config.llm.candidates
+    count = ctx.lc.config.llm.candidates
     if count == 1:
-        return [Candidate(1, run, propose(lc, diag, run, diagnostics, progress=progress, rejected=rejected))]
-    runs = [run] + [candidate_run(run, lc, inputs, diag, n) for n in range(2, count + 1)]
+        return [Candidate(1, ctx.run, propose(ctx, diag, rejected=rejected))]
+    runs = [ctx.run] + [candidate_run(ctx, inputs, diag, n) for n in range(2, count + 1)]
     progress(f"asking for {count} candidates, built in parallel")
 
     def one(n: int) -> Candidate:
         try:
-            return Candidate(n, runs[n - 1], propose(lc, diag, runs[n - 1], diagnostics, progress=progress,
-                                                      rejected=rejected, sample=n))
+            return Candidate(n, runs[n - 1], propose(ctx.on(runs[n - 1]), diag, rejected=rejected, sample=n))
         except OptimasError as e:
             if n == 1:
                 raise
             log.warning("candidate %d: %s", n, e)
-            return Candidate(n, runs[n - 1], ProposeResult(status="failed", diagnostics=diagnostics or "",
+            return Candidate(n, runs[n - 1], ProposeResult(status="failed", diagnostics=ctx.diagnostics or "",
                                                            reason=str(e)[:1000]))
     with ThreadPoolExecutor(max_workers=count) as pool:
         return list(pool.map(one, range(1, count + 1)))
@@ -112,11 +111,13 @@ def _rank(c: Candidate) -> tuple:
     return (tier, -gain, c.number)
 
 
-def evaluate_candidates(lc: LoadedConfig, candidates: list[Candidate], diag: Diagnostics, iteration: int,
-                        corpus: Path, progress: Progress = PROGRESS) -> tuple[Candidate, list[CandidateOutcome]]:
+def evaluate_candidates(ctx: RunContext, candidates: list[Candidate],
+                        diag: Diagnostics) -> tuple[Candidate, list[CandidateOutcome]]:
     """Evaluate each accepted candidate whose diff is new, one at a time (timing needs the GPU to
     itself); returns the best (see _rank) and every candidate's outcome, recorded in the first
-    candidate's run as evaluation/candidates.json and in each evaluated one's corpus record."""
+    candidate's run as evaluation/candidates.json and in each evaluated one's corpus record
+    (`ctx`: the iteration's, its corpus the one every candidate's record goes to)."""
+    iteration, corpus = ctx.iteration, ctx.corpus_file
     evaluated: list[Candidate] = []
     outcomes: list[CandidateOutcome] = []
     seen: dict[str, int] = {}
@@ -137,7 +138,7 @@ def evaluate_candidates(lc: LoadedConfig, candidates: list[Candidate], diag: Dia
         if len(candidates) > 1:
             progress(f"iteration {iteration}: evaluating candidate {c.number} of {len(candidates)}")
         t0 = time.monotonic()
-        result = evaluate(lc, c.run, diag, p, iteration=iteration, progress=progress, corpus=corpus)
+        result = evaluate(ctx.on(c.run), diag, p)
         out.evaluation_seconds = round(time.monotonic() - t0, 1)
         out.verdict, out.evaluation = result.verdict, result.summary()[:500]
         if result.timing:

@@ -25,21 +25,22 @@ from runner.analysis.evidence import Diagnostics
 from runner.analysis.roofline import aggregate_launches
 from runner.analysis.stage import analyze, recorded_inputs, with_code_versions, write_analysis
 from runner.base.config import LoadedConfig
+from runner.base.context import RunContext
 from runner.base.errors import OptimasError, ProfilingError
 from runner.base.gpu import can_run_here, detect_gpu, require_tool
-from runner.base.progress import Progress, progress_for
+from runner.base.progress import progress_for
 from runner.base.runstore import Run, create_run
 from runner.base.workspace import workspace_dirs, write_source
 from runner.evaluation.ear import DirectionCheck, directional
 from runner.evaluation.stage import EvaluationResult, add_direction, evaluate, record_no_change
-from runner.flows.candidates import evaluate_candidates, first_accepted, propose_candidates
+from runner.flows.candidates import Candidate, evaluate_candidates, first_accepted, propose_candidates
 from runner.profiles.model import Profile, merge
 from runner.profiles.readers import read_any, read_profiles
 from runner.profiling.agent import ProfilingAgent
 from runner.proposal.stage import ProposeResult
 from runner.tracing.trace import ResultsVariation
 
-PROGRESS = progress_for("flows")
+progress = progress_for("flows")
 
 class IterationSummary(BaseModel):
     iteration: int
@@ -160,40 +161,33 @@ def _profile_of(inputs: dict[str, list[Path]]) -> tuple[Profile, dict[str, pd.Se
     return prof, metrics
 
 
-def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configuration: str | None = None,
-             progress: Progress = PROGRESS) -> LoopResult:
-    """The whole loop on this machine's GPU (see the module docstring)."""
+def run_loop(ctx: RunContext) -> LoopResult:
+    """The whole loop on this machine's GPU (see the module docstring), in `ctx.run`."""
+    run, lc = ctx.run, ctx.lc
     max_it = lc.config.evaluation.max_iterations
-    corpus = run.path.parent / "corpus.jsonl"
+    top = ctx.on(run)  # every iteration's corpus record goes beside the top-level run
     history: list[IterationSummary] = []
-    current, it_run = lc, run
-    inputs = ProfilingAgent(current, it_run, progress, configuration).collect()
-    diag = analyze(current, inputs, progress)
-    write_analysis(it_run, current, inputs, diag)
+    it_ctx = top
+    inputs = ProfilingAgent(it_ctx).collect()
+    diag = analyze(it_ctx.lc, inputs)
+    write_analysis(run, lc, inputs, diag)
     stop = ""
     rejected: str | None = None  # why the previous iteration's candidate failed validation
     rejected_diff = ""
     for k in range(1, max_it + 1):
+        it_ctx = it_ctx.on(it_ctx.run, iteration=k)
         progress(f"iteration {k}: proposing" + (" again, with why the last candidate was rejected" if rejected else ""))
-        candidates = propose_candidates(current, diag, it_run, inputs, diagnostics, progress, rejected)
+        candidates = propose_candidates(it_ctx, diag, inputs, rejected)
         if rejected:  # a rule-based backend answers the same again
             candidates = [c for c in candidates if c.proposed.diff != rejected_diff or c.proposed.status != "accepted"]
         if first_accepted(candidates) is None:
-            unchanged = next((c for c in candidates if c.proposed.status == "no-change"), None)
-            if unchanged is not None:
-                record_no_change(current, unchanged.run, diag, unchanged.proposed, iteration=k, corpus=corpus)
-                history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-change"))
-                stop = f"iteration {k}: {unchanged.proposed.reason[:300]}"
-            else:
-                history.append(IterationSummary(iteration=k, run_dir=str(it_run.path), verdict="no-candidate"))
-                why = candidates[0].proposed.reason[:200] if candidates else ""
-                stop = (f"iteration {k}: no usable candidate ({why})" if why or not rejected else
-                        f"iteration {k}: the answer repeats the rejected candidate")
+            history.append(IterationSummary(iteration=k, run_dir=str(it_ctx.run.path), verdict="no-candidate"))
+            stop = _no_candidate(it_ctx, diag, candidates, history, rejected)
             break
-        best, _ = evaluate_candidates(current, candidates, diag, k, corpus, progress)
-        proposed, it_run = best.proposed, best.run
-        result: EvaluationResult = best.result
-        summary = IterationSummary(iteration=k, run_dir=str(it_run.path), verdict=result.verdict)
+        best, _ = evaluate_candidates(it_ctx, candidates, diag)
+        proposed, result = best.proposed, best.result
+        it_ctx = it_ctx.on(best.run)
+        summary = IterationSummary(iteration=k, run_dir=str(best.run.path), verdict=result.verdict)
         if result.timing:
             r = result.timing.result
             summary.improvement, summary.ci_low, summary.ci_high = r.improvement, r.ci_low, r.ci_high
@@ -203,15 +197,15 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
         if candidate_was_wrong(result) and k < max_it and lc.config.evaluation.retry_invalid:
             # the baseline stays; the next iteration asks again, saying what was wrong
             rejected, rejected_diff, stop = rejection_note(result, proposed), proposed.diff, ""
-            it_run = retry_run(run, current, inputs, diag)
+            it_ctx = it_ctx.on(retry_run(run, it_ctx.lc, inputs, diag))
             continue
         if not (result.validation and result.validation.passed):
             break  # nothing to re-profile: the candidate did not build or is wrong
         rejected = None
         # Re-profile the candidate: its directions (EAR 3), and the next iteration's evidence.
         try:
-            after = reprofile_candidate(current, it_run, diag, proposed, inputs, k, corpus, configuration, progress,
-                                        iterations=run.path / "iterations", evaluated=result)
+            after = reprofile_candidate(it_ctx, diag, proposed, inputs, iterations=run.path / "iterations",
+                                        evaluated=result)
         except OptimasError as e:
             summary.reprofile_error = str(e)[:500]
             stop = stop or f"iteration {k}: re-profiling the candidate failed ({str(e)[:200]})"
@@ -219,11 +213,26 @@ def run_loop(lc: LoadedConfig, run: Run, diagnostics: str | None = None, configu
         summary.checks, summary.directional = after.result.ear.checks, after.result.ear.directional
         if stop:
             break
-        current, it_run, inputs, diag = after.config, after.run, after.inputs, after.diag
-    best, total = cumulative(history)
-    loop = LoopResult(iterations=history, best=best, cumulative_improvement=total, stopped_because=stop)
+        it_ctx, inputs, diag = it_ctx.on(after.run, lc=after.config), after.inputs, after.diag
+    best_it, total = cumulative(history)
+    loop = LoopResult(iterations=history, best=best_it, cumulative_improvement=total, stopped_because=stop)
     run.write_json("evaluation", "loop.json", json.loads(loop.model_dump_json()))
     return loop
+
+
+def _no_candidate(ctx: RunContext, diag: Diagnostics, candidates: list[Candidate],
+                  history: list[IterationSummary], rejected: str | None) -> str:
+    """Why the loop stops at an iteration with no accepted candidate; an answer of no change is
+    recorded in the corpus and the iteration's verdict says so."""
+    k = ctx.iteration
+    unchanged = next((c for c in candidates if c.proposed.status == "no-change"), None)
+    if unchanged is not None:
+        record_no_change(ctx.on(unchanged.run), diag, unchanged.proposed)
+        history[-1].verdict = "no-change"
+        return f"iteration {k}: {unchanged.proposed.reason[:300]}"
+    why = candidates[0].proposed.reason[:200] if candidates else ""
+    return (f"iteration {k}: no usable candidate ({why})" if why or not rejected else
+            f"iteration {k}: the answer repeats the rejected candidate")
 
 
 class Reprofiled(NamedTuple):
@@ -236,24 +245,23 @@ class Reprofiled(NamedTuple):
     result: EvaluationResult
 
 
-def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
-                        before_inputs: dict[str, list[Path]], iteration: int, corpus: Path,
-                        configuration: str | None = None, progress: Progress = PROGRESS,
-                        iterations: Path | None = None, evaluated: EvaluationResult | None = None) -> Reprofiled:
+def reprofile_candidate(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult,
+                        before_inputs: dict[str, list[Path]], iterations: Path | None = None,
+                        evaluated: EvaluationResult | None = None) -> Reprofiled:
     """Profile `proposed`'s sources with the same collection, in a new run under `iterations`
-    (default `<run>/iterations/`), and score its directional consistency against `before_inputs`;
-    the score is added to the evaluated `run`'s result.json and corpus record. `evaluated`: the
+    (default `<ctx.run>/iterations/`), and score its directional consistency against `before_inputs`;
+    the score is added to the evaluated `ctx.run`'s result.json and corpus record. `evaluated`: the
     candidate's evaluation, whose validation may already say that its GPU results repeat."""
-    progress(f"iteration {iteration}: re-profiling the candidate")
+    run, lc = ctx.run, ctx.lc
+    progress(f"iteration {ctx.iteration}: re-profiling the candidate")
     new_run = iteration_run(run, iterations or run.path / "iterations")
     new_lc = with_sources(lc, proposed.files, new_run.path)
     known = None
     if evaluated is not None and evaluated.validation is not None and evaluated.validation.results_repeat():
         # validation ran this candidate twice on every configuration and got the same results bit for bit
         known = (ResultsVariation(varies=False), "the evaluation's two runs of this candidate")
-    after = with_code_versions(ProfilingAgent(new_lc, new_run, progress, configuration, known).collect(),
-                               before_inputs)
-    after_diag = analyze(new_lc, after, progress)
+    after = with_code_versions(ProfilingAgent(ctx.on(new_run, lc=new_lc), known).collect(), before_inputs)
+    after_diag = analyze(new_lc, after)
     write_analysis(new_run, new_lc, after, after_diag)
     cited = {c for e in proposed.proposal.edits for c in e.cites}
     evidence = [e for e in diag.evidence if e.id in cited]
@@ -261,7 +269,7 @@ def reprofile_candidate(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed:
     after_prof, am = _profile_of(after)
     checks = directional(evidence, proposed.proposal, before.lines, after_prof.lines, after_diag, bm, am,
                          lc.config.evaluation.direction_min_change)
-    return Reprofiled(new_lc, new_run, after, after_diag, add_direction(run, checks, corpus, iteration))
+    return Reprofiled(new_lc, new_run, after, after_diag, add_direction(ctx, checks))
 
 
 class Iteration(NamedTuple):
@@ -275,25 +283,22 @@ class Iteration(NamedTuple):
     run: Run | None = None
 
 
-def evaluate_recorded(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
-                      configuration: str | None = None,
-                      progress: Progress = PROGRESS) -> tuple[EvaluationResult, str]:
+def evaluate_recorded(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult) -> tuple[EvaluationResult, str]:
     """Evaluate a candidate made from recorded profiles, then, where ncu and the GPU the profiles
     came from are here, re-profile it to score its directions (EAR 3). Returns the result and why
     directions were not scored ("" when they were)."""
-    result = evaluate(lc, run, diag, proposed, progress=progress)
-    return score_directions(lc, run, diag, proposed, result, run.path.parent / "corpus.jsonl", configuration,
-                            progress)
+    result = evaluate(ctx, diag, proposed)
+    return score_directions(ctx, diag, proposed, result)
 
 
-def score_directions(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: ProposeResult,
-                     result: EvaluationResult, corpus: Path, configuration: str | None = None,
-                     progress: Progress = PROGRESS) -> tuple[EvaluationResult, str]:
+def score_directions(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult,
+                     result: EvaluationResult) -> tuple[EvaluationResult, str]:
     """Re-profile an evaluated candidate made from recorded profiles, where ncu and the GPU the
-    profiles came from are here, to score its directions (EAR 3). `corpus` is the iteration's
-    (a later candidate's run lives below the iteration's run, not beside it)."""
+    profiles came from are here, to score its directions (EAR 3). `ctx.corpus_file` is the
+    iteration's (a later candidate's run lives below the iteration's run, not beside it)."""
     if not (result.validation and result.validation.passed):
         return result, "the candidate did not validate"
+    lc = ctx.lc
     try:
         require_tool("ncu", lc.config.profiling.ncu)
         gpu = detect_gpu(lc.config.profiling.nvidia_smi)
@@ -301,29 +306,27 @@ def score_directions(lc: LoadedConfig, run: Run, diag: Diagnostics, proposed: Pr
         return result, str(e)
     if diag.gpu.name and gpu.name != diag.gpu.name:
         return result, f"the profiles were recorded on {diag.gpu.name}, this GPU is {gpu.name}"
-    after = reprofile_candidate(lc, run, diag, proposed, recorded_inputs(run), 1, corpus, configuration, progress,
-                                evaluated=result)
+    after = reprofile_candidate(ctx, diag, proposed, recorded_inputs(ctx.run), evaluated=result)
     scored = after.result.ear.directional is not None
     return after.result, "" if scored else "no cited quantity could be measured after"
 
 
-def one_iteration(lc: LoadedConfig, run: Run, diag: Diagnostics, diagnostics: str | None = None,
-                  configuration: str | None = None, progress: Progress = PROGRESS) -> Iteration:
+def one_iteration(ctx: RunContext, diag: Diagnostics) -> Iteration:
     """Propose from a run's recorded evidence (llm.candidates answers) and evaluate where the app
     can run here, keeping the best candidate."""
-    candidates = propose_candidates(lc, diag, run, recorded_inputs(run), diagnostics, progress)
+    ctx = ctx.on(ctx.run)  # every candidate's corpus record beside the iteration's run
+    candidates = propose_candidates(ctx, diag, recorded_inputs(ctx.run))
     accepted = first_accepted(candidates)
     if accepted is None:
         unchanged = next((c for c in candidates if c.proposed.status == "no-change"), None)
         if unchanged is not None:
-            record_no_change(lc, unchanged.run, diag, unchanged.proposed)
+            record_no_change(ctx.on(unchanged.run), diag, unchanged.proposed)
             return Iteration(unchanged.proposed, None, unchanged.proposed.reason, unchanged.run)
         first = candidates[0]
         return Iteration(first.proposed, None, f"no usable candidate: {first.proposed.reason}", first.run)
-    ok, why = can_run_here(lc)
+    ok, why = can_run_here(ctx.lc)
     if not ok:
         return Iteration(accepted.proposed, None, why, accepted.run)
-    corpus = run.path.parent / "corpus.jsonl"
-    best, _ = evaluate_candidates(lc, candidates, diag, 1, corpus, progress)
-    result, why = score_directions(lc, best.run, diag, best.proposed, best.result, corpus, configuration, progress)
+    best, _ = evaluate_candidates(ctx, candidates, diag)
+    result, why = score_directions(ctx.on(best.run), diag, best.proposed, best.result)
     return Iteration(best.proposed, result, f"directional consistency not scored: {why}" if why else "", best.run)

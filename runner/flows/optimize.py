@@ -13,14 +13,15 @@ from typing import Literal
 from runner.analysis.evidence import Diagnostics
 from runner.analysis.stage import analyze, has_profiles, write_analysis
 from runner.base.config import LoadedConfig
+from runner.base.context import RunContext
 from runner.base.errors import OptimasError
-from runner.base.progress import Progress, progress_for
+from runner.base.progress import progress_for
 from runner.base.runstore import Run, create_run
 from runner.base.workspace import read_context, stored_name
 from runner.evaluation.stage import EvaluationResult
 from runner.flows.loop import Iteration, LoopResult, one_iteration, run_loop
 
-PROGRESS = progress_for("flows")
+progress = progress_for("flows")
 
 
 @dataclass
@@ -40,23 +41,25 @@ class Optimization:
 
 
 def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | None = None,
-             diagnostics: str | None = None, configuration: str | None = None, progress: Progress = PROGRESS,
+             diagnostics: str | None = None, configuration: str | None = None,
              run: Run | None = None, diag: Diagnostics | None = None) -> Optimization:
     """Recorded profiles (`inputs`, or the evidence `diag` of an existing `run`): one iteration.
-    Neither: the closed loop on this machine's GPU, in a new run under `runs_dir`."""
+    Neither: the closed loop on this machine's GPU, in a new run under `runs_dir`. `diagnostics`
+    and `configuration` override evaluation.diagnostics and app.profile_configuration; the run's
+    context (RunContext) is made here and handed to every stage."""
     original = read_context(lc)  # a candidate may edit a kernel in an included header too
     if run is None and has_profiles(inputs or {}):
-        diag = analyze(lc, inputs or {}, progress)  # before the run exists: bad input writes nothing
+        diag = analyze(lc, inputs or {})  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)
         write_analysis(run, lc, inputs or {}, diag)
     if run is not None and diag is not None:
-        it = one_iteration(lc, run, diag, diagnostics, configuration, progress=progress)
+        it = one_iteration(RunContext(lc, run, diagnostics, configuration), diag)
         # the kept candidate's run: a later candidate's is under <run>/candidates/ (llm.candidates)
         return Optimization("recorded", it.run or run, diag, original, iteration=it)
     run = create_run(runs_dir)
     progress(f"run {run.id} in {run.path}: closed loop, up to {lc.config.evaluation.max_iterations} iterations")
     try:
-        loop = run_loop(lc, run, diagnostics, configuration, progress)
+        loop = run_loop(RunContext(lc, run, diagnostics, configuration))
     except OptimasError as e:
         run.stage_failed("loop", str(e))
         raise

@@ -31,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 from runner.analysis.hot import KernelTime, select_hot_kernels, spelled_as, widen_to_editable
-from runner.base.config import Config, LoadedConfig
+from runner.base.config import Config
+from runner.base.context import RunContext
 from runner.base.cuda_source import defined_kernels, kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
@@ -44,8 +45,7 @@ from runner.base.processes import (
     run_command,
     run_process,
 )
-from runner.base.progress import Progress, in_stage, progress_for
-from runner.base.runstore import Run
+from runner.base.progress import in_stage, progress_for
 from runner.base.workspace import read_context
 from runner.build.cache import compile_candidate
 from runner.build.nvcc_shim import build_environment
@@ -65,7 +65,7 @@ from runner.tracing.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS,
 from runner.tracing.library import TracerError, trace_environment, tracer_library
 from runner.tracing.trace import KernelLaunch, ProcessTrace, ResultsVariation, read_traces
 
-PROGRESS = progress_for("profiling")
+progress = progress_for("profiling")
 
 PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVGPUCTRPERM). Run as root, or let "
              "all users profile: add 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' to a file in "
@@ -106,16 +106,15 @@ def kernel_regex(*demangled: str) -> str:
 class ProfilingAgent:
     """Collects the profiles one run of the pipeline needs, into `run/profile/`."""
 
-    def __init__(self, lc: LoadedConfig, run: Run, progress: Progress = PROGRESS,
-                 configuration: str | None = None, known_variation: tuple[ResultsVariation, str] | None = None):
-        """`known_variation`: how the program's GPU results vary from run to run, already known (the
-        closed loop's re-profile: the evaluation ran the candidate twice and compared), with where
-        it was found; the traced run is then not repeated to find it out."""
-        self.lc = lc
+    def __init__(self, ctx: RunContext, known_variation: tuple[ResultsVariation, str] | None = None):
+        """Profiles `ctx.lc`'s app on `ctx.configuration` into `ctx.run`. `known_variation`: how the
+        program's GPU results vary from run to run, already known (the closed loop's re-profile:
+        the evaluation ran the candidate twice and compared), with where it was found; the traced
+        run is then not repeated to find it out."""
+        lc = self.lc = ctx.lc
         self.known_variation = known_variation
         self.cfg = lc.config
-        self.run = run
-        self.progress = progress
+        run = self.run = ctx.run
         self.dir = run.stage_dir("profile")
         self.commands: list[dict] = []
         self.traced_launches: list[KernelLaunch] = []  # the traced run's launches, when the tracer timed them
@@ -128,7 +127,7 @@ class ProfilingAgent:
         self.workdir = lc.resolve(app.workdir)
         if not self.workdir.is_dir():
             raise ProfilingError(f"{lc.path}: app.workdir {self.workdir} is not a folder")
-        self.configuration = configuration or app.profile_configuration or app.configurations[0]
+        self.configuration = ctx.configuration or app.profile_configuration or app.configurations[0]
         if self.configuration not in app.configurations:
             raise ProfilingError(f"{lc.path}: configuration {self.configuration!r} is not one of "
                                  f"app.configurations {app.configurations}")
@@ -136,12 +135,12 @@ class ProfilingAgent:
     def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False,
               env: dict[str, str] | None = None, build: bool = False) -> CommandResult:
         log = self.dir / "logs" / f"{name}.log"
-        self.progress(f"{what}: {shlex.join(argv)}")
+        progress(f"{what}: {shlex.join(argv)}")
         declared = {**self.cfg.app.env, **(env or {})}
         environment = (build_environment(declared, self.cfg.profiling.nvcc, compat=self.cfg.app.compat_headers)
                        if build
                        else child_environment(declared))
-        result = run_command(argv, self.workdir, timeout_s, log, self.progress, what, environment)
+        result = run_command(argv, self.workdir, timeout_s, log, progress, what, environment)
         self._record(result.manifest_entry(name, self.workdir, self.run.path))
         if ncu:
             check_ncu_output(result, log, what)
@@ -206,7 +205,7 @@ class ProfilingAgent:
         self.gpu = detect_gpu(prof.nvidia_smi)
         self.run.manifest["device"] = {"name": self.gpu.name, "compute_capability": self.gpu.compute_capability,
                                        "driver": self.gpu.driver}
-        self.progress(f"GPU: {self.gpu.name} ({self.gpu.arch}, driver {self.gpu.driver})")
+        progress(f"GPU: {self.gpu.name} ({self.gpu.arch}, driver {self.gpu.driver})")
         return ncu
 
     def _build(self) -> tuple[Path, Path]:
@@ -239,7 +238,7 @@ class ProfilingAgent:
             try:
                 traced = self._traced_timing(exe_time)
             except TracerError as e:
-                self.progress(f"{e}; timing every launch with ncu instead (profiling.hot_kernels: ncu)")
+                progress(f"{e}; timing every launch with ncu instead (profiling.hot_kernels: ncu)")
         if traced is not None:
             return traced
         timing = self.dir / "timing"
@@ -261,7 +260,7 @@ class ProfilingAgent:
             hot = restrict_to_configured([k.kernel for k in kernels], app.kernels)
         else:
             hot = self._with_editable(kernels, hot, files)
-        self.progress(f"hot kernels: {', '.join(hot)}")
+        progress(f"hot kernels: {', '.join(hot)}")
         return hot, files
 
     def _targeted_collection(self, ncu: str, exe: Path, hot: list[str], mangled: dict[str, str]
@@ -305,7 +304,7 @@ class ProfilingAgent:
         cdir.mkdir(exist_ok=True)
         target = counter_target(hot, files)
         if target != hot[0]:
-            self.progress(f"counter runs profile {short_kernel_name(target)}, the hottest kernel defined in the "
+            progress(f"counter runs profile {short_kernel_name(target)}, the hottest kernel defined in the "
                           f"sources ({short_kernel_name(hot[0])} is not, so no edit could act on its counters)")
         filters = [self._kernel_filter([target], mangled)]
         # Programs pick a template instance by problem size (reduction's power-of-two flag): at
@@ -326,7 +325,7 @@ class ProfilingAgent:
             why = f"{which} takes no {{scale}}, so no size sweep"
         configs = distinct_configurations(self.traced_launches, target, mangled.get(target, ""))
         if self.cfg.analysis.counters.min_runs <= configs <= MAX_LAUNCH_CONFIGURATIONS:
-            self.progress(f"{why}; the traced run launched {short_kernel_name(target)} with {configs} distinct launch "
+            progress(f"{why}; the traced run launched {short_kernel_name(target)} with {configs} distinct launch "
                           "configurations: profiling one launch of each for eOMP")
             out = cdir / "launch_configs"
             argv = [ncu, "--clock-control", "none", *filters[-1], "--filter-mode", "per-launch-config",
@@ -344,7 +343,7 @@ class ProfilingAgent:
         elif self.traced_launches:
             why += (f"; the traced run launched {short_kernel_name(target)} with {configs} launch "
                     f"configuration{'s' if configs != 1 else ''}")
-        self.progress(f"{why}: one counter run (eOMP needs runs that differ: pass {{n*scale}} for a size n)")
+        progress(f"{why}: one counter run (eOMP needs runs that differ: pass {{n*scale}} for a size n)")
         # the one run is the app's own size: the sweep's first, when there was one
         reports = swept[:1] or self._size_sweep(ncu, exe, target, filters, [1.0])[0]
         for extra in swept[1:]:
@@ -372,7 +371,7 @@ class ProfilingAgent:
                 if scale == 1.0:
                     raise
                 failed.append(f"{scale:g}")
-                self.progress(f"counter run at scale {scale:g} failed, left out of the sweep: {str(e)[:200]}")
+                progress(f"counter run at scale {scale:g} failed, left out of the sweep: {str(e)[:200]}")
                 continue
             report = out.with_suffix(".ncu-rep")
             work = work_of(read_any(report))
@@ -406,7 +405,7 @@ class ProfilingAgent:
             except NothingProfiled:
                 if n + 1 == len(filters):
                     raise
-                self.progress(f"at scale {scale:g} the program does not launch {short_kernel_name(target)}: "
+                progress(f"at scale {scale:g} the program does not launch {short_kernel_name(target)}: "
                               "profiling the first launch of another instance of its template instead")
 
     @staticmethod
@@ -425,7 +424,7 @@ class ProfilingAgent:
         added = [k for k in widened if k not in hot]
         if added:
             share = sum(k.share for k in kernels if k.kernel in added)
-            self.progress(f"none of the hot kernels is defined in the sources ({', '.join(map(short_kernel_name, hot))}"
+            progress(f"none of the hot kernels is defined in the sources ({', '.join(map(short_kernel_name, hot))}"
                           f"); also profiling the hottest ones that are: {', '.join(map(short_kernel_name, added))} "
                           f"({share:.1%} of kernel time, the most an edit of them can save)")
         return widened
@@ -433,7 +432,7 @@ class ProfilingAgent:
     def _timing_build(self, exe: Path) -> None:
         """The app without line info, for the traced run, through the run's build cache."""
         name, log = "build-timing", self.dir / "logs" / "build-timing.log"
-        self.progress("build-timing (the run's build cache)")
+        progress("build-timing (the run's build cache)")
         log.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         built = compile_candidate(self.lc, {}, self.gpu.arch, log, exe=exe, cache=self.run.build_cache,
@@ -479,7 +478,7 @@ class ProfilingAgent:
                 variation = self._results_variation(exe, library, traces, keep)
             else:
                 variation, where = self.known_variation
-                self.progress(f"the GPU results' repeatability is known from {where}: no second traced run")
+                progress(f"the GPU results' repeatability is known from {where}: no second traced run")
                 self.run.manifest["gpu_results_known_from"] = where
             checked = [self.run.write_text("profile", "gpu_results.json", variation.model_dump_json(indent=2) + "\n")]
         for kept in folder.glob("trace-*.bin"):
@@ -502,7 +501,7 @@ class ProfilingAgent:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if variation.varies:
-            self.progress(f"the program's GPU results differ between two runs ({variation.why}): "
+            progress(f"the program's GPU results differ between two runs ({variation.why}): "
                           + (f"by rounding only, up to {variation.rounding_ulps} ulps; candidates will be held within "
                              f"{ROUNDING_ULPS} ulps of them" if variation.rounding_ulps is not None else
                              "beyond rounding, so candidates cannot be validated bit for bit"))

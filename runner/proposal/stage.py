@@ -19,9 +19,10 @@ from pydantic import BaseModel, Field
 from runner.analysis.evidence import Diagnostics
 from runner.analysis.sources import resolver, stale_sources
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
+from runner.base.context import RunContext
 from runner.base.errors import OptimasError
 from runner.base.gpu import target_arch
-from runner.base.progress import Progress, in_stage, progress_for
+from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
 from runner.build.cache import compile_candidate
@@ -31,7 +32,7 @@ from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, Offli
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
 from runner.proposal.prompt import Prompt, build_prompt
 
-PROGRESS = progress_for("proposal")
+progress = progress_for("proposal")
 
 
 class Attempt(BaseModel):
@@ -89,26 +90,25 @@ class _Stage:
     arch: str
     have_nvcc: bool
     backend: Backend
-    progress: Progress
     rejected: str | None = None  # why an earlier candidate of this code failed validation
     macros: CompiledMacros | None = None  # as the original was compiled
     sample: int = 1  # which of the iteration's answers this is (llm.candidates)
 
 
 @in_stage("proposal")
-def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | None = None,
-            backend: Backend | None = None, progress: Progress = PROGRESS,
+def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
             rejected: str | None = None, sample: int = 1) -> ProposeResult:
-    """Ask the backend for an optimization of the hot kernels and keep the first usable candidate
-    (`rejected`: what was wrong with an earlier candidate of the same code, shown in the prompt;
-    `sample`: which of the iteration's answers to the same prompt this is, see llm.candidates).
+    """Ask the backend (default: llm's) for an optimization of the hot kernels and keep the first
+    usable candidate, in `ctx.run`'s prompt/, llm/ and candidates/ folders (`rejected`: what was
+    wrong with an earlier candidate of the same code, shown in the prompt; `sample`: which of the
+    iteration's answers to the same prompt this is, see llm.candidates).
 
     When the prompt for all hot kernels exceeds llm.max_prompt_tokens, each kernel gets a prompt
     of its own; the accepted edits are then combined (they touch different kernels) and checked
     again as one candidate.
     """
-    cfg = lc.config
-    diagnostics = diagnostics or cfg.evaluation.diagnostics
+    lc, run, cfg = ctx.lc, ctx.run, ctx.lc.config
+    diagnostics = ctx.diagnostics or cfg.evaluation.diagnostics
     files = read_context(lc)
     check_sources(lc, diag, files)
     compiler = build_compiler(lc)
@@ -132,7 +132,7 @@ def propose(lc: LoadedConfig, diag: Diagnostics, run: Run, diagnostics: str | No
         macros = None
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
     st = _Stage(lc, diag, run, diagnostics, files, resources, arch, have_nvcc,
-                backend or make_backend(cfg.llm, lc.path.parent), progress, rejected, macros, sample)
+                backend or make_backend(cfg.llm, lc.path.parent), rejected, macros, sample)
     result = ProposeResult(status="failed", diagnostics=diagnostics)
     whole = build_prompt(cfg.app.name, diag, files, diagnostics, resources,
                          max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
@@ -190,7 +190,7 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
         prompt, first = first, None
         st.run.write_text("prompt", f"system-{n}.md", prompt.system)
         st.run.write_text("prompt", f"user-{n}.md", prompt.user)
-        st.progress(f"attempt {n}: asking {st.backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
+        progress(f"attempt {n}: asking {st.backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
         resp = st.backend.complete(_request(cfg, prompt, st.diag, st.files, st.sample))
         st.run.write_text("llm", f"answer-{n}.txt", resp.text)
         _log_call(st.run, n, prompt, resp)
@@ -252,13 +252,13 @@ def _combine(st: _Stage, accepted):
     cand = st.run.stage_dir("candidates") / "combined"
     cand.mkdir(exist_ok=True)
     if not guard.ok:
-        st.progress("the per-kernel edits do not combine (" + guard.reasons() + "); keeping the first")
+        progress("the per-kernel edits do not combine (" + guard.reasons() + "); keeping the first")
         return accepted[0]
     built = (compile_candidate(st.lc, guard.files, st.arch, cand / "build.log", cache=st.run.build_cache)
              if st.have_nvcc else None)
     _save_candidate(cand, merged, guard, built)
     if built is not None and not built.ok:
-        st.progress("the combined candidate does not compile; keeping the first kernel's")
+        progress("the combined candidate does not compile; keeping the first kernel's")
         return accepted[0]
     ids = list(dict.fromkeys(i for *_, part_ids in accepted for i in part_ids))
     return merged, guard, built, cand, ids

@@ -1,0 +1,45 @@
+"""The context of one run: what every stage of it needs besides the typed result it is handed
+(the evidence, a proposal). `flows/optimize.py` builds it once per run; the closed loop derives
+one per iteration (a new workspace and run folder) and one per candidate (a run of its own)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.base.config import LoadedConfig
+from runner.base.runstore import Run
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """One run's settings and folder.
+
+    lc: the loaded configuration; its `app.workdir` is the code this context works on (the user's,
+        or a copy holding an earlier iteration's candidate).
+    run: the run folder the stages write to.
+    diagnostics: the diagnostic configuration of the prompt (None: evaluation.diagnostics).
+    configuration: the app configuration profiled (None: app.profile_configuration).
+    iteration: the closed loop's iteration this run belongs to (1 outside the loop).
+    corpus: the corpus file evaluations append to (None: corpus.jsonl beside the run folder).
+    """
+
+    lc: LoadedConfig
+    run: Run
+    diagnostics: str | None = None
+    configuration: str | None = None
+    iteration: int = 1
+    corpus: Path | None = None
+
+    @property
+    def corpus_file(self) -> Path:
+        """Where this run's corpus records go: the loop's top-level file, else beside the run."""
+        return self.corpus or self.run.path.parent / "corpus.jsonl"
+
+    def on(self, run: Run, lc: LoadedConfig | None = None, iteration: int | None = None) -> RunContext:
+        """The same run settings on another run folder (a later candidate's, the next iteration's),
+        with the configuration and the iteration number given where they change. The corpus stays."""
+        return dataclasses.replace(self, run=run, lc=lc or self.lc,
+                                   iteration=self.iteration if iteration is None else iteration,
+                                   corpus=self.corpus_file)
