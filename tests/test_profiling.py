@@ -214,3 +214,23 @@ def test_counter_runs_profile_the_hottest_kernel_the_sources_define():
     hot = ["void cub::DeviceReduceKernel<float>(const T1 *, T1 *, int)", "saxpy(float *, float, int)"]
     assert counter_target(hot, files) == "saxpy(float *, float, int)"
     assert counter_target(hot[:1], files) == hot[0]  # none defined: the hottest
+
+
+def test_profile_paths_in_the_profiling_builds_copy_are_renamed_to_the_workspaces(tmp_path):
+    import pandas as pd
+
+    from runner.analysis.stage import apply_source_map, read_source_roots
+    from runner.base.errors import AnalysisError
+    from runner.profiles.model import Profile
+
+    roots = tmp_path / "source-roots.json"
+    roots.write_text(json.dumps({"/runs/r1/profile/workspace": "/home/me/app"}))
+    prof = Profile(lines=pd.DataFrame({
+        "file": ["/runs/r1/profile/workspace/src/k.cu", "/runs/r1/profile/workspace2/k.cu", "k.cu", None],
+        "caller_file": ["/runs/r1/profile/workspace/k.h", None, None, None]}))
+    apply_source_map(prof, {"/home/me/app/k.h": "include/k.h"}, read_source_roots([roots]))
+    assert list(prof.lines["file"])[:3] == ["/home/me/app/src/k.cu", "/runs/r1/profile/workspace2/k.cu", "k.cu"]
+    assert prof.lines["caller_file"][0] == "include/k.h"  # the config's source_map applies after the roots
+    roots.write_text("[1, 2]")
+    with pytest.raises(AnalysisError, match="source-roots.json: expected a JSON object"):
+        read_source_roots([roots])

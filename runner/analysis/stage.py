@@ -6,6 +6,7 @@ bad input stops a run before anything is written.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from runner.analysis.counters import load_metric_dictionary
 from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
 from runner.base.config import PROFILE_ROLES, LoadedConfig
 from runner.base.cuda_source import defined_kernels
-from runner.base.errors import OptimasError
+from runner.base.errors import AnalysisError, OptimasError
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import read_context
@@ -23,6 +24,8 @@ from runner.profiles.readers import read_any, read_profiles, read_timing
 from runner.tracing.trace import ResultsVariation
 
 progress = progress_for("analysis")
+# What a run records of its inputs: the profiles, and the profiling build's source roots.
+RECORDED_ROLES = (*PROFILE_ROLES, "source_roots")
 log = logging.getLogger(__name__)
 
 def _size(p: Path) -> str:
@@ -30,12 +33,38 @@ def _size(p: Path) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
 
 
-def apply_source_map(profile: Profile, source_map: dict[str, str]) -> None:
-    """Rename source files recorded on the profiling machine to the paths given in the config."""
-    if not source_map or profile.lines.empty:
+def apply_source_map(profile: Profile, source_map: dict[str, str], roots: dict[str, str] | None = None) -> None:
+    """Rename source files recorded on the profiling machine to the paths given in the config
+    (`source_map`, whole names), and a profile built in a copy of the workspace to the workspace's
+    paths (`roots`: the copy's folder -> the workspace's, see read_source_roots)."""
+    if (not source_map and not roots) or profile.lines.empty:
         return
+    prefixes = sorted((roots or {}).items(), key=lambda kv: -len(kv[0]))
+
+    def rename(f: str) -> str:
+        for copy, space in prefixes:
+            if f == copy or f.startswith(copy.rstrip("/") + "/"):
+                f = space + f[len(copy):]
+                break
+        return source_map.get(f, f)
+
     for col in ("file", "caller_file"):
-        profile.lines[col] = profile.lines[col].map(lambda f: source_map.get(f, f) if isinstance(f, str) else f)
+        profile.lines[col] = profile.lines[col].map(lambda f: rename(f) if isinstance(f, str) else f)
+
+
+def read_source_roots(paths: list[Path]) -> dict[str, str]:
+    """The profiling build's copy folders and the workspace each stands for (the profiling agent's
+    profile/source-roots.json); a missing or unreadable file is an AnalysisError naming it."""
+    roots: dict[str, str] = {}
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise AnalysisError(f"{path}: cannot read the profiling build's source roots ({e})") from None
+        if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            raise AnalysisError(f"{path}: expected a JSON object of folder -> folder")
+        roots.update(data)
+    return roots
 
 
 @in_stage("analysis")
@@ -48,7 +77,7 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]]) -> Diagnostics:
     profile = read_profiles(reports=inputs.get("report", []), raw=inputs.get("raw", []),
                             details=inputs.get("details", []), source=inputs.get("source", []),
                             library_paths=cfg.library_paths)
-    apply_source_map(profile, lc.config.app.source_map)
+    apply_source_map(profile, lc.config.app.source_map, read_source_roots(inputs.get("source_roots", [])))
     plans = [read_plan(p) for p in inputs.get("counter_plan", [])]
     plan = plans[-1] if plans else None
     counter_files = list(inputs.get("counters", []))
@@ -122,7 +151,7 @@ def record_config(run: Run, lc: LoadedConfig, diag: Diagnostics) -> None:
 def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> tuple[Path, Path]:
     """Record the inputs and write analysis/diagnostics.{json,md} into the run."""
     record_config(run, lc, diag)
-    for role in PROFILE_ROLES:
+    for role in RECORDED_ROLES:
         if inputs.get(role):
             run.add_inputs(inputs[role], role)
     json_path = run.write_text("analysis", "diagnostics.json", diag.model_dump_json(indent=2) + "\n")
@@ -145,7 +174,7 @@ def profile_inputs(lc: LoadedConfig, overrides: dict[str, list[Path] | None] | N
 
 def recorded_inputs(run: Run) -> dict[str, list[Path]]:
     """The profiles a run's evidence was made from, by role, as its manifest records them."""
-    by_role: dict[str, list[Path]] = {k: [] for k in PROFILE_ROLES}
+    by_role: dict[str, list[Path]] = {k: [] for k in RECORDED_ROLES}
     for entry in run.manifest.get("inputs", []):
         if entry.get("role") in by_role:
             by_role[entry["role"]].append(Path(entry["path"]))

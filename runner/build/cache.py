@@ -17,6 +17,22 @@ from runner.base.workspace import build_compiler, workspace_dirs, write_source
 from runner.build.compiler import CompileResult, build
 from runner.build.nvcc_shim import SHIM_VERSION
 
+# Left out of every copy: version control, run folders (a runs_dir inside the workspace), caches and
+# old outputs.
+COPY_IGNORED = shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out")
+
+
+def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = None) -> Path:
+    """Copy the app's workspace to `dest` (which must not exist), with `files` (names relative to
+    app.workdir) written over the copy's; returns the copy's workdir. Builds run in such a copy,
+    never in the user's folder (a `make -B` there would leave objects built by the nvcc shim)."""
+    space, workdir = workspace_dirs(lc)
+    shutil.copytree(space, dest, ignore=COPY_IGNORED)
+    cwd = dest / workdir.relative_to(space)
+    for name, text in (files or {}).items():
+        write_source(cwd / name, text)
+    return cwd
+
 
 def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
                       exe: Path | None = None, cache: Path | None = None, macros: bool = False,
@@ -31,10 +47,7 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
     space, workdir = workspace_dirs(lc)
     with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
         copy = Path(tmp) / "ws"
-        shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
-        cwd = copy / workdir.relative_to(space)
-        for name, text in files.items():
-            write_source(cwd / name, text)
+        cwd = copy_workspace(lc, copy, files)
         where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
         entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch, macros, built_for) \
             if where else None

@@ -14,7 +14,6 @@ Iteration 1 lives in the run directory itself; iteration k > 1 is a run of its o
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import NamedTuple
 
@@ -30,7 +29,7 @@ from runner.base.errors import OptimasError, ProfilingError
 from runner.base.gpu import can_run_here, detect_gpu, require_tool
 from runner.base.progress import progress_for
 from runner.base.runstore import Run, create_run
-from runner.base.workspace import workspace_dirs, write_source
+from runner.build.cache import copy_workspace
 from runner.evaluation.ear import DirectionCheck, directional
 from runner.evaluation.stage import EvaluationResult, add_direction, evaluate, record_no_change
 from runner.flows.candidates import Candidate, evaluate_candidates, first_accepted, propose_candidates
@@ -137,12 +136,8 @@ def retry_run(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: D
 
 def with_sources(lc: LoadedConfig, files: dict[str, str], where: Path) -> LoadedConfig:
     """A config whose workspace is a copy holding `files` (the candidate becomes the baseline)."""
-    space, workdir = workspace_dirs(lc)
     copy = where / "workspace"
-    shutil.copytree(space, copy, ignore=shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out"))
-    new_workdir = copy / workdir.relative_to(space)
-    for name, text in files.items():
-        write_source(new_workdir / name, text)
+    new_workdir = copy_workspace(lc, copy, files)
     app = lc.config.app.model_copy(update={"workdir": str(new_workdir), "workspace": str(copy)})
     return lc.model_copy(update={"config": lc.config.model_copy(update={"app": app})})
 

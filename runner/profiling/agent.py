@@ -22,6 +22,7 @@ Steps, each recorded in the run directory (`profile/`) with its exact command in
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -46,8 +47,9 @@ from runner.base.processes import (
     run_process,
 )
 from runner.base.progress import in_stage, progress_for
-from runner.base.workspace import read_context
-from runner.build.cache import compile_candidate
+from runner.base.runstore import atomic_write_text
+from runner.base.workspace import read_context, workspace_dirs
+from runner.build.cache import compile_candidate, copy_workspace
 from runner.build.nvcc_shim import build_environment
 from runner.profiles.counter_plan import (
     MAX_LAUNCH_CONFIGURATIONS,
@@ -133,15 +135,18 @@ class ProfilingAgent:
                                  f"app.configurations {app.configurations}")
 
     def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False,
-              env: dict[str, str] | None = None, build: bool = False) -> CommandResult:
+              env: dict[str, str] | None = None, build: bool = False, cwd: Path | None = None) -> CommandResult:
+        """Run a command of the collection (in app.workdir, else `cwd`), recorded in the manifest; a
+        failure is a ProfilingError saying what failed."""
+        cwd = cwd or self.workdir
         log = self.dir / "logs" / f"{name}.log"
         progress(f"{what}: {shlex.join(argv)}")
         declared = {**self.cfg.app.env, **(env or {})}
         environment = (build_environment(declared, self.cfg.profiling.nvcc, compat=self.cfg.app.compat_headers)
                        if build
                        else child_environment(declared))
-        result = run_command(argv, self.workdir, timeout_s, log, progress, what, environment)
-        self._record(result.manifest_entry(name, self.workdir, self.run.path))
+        result = run_command(argv, cwd, timeout_s, log, progress, what, environment)
+        self._record(result.manifest_entry(name, cwd, self.run.path))
         if ncu:
             check_ncu_output(result, log, what)
         elif result.returncode != 0:
@@ -183,14 +188,18 @@ class ProfilingAgent:
     def collect(self) -> dict[str, list[Path]]:
         """Run every step (the module docstring numbers them); returns the analysis inputs by role."""
         ncu = self._find_tools()
-        exe_prof, exe_time = self._build()  # 1.
-        timing_files, launches, mangled, checked = self._launch_durations(ncu, exe_prof, exe_time)  # 2.
-        hot, files = self._hot_kernels(launches)  # 3.
-        reports, sources, spelled = self._targeted_collection(ncu, exe_prof, hot, mangled)  # 4.
-        counters, plan_file = self._counter_runs(ncu, exe_prof, hot, files, mangled)  # 5.
+        try:
+            exe_prof, exe_time = self._build()  # 1.
+            timing_files, launches, mangled, checked = self._launch_durations(ncu, exe_prof, exe_time)  # 2.
+            hot, files = self._hot_kernels(launches)  # 3.
+            reports, sources, spelled = self._targeted_collection(ncu, exe_prof, hot, mangled)  # 4.
+            counters, plan_file = self._counter_runs(ncu, exe_prof, hot, files, mangled)  # 5.
+        finally:  # the reports hold the sources they need (--import-source)
+            shutil.rmtree(self.dir / "workspace", ignore_errors=True)
         inputs = {"timing": timing_files, "report": reports, "counters": counters, "gpu_results": checked,
-                  "counter_plan": [plan_file]}
-        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters, *checked, plan_file],
+                  "counter_plan": [plan_file], "source_roots": [self.source_roots]}
+        self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters, *checked, plan_file,
+                                        self.source_roots],
                             gpu=self.gpu.name,
                             hot_kernels=[spelled.get(k, k) for k in hot], configuration=self.configuration,
                             inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
@@ -215,15 +224,22 @@ class ProfilingAgent:
         bins = self.dir / "bin"
         bins.mkdir(exist_ok=True)
         exe_prof, exe_time = bins / f"{app.name}-lineinfo", bins / f"{app.name}"
-        # The timing build first, in a copy of the workspace that the in-place build below has not
-        # touched yet: the proposal stage's compiler feedback and the evaluation's baseline are this
-        # same build and take it from the run's build cache.
+        # Through the run's build cache: the proposal stage's compiler feedback and the evaluation's
+        # baseline are this same build.
         self._timing_build(exe_time)
-        # In place, not in a copy: -lineinfo records the source paths, and ncu imports the sources
-        # from there when it profiles.
+        # In a copy kept until the last ncu run: -lineinfo records the sources' paths, and ncu reads
+        # them from there to import them into each report. source-roots.json maps the copy's paths
+        # back to the workspace's for the analysis.
+        copy = self.dir / "workspace"
+        shutil.rmtree(copy, ignore_errors=True)  # an earlier attempt's
+        cwd = copy_workspace(self.lc, copy)
+        space, _ = workspace_dirs(self.lc)
+        self.source_roots = self.dir / "source-roots.json"
+        roots = {str(copy): str(space), str(copy.resolve()): str(space.resolve())}
+        atomic_write_text(self.source_roots, json.dumps(roots, indent=2) + "\n")
         argv = render(app.build, exe=exe_prof, arch=self.gpu.arch, lineinfo="-lineinfo", config=self.configuration,
                       seed=app.seeds[0], scale=1, out="", **app.values(self.configuration))
-        self._exec(argv, "build-profiling", app.timeout_s, "build-profiling", build=True)
+        self._exec(argv, "build-profiling", app.timeout_s, "build-profiling", build=True, cwd=cwd)
         return exe_prof, exe_time
 
     def _launch_durations(self, ncu: str, exe_prof: Path, exe_time: Path
