@@ -14,6 +14,11 @@ class SettingsError(OptimasError):
     exit_code = 2
 
 
+def _text(env, name: str, default: str) -> str:
+    """A text setting; set but empty is unset (compose's `${VAR:-}` passes an empty value)."""
+    return env.get(name) or default
+
+
 def _number(env, name: str, default: float, low: float) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -82,14 +87,14 @@ class Settings:
                                 "identity header your reverse proxy sets)")
         if token and len(token) < 16:
             raise SettingsError("OPTIMAS_DASHBOARD_TOKEN is shorter than 16 characters: use a long random token")
-        return cls(webhook_secret=secret.encode(), redis_url=e.get("OPTIMAS_REDIS_URL", cls.redis_url),
+        return cls(webhook_secret=secret.encode(), redis_url=_text(e, "OPTIMAS_REDIS_URL", cls.redis_url),
                    dashboard_runs_dir=runs_dir, dashboard_token=token.encode() if token else None,
                    dashboard_user_header=user_header,
-                   label=e.get("OPTIMAS_LABEL", cls.label), app_slug=e.get("OPTIMAS_APP_SLUG", cls.app_slug),
-                   key_prefix=e.get("OPTIMAS_KEY_PREFIX", cls.key_prefix),
-                   control_queue=e.get("OPTIMAS_CONTROL_QUEUE", cls.control_queue),
+                   label=_text(e, "OPTIMAS_LABEL", cls.label), app_slug=_text(e, "OPTIMAS_APP_SLUG", cls.app_slug),
+                   key_prefix=_text(e, "OPTIMAS_KEY_PREFIX", cls.key_prefix),
+                   control_queue=_text(e, "OPTIMAS_CONTROL_QUEUE", cls.control_queue),
                    max_body_bytes=int(_number(e, "OPTIMAS_MAX_BODY_BYTES", cls.max_body_bytes, 1024)),
-                   api_url=e.get("OPTIMAS_GITHUB_API_URL", cls.api_url))
+                   api_url=_text(e, "OPTIMAS_GITHUB_API_URL", cls.api_url))
 
 
 @dataclass(frozen=True)
@@ -132,17 +137,18 @@ class WorkerSettings:
             raise SettingsError(f"OPTIMAS_LLM_BACKEND={backend!r}: expected one of {', '.join(BACKENDS)}")
         if backend in NETWORK_BACKENDS and not e.get("OPTIMAS_LLM_MODEL"):
             raise SettingsError(f"OPTIMAS_LLM_BACKEND={backend}: set OPTIMAS_LLM_MODEL too (the model's name there)")
-        git_url = e.get("OPTIMAS_GIT_URL", cls.git_url)
+        git_url = _text(e, "OPTIMAS_GIT_URL", cls.git_url)
         if "{token}" in git_url or "@" in git_url.split("://", 1)[-1].split("/", 1)[0]:
             raise SettingsError(f"OPTIMAS_GIT_URL={git_url!r}: credentials must not be part of the URL (the worker "
                                 "passes the installation token to git in a header); use e.g. "
                                 "https://github.com/{repo}.git")
         if "{repo}" not in git_url:
             raise SettingsError(f"OPTIMAS_GIT_URL={git_url!r}: expected a URL template with {{repo}}")
-        return cls(redis_url=e.get("OPTIMAS_REDIS_URL", cls.redis_url),
-                   key_prefix=e.get("OPTIMAS_KEY_PREFIX", cls.key_prefix), label=e.get("OPTIMAS_LABEL", cls.label),
-                   app_slug=e.get("OPTIMAS_APP_SLUG", cls.app_slug),
-                   gpu_queue=e.get("OPTIMAS_GPU_QUEUE", cls.gpu_queue), git_url=git_url,
+        return cls(redis_url=_text(e, "OPTIMAS_REDIS_URL", cls.redis_url),
+                   key_prefix=_text(e, "OPTIMAS_KEY_PREFIX", cls.key_prefix),
+                   label=_text(e, "OPTIMAS_LABEL", cls.label),
+                   app_slug=_text(e, "OPTIMAS_APP_SLUG", cls.app_slug),
+                   gpu_queue=_text(e, "OPTIMAS_GPU_QUEUE", cls.gpu_queue), git_url=git_url,
                    fetch_timeout_s=_number(e, "OPTIMAS_FETCH_TIMEOUT_S", cls.fetch_timeout_s, 1),
                    artifacts_url=e.get("OPTIMAS_ARTIFACTS_URL") or None,
                    reply_interval_s=_number(e, "OPTIMAS_REPLY_INTERVAL_S", cls.reply_interval_s, 0),

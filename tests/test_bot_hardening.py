@@ -504,3 +504,16 @@ def test_the_operators_model_applies_where_the_repository_names_none(tmp_path):
                       ({"OPTIMAS_LLM_BACKEND": "gemini"}, "set OPTIMAS_LLM_MODEL too")):
         with pytest.raises(SettingsError, match=says):
             WorkerSettings.from_env(env)
+
+
+def test_a_text_setting_set_but_empty_is_its_default():
+    """compose passes `${OPTIMAS_LABEL:-}`-style values as empty strings: an empty label would make
+    the App create a label named '' on installation and never match a labelled pull request."""
+    from bot.settings import Settings, WorkerSettings
+
+    empty = {k: "" for k in ("OPTIMAS_LABEL", "OPTIMAS_APP_SLUG", "OPTIMAS_REDIS_URL", "OPTIMAS_KEY_PREFIX",
+                             "OPTIMAS_CONTROL_QUEUE", "OPTIMAS_GITHUB_API_URL", "OPTIMAS_GPU_QUEUE", "OPTIMAS_GIT_URL")}
+    receiver = Settings.from_env({**empty, "OPTIMAS_WEBHOOK_SECRET": "s"})
+    worker = WorkerSettings.from_env(empty)
+    assert receiver.label == worker.label == "optimas" and receiver.control_queue == "optimas-control"
+    assert worker.git_url == "https://github.com/{repo}.git" and receiver.api_url == Settings.api_url

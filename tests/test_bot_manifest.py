@@ -93,6 +93,7 @@ def test_compose_reads_exactly_what_convert_writes_and_the_receiver_starts_from_
 
     import yaml
     from conftest import REPO, redis_or_fail
+    from test_bot_install_walkthrough import compose_environment
 
     from bot.app import create_app
     from bot.github_client import private_key_from_env
@@ -108,20 +109,7 @@ def test_compose_reads_exactly_what_convert_writes_and_the_receiver_starts_from_
     assert all(p.is_file() for p in secret_files.values()), secret_files
 
     def service_env(name: str) -> dict[str, str]:
-        """The service's environment as compose builds it: env_file, then `environment` over it,
-        with /run/secrets/<name> read from the file compose mounts there."""
-        service = compose["services"][name]
-        env: dict[str, str] = {}
-        for f in [service["env_file"]] if isinstance(service.get("env_file"), str) else service.get("env_file", []):
-            for line in (tmp_path / f).read_text().splitlines():
-                k, _, v = line.partition("=")
-                env[k] = v
-        for k, v in (service.get("environment") or {}).items():
-            v = re.sub(r"\$\{(\w+)(?::[?-][^}]*)?\}", lambda m: dotenv.get(m.group(1), ""), str(v))  # from .env
-            if v.startswith("/run/secrets/"):
-                v = str(secret_files[v.removeprefix("/run/secrets/")])
-            env[k] = v
-        return env
+        return compose_environment(tmp_path, name, dotenv)
 
     dotenv = {"OPTIMAS_DASHBOARD_TOKEN": "0123456789abcdef" * 2}  # the one line the checklist adds to .env
     app_env = service_env("app")
