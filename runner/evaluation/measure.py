@@ -236,13 +236,15 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
                                   "the files it writes in app.outputs, or set app.gpu_results.compare: off to judge "
                                   "candidates by their exit code alone") from None
     cases = []
+    environment = child_environment(app.env)  # made once for every run
     seeds = app.seeds if app.uses_seed() else app.seeds[:1]  # a program that seeds itself: one run is enough
     for config_name in app.configurations:
         for seed in seeds:
             traces = work / f"traces-{config_name}-{seed}"
             try:
                 base, cand = (per_configuration or {}).get(config_name, (baseline_exe, candidate_exe))
-                cases.append(_validate_case(lc, cwd, base, cand, work, config_name, seed, library, traces))
+                cases.append(_validate_case(_CaseRuns(lc, cwd, base, cand, work, config_name, seed, library, traces,
+                                                      environment)))
             finally:
                 shutil.rmtree(traces, ignore_errors=True)  # kept bytes can be large; the verdict says what differed
     return Validation(passed=all(c.status == "pass" for c in cases), cases=cases)
@@ -296,33 +298,33 @@ class _CaseRuns:
 
 class _Baseline(NamedTuple):
     """The original's first run on a case: its output file's path, the values it printed
-    (app.stdout.values) and its GPU results."""
+    (app.stdout.values), its GPU results, and the bytes of its app.outputs files read right after
+    it ran (a file at a fixed path is written over by the candidate's runs)."""
 
     out: Path
     values: list[float] | None
     results: list[ProcessTrace]
+    files: dict[str, bytes]
 
 
-def _validate_case(lc: LoadedConfig, cwd: Path, baseline_exe: Path, candidate_exe: Path, work: Path, config_name: str,
-                   seed: int, library: Path | None, traces: Path) -> CaseResult:
+def _validate_case(runs: _CaseRuns) -> CaseResult:
     """Judge the candidate on one configuration and seed (see the module docstring)."""
-    runs = _CaseRuns(lc, cwd, baseline_exe, candidate_exe, work, config_name, seed, library, traces,
-                     child_environment(lc.config.app.env))
+    lc = runs.lc
     mode = results_mode(lc)
-    case = CaseResult(configuration=config_name, seed=seed, status="pass",
-                      modes=[s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if library else [])
-                      + (["stdout"] if lc.config.app.stdout.configured() else []))
-    base_out = work / f"baseline-{runs.tag}.out"
-    b, base_results = runs.execute(baseline_exe, base_out, "baseline")
+    modes = ([s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if runs.traced else [])
+             + (["stdout"] if lc.config.app.stdout.configured() else []))
+    case = CaseResult(configuration=runs.config_name, seed=runs.seed, status="pass", modes=modes)
+    base_out = runs.work / f"baseline-{runs.tag}.out"
+    b, base_results = runs.execute(runs.baseline_exe, base_out, "baseline")
     fault, base_values = _baseline_fault(lc, b, base_results, runs.traced)
     if fault is not None:
         case.status, case.detail = "baseline-failed", fault
         return case
-    baseline = {str(p): p.read_bytes() for _, p in _outputs(lc, base_out) if p.exists()}
-    on_gpu = _judge_candidate(case, lc, runs.execute, candidate_exe, work, runs.tag, baseline, base_out, base_values,
-                              base_results, runs.traced)
+    files = {str(p): p.read_bytes() for _, p in _outputs(lc, base_out) if p.exists()}
+    base = _Baseline(base_out, base_values, base_results, files)
+    on_gpu = _judge_candidate(case, runs, base)
     if case.status in ("mismatch", "nondeterministic"):
-        _unless_original_varies(case, runs, _Baseline(base_out, base_values, base_results), on_gpu)
+        _unless_original_varies(case, runs, base, on_gpu)
     return case
 
 
@@ -355,8 +357,7 @@ def _unless_original_varies(case: CaseResult, runs: _CaseRuns, base: _Baseline,
     judge the candidate's within rounding of them instead; otherwise the case is the baseline's
     failure."""
     lc = runs.lc
-    varies = _original_varies(lc, runs.execute, runs.baseline_exe, runs.work / f"baseline-{runs.tag}-2.out",
-                              base.out, base.values, base.results, runs.traced)
+    varies = _original_varies(runs, base)
     if varies.why is None or (varies.gpu_only and on_gpu is None):
         return  # the original repeats what the candidate got wrong
     spec = lc.config.app.gpu_results
@@ -419,43 +420,42 @@ def _judge_within_rounding(case: CaseResult, runs: list[list[ProcessTrace]], bas
     case.modes = ["gpu-results:rounding" if m == "gpu-results:bitwise" else m for m in case.modes]
 
 
-def _judge_candidate(case: CaseResult, lc: LoadedConfig, execute, candidate_exe: Path, work: Path, tag: str,
-                     baseline: dict[str, bytes], base_out: Path, base_values: list[float] | None,
-                     base_results: list[ProcessTrace], traced: bool) -> list[list[ProcessTrace]] | None:
+def _judge_candidate(case: CaseResult, runs: _CaseRuns, base: _Baseline) -> list[list[ProcessTrace]] | None:
     """Run the candidate twice and set `case` from how its results compare with each other and
-    with the original's. Returns the GPU results of its two runs when those were what it failed on
-    (None when it passed or failed another check)."""
+    with the original's (`base`). Returns the GPU results of its two runs when those were what it
+    failed on (None when it passed or failed another check)."""
+    lc = runs.lc
     timeout = lc.config.app.timeout_s
     printed = lc.config.app.stdout
     mode, spec = results_mode(lc), lc.config.app.gpu_results
     results, gpu_results = [], []
     for attempt in (1, 2):
-        out = work / f"candidate-{tag}-{attempt}.out"
+        out = runs.work / f"candidate-{runs.tag}-{attempt}.out"
         for _, p in _outputs(lc, out):
             p.write_bytes(POISON)  # a candidate that does not write its output fails the comparison
-        r, found = execute(candidate_exe, out, f"candidate-{attempt}")
+        r, found = runs.execute(runs.candidate_exe, out, f"candidate-{attempt}")
         if r.returncode is None:
             case.status, case.detail = "timeout", f"killed after {timeout:g} s"
             return None
         if r.returncode != 0:
             case.status, case.detail = "failed", _why(r)
             return None
-        ok, why = check_output(r.stdout, printed, base_values)
+        ok, why = check_output(r.stdout, printed, base.values)
         if not ok:
             case.status, case.detail = ("mismatch" if why.startswith("app.stdout.values") else "failed"), why
             return None
         results.append([(o, p.read_bytes() if p.exists() else None) for o, p in _outputs(lc, out)])
         gpu_results.append(found)
-    fault = _output_files_fault(lc, results, baseline, base_out)
+    fault = _output_files_fault(lc, results, base.files, base.out)
     if fault is not None:
         case.status, case.detail = fault
         return None
-    if traced:
+    if runs.traced:
         ok, why, _ = compare_results(gpu_results[1], gpu_results[0], spec, mode, "the candidate's first run")
         if not ok:
             case.status, case.detail = "nondeterministic", f"in the candidate's second run, {why}"
             return gpu_results
-        against = compare_results(gpu_results[0], base_results, spec, mode)
+        against = compare_results(gpu_results[0], base.results, spec, mode)
         if not against.ok:
             case.status, case.detail, case.max_ulps = "mismatch", against.why, against.max_ulps
             return gpu_results
@@ -486,23 +486,23 @@ class OriginalVariation(NamedTuple):
     again: list[ProcessTrace] = []
 
 
-def _original_varies(lc: LoadedConfig, execute, baseline_exe: Path, out: Path, base_out: Path,
-                     base_values: list[float] | None, base_results: list[ProcessTrace],
-                     traced: bool) -> OriginalVariation:
-    """Run the original once more and say how its results differ from its first run's."""
-    r, again = execute(baseline_exe, out, "baseline-2")
+def _original_varies(runs: _CaseRuns, base: _Baseline) -> OriginalVariation:
+    """Run the original once more and say how its results differ from its first run's (`base`)."""
+    lc = runs.lc
+    out = runs.work / f"baseline-{runs.tag}-2.out"
+    r, again = runs.execute(runs.baseline_exe, out, "baseline-2")
     if r.returncode != 0:
         return OriginalVariation(f"a second run of it {'timed out' if r.returncode is None else 'failed: ' + _why(r)}")
-    for (o, first), (_, second) in zip(_outputs(lc, base_out), _outputs(lc, out), strict=True):
+    for (o, first), (_, second) in zip(_outputs(lc, base.out), _outputs(lc, out), strict=True):
         ok, _ = compare(second.read_bytes() if second.exists() else b"", first.read_bytes() if first.exists() else b"",
                         o)
         if not ok:
             return OriginalVariation(f"{o.path} is not the same")
-    ok, why = check_output(r.stdout, lc.config.app.stdout, base_values)
+    ok, why = check_output(r.stdout, lc.config.app.stdout, base.values)
     if not ok:
         return OriginalVariation(why)
-    if traced:
-        diff = compare_results(again, base_results, lc.config.app.gpu_results, results_mode(lc), "its first run")
+    if runs.traced:
+        diff = compare_results(again, base.results, lc.config.app.gpu_results, results_mode(lc), "its first run")
         if not diff.ok:
             return OriginalVariation(f"in its second run, {diff.why}", True, again)
     return OriginalVariation(None)
