@@ -234,3 +234,18 @@ def test_profile_paths_in_the_profiling_builds_copy_are_renamed_to_the_workspace
     roots.write_text("[1, 2]")
     with pytest.raises(AnalysisError, match="source-roots.json: expected a JSON object"):
         read_source_roots([roots])
+
+
+def test_a_workspace_copy_made_inside_the_workspace_leaves_out_the_folder_it_is_made_in(tmp_path):
+    from runner.build.cache import copy_workspace
+
+    app = tmp_path / "app"
+    (app / "src").mkdir(parents=True)
+    (app / "src" / "k.cu").write_text("__global__ void k() {}\n")
+    (app / "optimas.yml").write_text("app: {name: k, sources: [src/k.cu], build: 'true', run: 'true'}\n")
+    lc = load_config(app / "optimas.yml")
+    dest = app / "my-runs" / "r1" / "profile" / "workspace"  # --runs-dir inside the program's folder
+    dest.parent.mkdir(parents=True)
+    cwd = copy_workspace(lc, dest, {"src/k.cu": "// edited\n"})
+    assert cwd == dest and (dest / "src" / "k.cu").read_text() == "// edited\n"
+    assert not (dest / "my-runs").exists() and (app / "src" / "k.cu").read_text().startswith("__global__")

@@ -27,7 +27,14 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
     app.workdir) written over the copy's; returns the copy's workdir. Builds run in such a copy,
     never in the user's folder (a `make -B` there would leave objects built by the nvcc shim)."""
     space, workdir = workspace_dirs(lc)
-    shutil.copytree(space, dest, ignore=COPY_IGNORED)
+    target = dest.resolve()
+
+    def ignored(folder: str, names: list[str]) -> set[str]:
+        # a copy made inside the workspace (a run folder there) must not copy itself
+        inside = {n for n in names if (Path(folder) / n).resolve() in (target, *target.parents)}
+        return set(COPY_IGNORED(folder, names)) | inside
+
+    shutil.copytree(space, dest, ignore=ignored)
     cwd = dest / workdir.relative_to(space)
     for name, text in (files or {}).items():
         write_source(cwd / name, text)
