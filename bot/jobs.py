@@ -23,12 +23,13 @@ import hashlib
 import logging
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import redis
 from github import GithubException
-from rq import Callback, Queue, Retry
+from rq import Callback, Queue, Retry, get_current_job
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
@@ -246,14 +247,37 @@ LABEL_COLOR = "5319e7"
 LABEL_DESCRIPTION = "Optimas: profile this pull request's CUDA code and suggest a validated, faster change"
 
 
+# Whoever installs the App decides how often installation events come (adding and removing
+# repositories at will): each repository is labelled once a day at most, and each installation gets
+# at most this many label writes an hour, so that no installation can keep a control worker busy.
+LABEL_MEMORY_S = 24 * 3600
+MAX_LABEL_WRITES_PER_HOUR = 100
+
+
 def ensure_label(repo: str, installation_id: int, sender: str, repos: list[str]) -> dict[str, Any]:
     """The trigger label (OPTIMAS_LABEL) in each of `repos`, created where it is missing, after the
     App was installed on them. One repository that cannot be labelled (its owner withdrew the
-    App's issues permission) does not stop the others; the result says which."""
+    App's issues permission) does not stop the others; the result says which. A repository labelled
+    in the last day is left alone ("recent"); past the installation's hourly writes the rest wait
+    for a later event ("deferred")."""
     ws = WorkerSettings.from_env()
+    job = get_current_job()
+    conn = job.connection if job is not None else redis.Redis.from_url(ws.redis_url)
     client = app_from_env().client(installation_id).withLazy(True)  # no read of each repository first
-    done: dict[str, list[str]] = {"created": [], "existing": [], "failed": []}
+    done: dict[str, list[str]] = {"created": [], "existing": [], "failed": [], "recent": [], "deferred": []}
+    hour = int(time.time() // 3600)
+    writes = ":".join((ws.key_prefix, "label-writes", str(installation_id), str(hour)))
     for name in repos:
+        marker = ":".join((ws.key_prefix, "labelled", str(installation_id), name))
+        if done["deferred"] or conn.exists(marker):
+            done["deferred" if done["deferred"] else "recent"].append(name)
+            continue
+        with conn.pipeline() as pipe:
+            count, _ = pipe.incr(writes).expire(writes, 3600).execute()
+        if count > MAX_LABEL_WRITES_PER_HOUR:
+            done["deferred"].append(name)
+            continue
+        conn.set(marker, 1, ex=LABEL_MEMORY_S)
         try:
             # one write per repository: GitHub answers 422 already_exists where the label is
             client.get_repo(name).create_label(ws.label, LABEL_COLOR, LABEL_DESCRIPTION)
@@ -263,9 +287,11 @@ def ensure_label(repo: str, installation_id: int, sender: str, repos: list[str])
                 done["existing"].append(name)
                 continue
             log.warning("%s: the %s label could not be made: %s", name, ws.label, describe(e, 300))
+            conn.delete(marker)  # a later event tries again
             done["failed"].append(name)
-    log.info("label %s: created in %d, already in %d, failed in %d repositories (installed by %s)", ws.label,
-             len(done["created"]), len(done["existing"]), len(done["failed"]), sender)
+    log.info("label %s: created in %d, already in %d, failed in %d, labelled lately in %d, deferred in %d "
+             "repositories (installed by %s)", ws.label, len(done["created"]), len(done["existing"]),
+             len(done["failed"]), len(done["recent"]), len(done["deferred"]), sender)
     return {"status": "labelled", **done}
 
 

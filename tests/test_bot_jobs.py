@@ -331,10 +331,36 @@ def test_an_installation_gets_the_trigger_label_once(env):
     assert gh.labels[REPO]["optimas"]["color"] == jobs.LABEL_COLOR
     again = run(conn, "bot.jobs.ensure_label", repo="", installation_id=1, sender="Codertocat",
                 repos=[REPO]).return_value()
-    assert again["created"] == [] and again["existing"] == [REPO]
+    assert again["created"] == again["existing"] == [] and again["recent"] == [REPO]  # no write at all
     # a repository whose owner withheld the issues permission: the others are labelled all the same
     gh.faults.append(("POST", r"/repos/Codertocat/locked/labels", 403,
                       {"message": "Resource not accessible by integration"}, {}))
     mixed = run(conn, "bot.jobs.ensure_label", repo="", installation_id=1, sender="Codertocat",
                 repos=["Codertocat/locked", "Codertocat/fresh"]).return_value()
     assert mixed["failed"] == ["Codertocat/locked"] and mixed["created"] == ["Codertocat/fresh"]
+
+    # the failed one is tried again by a later event; the labelled ones are not
+    gh.labels.pop("Codertocat/fresh")
+    retried = run(conn, "bot.jobs.ensure_label", repo="", installation_id=1, sender="Codertocat",
+                  repos=["Codertocat/locked", "Codertocat/fresh"]).return_value()
+    assert retried["created"] == ["Codertocat/locked"] and retried["recent"] == ["Codertocat/fresh"]
+
+
+def test_an_installation_that_adds_repositories_without_end_gets_a_bounded_number_of_label_writes(env):
+    """Whoever installs the App sends installation events at will (adding and removing repositories):
+    each repository is labelled once a day, each installation at most MAX_LABEL_WRITES_PER_HOUR
+    times an hour; the others are deferred, and another installation is not held back."""
+    gh, conn, gpu = env
+    cap = jobs.MAX_LABEL_WRITES_PER_HOUR
+    names = [f"mallory/r{i}" for i in range(cap + 30)]
+    before = len(gh.requests)
+    results = [run(conn, "bot.jobs.ensure_label", repo="", installation_id=666, sender="mallory",
+                   repos=names[i:i + 50]).return_value() for i in range(0, len(names), 50)]
+    again = run(conn, "bot.jobs.ensure_label", repo="", installation_id=666, sender="mallory",
+                repos=names[:50]).return_value()
+    writes = [r for r in gh.requests[before:] if r["method"] == "POST" and r["path"].endswith("/labels")]
+    assert len(writes) == cap and sum(len(r["created"]) for r in results) == cap
+    assert sum(len(r["deferred"]) for r in results) == 30 and again["recent"] == names[:50]
+    other = run(conn, "bot.jobs.ensure_label", repo="", installation_id=7, sender="Codertocat",
+                repos=[REPO]).return_value()
+    assert other["created"] == [REPO]
