@@ -283,22 +283,20 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.base.gpu import target_arch
     from runner.base.workspace import read_context
     from runner.build.cache import compile_candidate
-    from runner.proposal.prompt import build_prompt
+    from runner.proposal.prompt import PromptSpec, render_prompt
     from runner.proposal.stage import check_sources
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
     files = read_context(lc)
     check_sources(lc, diag, files)
-    resources, macros = [], None
+    base = None
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
         # the compiler feedback (K*) and macros of the original, as the proposal stage gets them: a build in a copy
         base = compile_candidate(lc, files, target_arch(lc), run.stage_dir("prompt") / "original-build.log",
                                  cache=run.build_cache, macros=True)
-        resources, macros = base.resources, base.macros
-    prompt = build_prompt(lc.config.app.name, diag, files, args.diagnostics or lc.config.evaluation.diagnostics,
-                          resources, max_evidence_bytes=lc.config.analysis.max_prompt_bytes,
-                          editable=lc.config.app.editable, tolerances=lc.config.app.tolerances(), macros=macros)
+    diagnostics = args.diagnostics or lc.config.evaluation.diagnostics
+    prompt = render_prompt(PromptSpec.of(lc.config, diag, files, diagnostics, base))
     run.write_text("prompt", "system.md", prompt.system)
     run.write_text("prompt", "user.md", prompt.user)
     run.write_json("prompt", "prompt.json", {"diagnostics": prompt.diagnostics, "evidence_ids": prompt.evidence_ids,

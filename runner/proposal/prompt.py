@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics, Evidence, render_markdown
 from runner.analysis.hot import KernelTime
+from runner.base.config import Config
 from runner.base.cuda_source import kernel_base_name, template_arguments
 from runner.base.errors import OptimasError
-from runner.build.compiler import CompiledMacros, KernelResources
+from runner.build.compiler import CompiledMacros, CompileResult, KernelResources
 from runner.profiles.model import short_kernel_name
 from runner.proposal.prompt_context import macros_in_effect, source_blocks
 from runner.tracing.compare import ROUNDING_ULPS
@@ -108,20 +112,57 @@ def compiler_evidence(resources: list[KernelResources], kernels: list[str],
     return out
 
 
+@dataclass(frozen=True)
+class PromptSpec:
+    """Everything one prompt is made from.
+
+    app, diag, files: the app's name, its evidence, and its sources (names relative to app.workdir).
+    diagnostics: the diagnostic configuration (which evidence kinds are shown).
+    kernels: the hot kernels the prompt is about (None: all of them).
+    editable: app.editable; tolerances: AppConfig.tolerances(), which replaces the bit-for-bit rule.
+    resources, macros: the original's build, as compiled (ptxas's report, CompileResult.macros).
+    compile_errors, parse_error, rejected: what went wrong with an earlier answer to this prompt
+        (it did not compile, could not be read) or an earlier candidate of this code (it failed
+        validation).
+    """
+
+    app: str
+    diag: Diagnostics
+    files: dict[str, str]
+    diagnostics: str = "PC+IA+Roofline"
+    kernels: list[str] | None = None
+    editable: Sequence[str] = ()
+    tolerances: str | None = None
+    max_evidence_bytes: int | None = 6000
+    resources: Sequence[KernelResources] = ()
+    macros: CompiledMacros | None = None
+    compile_errors: str | None = None
+    parse_error: str | None = None
+    rejected: str | None = None
+
+    @classmethod
+    def of(cls, cfg: Config, diag: Diagnostics, files: dict[str, str], diagnostics: str,
+           build: CompileResult | None = None) -> PromptSpec:
+        """The prompt of an app's config (its name, editable code, tolerances, evidence budget), with
+        the original's `build` where there was one."""
+        return cls(cfg.app.name, diag, files, diagnostics, editable=cfg.app.editable,
+                   tolerances=cfg.app.tolerances(), max_evidence_bytes=cfg.analysis.max_prompt_bytes,
+                   resources=build.resources if build else (), macros=build.macros if build else None)
+
+
 def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics: str = "PC+IA+Roofline",
-                 resources: list[KernelResources] = (), kernels: list[str] | None = None,
-                 compile_errors: str | None = None, parse_error: str | None = None,
-                 max_evidence_bytes: int | None = 6000, editable: list[str] = (),
-                 rejected: str | None = None, tolerances: str | None = None,
-                 macros: CompiledMacros | None = None) -> Prompt:
-    """Render the prompt for the hot kernels (or `kernels`) of one diagnostic configuration;
-    `rejected` says why an earlier candidate of the same code failed validation; `tolerances`
-    (AppConfig.tolerances) replaces the bit-for-bit rule with the tolerances results are checked
-    within. `macros` (CompileResult.macros) gives the macros as the build compiles them."""
+                 **options: Any) -> Prompt:
+    """The prompt of PromptSpec(app, diag, files, diagnostics, **options)."""
+    return render_prompt(PromptSpec(app, diag, files, diagnostics, **options))
+
+
+def render_prompt(spec: PromptSpec) -> Prompt:
+    """Render the prompt for the hot kernels (or `spec.kernels`) of one diagnostic configuration."""
+    diag, files, diagnostics, editable, macros = spec.diag, spec.files, spec.diagnostics, spec.editable, spec.macros
     if diagnostics not in DIAGNOSTIC_KINDS:
         raise OptimasError(f"unknown diagnostic configuration {diagnostics!r}; expected one of "
                            + ", ".join(DIAGNOSTIC_KINDS))
-    hot = kernels or [k.kernel for k in diag.hot_kernels]
+    hot = spec.kernels or [k.kernel for k in diag.hot_kernels]
     blocks, ranges, defined = source_blocks(files, hot, editable, _stall_lines(diag, hot, diagnostics))
     if not blocks:
         raise _none_defined(hot, files)
@@ -129,16 +170,17 @@ def build_prompt(app: str, diag: Diagnostics, files: dict[str, str], diagnostics
     elsewhere = _defined_elsewhere(hot, defined, times)
     hot = defined or hot
     hot_files = [b.file for b in blocks if b.title.startswith("Hot kernel")]
-    shown, evidence_md = _shown_evidence(diag, diagnostics, hot, max_evidence_bytes)
-    k_items = compiler_evidence(list(resources), hot, {k: t.mangled for k, t in times.items() if t.mangled})
+    shown, evidence_md = _shown_evidence(diag, diagnostics, hot, spec.max_evidence_bytes)
+    k_items = compiler_evidence(list(spec.resources), hot, {k: t.mangled for k, t in times.items() if t.mangled})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
-    system = _system_prompt(env, _results_rule(diag, tolerances))
+    system = _system_prompt(env, _results_rule(diag, spec.tolerances))
     user = env.get_template("user.md.j2").render(
-        app=app, gpu=diag.gpu, peaks=_peaks(diag),
+        app=spec.app, gpu=diag.gpu, peaks=_peaks(diag),
         sources_label=_label(diagnostics, {e.kind for e in shown}, {"counter": _counter_note(diag)}),
         evidence_md=evidence_md,
-        compiler=k_items, compile_errors=compile_errors, parse_error=parse_error, rejected=rejected, sources=blocks,
+        compiler=k_items, compile_errors=spec.compile_errors, parse_error=spec.parse_error, rejected=spec.rejected,
+        sources=blocks,
         macros=macros_in_effect(files, blocks, macros or CompiledMacros(), hot_files),
         hot_kernels=[_with_time(k, times.get(k)) for k in hot], elsewhere=elsewhere)
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot,

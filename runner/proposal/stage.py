@@ -8,6 +8,7 @@ diff.patch, the edited files, the build log).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from dataclasses import dataclass
@@ -26,11 +27,11 @@ from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text
 from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
 from runner.build.cache import compile_candidate
-from runner.build.compiler import CompiledMacros, CompileResult, KernelResources
+from runner.build.compiler import CompileResult
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
-from runner.proposal.prompt import Prompt, build_prompt
+from runner.proposal.prompt import Prompt, PromptSpec, render_prompt
 
 progress = progress_for("proposal")
 
@@ -81,18 +82,23 @@ def check_sources(lc: LoadedConfig, diag: Diagnostics, files: dict[str, str]) ->
 
 @dataclass
 class _Stage:
+    """One proposal: where it writes, the prompt it starts from, how candidates are built and who answers."""
+
     lc: LoadedConfig
-    diag: Diagnostics
     run: Run
-    diagnostics: str
-    files: dict[str, str]
-    resources: list[KernelResources]
+    spec: PromptSpec  # the first attempt's prompt; a retry adds what went wrong
     arch: str
     have_nvcc: bool
     backend: Backend
-    rejected: str | None = None  # why an earlier candidate of this code failed validation
-    macros: CompiledMacros | None = None  # as the original was compiled
     sample: int = 1  # which of the iteration's answers this is (llm.candidates)
+
+    @property
+    def diag(self) -> Diagnostics:
+        return self.spec.diag
+
+    @property
+    def files(self) -> dict[str, str]:
+        return self.spec.files
 
 
 @in_stage("proposal")
@@ -114,7 +120,7 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
     compiler = build_compiler(lc)
     have_nvcc = compiler is not None and shutil.which(compiler) is not None
     arch = target_arch(lc) if have_nvcc else DEFAULT_ARCH
-    resources: list[KernelResources] = []
+    base: CompileResult | None = None
     if have_nvcc:
         progress("compiling the original with ptxas -v for compiler feedback (K*)")
         base = compile_candidate(lc, files, arch, run.stage_dir("prompt") / "original-build.log",
@@ -122,21 +128,17 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
         if not base.ok:
             return ProposeResult(status="failed", diagnostics=diagnostics,
                                  reason="the original sources do not build: " + base.output[-1500:])
-        resources, macros = base.resources, base.macros
         if base.compat:  # app.compat_headers changed what the build compiles: the run says where
             run.manifest["compat_headers"] = base.compat
             run.save()
             progress("compatibility headers pre-included: " + "; ".join(
                 f"{c['header']} into {', '.join(c['sources'])}" for c in base.compat))
     else:
-        macros = None
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
-    st = _Stage(lc, diag, run, diagnostics, files, resources, arch, have_nvcc,
-                backend or make_backend(cfg.llm, lc.path.parent), rejected, macros, sample)
+    spec = dataclasses.replace(PromptSpec.of(cfg, diag, files, diagnostics, base), rejected=rejected)
+    st = _Stage(lc, run, spec, arch, have_nvcc, backend or make_backend(cfg.llm, lc.path.parent), sample)
     result = ProposeResult(status="failed", diagnostics=diagnostics)
-    whole = build_prompt(cfg.app.name, diag, files, diagnostics, resources,
-                         max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
-                         rejected=rejected, tolerances=cfg.app.tolerances(), macros=macros)
+    whole = render_prompt(spec)
     parts: list[list[str] | None] = [None]
     if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(whole.hot_kernels) > 1:
         parts = [[k] for k in whole.hot_kernels]
@@ -183,10 +185,8 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
     while True:
         n = len(result.attempts) + 1
         if first is None:
-            first = build_prompt(cfg.app.name, st.diag, st.files, st.diagnostics, st.resources, kernels=kernels,
-                                 compile_errors=compile_errors, parse_error=parse_error,
-                                 max_evidence_bytes=cfg.analysis.max_prompt_bytes, editable=cfg.app.editable,
-                                 rejected=st.rejected, tolerances=cfg.app.tolerances(), macros=st.macros)
+            first = render_prompt(dataclasses.replace(st.spec, kernels=kernels, compile_errors=compile_errors,
+                                                      parse_error=parse_error))
         prompt, first = first, None
         st.run.write_text("prompt", f"system-{n}.md", prompt.system)
         st.run.write_text("prompt", f"user-{n}.md", prompt.user)
