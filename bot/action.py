@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bot.github_client import token_client
+from bot.github_client import token_author, token_client
 from bot.gpu_job import pipeline, publish_outcome, refuse_key_redirection, summary_text
 from bot.publish import Publisher
 from runner.base.config import BACKENDS, DIAGNOSTICS, REPOSITORY_CONFIG
@@ -128,7 +128,8 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         # GitHub's pacing for writes, as the App keeps it (the tests' loopback server needs none)
         pacing = {"seconds_between_writes": float(env.get("OPTIMAS_GITHUB_WRITE_INTERVAL_S", 1.0)),
                   "seconds_between_requests": float(env.get("OPTIMAS_GITHUB_REQUEST_INTERVAL_S", 0.25))}
-        pub = Publisher(token_client(token, env.get("GITHUB_API_URL", "https://api.github.com"), **pacing), repo, pr)
+        client = token_client(token, env.get("GITHUB_API_URL", "https://api.github.com"), **pacing)
+        pub = Publisher(client, repo, pr, author=token_author(client))
         head = head or pub.head_sha()
     analysed = _checked_out_head(workspace) or head or ""
     # one key per workflow run and attempt: a re-run gets a check run and review of its own

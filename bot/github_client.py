@@ -55,6 +55,23 @@ def token_client(token: str, api_url: str = "https://api.github.com", seconds_be
     return _github(Auth.Token(token), api_url, seconds_between_writes, seconds_between_requests)
 
 
+# Who a workflow's GITHUB_TOKEN writes as (it may not read GET /user).
+ACTIONS_BOT = "github-actions[bot]"
+
+
+def token_author(client: Github) -> str:
+    """The login a token's comments and reviews are by: its user's, or github-actions[bot] for a
+    workflow's GITHUB_TOKEN, which GitHub refuses GET /user (403). The publisher finds its own
+    earlier comments by marker and author: by marker alone, anyone's comment holding the marker
+    would be edited as the summary, and a review holding the run's tag would stand for the run's."""
+    try:
+        return client.get_user().login
+    except GithubException as e:
+        if e.status == 403:
+            return ACTIONS_BOT
+        raise
+
+
 class GitHubApp:
     """One GitHub App: a PyGithub client per installation, tokens cached by PyGithub."""
 

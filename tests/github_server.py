@@ -35,6 +35,10 @@ class FakeGitHub:
         self.vary_content_sha = False  # every read of a file gives a new blob SHA (the file keeps changing)
         self.content_reads = 0
         self.write_spans: list[tuple[str, float, float]] = []
+        # Who the App's or workflow's writes are by, and who a token reads at GET /user (None: it may
+        # not, as a workflow's GITHUB_TOKEN and an installation token may not)
+        self.writer = "optimas[bot]"
+        self.token_user: str | None = None
         self.manifest_codes: dict[str, dict] = {}  # registration code -> the App GitHub created (used once)
         self.labels: dict[str, dict[str, dict]] = {}  # repository -> label name -> label
         fake = self
@@ -139,7 +143,7 @@ class FakeGitHub:
             if method == "POST":
                 r = {"id": len(self.reviews) + 1, "commit_id": data.get("commit_id"), "body": data.get("body"),
                      "event": data.get("event"), "comments": data.get("comments", []), "state": "COMMENTED",
-                     "user": {"login": "optimas[bot]"}}
+                     "user": {"login": self.writer}}
                 self.reviews.append(r)
                 return 200, r
             return 200, self.reviews
@@ -160,6 +164,10 @@ class FakeGitHub:
                      "description": data.get("description"), "url": f"{self.url}/repos/{m.group(1)}/labels/x"}
             self.labels.setdefault(m.group(1), {})[data["name"]] = label
             return 201, label
+        if path == "/user" and method == "GET":
+            if self.token_user is None:
+                return 403, {"message": "Resource not accessible by integration"}
+            return 200, {"login": self.token_user, "id": 7, "type": "User"}
         if m := re.fullmatch(r"/app/installations/(\d+)/access_tokens", path):
             expires = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
             return 201, {"token": self.token(int(m.group(1))), "expires_at": expires}
@@ -176,7 +184,7 @@ class FakeGitHub:
                          "pull_request": {"url": f"{self.url}/repos/{m.group(1)}/pulls/{n}"}}
         if (m := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments", path)) and method == "POST":
             c = {"id": len(self.comments) + 1, "body": data["body"], "issue": int(m.group(2)),
-                 "user": {"login": "optimas[bot]"},
+                 "user": {"login": self.writer},
                  "url": f"{self.url}/repos/{m.group(1)}/issues/comments/{len(self.comments) + 1}"}
             self.comments.append(c)
             return 201, c

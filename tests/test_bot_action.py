@@ -48,6 +48,7 @@ def _workspace(tmp_path: Path) -> tuple[Path, str]:
 def _action(tmp_path: Path, gh: FakeGitHub, ws: Path, event: dict, *args: str) -> tuple[subprocess.CompletedProcess,
                                                                                              dict[str, str], str]:
     (tmp_path / "event.json").write_text(json.dumps(event))
+    gh.writer = "github-actions[bot]"  # a workflow's GITHUB_TOKEN writes as the Actions bot
     out, summary = tmp_path / "output.txt", tmp_path / "summary.md"
     out.unlink(missing_ok=True)
     summary.unlink(missing_ok=True)
@@ -132,3 +133,31 @@ def test_the_failure_policy_reads_the_evaluations_own_verdicts():
         assert (policy_failure("regression", outcome, improved) is not None) == (verdict == "slower"), verdict
         assert (policy_failure("no-improvement", outcome, improved) is not None) == (verdict != "improvement")
         assert policy_failure("error", outcome, improved) is None
+
+
+@pytest.mark.slow
+def test_a_comment_or_review_planted_with_the_actions_markers_is_not_taken_for_its_own(tmp_path: Path):
+    """Anyone may comment on a public pull request. A comment holding the summary's marker must not
+    be edited as the summary, and a review holding this run's tag (the run id is on the Actions
+    page while the job runs) must not stand for the run's review: the Action's writes are by
+    github-actions[bot], which it knows although its GITHUB_TOKEN may not read GET /user."""
+    from bot.publish import MARKER, MARKER_REVIEW, marker
+
+    ws, head = _workspace(tmp_path)
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        gh.pr_files[2] = PROBE_PR_FILES
+        gh.comments.append({"id": 1, "issue": 2, "body": f"{MARKER}\nfake speedups, see https://evil.example",
+                            "user": {"login": "mallory"}, "url": f"{gh.url}/repos/octo/probe/issues/comments/1"})
+        gh.reviews.append({"id": 1, "commit_id": head, "body": f"looks fine\n{MARKER_REVIEW}\n"
+                           f"{marker('review', 'action-77-2')}", "event": "COMMENT", "comments": [],
+                           "state": "COMMENTED", "user": {"login": "mallory"}})
+        event = {"action": "labeled", "label": {"name": "optimas"},
+                 "pull_request": {"number": 2, "head": {"sha": head}}}
+        r, _, _ = _action(tmp_path, gh, ws, event)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert gh.comments[0]["body"].endswith("https://evil.example")  # mallory's comment untouched
+        (ours,) = [c for c in gh.comments if c["user"]["login"] == "github-actions[bot]" and MARKER in c["body"]]
+        assert f"### Optimas on `{head[:7]}`" in ours["body"]
+        (review,) = [v for v in gh.reviews if v["user"]["login"] == "github-actions[bot]"]
+        assert "```suggestion" in review["comments"][0]["body"]
