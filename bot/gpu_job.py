@@ -24,11 +24,11 @@ from bot.jobs import CONFIG_PATH, release_job_key
 from bot.publish import Publisher, code_block, code_span
 from bot.review import plan_review, review_body
 from bot.settings import WorkerSettings
-from runner.base.config import REPOSITORY_CONFIG, LoadedConfig
+from runner.base.config import REPOSITORY_CONFIG, LoadedConfig, paths_outside
 from runner.base.errors import OptimasError
 from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
 from runner.base.redaction import describe, redact, register_secret
-from runner.base.runstore import RUN_ID
+from runner.base.runstore import RUN_ID, runs_created
 
 log = logging.getLogger(__name__)
 
@@ -191,16 +191,21 @@ def replace_file(path: Path, text: str) -> None:
         f.write(text)
 
 
-def keep_runs(source: Path, runs: Path) -> None:
+def keep_runs(source: Path, runs: Path, made: list[Path]) -> None:
     """Copy the job's run folders into the worker's runs folder and add their corpus records to
-    its corpus. The job's code could write there: only folders named as runs are named, with a
-    manifest, that the runs folder does not hold yet; only regular files and folders are copied
-    (links dropped, setuid/setgid and write-for-others bits off); only JSON objects are added to the
-    corpus. What cannot be kept is logged: the job's outcome stands."""
+    its corpus. The job's code could write there: only the run folders this process made (`made`,
+    from runstore.runs_created) are kept, named as runs, with a manifest, that the runs folder does
+    not hold yet; only regular files and folders are copied (links dropped; setuid, setgid,
+    execute and write-for-others bits off: nothing kept is run again); only JSON objects are added
+    to the corpus. What cannot be kept is logged: the job's outcome stands."""
+    ours = {p.name for p in made if p.parent == source}
     try:
         runs.mkdir(parents=True, exist_ok=True, mode=0o750)
         for entry in sorted(source.iterdir()) if source.is_dir() and not source.is_symlink() else []:
             if entry.is_symlink() or not entry.is_dir() or not RUN_ID.fullmatch(entry.name):
+                continue
+            if entry.name not in ours:
+                log.warning("%s: a folder named as a run that this job did not make; not kept", entry.name)
                 continue
             manifest = entry / "manifest.json"
             if not manifest.is_file() or manifest.is_symlink() or (runs / entry.name).exists():
@@ -223,12 +228,12 @@ def _not_regular(folder: str, names: list[str]) -> set[str]:
 
 
 def _copy_plain(src: str, dst: str) -> None:
-    """A regular file's bytes, with its permission bits less setuid, setgid and write for others."""
+    """A regular file's bytes, with its permission bits less setuid, setgid, execute and write for others."""
     fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as f, open(dst, "xb") as out:
         shutil.copyfileobj(f, out)
         mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
-    os.chmod(dst, mode & ~(stat.S_ISUID | stat.S_ISGID | stat.S_IWOTH))
+    os.chmod(dst, mode & ~(stat.S_ISUID | stat.S_ISGID | stat.S_IWOTH | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
 
 
 def _add_corpus(source: Path, corpus: Path) -> None:
@@ -257,14 +262,16 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     from runner.base.sandbox import sandboxed
 
     lc = operator_model(load_config(cfg_file), WorkerSettings.from_env())
+    refuse_worker_reach(lc, work)
     prepare_tools(lc.config.profiling.nvcc)
+    made = len(runs_created())
     with sandboxed([work], [cache_root()]) as box:
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
         try:
             return pipeline(lc, work / "runs")[1]
         finally:
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
-            keep_runs(work / "runs", runs_folder())
+            keep_runs(work / "runs", runs_folder(), runs_created()[made:])
 
 
 class RepositoryConfigError(OptimasError):
@@ -283,6 +290,23 @@ def refuse_key_redirection(lc: LoadedConfig, setting: str = "the action's base-u
         raise RepositoryConfigError(
             f"{REPOSITORY_CONFIG}: {' and '.join(f'llm.{k}' for k in chosen)} may not be set in the repository's "
             f"config: where the model's requests go, with the key, is set outside it ({setting}); remove it")
+
+
+# Programs Optimas runs on the worker itself, outside the sandbox (the nvcc shim and the tracer are
+# prepared with nvcc before the job's commands start): the operator's, found on the worker's PATH.
+OPERATOR_TOOLS = {"nvcc": "nvcc", "ncu": "ncu", "nvidia_smi": "nvidia-smi"}
+
+
+def refuse_worker_reach(lc: LoadedConfig, root: Path) -> None:
+    """RepositoryConfigError when a repository's config names a file or folder outside its checkout
+    `root` (the worker would copy or read it: its secrets, another job's folder) or a program of
+    its own choosing in place of nvcc, ncu or nvidia-smi (which the worker runs unsandboxed)."""
+    problems = paths_outside(lc, root)
+    prof = lc.config.profiling
+    problems += [f"profiling.{k}: the worker's own {name} is used; a repository's config may not name another"
+                 for k, name in OPERATOR_TOOLS.items() if k in prof.model_fields_set and getattr(prof, k) != name]
+    if problems:
+        raise RepositoryConfigError(f"{REPOSITORY_CONFIG}: " + "; ".join(problems))
 
 
 def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:

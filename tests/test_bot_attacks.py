@@ -429,16 +429,23 @@ def test_only_runs_are_kept_and_only_as_plain_files(tmp_path):
     (run / "app").chmod(0o4777)
     forged = work / "20991231T235959Z-00000000-0000-4000-8000-000000000000"
     forged.mkdir()  # no manifest
+    # the job's build made a run folder of its own, with a program in it: the worker did not make it
+    planted = work / "20991231T235959Z-11111111-1111-4111-8111-111111111111"
+    planted.mkdir()
+    (planted / "manifest.json").write_text("{}")
+    (planted / "evil").write_text("#!/bin/sh\ncat /run/secrets/app_private_key\n")
     (work / "not-a-run").mkdir()
     (work / "corpus.jsonl").write_text('{"app": "x"}\n[1, 2]\nnot json\n')
     (runs / "corpus.jsonl").mkdir(parents=True)  # someone made the corpus a folder: logged, not fatal
-    keep_runs(work, runs)
+    made = [run, forged]
+    keep_runs(work, runs, made)
     kept = runs / run.name
     assert (kept / "manifest.json").is_file() and not (kept / "prompt" / "user-1.md").exists()
-    assert oct((kept / "app").stat().st_mode & 0o7777) == oct(0o775)
+    assert oct((kept / "app").stat().st_mode & 0o7777) == oct(0o664)  # nothing kept is executable
     assert not (runs / forged.name).exists() and not (runs / "not-a-run").exists()
+    assert not (runs / planted.name).exists()
     (runs / "corpus.jsonl").rmdir()
-    keep_runs(work, tmp_path / "worker" / "runs")
+    keep_runs(work, tmp_path / "worker" / "runs", made)
     assert (runs / "corpus.jsonl").read_text() == '{"app": "x"}\n'
 
 
@@ -595,3 +602,42 @@ def test_a_linked_config_in_the_pull_request_is_not_written_through(monkeypatch,
     assert "do not build" not in summary["body"] and "Hot kernels:" in summary["body"], summary["body"]
     (run,) = (tmp_path / "worker-runs").glob("*/manifest.json")
     assert (run.parent / "prompt" / "original-build.log").read_text().count("error") == 0
+
+
+@pytest.mark.parametrize("setting", [
+    "app: {name: x, workspace: /run/secrets, workdir: /run/secrets, sources: [app_private_key], build: 'true', "
+    "run: 'true'}",
+    "app: {name: x, sources: [../../worker/secrets/app.pem], build: 'true', run: 'true'}",
+    "app: {name: x, sources: [k.cu], build: 'true', run: 'true', outputs: [{path: /etc/shadow}]}",
+    "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nprofiles: {raw: [~/.ssh/id_rsa]}",
+    "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nllm: {backend: replay, replay_dir: /srv}",
+    "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nanalysis: {counters: {metric_dictionary: "
+    "../../x.csv}}",
+    "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nprofiling: {nvcc: /var/lib/optimas/runs/r/evil}",
+    "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nprofiling: {ncu: ./ncu}",
+])
+def test_a_repository_config_may_name_nothing_outside_its_checkout_nor_a_tool_to_run(tmp_path, setting):
+    """The worker itself (outside the sandbox) copies the workspace, reads sources, profiles and
+    outputs, and runs nvcc to prepare the shim and the tracer: a repository's config naming the
+    worker's secrets, or a program of its own as nvcc, is refused before any of that."""
+    from bot.gpu_job import RepositoryConfigError, refuse_worker_reach
+    from runner.base.config import load_config
+
+    work = tmp_path / "job" / "work"
+    work.mkdir(parents=True)
+    (work / ".optimas.yml").write_text(setting + "\n")
+    with pytest.raises(RepositoryConfigError, match="outside the repository|may not name another"):
+        refuse_worker_reach(load_config(work / ".optimas.yml"), work)
+
+
+def test_a_repository_config_within_its_checkout_passes(tmp_path):
+    from bot.gpu_job import refuse_worker_reach
+    from runner.base.config import load_config
+
+    work = tmp_path / "work"
+    (work / "app").mkdir(parents=True)
+    (work / ".optimas.yml").write_text(
+        "app: {name: x, workdir: app, workspace: ., sources: [k.cu, ../common/h.cuh], build: 'true', run: 'true',\n"
+        "      outputs: [{path: '{out}'}, {path: result.bin}]}\nprofiles: {raw: [app/p.csv]}\n"
+        "profiling: {nvcc: nvcc}\n")
+    refuse_worker_reach(load_config(work / ".optimas.yml"), work)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -215,8 +216,10 @@ def test_a_gpu_job_that_cannot_profile_fails_once_and_says_why(monkeypatch, tmp_
     """No recorded profiles and no ncu on the worker: the job fails without retrying (it would fail
     the same way), its check run is completed as a failure, and the PR gets one comment with the reason."""
     remote = make_remote(tmp_path, ["benchmarks/stream", "benchmarks/common"])
-    config = STREAM_CONFIG + "profiling: {ncu: /opt/no-such-nsight-compute/ncu}\n"
-    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, config=config, pr_files=[])
+    # a worker host without Nsight Compute (a repository's config may not name the worker's tools)
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if d and not (Path(d) / "ncu").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, config=STREAM_CONFIG, pr_files=[])
     gpu_job.refresh()
     assert gpu_job.get_status() == "failed" and gpu_job.retries_left == 0
     (check,) = gh.check_runs.values()

@@ -7,6 +7,7 @@ working directory. Validation errors name the file, the key path and what was ex
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -533,6 +534,37 @@ def path_problems(lc: LoadedConfig) -> list[str]:
     if md and not lc.resolve(md).is_file():
         out.append(f"analysis.counters.metric_dictionary: file {lc.resolve(md)} does not exist")
     return out
+
+
+def named_paths(lc: LoadedConfig) -> list[tuple[str, str, Path]]:
+    """Every file and folder the config names that Optimas itself reads or copies: the setting, the
+    value as written and the path as the pipeline resolves it (without following links). An
+    output written at `{out}` is left out: the pipeline chooses that path."""
+    cfg, app = lc.config, lc.config.app
+    workdir = lc.resolve(app.workdir)
+    out: list[tuple[str, str, Path]] = [("app.workdir", app.workdir, workdir),
+                                        ("runs_dir", cfg.runs_dir, lc.resolve(cfg.runs_dir))]
+    if app.workspace:
+        out.append(("app.workspace", app.workspace, lc.resolve(app.workspace)))
+    out += [("app.sources", s, workdir / Path(s).expanduser()) for s in app.sources]
+    out += [("app.outputs", o.path, workdir / Path(o.path).expanduser()) for o in app.outputs
+            if not o.path.startswith("{out}")]
+    out += [("profiles", f, lc.resolve(f)) for f in cfg.profiles.all_paths()]
+    md = cfg.analysis.counters.metric_dictionary
+    if md:
+        out.append(("analysis.counters.metric_dictionary", md, lc.resolve(md)))
+    if cfg.llm.replay_dir:
+        out.append(("llm.replay_dir", cfg.llm.replay_dir, lc.resolve(cfg.llm.replay_dir)))
+    return [(setting, written, Path(os.path.normpath(os.path.abspath(path)))) for setting, written, path in out]
+
+
+def paths_outside(lc: LoadedConfig, root: Path) -> list[str]:
+    """The settings naming a file or folder outside `root` (an absolute path, `~`, or `..` past
+    it), each with its value as written: where the config is not the reader's own (a
+    repository's, read by the App's worker), what it names must be the repository's."""
+    top = os.path.normpath(os.path.abspath(root))
+    return [f"{setting}: {written!r} leads outside the repository" for setting, written, path in named_paths(lc)
+            if not (str(path) == top or str(path).startswith(top.rstrip(os.sep) + os.sep))]
 
 
 def parse_config(text: str, path: Path | str) -> Config:

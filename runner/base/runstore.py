@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import uuid
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -149,6 +150,18 @@ def _now() -> dt.datetime:
 RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
+# The run folders this process made, in order: what a caller keeps of a folder that other
+# processes could write too (the App's worker, whose jobs run a repository's commands) is these.
+_CREATED: list[Path] = []
+_CREATED_LOCK = threading.Lock()
+
+
+def runs_created() -> list[Path]:
+    """The run folders this process has made so far (create_run), oldest first."""
+    with _CREATED_LOCK:
+        return list(_CREATED)
+
+
 def create_run(runs_dir: Path, command: list[str] | None = None) -> Run:
     """Create a new, empty run directory with its manifest."""
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -156,6 +169,8 @@ def create_run(runs_dir: Path, command: list[str] | None = None) -> Run:
     run_id = f"{created.strftime('%Y%m%dT%H%M%S')}Z-{uuid.uuid4()}"
     path = runs_dir / run_id
     path.mkdir()  # exclusive: an existing run is never reused
+    with _CREATED_LOCK:
+        _CREATED.append(path)
     run = Run(path, {
         "run_id": run_id,
         "created": created.isoformat(),
