@@ -1,10 +1,12 @@
 """The dashboard served by the App under /dashboard, behind authentication: a bearer token
 (`Authorization: Bearer <OPTIMAS_DASHBOARD_TOKEN>`) or the identity header a reverse proxy sets
-(OPTIMAS_DASHBOARD_USER_HEADER, e.g. X-Forwarded-User; the proxy must strip it from clients)."""
+(OPTIMAS_DASHBOARD_USER_HEADER, e.g. X-Forwarded-User; the proxy must strip it from clients),
+believed only on requests from the proxy's addresses (OPTIMAS_DASHBOARD_PROXY_ADDRESSES)."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from pathlib import Path
 
 from flask import Flask, Response, request
@@ -22,7 +24,8 @@ def protected_dashboard(settings: Settings) -> Flask:
 
     @app.before_request
     def authenticate() -> Response | None:
-        if settings.dashboard_user_header and request.headers.get(settings.dashboard_user_header, "").strip():
+        if (settings.dashboard_user_header and request.headers.get(settings.dashboard_user_header, "").strip()
+                and _from_proxy(request.remote_addr, settings)):
             return None
         given = request.headers.get("Authorization", "")
         if settings.dashboard_token and given.startswith("Bearer ") and hmac.compare_digest(
@@ -32,3 +35,12 @@ def protected_dashboard(settings: Settings) -> Flask:
                         headers={"WWW-Authenticate": 'Bearer realm="optimas-dashboard"'})
 
     return app
+
+
+def _from_proxy(address: str | None, settings: Settings) -> bool:
+    """Whether a request comes straight from one of the reverse proxy's addresses."""
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return False
+    return any(ip in net for net in settings.dashboard_proxies)

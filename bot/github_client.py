@@ -134,5 +134,5 @@ def app_from_env() -> GitHubApp:
     from bot.settings import WorkerSettings
 
     ws = WorkerSettings.from_env()
-    return GitHubApp(app_id, private_key_from_env(), os.environ.get("OPTIMAS_GITHUB_API_URL", "https://api.github.com"),
+    return GitHubApp(app_id, private_key_from_env(), os.environ.get("OPTIMAS_GITHUB_API_URL") or "https://api.github.com",
                      seconds_between_writes=ws.write_interval_s, seconds_between_requests=ws.request_interval_s)

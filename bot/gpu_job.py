@@ -165,7 +165,7 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
 
 def runs_folder() -> Path:
     """Where GPU jobs keep their run folders on the worker host (OPTIMAS_RUNS_DIR)."""
-    return Path(os.environ.get("OPTIMAS_RUNS_DIR", Path.home() / ".optimas" / "runs"))
+    return Path(os.environ.get("OPTIMAS_RUNS_DIR") or Path.home() / ".optimas" / "runs")
 
 
 @contextlib.contextmanager

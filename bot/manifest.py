@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("secrets"),
                    help="folder for app.pem, webhook-secret, app.env (default: secrets/, which compose.yaml "
                         "reads)")
-    p.add_argument("--api-url", default=os.environ.get("OPTIMAS_GITHUB_API_URL", DEFAULT_API))
+    p.add_argument("--api-url", default=os.environ.get("OPTIMAS_GITHUB_API_URL") or DEFAULT_API)
     args = ap.parse_args(argv)
     try:
         if args.command == "convert":

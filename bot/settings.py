@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,18 @@ class SettingsError(OptimasError):
 def _text(env, name: str, default: str) -> str:
     """A text setting; set but empty is unset (compose's `${VAR:-}` passes an empty value)."""
     return env.get(name) or default
+
+
+def _networks(env, name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """A comma-separated list of addresses or networks (10.0.0.5, 172.18.0.0/16, ::1)."""
+    out = []
+    for item in (env.get(name) or "").split(","):
+        if item.strip():
+            try:
+                out.append(ipaddress.ip_network(item.strip(), strict=False))
+            except ValueError:
+                raise SettingsError(f"{name}: {item.strip()!r} is not an IP address or network") from None
+    return tuple(out)
 
 
 def _number(env, name: str, default: float, low: float) -> float:
@@ -65,13 +78,17 @@ class Settings:
     dashboard_runs_dir: str | None = None
     dashboard_token: bytes | None = None
     dashboard_user_header: str | None = None
+    # The header is believed only from these addresses (the proxy's): anyone reaching the App's
+    # port directly could set it otherwise.
+    dashboard_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         """OPTIMAS_WEBHOOK_SECRET or OPTIMAS_WEBHOOK_SECRET_PATH (required), OPTIMAS_REDIS_URL, OPTIMAS_LABEL,
-        OPTIMAS_APP_SLUG,
-        OPTIMAS_KEY_PREFIX, OPTIMAS_CONTROL_QUEUE, OPTIMAS_MAX_BODY_BYTES, OPTIMAS_GITHUB_API_URL (GitHub Enterprise
-        Server: https://HOST/api/v3)."""
+        OPTIMAS_APP_SLUG, OPTIMAS_KEY_PREFIX, OPTIMAS_CONTROL_QUEUE, OPTIMAS_MAX_BODY_BYTES,
+        OPTIMAS_GITHUB_API_URL (GitHub Enterprise Server: https://HOST/api/v3), and the dashboard's
+        OPTIMAS_DASHBOARD_RUNS_DIR, OPTIMAS_DASHBOARD_TOKEN, OPTIMAS_DASHBOARD_USER_HEADER with
+        OPTIMAS_DASHBOARD_PROXY_ADDRESSES."""
         e = os.environ if env is None else env
         secret = e.get("OPTIMAS_WEBHOOK_SECRET") or _secret_file(e, "OPTIMAS_WEBHOOK_SECRET_PATH")
         if not secret:
@@ -85,11 +102,17 @@ class Settings:
             raise SettingsError("OPTIMAS_DASHBOARD_RUNS_DIR is set but the dashboard would be open to anyone: set "
                                 "OPTIMAS_DASHBOARD_TOKEN (a bearer token) or OPTIMAS_DASHBOARD_USER_HEADER (the "
                                 "identity header your reverse proxy sets)")
+        proxies = _networks(e, "OPTIMAS_DASHBOARD_PROXY_ADDRESSES")
+        if user_header and not proxies:
+            raise SettingsError("OPTIMAS_DASHBOARD_USER_HEADER is set without OPTIMAS_DASHBOARD_PROXY_ADDRESSES: the "
+                                "identity header is believed only from your reverse proxy; give its address(es), "
+                                "e.g. 172.18.0.0/16 for a proxy on compose's network (anyone reaching the App's "
+                                "port directly could send the header otherwise)")
         if token and len(token) < 16:
             raise SettingsError("OPTIMAS_DASHBOARD_TOKEN is shorter than 16 characters: use a long random token")
         return cls(webhook_secret=secret.encode(), redis_url=_text(e, "OPTIMAS_REDIS_URL", cls.redis_url),
                    dashboard_runs_dir=runs_dir, dashboard_token=token.encode() if token else None,
-                   dashboard_user_header=user_header,
+                   dashboard_user_header=user_header, dashboard_proxies=proxies,
                    label=_text(e, "OPTIMAS_LABEL", cls.label), app_slug=_text(e, "OPTIMAS_APP_SLUG", cls.app_slug),
                    key_prefix=_text(e, "OPTIMAS_KEY_PREFIX", cls.key_prefix),
                    control_queue=_text(e, "OPTIMAS_CONTROL_QUEUE", cls.control_queue),

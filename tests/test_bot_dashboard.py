@@ -82,7 +82,8 @@ def test_the_dashboard_needs_the_token_and_serves_only_run_folders(runs: Path):
 
 def test_a_reverse_proxys_identity_header_authenticates(runs: Path):
     settings = Settings.from_env({"OPTIMAS_WEBHOOK_SECRET": "s", "OPTIMAS_DASHBOARD_RUNS_DIR": str(runs),
-                                  "OPTIMAS_DASHBOARD_USER_HEADER": "X-Forwarded-User"})
+                                  "OPTIMAS_DASHBOARD_USER_HEADER": "X-Forwarded-User",
+                                  "OPTIMAS_DASHBOARD_PROXY_ADDRESSES": "10.1.2.3, 127.0.0.0/8"})
     srv, base = _serve(settings)
     try:
         assert _get(base + "/dashboard/")[0] == 401
@@ -90,6 +91,26 @@ def test_a_reverse_proxys_identity_header_authenticates(runs: Path):
         assert _get(base + "/dashboard/", {"X-Forwarded-User": "maintainer"})[0] == 200
     finally:
         srv.shutdown()
+
+
+def test_the_identity_header_is_believed_only_from_the_proxys_addresses(runs: Path):
+    """Anyone who reaches the App's port directly can send X-Forwarded-User: from any address but
+    the proxy's it opens nothing, and the token still works."""
+    settings = Settings.from_env({"OPTIMAS_WEBHOOK_SECRET": "s", "OPTIMAS_DASHBOARD_RUNS_DIR": str(runs),
+                                  "OPTIMAS_DASHBOARD_TOKEN": TOKEN, "OPTIMAS_DASHBOARD_USER_HEADER": "X-Forwarded-User",
+                                  "OPTIMAS_DASHBOARD_PROXY_ADDRESSES": "172.18.0.0/16"})
+    srv, base = _serve(settings)  # requests come from 127.0.0.1
+    try:
+        assert _get(base + "/dashboard/", {"X-Forwarded-User": "maintainer"})[0] == 401
+        assert _get(base + "/dashboard/", {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+    finally:
+        srv.shutdown()
+    with pytest.raises(SettingsError, match="without OPTIMAS_DASHBOARD_PROXY_ADDRESSES"):
+        Settings.from_env({"OPTIMAS_WEBHOOK_SECRET": "s", "OPTIMAS_DASHBOARD_RUNS_DIR": str(runs),
+                           "OPTIMAS_DASHBOARD_USER_HEADER": "X-Forwarded-User"})
+    with pytest.raises(SettingsError, match="'proxy' is not an IP address"):
+        Settings.from_env({"OPTIMAS_WEBHOOK_SECRET": "s", "OPTIMAS_DASHBOARD_USER_HEADER": "X-Forwarded-User",
+                           "OPTIMAS_DASHBOARD_PROXY_ADDRESSES": "proxy"})
 
 
 def test_an_open_dashboard_is_refused_at_start():
