@@ -56,6 +56,13 @@ class JobContext:
                             blocking_timeout=PR_LOCK_S):
             yield
 
+    @contextlib.contextmanager
+    def installation_lock(self) -> Iterator[None]:
+        """Serializes the count-then-enqueue of GPU jobs of one installation across control workers."""
+        with self.conn.lock(self.key("lock", "installation", str(self.installation_id)), timeout=PR_LOCK_S,
+                            blocking_timeout=PR_LOCK_S):
+            yield
+
     @cached_property
     def client(self) -> Github:
         """The installation's PyGithub client."""

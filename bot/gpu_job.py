@@ -324,7 +324,24 @@ def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
             update["model"] = ws.llm_model
         log.info("llm: the operator's %s %s (the repository's config names no backend)", ws.llm_backend,
                  update.get("model") or llm.model or "")
-    return lc.with_llm(**update) if update else lc
+    lc = lc.with_llm(**update) if update else lc
+    return within_operator_limits(lc, ws)
+
+
+def within_operator_limits(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
+    """The config with llm.candidates and evaluation.max_iterations cut to the operator's limits
+    (OPTIMAS_MAX_CANDIDATES, OPTIMAS_MAX_ITERATIONS): each candidate and iteration costs model calls
+    on the operator's key and GPU time, and a repository's config chooses them."""
+    cfg = lc.config
+    if cfg.llm.candidates > ws.max_candidates:
+        log.info("llm.candidates: %d asked, %d allowed (OPTIMAS_MAX_CANDIDATES)", cfg.llm.candidates, ws.max_candidates)
+        lc = lc.with_llm(candidates=ws.max_candidates)
+    if cfg.evaluation.max_iterations > ws.max_iterations:
+        log.info("evaluation.max_iterations: %d asked, %d allowed (OPTIMAS_MAX_ITERATIONS)",
+                 cfg.evaluation.max_iterations, ws.max_iterations)
+        evaluation = lc.config.evaluation.model_copy(update={"max_iterations": ws.max_iterations})
+        lc = lc.model_copy(update={"config": lc.config.model_copy(update={"evaluation": evaluation})})
+    return lc
 
 
 def prepare_tools(nvcc: str) -> None:

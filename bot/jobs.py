@@ -33,6 +33,7 @@ from rq import Callback, Queue, Retry, get_current_job
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.registry import ScheduledJobRegistry, StartedJobRegistry
 
 from bot.app import heads_key
 from bot.context import JobContext
@@ -188,11 +189,17 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
     _, config_sha = config
     fork = pull.head.repo is None or pull.head.repo.full_name != repo
     key = job_key(repo, pr, head, config_sha)
-    with ctx.pr_lock():
+    with ctx.installation_lock(), ctx.pr_lock():
         running = conn.get(_job_key_name(ws.key_prefix, key))
         if running and _is_active(conn, running.decode()):
             return {"status": "duplicate", "job_key": key, "job": running.decode()}
         previous = conn.get(ctx.pr_key)
+        others = [j for j in installation_runs(conn, ws.gpu_queue, installation_id)
+                  if not previous or j != previous.decode()]
+        if len(others) >= ws.max_runs_per_installation:
+            ctx.reply(reply_text("installation-busy", sender=sender, runs=len(others),
+                                 most=ws.max_runs_per_installation))
+            return {"status": "installation busy", "runs": len(others)}
         superseded = _cancel(conn, previous.decode(), f"superseded by a run of `{head[:7]}`") if previous else None
         job = Queue(ws.gpu_queue, connection=conn).enqueue(
             GPU_JOB, kwargs={"repo": repo, "installation_id": installation_id, "pr": pr, "head_sha": head,
@@ -207,6 +214,16 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
             p.execute()
     ctx.log.info("queued GPU job %s for %s (%s)", job.id, head[:7], trigger)
     return {"status": "queued", "job": job.id, "head_sha": head, "superseded": superseded, "fork": fork}
+
+
+def installation_runs(conn: redis.Redis, queue: str, installation_id: int) -> list[str]:
+    """The ids of the GPU jobs of an installation that are queued, running or waiting to be retried."""
+    q = Queue(queue, connection=conn)
+    ids = [*q.get_job_ids(), *StartedJobRegistry(queue=q).get_job_ids(), *ScheduledJobRegistry(queue=q).get_job_ids()]
+    return [j.id for j in Job.fetch_many(ids, connection=conn)
+            if j is not None and j.kwargs.get("installation_id") == installation_id
+            and j.get_status(refresh=False) not in (JobStatus.CANCELED, JobStatus.STOPPED, JobStatus.FINISHED,
+                                                    JobStatus.FAILED)]
 
 
 def cancel_pr(repo: str, installation_id: int, sender: str, pr: int, why: str = "the run was cancelled",

@@ -147,13 +147,21 @@ class WorkerSettings:
     llm_backend: str | None = None
     llm_model: str | None = None
     llm_base_url: str | None = None  # an OpenAI-compatible or Ollama server of the operator's
+    # Whoever installs the App opens pull requests at will: the GPU jobs one installation may have
+    # queued, running or waiting for a retry at once, and the most candidates per iteration and
+    # iterations a repository's config may ask for (each costs model calls on the operator's key
+    # and GPU time); a config asking for more gets these.
+    max_runs_per_installation: int = 2
+    max_candidates: int = 4
+    max_iterations: int = 5
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
         """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_APP_SLUG, OPTIMAS_GPU_QUEUE, OPTIMAS_GIT_URL,
         OPTIMAS_FETCH_TIMEOUT_S, OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S, OPTIMAS_GITHUB_REQUEST_INTERVAL_S,
         OPTIMAS_GITHUB_WRITE_INTERVAL_S, OPTIMAS_GITHUB_WRITE_BACKOFF_S, OPTIMAS_LLM_BACKEND and OPTIMAS_LLM_MODEL
-        (the model for repositories whose config names none), OPTIMAS_LLM_BASE_URL (the operator's server)."""
+        (the model for repositories whose config names none), OPTIMAS_LLM_BASE_URL (the operator's server),
+        OPTIMAS_MAX_RUNS_PER_INSTALLATION, OPTIMAS_MAX_CANDIDATES and OPTIMAS_MAX_ITERATIONS."""
         e = os.environ if env is None else env
         backend = e.get("OPTIMAS_LLM_BACKEND") or None
         if backend is not None and backend not in BACKENDS:
@@ -179,4 +187,8 @@ class WorkerSettings:
                    write_interval_s=_number(e, "OPTIMAS_GITHUB_WRITE_INTERVAL_S", cls.write_interval_s, 0),
                    write_backoff_s=_number(e, "OPTIMAS_GITHUB_WRITE_BACKOFF_S", cls.write_backoff_s, 0),
                    llm_backend=backend, llm_model=e.get("OPTIMAS_LLM_MODEL") or None,
-                   llm_base_url=e.get("OPTIMAS_LLM_BASE_URL") or None)
+                   llm_base_url=e.get("OPTIMAS_LLM_BASE_URL") or None,
+                   max_runs_per_installation=int(_number(e, "OPTIMAS_MAX_RUNS_PER_INSTALLATION",
+                                                         cls.max_runs_per_installation, 1)),
+                   max_candidates=int(_number(e, "OPTIMAS_MAX_CANDIDATES", cls.max_candidates, 1)),
+                   max_iterations=int(_number(e, "OPTIMAS_MAX_ITERATIONS", cls.max_iterations, 1)))

@@ -364,3 +364,34 @@ def test_an_installation_that_adds_repositories_without_end_gets_a_bounded_numbe
     other = run(conn, "bot.jobs.ensure_label", repo="", installation_id=7, sender="Codertocat",
                 repos=[REPO]).return_value()
     assert other["created"] == [REPO]
+
+
+def test_an_installation_has_at_most_its_share_of_gpu_runs_at_once(env):
+    """Whoever installs the App opens pull requests at will: past OPTIMAS_MAX_RUNS_PER_INSTALLATION
+    queued or running GPU jobs, a trigger gets a reply instead of a job; a PR's new head still
+    replaces its own run, and another installation is not held back."""
+    gh, conn, gpu = env
+    for pr in (2, 3, 4):
+        gh.add_pull(REPO, pr, HEAD)
+    assert [trigger(conn, pr=pr).return_value()["status"] for pr in (2, 3)] == ["queued", "queued"]
+    busy = trigger(conn, pr=4).return_value()
+    assert busy == {"status": "installation busy", "runs": 2} and len(gpu.jobs) == 2
+    assert any("2 Optimas runs queued or running" in c["body"] and c["issue"] == 4 for c in gh.comments)
+    gh.add_pull(REPO, 3, "f" * 40)
+    assert trigger(conn, pr=3, head_sha="f" * 40, trigger="synchronize").return_value()["superseded"] == "cancelled"
+    other = run(conn, "bot.jobs.handle_trigger", repo=REPO, installation_id=2, sender="maintainer", pr=4,
+                head_sha=HEAD, trigger="label").return_value()
+    assert other["status"] == "queued"
+
+
+def test_a_repository_config_gets_at_most_the_operators_candidates_and_iterations(tmp_path):
+    from bot.gpu_job import operator_model
+    from bot.settings import WorkerSettings
+    from runner.base.config import load_config
+
+    (tmp_path / ".optimas.yml").write_text("app: {name: x}\nllm: {candidates: 8}\nevaluation: {max_iterations: 100}\n")
+    lc = operator_model(load_config(tmp_path / ".optimas.yml"), WorkerSettings.from_env({}))
+    assert lc.config.llm.candidates == 4 and lc.config.evaluation.max_iterations == 5
+    more = WorkerSettings.from_env({"OPTIMAS_MAX_CANDIDATES": "8", "OPTIMAS_MAX_ITERATIONS": "200"})
+    lc = operator_model(load_config(tmp_path / ".optimas.yml"), more)
+    assert lc.config.llm.candidates == 8 and lc.config.evaluation.max_iterations == 100
