@@ -609,6 +609,7 @@ def test_a_linked_config_in_the_pull_request_is_not_written_through(monkeypatch,
     "run: 'true'}",
     "app: {name: x, sources: [../../worker/secrets/app.pem], build: 'true', run: 'true'}",
     "app: {name: x, sources: [k.cu], build: 'true', run: 'true', outputs: [{path: /etc/shadow}]}",
+    "app: {name: x, sources: [k.cu], build: 'true', run: 'true', outputs: [{path: '{out}/../../../../../etc/x'}]}",
     "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nprofiles: {raw: [~/.ssh/id_rsa]}",
     "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nllm: {backend: replay, replay_dir: /srv}",
     "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nanalysis: {counters: {metric_dictionary: "
@@ -638,6 +639,6 @@ def test_a_repository_config_within_its_checkout_passes(tmp_path):
     (work / "app").mkdir(parents=True)
     (work / ".optimas.yml").write_text(
         "app: {name: x, workdir: app, workspace: ., sources: [k.cu, ../common/h.cuh], build: 'true', run: 'true',\n"
-        "      outputs: [{path: '{out}'}, {path: result.bin}]}\nprofiles: {raw: [app/p.csv]}\n"
+        "      outputs: [{path: '{out}'}, {path: '{out}.part2'}, {path: result.bin}]}\nprofiles: {raw: [app/p.csv]}\n"
         "profiling: {nvcc: nvcc}\n")
     refuse_worker_reach(load_config(work / ".optimas.yml"), work)

@@ -684,3 +684,16 @@ def test_a_build_that_depends_on_the_configuration_is_made_once_per_configuratio
     plain, _ = build_binaries(load_config(prog / "optimas.yml"), {"k.cu": kernel}, faster, "sm_90",
                               tmp_path / "eval2", cache)
     assert set(plain) == {None}
+
+
+def test_a_relative_output_file_is_read_where_the_program_wrote_it(tmp_path, monkeypatch):
+    """app.outputs paths without {out} are the program's, relative to app.workdir where it runs, not
+    to wherever Optimas was started."""
+    from runner.evaluation.measure import _outputs
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "optimas.yml").write_text("app: {name: x, workdir: app, outputs: [{path: result.bin}, "
+                                          "{path: '{out}'}]}\n")
+    monkeypatch.chdir(tmp_path)
+    paths = [p for _, p in _outputs(load_config(tmp_path / "optimas.yml"), tmp_path / "runs" / "b.out")]
+    assert paths == [tmp_path / "app" / "result.bin", tmp_path / "runs" / "b.out"]

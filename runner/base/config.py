@@ -538,8 +538,7 @@ def path_problems(lc: LoadedConfig) -> list[str]:
 
 def named_paths(lc: LoadedConfig) -> list[tuple[str, str, Path]]:
     """Every file and folder the config names that Optimas itself reads or copies: the setting, the
-    value as written and the path as the pipeline resolves it (without following links). An
-    output written at `{out}` is left out: the pipeline chooses that path."""
+    value as written and the path as the pipeline resolves it (without following links)."""
     cfg, app = lc.config, lc.config.app
     workdir = lc.resolve(app.workdir)
     out: list[tuple[str, str, Path]] = [("app.workdir", app.workdir, workdir),
@@ -547,8 +546,10 @@ def named_paths(lc: LoadedConfig) -> list[tuple[str, str, Path]]:
     if app.workspace:
         out.append(("app.workspace", app.workspace, lc.resolve(app.workspace)))
     out += [("app.sources", s, workdir / Path(s).expanduser()) for s in app.sources]
-    out += [("app.outputs", o.path, workdir / Path(o.path).expanduser()) for o in app.outputs
-            if not o.path.startswith("{out}")]
+    # {out} is a file the pipeline names in its run folder (under runs_dir): what follows it must
+    # stay there, as the rest of a path must stay where it is written
+    out += [("app.outputs", o.path, Path(o.path.replace("{out}", str(lc.resolve(cfg.runs_dir) / "out"), 1))
+             if o.path.startswith("{out}") else workdir / Path(o.path).expanduser()) for o in app.outputs]
     out += [("profiles", f, lc.resolve(f)) for f in cfg.profiles.all_paths()]
     md = cfg.analysis.counters.metric_dictionary
     if md:

@@ -217,7 +217,10 @@ def results_mode(lc: LoadedConfig) -> Literal["bitwise", "tolerance", "off"]:
 
 
 def _outputs(lc: LoadedConfig, out: Path) -> list[tuple[OutputSpec, Path]]:
-    return [(spec, Path(spec.path.format(out=out))) for spec in lc.config.app.outputs]
+    """Each app.outputs file of a run whose {out} is `out`; a relative path is the program's, in
+    app.workdir where it runs (not wherever Optimas was started)."""
+    workdir = lc.resolve(lc.config.app.workdir)
+    return [(spec, workdir / spec.path.format(out=out)) for spec in lc.config.app.outputs]
 
 
 def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Path,
