@@ -177,6 +177,35 @@ def test_a_program_that_calls_what_cuda_13_removed_builds_only_when_the_config_a
     assert used["names"] == said.split(", ")[:len(used["names"])]
 
 
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_a_call_two_includes_deep_gets_its_header_once_and_a_commented_definition_does_not_count(tmp_path,
+                                                                                                 monkeypatch):
+    """main.cu includes reduce.cuh, which includes warp/shfl.cuh (found through -I) where the
+    unmasked shuffle is; fake.h holds a definition of it that is commented out. The header is
+    pre-included, and recorded once although the build's sources are preprocessed again for the
+    macros in effect."""
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    root = project(tmp_path / "p", "Makefile", "app: main.cu\n\tnvcc -O2 -Iwarp main.cu -o app\n",
+                   "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
+    (root / "warp").mkdir()
+    (root / "warp" / "shfl.cuh").write_text("__device__ float total(float v) {\n"
+                                           "  for (int d = 16; d > 0; d /= 2) v += __shfl_down(v, d);\n"
+                                           "  return v; }\n")
+    (root / "fake.h").write_text("// #define __shfl_down(v, d) fake_shfl_down(v, d)\n")
+    (root / "reduce.cuh").write_text('#include "fake.h"\n#include "shfl.cuh"\n')
+    (root / "main.cu").write_text('#include <cstdio>\n#include "reduce.cuh"\n'
+                                  "__global__ void k(float* a) { a[threadIdx.x] = total(a[threadIdx.x]); }\n"
+                                  "int main() { printf(\"built\\n\"); return 0; }\n")
+    cfg = yaml.safe_load((root / "optimas.yml").read_text())
+    cfg["app"].update(compat_headers=True, sources=["main.cu"])
+    (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=True,
+                   macros=True)
+    assert result.ok, result.output
+    (used,) = result.compat
+    assert used["header"] == "cuda_legacy_warp.h" and used["sources"] == ["main.cu"] and used["names"] == ["__shfl_down"]
+
+
 # 20 of a warp's 32 threads vote, as legacy code did inside a branch: an unmasked vote counted the
 # threads that reached it, which __activemask() gives (a full mask would wait for threads that never come).
 VOTE_BRANCH = ("#include <cstdio>\n"

@@ -249,3 +249,23 @@ def test_a_workspace_copy_made_inside_the_workspace_leaves_out_the_folder_it_is_
     cwd = copy_workspace(lc, dest, {"src/k.cu": "// edited\n"})
     assert cwd == dest and (dest / "src" / "k.cu").read_text() == "// edited\n"
     assert not (dest / "my-runs").exists() and (app / "src" / "k.cu").read_text().startswith("__global__")
+
+
+def test_a_workspace_with_dangling_links_is_copied_without_them(tmp_path):
+    """Suites keep links to data never pulled, or to a path on the author's machine: the copy
+    leaves them out instead of failing the build."""
+    from runner.build.cache import copy_workspace
+
+    app = tmp_path / "suite" / "prog"
+    app.mkdir(parents=True)
+    (app / "k.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "suite" / "other").mkdir()
+    (tmp_path / "suite" / "other" / "data.txt").symlink_to("../never-pulled/data.txt")
+    (tmp_path / "suite" / "other" / "Make.inc").symlink_to("/noback/someone/Make.inc")
+    (tmp_path / "suite" / "shared.h").write_text("// shared\n")
+    (tmp_path / "suite" / "linked.h").symlink_to("shared.h")
+    (app / "optimas.yml").write_text("app: {name: k, workspace: .., sources: [k.cu], build: 'true', run: 'true'}\n")
+    dest = tmp_path / "copy"
+    cwd = copy_workspace(load_config(app / "optimas.yml"), dest)
+    assert (cwd / "k.cu").is_file() and (dest / "linked.h").read_text() == "// shared\n"
+    assert not (dest / "other" / "data.txt").exists() and not (dest / "other" / "Make.inc").exists()

@@ -34,7 +34,9 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
         inside = {n for n in names if (Path(folder) / n).resolve() in (target, *target.parents)}
         return set(COPY_IGNORED(folder, names)) | inside
 
-    shutil.copytree(space, dest, ignore=ignored)
+    # a link whose target is gone (data never pulled, a path on the author's machine) is left out:
+    # the build cannot have read it
+    shutil.copytree(space, dest, ignore=ignored, ignore_dangling_symlinks=True)
     cwd = dest / workdir.relative_to(space)
     for name, text in (files or {}).items():
         write_source(cwd / name, text)

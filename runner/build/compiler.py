@@ -154,8 +154,17 @@ def _relative(folder: str, workdir: Path) -> str:
 
 
 def read_compat(path: Path) -> list[dict]:
-    """The compatibility headers the shim pre-included (lines that are not such a record are skipped)."""
-    return read_records(path, header=str, sources=list)
+    """The compatibility headers the shim pre-included (lines that are not such a record are skipped),
+    each once: the same source compiled again (its preprocessing for the macros in effect) records
+    the same header again."""
+    seen: set[str] = set()
+    out = []
+    for record in read_records(path, header=str, sources=list):
+        key = json.dumps([record["header"], record["sources"], record.get("cwd")])
+        if key not in seen:
+            seen.add(key)
+            out.append(record)
+    return out
 
 
 MAX_PREPROCESSED = 16  # sources preprocessed again for their macros, at most

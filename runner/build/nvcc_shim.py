@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from runner.base.cuda_source import LOCAL_INCLUDE
+from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
 
 SHIM_VERSION = "7"
@@ -200,18 +200,46 @@ def keep_specific(args: list[str], appended: str) -> tuple[list[str], str, list[
     return out, appended, notes
 
 
+# How deep `#include "..."` is followed for the calls a compatibility header stands in for.
+MAX_INCLUDE_DEPTH = 4
+
+
+def _include_dirs(args: list[str], cwd: Path) -> list[Path]:
+    """The -I folders among nvcc's arguments."""
+    dirs = []
+    for i, arg in enumerate(args):
+        if arg in ("-I", "--include-path") and i + 1 < len(args):
+            dirs.append(args[i + 1])
+        elif arg.startswith("--include-path="):
+            dirs.append(arg.split("=", 1)[1])
+        elif arg.startswith("-I") and len(arg) > 2:
+            dirs.append(arg[2:])
+    return [cwd / d for d in dirs]
+
+
 def _compiled_code(args: list[str], cwd: Path) -> str:
-    """The text of the source files among nvcc's arguments (.cu, and C or C++ files nvcc compiles)
-    and of the local headers they include."""
+    """The code of the source files among nvcc's arguments (.cu, and C or C++ files nvcc compiles)
+    and of the local headers they include, `#include "..."` followed MAX_INCLUDE_DEPTH levels (next
+    to the including file, then in the -I folders), with comments and string literals blanked out:
+    a call or a definition in a comment does not count."""
+    dirs = _include_dirs(args, cwd)
+    frontier = [cwd / a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
+    seen: set[Path] = set()
     texts = []
-    for arg in args:
-        if arg.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / arg).is_file():
-            source = cwd / arg
-            text = source.read_text(errors="replace")
-            texts.append(text)
-            for name in LOCAL_INCLUDE.findall(text):
-                if (header := source.parent / name).is_file():
-                    texts.append(header.read_text(errors="replace"))
+    for _ in range(MAX_INCLUDE_DEPTH + 1):
+        found = []
+        for path in frontier:
+            if path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
+            raw = path.read_text(errors="replace")
+            clean = strip_comments_and_strings(raw)
+            texts.append(clean)
+            for m in LOCAL_INCLUDE.finditer(raw):
+                if not clean[m.start():m.end()].lstrip().startswith("#"):
+                    continue  # commented out
+                found += [base / m.group(1) for base in (path.parent, *dirs) if (base / m.group(1)).is_file()][:1]
+        frontier = found
     return "\n".join(texts)
 
 
