@@ -30,13 +30,16 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
     target = dest.resolve()
 
     def ignored(folder: str, names: list[str]) -> set[str]:
-        # a copy made inside the workspace (a run folder there) must not copy itself
+        # a copy made inside the workspace (a run folder there) must not copy itself; a link whose
+        # target is gone (data never pulled, a path on the author's machine) is left out, as the
+        # build cannot have read it (copytree's ignore_dangling_symlinks looks for a relative
+        # link's target from the current folder, not the link's)
         inside = {n for n in names if (Path(folder) / n).resolve() in (target, *target.parents)}
-        return set(COPY_IGNORED(folder, names)) | inside
+        dangling = {n for n in names if os.path.islink(os.path.join(folder, n))
+                    and not os.path.exists(os.path.join(folder, n))}
+        return set(COPY_IGNORED(folder, names)) | inside | dangling
 
-    # a link whose target is gone (data never pulled, a path on the author's machine) is left out:
-    # the build cannot have read it
-    shutil.copytree(space, dest, ignore=ignored, ignore_dangling_symlinks=True)
+    shutil.copytree(space, dest, ignore=ignored)
     cwd = dest / workdir.relative_to(space)
     for name, text in (files or {}).items():
         write_source(cwd / name, text)
