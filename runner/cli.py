@@ -40,7 +40,7 @@ from runner.base.config import (
 )
 from runner.base.context import RunContext
 from runner.base.errors import ConfigError, OptimasError, OptionError
-from runner.base.gpu import can_run_here
+from runner.base.gpu import can_run_here, target_arch
 from runner.base.progress import progress_for
 
 RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
@@ -161,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8050)
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
+    p.add_argument("--build", action="store_true", help="also build the program as Optimas does (a copy of "
+                   "app.workspace, through its nvcc shim) and say what ptxas reports; exit 3 if it fails")
     p = sub.add_parser("init", help="write a first optimas.yml for a CUDA project (no questions asked)")
     p.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the project's folder (default: here)")
     p.add_argument("--name", default=None, help="the app's name (default: the folder's)")
@@ -280,7 +282,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from runner.base.gpu import target_arch
     from runner.base.workspace import read_context
     from runner.build.cache import compile_candidate
     from runner.proposal.prompt import PromptSpec, render_prompt
@@ -497,6 +498,40 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     if problems:
         raise ConfigError(lc.path, problems)
     print(f"{args.config}: valid (sha256 {lc.sha256[:12]})")
+    return _check_build(lc) if args.build else 0
+
+
+def _check_build(lc: LoadedConfig) -> int:
+    """check-config --build: build the program as every stage does (in a copy of app.workspace,
+    through the nvcc shim) and say what the compiler feedback (K*) will hold; exit 3 when it fails."""
+    import tempfile
+    import time
+
+    from runner.build.cache import compile_candidate
+
+    if not lc.config.app.build:
+        raise ConfigError(lc.path, ["app.build: no build command to check (--build)"])
+    arch = target_arch(lc)
+    print(f"building as Optimas does (a copy of the workspace, -arch={arch}) ...", flush=True)
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="optimas-check-") as tmp:
+        log = Path(tmp) / "build.log"
+        built = compile_candidate(lc, {}, arch, log, macros=True)
+    seconds = time.monotonic() - t0
+    if not built.ok:
+        tail = "\n".join(built.output.strip().splitlines()[-25:])
+        print(f"build failed after {seconds:.1f} s: {' '.join(built.command)}\n{tail}", file=sys.stderr)
+        return 3
+    spills = [r.kernel for r in built.resources if r.spill_store_bytes or r.spill_load_bytes]
+    n = len(built.resources)
+    print(f"build: ok in {seconds:.1f} s; ptxas reports {n} kernel{'' if n == 1 else 's'} (compiler feedback K*)"
+          + (f", spilling in {', '.join(spills[:5])}" if spills else ""))
+    if not built.resources:
+        print("  check: ptxas reported no kernel: the prompt will have no compiler feedback (is nvcc run by the "
+              "build, and does it compile the kernels?)")
+    for c in built.compat:
+        print(f"  compatibility header {c['header']} pre-included into {', '.join(c['sources'])} "
+              f"({', '.join(c.get('names', []))})")
     return 0
 
 
@@ -541,7 +576,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"  check: {note}")
     print("next steps:\n"
           f"  1. read {out} and adjust the build and run commands, configurations and outputs\n"
-          f"  2. optimas check-config --config {out}\n"
+          f"  2. optimas check-config --config {out} --build\n"
           f"  3. on a GPU machine: optimas profile --config {out}, then optimas run --config {out}")
     top = repository_root(args.dir)
     if top is not None and out.resolve() != top / REPOSITORY_CONFIG:

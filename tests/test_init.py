@@ -338,6 +338,20 @@ def test_init_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: Path):
     assert r.returncode != 0 and "not a folder" in r.stderr
 
 
+def test_a_makefile_without_rules_is_refused_unless_the_build_command_is_given(tmp_path: Path):
+    """Parboil's benchmark Makefiles only set variables for a common Makefile its driver runs: a
+    guessed `make -B app` would fail at every build, so init asks for the command instead."""
+    root = tmp_path / "sgemm"
+    root.mkdir()
+    (root / "k.cu").write_text("__global__ void k(float* a) { a[0] = 1; }\nint main() { return 0; }\n")
+    (root / "Makefile").write_text("LANGUAGE=cuda\nSRCDIR_OBJS=main.o sgemm_kernel.o\nAPP_CUDACFLAGS=-O3\n")
+    r = init(str(root))
+    assert r.returncode == 2 and "has no rule that builds a program" in r.stderr and "--build" in r.stderr
+    assert not (root / "optimas.yml").exists()
+    _, app = initialized(root, "--build", "nvcc -arch={arch} {lineinfo} -o {exe} k.cu")
+    assert app.build == "nvcc -arch={arch} {lineinfo} -o {exe} k.cu"
+
+
 # A program of a suite whose build reads files above its folder: the workspace holds them.
 
 SUITE_KERNEL = ('#include "scale.h"\n__global__ void twice(float* a) { a[threadIdx.x] = scale2(a[threadIdx.x]); }\n'
@@ -440,3 +454,21 @@ def test_init_sets_compat_headers_for_sources_that_call_what_cuda_13_removed_and
     (prog / "optimas.yml").write_text(text.replace("  compat_headers: true\n", ""))
     plain = compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90")
     assert not plain.ok and "app.compat_headers: true would pre-include" in plain.output
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_check_config_build_builds_as_optimas_does_and_says_what_ptxas_reports(tmp_path: Path):
+    """After init, `check-config --build` answers on any machine with nvcc whether the build works
+    through the pipeline's copy of the workspace, and whether the prompt will have compiler feedback."""
+    root = tmp_path / "prog"
+    root.mkdir()
+    (root / "k.cu").write_text("__global__ void twice(float* a) { a[threadIdx.x] *= 2; }\nint main() { return 0; }\n")
+    (root / "Makefile").write_text("prog: k.cu\n\tnvcc -O2 -o prog k.cu\n")
+    initialized(root)
+    r = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
+    assert r.returncode == 0, r.stderr
+    assert "build: ok in" in r.stdout and "ptxas reports 1 kernel (compiler feedback K*)" in r.stdout
+    assert sorted(p.name for p in root.iterdir()) == ["Makefile", "k.cu", "optimas.yml"]  # built in a copy
+    (root / "k.cu").write_text("__global__ void twice(float* a) { a[threadIdx.x] *= ; }\nint main() { return 0; }\n")
+    r = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
+    assert r.returncode == 3 and "build failed after" in r.stderr and "expected an expression" in r.stderr

@@ -434,7 +434,12 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     architectures themselves). Also the arguments its `run` target gives the binary ("" if none)."""
     variables = _make_variables(text)
     rules, needs = _parse_rules(text, variables)
-    target = _first_target(rules, needs, variables) or "app"
+    target = _first_target(rules, needs, variables)
+    if target is None:
+        raise ConfigError(folder / name.split("/")[-1], [
+            "it has no rule that builds a program: it is a fragment another Makefile includes (a suite's "
+            "common one, which its own driver runs). Give the command that builds the program: optimas init "
+            "--build 'CMD' (with {exe}, {arch} and {lineinfo}; see optimas init --help)"])
     binary = _binary(rules, variables, target, folder, needs=needs)
     make = f"make -C {sub} -B {target}" if sub else f"make -B {target}"
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
@@ -548,8 +553,9 @@ def separate_programs(root: Path, kernel_files: list[str]) -> list[str]:
     return sorted(found)
 
 
-def inspect(root: Path) -> Project:
-    """What init would write for the project in root."""
+def inspect(root: Path, build: str | None = None) -> Project:
+    """What init would write for the project in root; `build`: the user's own build command (what
+    would be guessed about the build does not apply)."""
     if not root.is_dir():
         raise OptimasError(f"{root}: not a folder; give the folder of a CUDA project (optimas init DIR)")
     files, kernels, mains = scan(root)
@@ -562,7 +568,10 @@ def inspect(root: Path) -> Project:
         raise ConfigError(root, [f"{len(programs)} separate programs under {root}, each built by its own build file "
                                  f"and none at the top: {shown}. A config is for one program: run optimas init on "
                                  "the one to optimize (optimas init <its folder>)"])
-    kind, build, notes, run_args = detect_build(root, files, mains)
+    if build:
+        kind, notes, run_args = "the command given", [], ""
+    else:
+        kind, build, notes, run_args = detect_build(root, files, mains)
     texts = _source_texts(root)
     fail_pattern, where = printed_verdict(texts)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(texts),
@@ -714,9 +723,7 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
                  force: bool = False) -> tuple[Project, str]:
     """Inspect root, check the config it gives as check-config would, and write it to `out` (never
     over an existing file unless `force`). Returns what was found and the text written."""
-    project = inspect(root)
-    if build:  # the user's own command: what was guessed about the build does not apply
-        project.build, project.build_kind, project.notes, project.run_args = build, "the command given", [], ""
+    project = inspect(root, build)
     if project.fail_pattern:
         project.notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program "
                              f"prints that verdict when its own check fails ({project.fail_pattern_in}); remove "
