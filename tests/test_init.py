@@ -230,7 +230,8 @@ def test_a_makefile_whose_first_target_only_names_others_finds_the_binary_they_m
 
 
 def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
-    cm = "cmake_minimum_required(VERSION 3.24)\nproject(s LANGUAGES CXX CUDA)\nadd_executable(saxpy_app main.cu)\n"
+    cm = ("cmake_minimum_required(VERSION 3.24)\nproject(s LANGUAGES CXX CUDA)\n#add_executable(main old.cu)\n"
+          "add_executable(saxpy_app main.cu) # the app\n")
     root = project(tmp_path / "p", ("CMakeLists.txt", cm))
     r = init(str(root), "--name", "saxpy")
     assert r.returncode == 0, r.stderr
@@ -239,6 +240,18 @@ def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
     argv = render(lc.config.app.build, exe="/tmp/x/app", arch="sm_90", lineinfo="-lineinfo")
     assert argv[:2] == ["sh", "-c"] and "-B /tmp/x/app.build" in argv[2]
     assert "--target saxpy_app" in argv[2] and "-DCMAKE_CUDA_FLAGS=-arch=sm_90 -lineinfo" in argv[2]
+    assert "(of saxpy_app)" in r.stdout  # the commented-out target is not one
+
+
+def test_vendored_libraries_and_submodules_are_not_the_programs_sources(tmp_path: Path):
+    root = project(tmp_path / "p")
+    (root / "cub" / "cub" / "grid").mkdir(parents=True)
+    (root / "cub" / "cub" / "grid" / "grid_queue.cuh").write_text("__global__ void FillAndResetDrainKernel() {}\n")
+    (root / "deps" / "lib").mkdir(parents=True)
+    (root / "deps" / "lib" / ".git").write_text("gitdir: ../../.git/modules/lib\n")  # a submodule's checkout
+    (root / "deps" / "lib" / "k.cu").write_text("__global__ void theirs() {}\n")
+    _, app = initialized(root)
+    assert app.sources == ["kernels/saxpy.cuh"]
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")

@@ -48,9 +48,20 @@ class Project:
     compat: list[str] = field(default_factory=list)
 
 
+# Folders of libraries a program carries with it (CUDA's own C++ libraries, vendored code): their
+# kernels and headers are not the program's to optimize.
+VENDORED = {"cub", "thrust", "libcudacxx", "cccl", "third_party", "thirdparty", "3rdparty", "vendor"}
+
+
 def _skipped(d: Path) -> bool:
     n = d.name
-    return n.startswith(".") or n.startswith(("build", "cmake-build")) or n in {"runs", "__pycache__", "node_modules"}
+    return (n.startswith(".") or n.startswith(("build", "cmake-build")) or n in {"runs", "__pycache__", "node_modules"}
+            or n.lower() in VENDORED or _is_submodule(d))
+
+
+def _is_submodule(d: Path) -> bool:
+    """Whether `d` is a git submodule's checkout (someone else's code): a `.git` file, not folder."""
+    return (d / ".git").is_file()
 
 
 def _walk(root: Path, suffixes: tuple[str, ...] = CUDA_SUFFIXES, names: frozenset[str] = frozenset()) -> list[Path]:
@@ -212,7 +223,7 @@ def _cmake_target(root: Path, kernel_files: list[str]) -> tuple[str, str, list[s
     todo, names = [(root, 0)], {}
     while todo:
         folder, depth = todo.pop(0)
-        text = (folder / "CMakeLists.txt").read_text(errors="replace")
+        text = re.sub(r"#[^\n]*", "", (folder / "CMakeLists.txt").read_text(errors="replace"))  # comments
         names.update({m.group(1): m.group(2) for m in _CMAKE_SET.finditer(text)})
         if m := _CMAKE_PROJECT.search(text):
             names.setdefault("PROJECT_NAME", m.group(1))
