@@ -351,6 +351,19 @@ def test_init_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: Path):
     assert r.returncode != 0 and "not a folder" in r.stderr
 
 
+def test_positional_arguments_are_named_by_the_programs_usage_line_and_a_repeat_count_is_not_scaled(tmp_path: Path):
+    """`Usage: %s <size> <repeat>`: the size becomes {size} (scaled for the counter runs), the repeat
+    count stays as given (scaling it changes no launch's work, only the run's time)."""
+    root = project(tmp_path / "p")
+    (root / "main.cu").write_text('#include <cstdio>\n#include "kernels/saxpy.cuh"\n'
+                                  'int main(int argc, char** argv) {\n  if (argc < 3) {\n'
+                                  '    printf("Usage: %s <size> <repeat>\\n", argv[0]);\n    return 1;\n  }\n'
+                                  '  return 0;\n}\n')
+    _, app = initialized(root, "--args", "65536 100")
+    assert app.run == "{exe} {size} 100" and app.profile_run == "{exe} {size*scale} 100"
+    assert app.values("default") == {"size": "65536"}
+
+
 def test_a_makefile_without_rules_is_refused_unless_the_build_command_is_given(tmp_path: Path):
     """Parboil's benchmark Makefiles only set variables for a common Makefile its driver runs: a
     guessed `make -B app` would fail at every build, so init asks for the command instead."""

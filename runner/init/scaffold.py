@@ -46,6 +46,8 @@ class Project:
     outside: list[tuple[Path, str]] = field(default_factory=list)
     # what the sources call that CUDA 13 removed: "file: names" for each compatibility header needed
     compat: list[str] = field(default_factory=list)
+    # the positional arguments' names in the usage line the program prints (usage_names)
+    usage: list[str] = field(default_factory=list)
 
 
 # Folders of libraries a program carries with it (CUDA's own C++ libraries, vendored code): their
@@ -586,7 +588,7 @@ def inspect(root: Path, build: str | None = None) -> Project:
     texts = _source_texts(root)
     fail_pattern, where = printed_verdict(texts)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(texts),
-                   outside_reads(root, texts), removed_calls(texts))
+                   outside_reads(root, texts), removed_calls(texts), usage_names(texts))
 
 
 def removed_calls(texts: dict[str, str]) -> list[str]:
@@ -617,18 +619,45 @@ MIN_SIZE = 16  # smaller numbers are counts, flags and ids more often than sizes
 RESERVED = frozenset({"exe", "arch", "lineinfo", "config", "seed", "scale", "out"})
 
 
-def size_arguments(run_args: str) -> SizeArguments | None:
+# A usage line the program prints: `Usage: %s <size> <repeat>`, `" << argv[0] << " [n] [iters]`,
+# `./prog LX LY NITER`; what follows the program's name is its arguments, in order.
+_USAGE = re.compile(r"""(?i)\busage:?[ \t]*(?:%s|\./%s|\./[\w.-]+|"\s*<<\s*argv\[0\]\s*<<\s*"|[\w.-]+)[ \t]+"""
+                    r"""([^"\n\\]*)""")
+_USAGE_WORD = re.compile(r"<([^<>]+)>|\[([^\[\]]+)\]|([A-Za-z_][\w-]*)")
+
+
+def usage_names(texts: dict[str, str]) -> list[str]:
+    """The positional arguments' names in the first usage line the sources print that names any
+    (`<repeat>` -> "repeat", `[num test iterations]` -> "num_test_iterations"), in order; options
+    (`[options]`, `-i file`) end the list. Empty when no source prints one."""
+    for text in texts.values():
+        for m in _USAGE.finditer(text):
+            names = []
+            for w in _USAGE_WORD.finditer(m.group(1)):
+                word = next(g for g in w.groups() if g)
+                if word.startswith("-") or re.search(r"(?i)option|switch|flag", word):
+                    break
+                names.append(re.sub(r"\W+", "_", word.strip()).strip("_").lower())
+            if names:
+                return names
+    return []
+
+
+def size_arguments(run_args: str, usage: list[str] | None = None) -> SizeArguments | None:
     """The whole numbers >= MIN_SIZE among the run arguments (`--n=4096`, `-n 4096`, `4096`) that
     are not named like seeds, devices, iteration counts or block sizes, as placeholders named after
-    their flag (`n`) or their position (`arg2`); None when there are none."""
+    their flag (`n`), the name the program's usage line gives their position (`usage`: `size`),
+    or their position (`arg2`); None when there are none."""
     try:
         words = shlex.split(run_args)
     except ValueError:
         return None
+    usage = usage or []
     run, profile, values = [], [], {}
     for i, word in enumerate(words):
         m = _NUMBER_ARG.match(word)
-        flag = m and (m.group("flag") or (words[i - 1] if i and _FLAG.match(words[i - 1]) else ""))
+        flag = m and (m.group("flag") or (words[i - 1] if i and _FLAG.match(words[i - 1]) else "")
+                      or (usage[i] if not any(w.startswith("-") for w in words) and i < len(usage) else ""))
         if not m or int(m.group("value")) < MIN_SIZE or (flag and _NOT_SIZE.search(flag)):
             run.append(shlex.quote(word))
             profile.append(shlex.quote(word))
@@ -649,7 +678,7 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
                   ) -> str:
     """The commented optimas.yml for project `p` (`workdir`: the project folder, relative to where
     the file goes; `workspace`: the folder a candidate's build copies, when it is larger)."""
-    sizes = size_arguments(run_args)
+    sizes = size_arguments(run_args, p.usage)
     run = "{exe}" + (f" {sizes.run if sizes else run_args}" if run_args else "")
     lines = [
         f"# Optimas config for {name}, written by `optimas init`. Every key: docs/configuration.md in the",
