@@ -131,6 +131,9 @@ def test_a_makefile_that_compiles_objects_in_rules_of_their_own(tmp_path: Path):
     (root / "Makefile").write_text(gencode)
     assert "generate code for compute_60, which CUDA 13 refuses; Optimas's builds drop that -gencode" in init(
         str(root), "--force").stdout
+    literal = "saxpy_gpu: main.cu\n\t@nvcc -O2 -arch=sm_35 main.cu -o saxpy_gpu\n"  # nvcc named, not a variable
+    (root / "Makefile").write_text(literal)
+    assert "its nvcc flags ask for sm_35, which CUDA 13 no longer builds" in init(str(root), "--force").stdout
     (root / "Makefile").write_text(mk.replace("NVCC_FLAGS += -O2", "NVCC_FLAGS += -O2 -arch=sm_20"))
     built = make_builds(app.build, root, tmp_path / "app")  # sm_20 gave way to the appended sm_90
     assert built is None or "incompatible redefinition for option 'gpu-architecture'" in built.stderr

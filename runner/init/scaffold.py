@@ -467,7 +467,9 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     calls = [(m.group(1) or m.group(2), line) for lines in rules.values() for line in lines
              if (m := re.match(r"\$(?:\((\w+)\)|\{(\w+)\})\s", line))
              and _expand(variables.get(m.group(1) or m.group(2), ""), variables).split(" ")[0].endswith("nvcc")]
-    compiled = " ".join(_expand(line, variables) for _, line in calls)
+    literal = [line for lines in rules.values() for line in lines
+               if re.match(r"(?:\S*/)?nvcc\s", _expand(line, variables).lstrip("@-+ "))]
+    compiled = " ".join([*(_expand(line, variables) for _, line in calls), *(_expand(x, variables) for x in literal)])
     def older(pattern: str) -> list[int]:
         return sorted({int(v) for v in re.findall(pattern, compiled) if int(v) < OLDEST_SM})
 
