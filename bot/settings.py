@@ -105,9 +105,10 @@ class Settings:
         proxies = _networks(e, "OPTIMAS_DASHBOARD_PROXY_ADDRESSES")
         if user_header and not proxies:
             raise SettingsError("OPTIMAS_DASHBOARD_USER_HEADER is set without OPTIMAS_DASHBOARD_PROXY_ADDRESSES: the "
-                                "identity header is believed only from your reverse proxy; give its address(es), "
-                                "e.g. 172.18.0.0/16 for a proxy on compose's network (anyone reaching the App's "
-                                "port directly could send the header otherwise)")
+                                "identity header is believed only from your reverse proxy; give its own address "
+                                "(a fixed one, e.g. the proxy container's on compose's network), not a network "
+                                "range: clients reaching a published port through Docker appear from the "
+                                "network's gateway, and anyone reaching the App's port could send the header")
         if token and len(token) < 16:
             raise SettingsError("OPTIMAS_DASHBOARD_TOKEN is shorter than 16 characters: use a long random token")
         return cls(webhook_secret=secret.encode(), redis_url=_text(e, "OPTIMAS_REDIS_URL", cls.redis_url),

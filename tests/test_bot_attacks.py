@@ -341,7 +341,10 @@ ln -s "$CANARY" probe_kernels.out; ln -s "$CACHE" cachelink; mkfifo pipe
 exit 1'"""
 
 
-def test_pull_request_code_runs_in_a_sandbox(monkeypatch, tmp_path):
+@pytest.mark.parametrize("candidates", [1, 3])
+def test_pull_request_code_runs_in_a_sandbox(monkeypatch, tmp_path, candidates):
+    """With llm.candidates > 1 too: the candidates' builds ran in a thread pool whose threads did not
+    inherit the sandbox, so the code ran unsandboxed (an attacker's pass found it)."""
     from test_bot_end_to_end import CONFIG, deliver_and_work, make_remote
     from test_bot_hardening import cmdlines
 
@@ -353,10 +356,16 @@ def test_pull_request_code_runs_in_a_sandbox(monkeypatch, tmp_path):
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(cache))
     config = CONFIG.replace("build: nvcc -O3 -arch={arch} {lineinfo} -o {exe} probe_kernels.cu",
                             f"build: {json.dumps(PROBE)}\n  env: {{CACHE: {cache}, CANARY: {canary}}}")
+    config = config.replace("llm: {backend: offline}", f"llm: {{backend: offline, candidates: {candidates}}}")
     remote = make_remote(tmp_path, ["examples/h200-probe"])
     gh, sha, job = deliver_and_work(monkeypatch, remote, config=config)
-    (log,) = (remote[0].parent / "worker-runs").glob("*/prompt/original-build.log")
-    text = log.read_text().split("\nexit 1\n", 1)[1]  # what the build printed, after its command line
+    logs = sorted((remote[0].parent / "worker-runs").glob("*/**/prompt/original-build.log"))
+    assert len(logs) == candidates  # each candidate's proposal built the original
+    for log in logs[1:]:
+        later = log.read_text().split("\nexit 1\n", 1)[1]
+        assert "canary hidden" in later and "no network" in later and "READ CANARY" not in later
+        assert int(re.search(r"processes: (\d+)", later).group(1)) < 10
+    text = logs[0].read_text().split("\nexit 1\n", 1)[1]  # what the build printed, after its command line
     shim = shim_folder("nvcc", cache) / "nvcc"  # the shim as the next job checks it
     assert "#evil" not in shim.read_text() and "WROTE" not in text and "PLANTED" not in text
     assert "cache read-only: nvcc" in text and "no new cache entries" in text
@@ -642,3 +651,30 @@ def test_a_repository_config_within_its_checkout_passes(tmp_path):
         "      outputs: [{path: '{out}'}, {path: '{out}.part2'}, {path: result.bin}]}\nprofiles: {raw: [app/p.csv]}\n"
         "profiling: {nvcc: nvcc}\n")
     refuse_worker_reach(load_config(work / ".optimas.yml"), work)
+
+
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap not installed")
+def test_a_thread_without_the_jobs_context_cannot_start_a_command_while_a_sandbox_is_open(tmp_path):
+    """Defence in depth for the thread pool hole: a context without the sandbox, in a process where
+    one is open, refuses to run a command instead of running it unsandboxed."""
+    import threading
+
+    from runner.base.processes import run_process
+    from runner.base.sandbox import SandboxError, sandboxed
+
+    errors: list[BaseException] = []
+
+    def bare() -> None:
+        try:
+            run_process(["true"], tmp_path, 30)
+        except SandboxError as e:
+            errors.append(e)
+
+    with sandboxed([tmp_path]):
+        t = threading.Thread(target=bare)
+        t.start()
+        t.join()
+        inside = run_process(["sh", "-c", "cat /proc/1/comm"], tmp_path, 30)
+    assert errors and "outside the sandbox" in str(errors[0])
+    assert inside.returncode == 0 and inside.output.strip() == "bwrap"
+    assert run_process(["true"], tmp_path, 30).returncode == 0  # no sandbox open: the CLI's own runs

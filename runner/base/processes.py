@@ -238,6 +238,8 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
             f.flush()
         child_env = child_environment() if env is None else env
         box = sandbox.current()
+        if box is None:
+            sandbox.check_contained()
         command, where = _in_box(box, argv, cwd, child_env, what)
         proc = _popen(command, where, child_env, stdin is not None, out_file, merge_stderr, argv[0], what)
         _note_group(proc.pid, running=True)  # a new session: its group id is the child's pid

@@ -33,6 +33,7 @@ import os
 import shutil
 import stat
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,6 +175,8 @@ def _sweep_folder(fd: int, path: str, roots: list[Path], removed: list[str], dep
 
 
 _current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar("optimas_sandbox", default=None)
+_open = 0  # sandboxes open in this process, whichever context opened them
+_open_lock = threading.Lock()
 
 
 def current() -> Sandbox | None:
@@ -205,10 +208,31 @@ def operator_paths(env: dict[str, str] | None = None) -> list[Path]:
 def sandboxed(writable: Sequence[Path], readable: Sequence[Path] = ()) -> Iterator[Sandbox]:
     """Run every command started inside this block in a sandbox that may write `writable` only
     and read, besides the system, `readable` and the operator's folders."""
+    global _open
     box = Sandbox(find_bwrap(), [Path(p).resolve() for p in writable],
                   [Path(p) for p in readable] + operator_paths(), keep_caps=os.environ.get(KEEP_CAPS) == "1")
     token = _current.set(box)
+    with _open_lock:
+        _open += 1
     try:
         yield box
     finally:
+        with _open_lock:
+            _open -= 1
         _current.reset(token)
+
+
+def check_contained() -> None:
+    """SandboxError when a sandbox is open in this process but not in this context: a thread that
+    did not inherit the context (a thread pool's) would otherwise start the code's commands with no
+    sandbox at all."""
+    if current() is None and _open:
+        raise SandboxError("a command was about to run outside the sandbox while one is open in this process "
+                           "(a thread without the job's context); it was not run")
+
+
+def sandbox_open() -> bool:
+    """Whether a sandbox is open anywhere in this process: the code's commands may then run, and
+    nothing else may read or copy the folders they write at the same time (the sweep after each
+    command is what makes those folders safe to read)."""
+    return _open > 0

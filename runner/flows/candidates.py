@@ -11,6 +11,7 @@ record, with its number and whether it was kept.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
@@ -26,6 +27,7 @@ from runner.base.context import RunContext
 from runner.base.errors import OptimasError
 from runner.base.progress import progress_for
 from runner.base.runstore import Run, create_run
+from runner.base.sandbox import sandbox_open
 from runner.evaluation.corpus import update_record
 from runner.evaluation.stage import EvaluationResult, evaluate
 from runner.proposal.stage import ProposeResult, propose
@@ -79,13 +81,15 @@ def candidate_run(ctx: RunContext, inputs: dict[str, list[Path]], diag: Diagnost
 def propose_candidates(ctx: RunContext, diag: Diagnostics, inputs: dict[str, list[Path]],
                        rejected: str | None = None) -> list[Candidate]:
     """llm.candidates answers to the iteration's prompt, proposed (asked, guarded, compiled) in
-    parallel. A later answer that cannot be had (a replay directory holding only the first) is a
-    failed candidate; the first one's errors are the iteration's."""
+    parallel; one after another where the code's commands run in a sandbox (the App's worker). A
+    later answer that cannot be had (a replay directory holding only the first) is a failed
+    candidate; the first one's errors are the iteration's."""
     count = ctx.lc.config.llm.candidates
     if count == 1:
         return [Candidate(1, ctx.run, propose(ctx, diag, rejected=rejected))]
     runs = [ctx.run] + [candidate_run(ctx, inputs, diag, n) for n in range(2, count + 1)]
-    progress(f"asking for {count} candidates, built in parallel")
+    progress(f"asking for {count} candidates" + (", one after another (sandboxed builds)" if sandbox_open()
+                                                 else ", built in parallel"))
 
     def one(n: int) -> Candidate:
         try:
@@ -96,8 +100,16 @@ def propose_candidates(ctx: RunContext, diag: Diagnostics, inputs: dict[str, lis
             log.warning("candidate %d: %s", n, e)
             return Candidate(n, runs[n - 1], ProposeResult(status="failed", diagnostics=ctx.diagnostics or "",
                                                            reason=str(e)[:1000]))
+    if sandbox_open():
+        # The code's builds run in a sandbox, and what they leave in the job's folder is safe to read
+        # only once the command has ended and been swept: a candidate's build running beside another
+        # candidate's unsandboxed reads (its workspace copy, its sources) could plant links they follow.
+        return [one(n) for n in range(1, count + 1)]
+    # each candidate in its own copy of this thread's context (the stage's logging tags, the child
+    # HOME, the process groups to stop): a pool's threads start with an empty one
+    contexts = [contextvars.copy_context() for _ in range(count)]
     with ThreadPoolExecutor(max_workers=count) as pool:
-        return list(pool.map(one, range(1, count + 1)))
+        return list(pool.map(lambda n: contexts[n - 1].run(one, n), range(1, count + 1)))
 
 
 def _rank(c: Candidate) -> tuple:
