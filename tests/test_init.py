@@ -246,6 +246,19 @@ def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
     assert "(of saxpy_app)" in r.stdout  # the commented-out target is not one
 
 
+def test_a_cmake_project_that_requires_a_variable_says_which(tmp_path: Path):
+    """BabelStream's CMakeLists.txt stops unless -DMODEL=... is given: init says so, with the line."""
+    cm = ("cmake_minimum_required(VERSION 3.24)\nproject(s LANGUAGES CXX CUDA)\n"
+          "if (NOT DEFINED MODEL)\n    message(FATAL_ERROR \"MODEL is unspecified, pick one\")\nendif ()\n"
+          "if (NOT BUILD_TYPE STREQUAL RELEASE)\n  message(FATAL_ERROR \"Only Release\")\nendif()\n"
+          "add_executable(saxpy_app main.cu)\n")
+    root = project(tmp_path / "p", ("CMakeLists.txt", cm))
+    r, _ = initialized(root)
+    assert ("CMakeLists.txt:3: the configuration stops unless MODEL is set ('MODEL is unspecified, pick one'): "
+            "add -DMODEL=<value> to app.build's cmake command") in r.stdout
+    assert "BUILD_TYPE is set" not in r.stdout  # a comparison, not a variable left unset
+
+
 def test_vendored_libraries_and_submodules_are_not_the_programs_sources(tmp_path: Path):
     root = project(tmp_path / "p")
     (root / "cub" / "cub" / "grid").mkdir(parents=True)

@@ -178,6 +178,9 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
         notes = [f"{where}: building target {t!r} (of {', '.join(targets)}), configured from the top "
                  "CMakeLists.txt. Architectures CMAKE_CUDA_ARCHITECTURES names are built beside -arch; "
                  "Optimas's builds drop those this CUDA no longer compiles"]
+        notes += [f"CMakeLists.txt:{line}: the configuration stops unless {name} is set ({message!r}): add "
+                  f"-D{name}=<value> to app.build's cmake command (or give the whole command: --build)"
+                  for name, line, message in cmake_required(root / "CMakeLists.txt")]
         return "cmake", build, notes, ""
     if (mk := _makefile(root)) is not None:
         return ("make", *_make_build(mk.name, read_makefile(mk), root))
@@ -211,6 +214,17 @@ _CMAKE_EXECUTABLE = re.compile(r"(?i)\b(?:cuda_)?add_executable\s*\(\s*([\w.+-]+
 _CMAKE_SUBDIRECTORY = re.compile(r"(?i)\badd_subdirectory\s*\(\s*\"?([\w./+-]+)")
 _CMAKE_PROJECT = re.compile(r"(?i)\bproject\s*\(\s*([\w.+-]+)")
 _CMAKE_SET = re.compile(r"(?i)\bset\s*\(\s*(\w+)\s+\"?([\w.+-]+)\"?\s*\)")
+
+
+_CMAKE_REQUIRED = re.compile(r"(?i)^[ \t]*if\s*\(\s*NOT\s+(?:DEFINED\s+)?(\w+)\s*\)[ \t]*\n"
+                             r"[ \t]*message\s*\(\s*FATAL_ERROR\s+\"([^\"]*)\"", re.M)
+
+
+def cmake_required(cmakelists: Path) -> list[tuple[str, int, str]]:
+    """The variables a CMakeLists.txt refuses to configure without (`if (NOT DEFINED X)` or
+    `if (NOT X)` straight followed by `message(FATAL_ERROR ...)`): name, line and message."""
+    text = cmakelists.read_text(errors="replace")
+    return [(m.group(1), text.count("\n", 0, m.start()) + 1, m.group(2)[:120]) for m in _CMAKE_REQUIRED.finditer(text)]
 
 
 def _cmake_target(root: Path, kernel_files: list[str]) -> tuple[str, str, list[str]] | None:
