@@ -262,7 +262,7 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     from runner.base.sandbox import sandboxed
 
     lc = operator_model(load_config(cfg_file), WorkerSettings.from_env())
-    refuse_worker_reach(lc, work)
+    refuse_worker_reach(lc, cfg_file.parent)  # the checkout: the job folder beside it is not the repository's
     prepare_tools(lc.config.profiling.nvcc)
     made = len(runs_created())
     with sandboxed([work], [cache_root()]) as box:

@@ -108,9 +108,19 @@ def test_the_same_build_is_done_once_with_a_build_cache(tmp_path, monkeypatch):
     assert (tmp_path / "b").read_text() == "int main() { return 0; }\n"
     edited = compile_candidate(lc, {"k.cu": "int main() { return 1; }\n"}, "sm_90")
     assert edited.ok and count.read_text().count("built") == 2
+    # the key is what a copy would hold: a header the sources do not name counts, a run folder and
+    # a dangling link do not; an edit given back as the file's own text builds nothing new
+    (app / "common.h").write_text("// shared\n")
+    compile_candidate(lc, {}, "sm_90")
+    assert count.read_text().count("built") == 3
+    (app / "runs" / "r1").mkdir(parents=True)
+    (app / "runs" / "r1" / "manifest.json").write_text("{}")
+    (app / "gone.dat").symlink_to("never-pulled.dat")
+    assert compile_candidate(lc, {"k.cu": "int main() { return 0; }\n"}, "sm_90").cached
+    assert count.read_text().count("built") == 3
     monkeypatch.delenv("OPTIMAS_BUILD_CACHE")
     compile_candidate(lc, {}, "sm_90")
-    assert count.read_text().count("built") == 3  # no cache: every build runs
+    assert count.read_text().count("built") == 4  # no cache: every build runs
 
 
 def test_a_size_scales_with_the_scale_placeholder():

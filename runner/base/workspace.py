@@ -34,9 +34,9 @@ def read_source(path: Path) -> str:
         return data.decode("latin-1")
 
 
-def write_source(path: Path, text: str) -> None:
-    """Write a source file's text in the encoding of the file it replaces: Latin-1 where that one is
-    not valid UTF-8 (and the text fits in Latin-1), UTF-8 otherwise."""
+def source_bytes(path: Path, text: str) -> bytes:
+    """The bytes write_source would write at `path`: the text in the encoding of the file it
+    replaces (Latin-1 where that one is not valid UTF-8 and the text fits in Latin-1), else UTF-8."""
     encoding = "utf-8"
     if path.is_file():
         try:
@@ -44,10 +44,14 @@ def write_source(path: Path, text: str) -> None:
         except UnicodeDecodeError:
             encoding = "latin-1"
     try:
-        data = text.encode(encoding)
+        return text.encode(encoding)
     except UnicodeEncodeError:  # an edit brought characters Latin-1 lacks
-        data = text.encode("utf-8")
-    path.write_bytes(data)
+        return text.encode("utf-8")
+
+
+def write_source(path: Path, text: str) -> None:
+    """Write a source file's text in the encoding of the file it replaces (source_bytes)."""
+    path.write_bytes(source_bytes(path, text))
 
 
 def read_sources(workdir: Path, sources: list[str]) -> dict[str, str]:

@@ -9,17 +9,28 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from runner.base.config import LoadedConfig
 from runner.base.runstore import atomic_write_text
-from runner.base.workspace import build_compiler, workspace_dirs, write_source
+from runner.base.workspace import build_compiler, source_bytes, workspace_dirs, write_source
 from runner.build.compiler import CompileResult, build
 from runner.build.nvcc_shim import SHIM_VERSION
 
 # Left out of every copy: version control, run folders (a runs_dir inside the workspace), caches and
 # old outputs.
 COPY_IGNORED = shutil.ignore_patterns(".git", "runs", "__pycache__", "*.out")
+
+
+def _left_out(folder: str, names: list[str]) -> set[str]:
+    """What a workspace copy leaves out of `folder`: COPY_IGNORED, and links whose target is gone
+    (data never pulled, a path on the author's machine), which the build cannot have read
+    (copytree's ignore_dangling_symlinks looks for a relative link's target from the current
+    folder, not the link's, and drops valid links too)."""
+    dangling = {n for n in names if os.path.islink(os.path.join(folder, n))
+                and not os.path.exists(os.path.join(folder, n))}
+    return set(COPY_IGNORED(folder, names)) | dangling
 
 
 def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = None) -> Path:
@@ -30,14 +41,9 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
     target = dest.resolve()
 
     def ignored(folder: str, names: list[str]) -> set[str]:
-        # a copy made inside the workspace (a run folder there) must not copy itself; a link whose
-        # target is gone (data never pulled, a path on the author's machine) is left out, as the
-        # build cannot have read it (copytree's ignore_dangling_symlinks looks for a relative
-        # link's target from the current folder, not the link's)
+        # a copy made inside the workspace (a run folder there) must not copy itself
         inside = {n for n in names if (Path(folder) / n).resolve() in (target, *target.parents)}
-        dangling = {n for n in names if os.path.islink(os.path.join(folder, n))
-                    and not os.path.exists(os.path.join(folder, n))}
-        return set(COPY_IGNORED(folder, names)) | inside | dangling
+        return _left_out(folder, names) | inside
 
     shutil.copytree(space, dest, ignore=ignored)
     cwd = dest / workdir.relative_to(space)
@@ -56,15 +62,13 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
     the macros each source was compiled with (CompileResult.macros). A build that depends on the
     configuration is for `configuration` (default: the profiled one), cached per configuration."""
     built_for = lc.config.app.build_configuration(configuration)
-    space, workdir = workspace_dirs(lc)
-    with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
-        copy = Path(tmp) / "ws"
-        cwd = copy_workspace(lc, copy, files)
-        where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
-        entry = Path(where) / _build_key(lc, copy, workdir.relative_to(space), arch, macros, built_for) \
-            if where else None
-        result = _cached(entry, exe)
-        if result is None:
+    where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
+    # the key is the workspace's contents with `files` over them: a build found in the cache needs no copy
+    entry = Path(where) / _build_key(lc, files, arch, macros, built_for) if where else None
+    result = _cached(entry, exe)
+    if result is None:
+        with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
+            cwd = copy_workspace(lc, Path(tmp) / "ws", files)
             target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
             result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros, configuration=built_for)
             if entry is not None:
@@ -74,11 +78,13 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
     return result
 
 
-def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str, macros: bool = False,
+def _build_key(lc: LoadedConfig, files: dict[str, str], arch: str, macros: bool = False,
                configuration: str | None = None) -> str:
-    """What a build depends on: every file of the workspace copy, the build command, the
-    architecture, the declared environment, the command's first word and nvcc (each one's path,
-    size and time: a make or sh build runs nvcc unnamed) and the nvcc shim's version."""
+    """What a build depends on: every file a workspace copy would hold (the workspace's, `files`
+    over them), the build command, the architecture, the declared environment, the command's first
+    word and nvcc (each one's path, size and time: a make or sh build runs nvcc unnamed) and the
+    nvcc shim's version."""
+    space, workdir = workspace_dirs(lc)
     h = hashlib.sha256()
     tools = []
     for name in (build_compiler(lc) or "", lc.config.profiling.nvcc):
@@ -86,13 +92,31 @@ def _build_key(lc: LoadedConfig, tree: Path, workdir: Path, arch: str, macros: b
         stat = os.stat(path) if path else None
         tools += [path, stat.st_size if stat else None, stat.st_mtime_ns if stat else None]
     values = lc.config.app.values(configuration) if configuration else {}
-    h.update(json.dumps([lc.config.app.build, arch, str(workdir), sorted(lc.config.app.env.items()), *tools,
-                         SHIM_VERSION, macros, configuration, sorted(values.items()),
+    h.update(json.dumps([lc.config.app.build, arch, str(workdir.relative_to(space)), sorted(lc.config.app.env.items()),
+                         *tools, SHIM_VERSION, macros, configuration, sorted(values.items()),
                          lc.config.app.compat_headers]).encode())
-    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(tree)).encode() + b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
+    for rel, read in sorted(_copied_files(space, workdir, files).items()):
+        h.update(rel.encode() + b"\0")
+        h.update(hashlib.sha256(read()).digest())
     return h.hexdigest()
+
+
+def _copied_files(space: Path, workdir: Path, files: dict[str, str]) -> dict[str, Callable[[], bytes]]:
+    """The files copy_workspace would write, by path relative to the copy, each with how to read
+    its bytes (links followed, as the copy follows them)."""
+    out: dict[str, Callable[[], bytes]] = {}
+    for folder, dirs, names in os.walk(space, followlinks=True):
+        left = _left_out(folder, dirs + names)
+        dirs[:] = [d for d in dirs if d not in left]
+        rel = os.path.relpath(folder, space)
+        for n in names:
+            if n not in left:
+                out[os.path.normpath(os.path.join(rel, n))] = Path(folder, n).read_bytes
+    for name, text in files.items():
+        path = os.path.normpath(os.path.join(workdir, name))
+        data = source_bytes(Path(path), text)
+        out[os.path.relpath(path, space)] = lambda data=data: data
+    return out
 
 
 def _cached(entry: Path | None, exe: Path | None) -> CompileResult | None:
