@@ -140,7 +140,8 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
     folders: all the sandboxed commands may write) and, beside it, what only the worker writes (the
     list of the job's process groups). The run folders are copied to OPTIMAS_RUNS_DIR when the job
     ends (keep_runs)."""
-    with tempfile.TemporaryDirectory(prefix="optimas-job-") as tmp:
+    # ignore_cleanup_errors: what a killed job's code left must not replace the job's own error
+    with tempfile.TemporaryDirectory(prefix="optimas-job-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp) / "work"
         work.mkdir()
         with (child_home(work / "home"), track_process_groups(Path(tmp) / "control" / "process-groups") as groups,
@@ -268,10 +269,17 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     with sandboxed([work], [cache_root()]) as box:
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
         try:
-            return pipeline(lc, work / "runs")[1]
-        finally:
+            outcome = pipeline(lc, work / "runs")[1]
+        except OptimasError:
+            # the pipeline's own failure: every command had ended and been swept; the runs say why
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
             keep_runs(work / "runs", runs_folder(), runs_created()[made:])
+            raise
+        # Anything else (the job's timeout, an interrupt) cut a command short: nothing of the job's
+        # folder is read or kept, as something of the code might still be running there.
+        box.sweep()
+        keep_runs(work / "runs", runs_folder(), runs_created()[made:])
+        return outcome
 
 
 class RepositoryConfigError(OptimasError):

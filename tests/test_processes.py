@@ -135,3 +135,71 @@ def test_a_size_scales_with_the_scale_placeholder():
     assert render("{n*scale}", n="3", scale=0.25) == ["1"]  # never below one multiple
     with pytest.raises(ProfilingError, match=r"unknown placeholder \{m\*scale\}"):
         render("{exe} {m*scale}", exe="app", scale=1)
+
+
+def test_a_command_cut_short_from_outside_is_killed_before_the_error_goes_on(tmp_path):
+    """RQ's job timeout raises inside the wait: the command (and its process group) must be dead
+    before the caller unwinds and cleans up or reads what it writes."""
+    import signal
+
+    from runner.base.processes import run_process, track_process_groups
+
+    class JobTimeout(Exception):
+        pass
+
+    def alarm(signum, frame):
+        raise JobTimeout()
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    pidfile = tmp_path / "pid"
+    try:
+        with pytest.raises(JobTimeout), track_process_groups(tmp_path / "groups") as groups:
+            signal.alarm(1)
+            run_process(["sh", "-c", f"echo $$ > {pidfile}; sleep 1000 & sleep 1000"], tmp_path, 60)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    pid = int(pidfile.read_text())
+    for _ in range(50):
+        if not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists() and groups.read_text() == ""
+    assert not [c for c in _cmdlines() if c.startswith("sleep 1000")]
+
+
+def _cmdlines() -> list[str]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                out.append((d / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip())
+            except OSError:
+                pass
+    return out
+
+
+def test_the_sweep_changes_a_folder_entry_itself_never_what_a_link_there_points_to(tmp_path):
+    """An entry swapped for a link between the sweep's lstat and its chmod would have the worker
+    change the mode of a file of its own elsewhere."""
+    import os
+    import stat
+
+    from runner.base.sandbox import _chmod_this
+
+    outside = tmp_path / "worker-file"
+    outside.write_text("mine")
+    outside.chmod(0o600)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "swapped").symlink_to(outside)
+    (job / "plain").write_text("x")
+    (job / "plain").chmod(0o6755)
+    fd = os.open(job, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _chmod_this(fd, "swapped", 0o7777)
+        _chmod_this(fd, "plain", 0o755)
+    finally:
+        os.close(fd)
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o600
+    assert stat.S_IMODE((job / "plain").stat().st_mode) == 0o755

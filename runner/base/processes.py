@@ -65,6 +65,9 @@ def track_process_groups(path: Path) -> Iterator[Path]:
     token = _groups.set(path)
     try:
         yield path
+    except BaseException:
+        kill_process_groups(path)  # the block was cut short (a job's timeout): nothing of it runs on
+        raise
     finally:
         _groups.reset(token)
 
@@ -243,11 +246,20 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
         command, where = _in_box(box, argv, cwd, child_env, what)
         proc = _popen(command, where, child_env, stdin is not None, out_file, merge_stderr, argv[0], what)
         _note_group(proc.pid, running=True)  # a new session: its group id is the child's pid
-        output = _Output(f, progress, what)
-        reader, drainer = output.read(proc, to_file=out_file is not None, merge_stderr=merge_stderr)
-        if stdin is not None:
-            _feed(proc, stdin)
-        timed_out = _wait(proc, timeout_s)
+        try:
+            output = _Output(f, progress, what)
+            reader, drainer = output.read(proc, to_file=out_file is not None, merge_stderr=merge_stderr)
+            if stdin is not None:
+                _feed(proc, stdin)
+            timed_out = _wait(proc, timeout_s)
+        except BaseException:
+            # cut short from outside (the job's timeout, an interrupt): the command must not run on
+            # while its caller unwinds and cleans up the folders it writes
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            _note_group(proc.pid, running=False)
+            raise
         _note_group(proc.pid, running=False)
         reader.join(timeout=5 if timed_out else None)
         if drainer.is_alive():

@@ -160,7 +160,7 @@ def _sweep_folder(fd: int, path: str, roots: list[Path], removed: list[str], dep
                 removed.append(full)
         elif stat.S_ISDIR(mode):
             if stat.S_IMODE(mode) & 0o700 != 0o700:
-                os.chmod(name, stat.S_IMODE(mode) | 0o700, dir_fd=fd)  # a folder, found so just now
+                _chmod_this(fd, name, stat.S_IMODE(mode) | 0o700)  # a folder, found so just now
             sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             try:
                 _sweep_folder(sub, full, roots, removed, depth + 1)
@@ -168,10 +168,22 @@ def _sweep_folder(fd: int, path: str, roots: list[Path], removed: list[str], dep
                 os.close(sub)
         elif stat.S_ISREG(mode):
             if mode & (stat.S_ISUID | stat.S_ISGID):
-                os.chmod(name, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID), dir_fd=fd)
+                _chmod_this(fd, name, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
         else:  # FIFO, socket, device node: the worker would block on one, or reach a device
             os.unlink(name, dir_fd=fd)
             removed.append(full)
+
+
+def _chmod_this(dir_fd: int, name: str, mode: int) -> None:
+    """chmod the entry `name` of the folder `dir_fd` itself, never what a link put there since its
+    lstat points to: chmod follows links, and Linux has no lchmod, so the entry is opened as a path
+    (O_PATH, O_NOFOLLOW) and changed through /proc/self/fd, which names that very inode."""
+    fd = os.open(name, os.O_PATH | os.O_NOFOLLOW, dir_fd=dir_fd)
+    try:
+        if not stat.S_ISLNK(os.fstat(fd).st_mode):
+            os.chmod(f"/proc/self/fd/{fd}", mode)
+    finally:
+        os.close(fd)
 
 
 _current: contextvars.ContextVar[Sandbox | None] = contextvars.ContextVar("optimas_sandbox", default=None)
