@@ -52,6 +52,20 @@ def pull_request(event: dict) -> tuple[int, str | None]:
                       "(for example `labeled`) or on comments on pull requests")
 
 
+def refuse_fork(event: dict, repo: str) -> None:
+    """ActionError for a pull request from a fork: its build and program would run on this
+    self-hosted runner, where they could read the workflow's secrets from the Action's own process
+    and leave state for later jobs (the example workflow's `if:` skips forks; this holds whatever
+    a workflow says)."""
+    head_repo = ((event.get("pull_request") or {}).get("head") or {}).get("repo") or {}
+    name = head_repo.get("full_name")
+    if "pull_request" in event and name != repo:
+        raise ActionError(f"pull request #{event['pull_request'].get('number')} comes from "
+                          f"{'a deleted fork' if name is None else name}, not {repo}: its code would run on this "
+                          "self-hosted runner beside the workflow's secrets; the Action runs only pull requests "
+                          "whose branch is in the repository itself")
+
+
 def outputs(result, outcome: dict[str, Any]) -> dict[str, str]:
     """The step's outputs: verdict, improvement and its interval, EAR scores, run id and folder."""
     out = {"verdict": str(outcome["verdict"]), "run-id": result.run.id, "run-dir": str(result.run.path),
@@ -106,8 +120,10 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     event_path = env.get("GITHUB_EVENT_PATH")
     if not event_path or not Path(event_path).is_file():
         raise ActionError("GITHUB_EVENT_PATH names no event file: run this inside a GitHub Actions workflow")
-    pr, head = pull_request(json.loads(Path(event_path).read_text()))
+    event = json.loads(Path(event_path).read_text())
+    pr, head = pull_request(event)
     repo = env.get("GITHUB_REPOSITORY", "")
+    refuse_fork(event, repo)
     if args.publish and not token:
         raise ActionError("publishing needs a token: pass `github-token` (the workflow's GITHUB_TOKEN by default), "
                           "or set `publish: false`")

@@ -71,7 +71,7 @@ def test_the_action_publishes_the_run_on_the_pull_request(tmp_path: Path):
         gh.add_pull("octo/probe", 2, head)
         gh.pr_files[2] = PROBE_PR_FILES
         event = {"action": "labeled", "label": {"name": "optimas"},
-                 "pull_request": {"number": 2, "head": {"sha": head}}}
+                 "pull_request": {"number": 2, "head": {"sha": head, "repo": {"full_name": "octo/probe"}}}}
         r, outputs, summary = _action(tmp_path, gh, ws, event)
         assert r.returncode == 0, r.stdout + r.stderr
         (check,) = gh.check_runs.values()
@@ -95,7 +95,7 @@ def test_the_action_publishes_the_run_on_the_pull_request(tmp_path: Path):
 @pytest.mark.slow
 def test_the_failure_policy_and_the_inputs_it_refuses(tmp_path: Path):
     ws, head = _workspace(tmp_path)
-    event = {"pull_request": {"number": 2, "head": {"sha": head}}}
+    event = {"pull_request": {"number": 2, "head": {"sha": head, "repo": {"full_name": "octo/probe"}}}}
     with FakeGitHub() as gh:
         gh.add_pull("octo/probe", 2, head)
         r, outputs, _ = _action(tmp_path, gh, ws, event, "--publish", "false", "--fail-on", "no-improvement")
@@ -105,6 +105,14 @@ def test_the_failure_policy_and_the_inputs_it_refuses(tmp_path: Path):
     with FakeGitHub() as gh:
         r, outputs, _ = _action(tmp_path, gh, ws, {"action": "opened", "issue": {"number": 3}})
     assert r.returncode == 2 and "not about a pull request" in r.stdout and not outputs
+    # a fork's pull request is never run, whatever the workflow's `if:` says
+    fork = {"pull_request": {"number": 2, "head": {"sha": head, "repo": {"full_name": "mallory/probe"}}}}
+    runs = sorted((tmp_path / "runner" / "optimas-runs").iterdir())
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        r, outputs, _ = _action(tmp_path, gh, ws, fork)
+        assert not gh.requests and sorted((tmp_path / "runner" / "optimas-runs").iterdir()) == runs
+    assert r.returncode == 2 and "comes from mallory/probe, not octo/probe" in r.stdout and not outputs
     bad = subprocess.run([sys.executable, "-m", "bot.action", "--fail-on", "sometimes"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "invalid choice: 'sometimes'" in bad.stderr
@@ -153,7 +161,7 @@ def test_a_comment_or_review_planted_with_the_actions_markers_is_not_taken_for_i
                            f"{marker('review', 'action-77-2')}", "event": "COMMENT", "comments": [],
                            "state": "COMMENTED", "user": {"login": "mallory"}})
         event = {"action": "labeled", "label": {"name": "optimas"},
-                 "pull_request": {"number": 2, "head": {"sha": head}}}
+                 "pull_request": {"number": 2, "head": {"sha": head, "repo": {"full_name": "octo/probe"}}}}
         r, _, _ = _action(tmp_path, gh, ws, event)
         assert r.returncode == 0, r.stdout + r.stderr
         assert gh.comments[0]["body"].endswith("https://evil.example")  # mallory's comment untouched
