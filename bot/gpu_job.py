@@ -29,6 +29,7 @@ from runner.base.errors import OptimasError
 from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
 from runner.base.redaction import describe, redact, register_secret
 from runner.base.runstore import RUN_ID, runs_created
+from runner.base.sandbox import scratch
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +141,8 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
     folders: all the sandboxed commands may write) and, beside it, what only the worker writes (the
     list of the job's process groups). The run folders are copied to OPTIMAS_RUNS_DIR when the job
     ends (keep_runs)."""
-    # ignore_cleanup_errors: what a killed job's code left must not replace the job's own error
-    with tempfile.TemporaryDirectory(prefix="optimas-job-", ignore_cleanup_errors=True) as tmp:
+    # removed without following the code's links, and whatever it left does not replace the job's own error
+    with scratch("optimas-job-") as tmp:
         work = Path(tmp) / "work"
         work.mkdir()
         with (child_home(work / "home"), track_process_groups(Path(tmp) / "control" / "process-groups") as groups,

@@ -504,9 +504,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 def _check_build(lc: LoadedConfig) -> int:
     """check-config --build: build the program as every stage does (in a copy of app.workspace,
     through the nvcc shim) and say what the compiler feedback (K*) will hold; exit 3 when it fails."""
-    import tempfile
     import time
 
+    from runner.base.sandbox import scratch
     from runner.build.cache import compile_candidate
 
     if not lc.config.app.build:
@@ -514,7 +514,7 @@ def _check_build(lc: LoadedConfig) -> int:
     arch = target_arch(lc)
     print(f"building as Optimas does (a copy of the workspace, -arch={arch}) ...", flush=True)
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="optimas-check-") as tmp:
+    with scratch("optimas-check-") as tmp:
         log = Path(tmp) / "build.log"
         built = compile_candidate(lc, {}, arch, log, macros=True)
     seconds = time.monotonic() - t0

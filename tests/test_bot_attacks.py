@@ -678,3 +678,46 @@ def test_a_thread_without_the_jobs_context_cannot_start_a_command_while_a_sandbo
     assert errors and "outside the sandbox" in str(errors[0])
     assert inside.returncode == 0 and inside.output.strip() == "bwrap"
     assert run_process(["true"], tmp_path, 30).returncode == 0  # no sandbox open: the CLI's own runs
+
+
+SCRATCH_TRAP = """
+import os, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from runner.base.sandbox import scratch
+outside = Path({outside!r})
+tempfile.tempdir = {base!r}
+with {opener} as d:
+    d = Path(d)
+    (d / "d1").mkdir()
+    (d / "d1" / "l").symlink_to(outside)
+    (d / "d1").chmod(0o500)  # what the code left: a folder the cleanup cannot empty at first
+print(oct(outside.stat().st_mode & 0o777))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not Path("/usr/bin/python3").exists(),
+                    reason="needs root to run the cleanup as another, unprivileged user")
+def test_a_job_folder_is_removed_without_changing_the_mode_of_what_its_links_point_to():
+    """tempfile.TemporaryDirectory's cleanup chmods what it cannot remove, following links on
+    Pythons before 3.11.8 (CVE-2023-6597; an attacker's pass made the worker's key 0700 so): a job
+    cut short left an unreadable folder with links to the worker's files. The job's folders are
+    scratch() folders, removed by descriptor with no chmod; checked as an unprivileged user, the
+    worker's own (root skips every permission check)."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="optimas-scratch-test-"))
+    try:
+        outside = base / "app.pem"
+        outside.write_text("KEY")
+        outside.chmod(0o400)
+        for p in (base, outside):
+            os.chown(p, 65534, 65534)
+        base.chmod(0o755)
+        code = SCRATCH_TRAP.format(root=str(ROOT), outside=str(outside), base=str(base), opener='scratch("job-")')
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                            code], capture_output=True, text=True, env={"PATH": "/usr/bin"})
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "0o400"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

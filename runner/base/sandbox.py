@@ -33,6 +33,7 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -232,6 +233,20 @@ def sandboxed(writable: Sequence[Path], readable: Sequence[Path] = ()) -> Iterat
         with _open_lock:
             _open -= 1
         _current.reset(token)
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A temporary folder (in tempfile's folder: the job's own in the App), removed at the end with
+    shutil.rmtree, which works through descriptors, never follows a link and changes no mode.
+    tempfile.TemporaryDirectory's cleanup chmods what it cannot remove, following links on Pythons
+    before 3.11.8 and 3.12.2 (CVE-2023-6597), and the code's commands may have left links and
+    unreadable folders in it."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def check_contained() -> None:

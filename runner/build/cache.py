@@ -7,13 +7,13 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from runner.base.config import LoadedConfig
 from runner.base.runstore import atomic_write_text
+from runner.base.sandbox import scratch
 from runner.base.workspace import build_compiler, source_bytes, workspace_dirs, write_source
 from runner.build.compiler import CompileResult, build
 from runner.build.nvcc_shim import SHIM_VERSION
@@ -67,7 +67,7 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
     entry = Path(where) / _build_key(lc, files, arch, macros, built_for) if where else None
     result = _cached(entry, exe)
     if result is None:
-        with tempfile.TemporaryDirectory(prefix="optimas-candidate-") as tmp:
+        with scratch("optimas-candidate-") as tmp:
             cwd = copy_workspace(lc, Path(tmp) / "ws", files)
             target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
             result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros, configuration=built_for)

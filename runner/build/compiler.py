@@ -8,7 +8,6 @@ import posixpath
 import re
 import shlex
 import shutil
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -16,6 +15,7 @@ from pydantic import BaseModel, Field
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.processes import render, run_process
+from runner.base.sandbox import scratch
 from runner.build.nvcc_shim import COMPAT_RECORD, NVCC_RECORD, PTXAS_REPORT, build_environment
 
 
@@ -108,7 +108,7 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
     app = lc.config.app
     if not app.build:
         raise OptimasError(f"{lc.path}: app.build is not set; the compiler stage needs the build command")
-    with tempfile.TemporaryDirectory(prefix="optimas-build-") as tmp:
+    with scratch("optimas-build-") as tmp:
         target = exe or Path(tmp) / "app"
         cfg = app.build_configuration(configuration)
         argv = render(app.build, exe=target, arch=arch, lineinfo="", config=cfg or "", seed=app.seeds[0], scale=1,
