@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -46,6 +47,7 @@ PROGRAMS: dict[str, tuple[str, str | None, str]] = {
     "nw": (f"{RODINIA}/nw", None, "2048 10"),
     "backprop": (f"{RODINIA}/backprop", None, "65536"),
     "srad_v2": (f"{RODINIA}/srad/srad_v2", None, "2048 2048 0 127 0 127 0.5 2"),
+    "lud": (f"{RODINIA}/lud/cuda", None, "-s 2048 -v"),
     "reduction": (f"{SAMPLES}/2_Concepts_and_Techniques/reduction", NVCC + "reduction.cpp reduction_kernel.cu",
                   "--n=1048576"),
     "matrixMul": (f"{SAMPLES}/0_Introduction/matrixMul", NVCC + "matrixMul.cu",
@@ -98,6 +100,19 @@ def unchanged(lc, proposed: ProposeResult) -> ProposeResult:
                          attempts=[])
 
 
+def keep(run_path: Path, into: Path | None) -> None:
+    """What a reader of the record needs from a run folder: its config, prompt and analysis, and
+    the profile's logs, plan and timing tables (not the reports: megabytes each)."""
+    if into is None or not run_path.is_dir():
+        return
+    for f in run_path.rglob("*"):
+        rel = f.relative_to(run_path)
+        small = f.suffix in (".md", ".json", ".log", ".yml", ".txt") or (f.suffix == ".csv" and "timing" in f.name)
+        if f.is_file() and small and f.stat().st_size < 2_000_000 and "workspace" not in rel.parts:
+            (into / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, into / rel)
+
+
 def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) -> dict:
     row: dict = {"program": name}
     cfg_path = scratch / f"{name}.yml"
@@ -105,8 +120,9 @@ def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) 
     lc = load_config(cfg_path)
     row["workspace"] = lc.config.app.workspace
     row["profile_run"] = lc.config.app.profile_run
-    run = create_run(scratch / "runs")
+    run = create_run(scratch / "runs" / name)
     row["run"] = str(run.path)
+    shutil.copy2(cfg_path, run.path / "config-by-init.yml")
     t0 = time.monotonic()
     ctx = RunContext(lc, run)
     inputs = ProfilingAgent(ctx).collect()
@@ -160,6 +176,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--keep", type=Path, default=None,
+                   help="copy each run's small files (config, prompt, analysis, logs, timing tables) under here")
     a = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -172,6 +190,8 @@ def main() -> int:
             except Exception as e:  # a survey reports every program: the failure is the row
                 row = {"program": name, "error": f"{type(e).__name__}: {str(e)[:800]}"}
             row["total_s"] = round(time.monotonic() - t0, 1)
+            for run_path in (Path(tmp) / "runs" / name).glob("*"):
+                keep(run_path, a.keep and a.keep / name)
             print(json.dumps(row), flush=True)
             rows.append(row)
     a.out.parent.mkdir(parents=True, exist_ok=True)

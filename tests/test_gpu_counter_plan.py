@@ -1,7 +1,9 @@
 """On a GPU: the counter runs of programs configured by `optimas init` (issue #30). A size argument
 gives a sweep the GPU confirms; an argument that is only a launch count is found out (one launch's
 work does not change) and the kernel's distinct launch configurations are profiled instead; a
-program with neither gets one run and says why.
+program whose size is a constant of its host code is rebuilt at each scale (init names the
+constant); a constant that is not the kernel's size is found out on the GPU; a program with none of
+these gets one run and says why.
 
 Skipped where there is no GPU (CI); run on the device with `pytest -m gpu`.
 """
@@ -66,8 +68,15 @@ int main(int argc, char **argv) {
 }
 """
 
-# no arguments, one launch configuration
+# no arguments, one launch configuration; `most` sizes the allocation but not the launches' work
 FIXED = SHAPES.replace("int launches = atoi(argv[1]);", "int launches = 24;").replace("r % 6", "0")
+
+# no arguments: the size is the constant N of the host code
+CONSTANT = (SIZED.replace("int n = atoi(argv[1]), launches = atoi(argv[2]);", "int launches = 3;")
+            .replace("int main(", "#define N_ELEMS (1 << 20)\nint main(")
+            .replace("(n,", "(N_ELEMS,").replace("n * sizeof", "N_ELEMS * sizeof")
+            .replace("(n + 255)", "(N_ELEMS + 255)")
+            .replace("0.5f, n)", "0.5f, N_ELEMS)").replace("h[n - 1]", "h[N_ELEMS - 1]"))
 
 
 def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -108,9 +117,23 @@ def test_a_launch_count_is_not_a_size_and_launch_configurations_stand_in(tmp_pat
     assert selection["source"] == "launches with different launch configurations in one run of the program"
 
 
+def test_a_size_constant_gives_a_sweep_of_rebuilt_programs(tmp_path: Path):
+    got = _profile(tmp_path, CONSTANT, "")
+    plan = got["plan"]
+    assert plan["source"] == "sizes" and plan["constants"] == ["N_ELEMS"], (plan, got["log"][-3000:])
+    assert plan["runs"] == 6, plan
+    assert "build at scale 0.25: N_ELEMS times 0.25" in got["log"]
+    selection = got["diag"]["counter_selection"]
+    assert selection and selection["runs"] == 6
+    assert selection["source"].startswith("problem scales 1, 0.25") and "of N_ELEMS (the program rebuilt" in \
+        selection["source"]
+
+
 def test_a_program_with_nothing_to_vary_gets_one_run_and_says_why(tmp_path: Path):
     got = _profile(tmp_path, FIXED, "")
     assert got["plan"]["source"] == "one run" and got["plan"]["runs"] == 1
-    assert "app.run takes no {scale}" in got["plan"]["why"] and "1 launch configuration" in got["plan"]["why"]
+    # init proposed `most` (it sizes the allocation); the GPU shows the kernel's work does not follow it
+    assert "instructions executed did not change with most" in got["plan"]["why"], got["plan"]
+    assert "1 launch configuration" in got["plan"]["why"]
     assert got["diag"]["counter_selection"] is None
     assert any(n.startswith("1 counter run of scale") and "1 launch configuration" in n for n in got["diag"]["notes"])

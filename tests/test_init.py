@@ -195,6 +195,19 @@ def test_a_makefile_whose_first_target_is_a_cpu_build_builds_the_cuda_one(tmp_pa
     make_builds(app.build, root, tmp_path / "app")
 
 
+def test_a_makefile_whose_default_goal_is_all_builds_what_all_needs_not_a_rule_above_it(tmp_path: Path):
+    """Rodinia's lud: `all: $(EXECUTABLE)` first, then a `clang:` variant written above the
+    executable's rule. make builds `all`, so init builds the executable, not the clang one."""
+    mk = ("NVCC = nvcc\nEXECUTABLE := prog\nOBJS = main.o\n.PHONY: all clean\nall : $(EXECUTABLE)\n\n"
+          "%.o: %.cu\n\t$(NVCC) -o $@ -c $<\n\n"
+          "clang: $(SRC)\n\tclang++ main.cu -o $(EXECUTABLE) --cuda-gpu-arch=sm_20\n\n"
+          "$(EXECUTABLE) : $(OBJS)\n\t$(NVCC) -o $@ $?\n\nclean:\n\trm -f $(EXECUTABLE) $(OBJS)\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    r, app = initialized(root)
+    assert "make -B prog NVCC=nvcc && cp prog {exe}" in app.build, app.build
+    make_builds(app.build, root, tmp_path / "app")
+
+
 def test_the_run_arguments_come_from_the_makefiles_run_target_unless_given(tmp_path: Path):
     mk = ("CC = nvcc\nLAUNCHER =\nprogram = main\n\n$(program): main.cu\n\t$(CC) main.cu -o $(program)\n\n"
           "run: $(program)\n\t$(LAUNCHER) ./$(program) 8192 -i 10\n")

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from runner.base.errors import ConfigError
 from runner.base.processes import placeholders, product_placeholder
+from runner.base.size_constants import definition_problem, workspace_texts
 
 DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
 # The diagnostic configurations of the paper, in the ablation's order ("none": code only).
@@ -137,6 +138,10 @@ class AppConfig(_Strict):
     gpu_results: GpuResultsSpec = Field(default_factory=GpuResultsSpec)
     stdout: StdoutSpec = Field(default_factory=StdoutSpec)
     kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
+    size_constants: list[Annotated[str, Field(pattern=r"^[A-Za-z_]\w*$")]] = Field(
+        default_factory=list, description="constants in the host code that set the problem size (`#define N 4096`, "
+        "`const int N = 4096;`), for a program whose run takes no size argument: the counter runs rebuild the "
+        "program with each one times profiling.counter_scales (in a copy; your files are never changed)")
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels and "
                                 "the device functions holding a salient stall line, editable by default) whose "
                                 "definitions the model may edit, e.g. __device__ helpers they call; '!name' keeps "
@@ -533,6 +538,10 @@ def path_problems(lc: LoadedConfig) -> list[str]:
     md = lc.config.analysis.counters.metric_dictionary
     if md and not lc.resolve(md).is_file():
         out.append(f"analysis.counters.metric_dictionary: file {lc.resolve(md)} does not exist")
+    space = lc.resolve(app.workspace) if app.workspace else workdir
+    if app.size_constants and space.is_dir() and workdir.is_dir():
+        texts = workspace_texts(space, workdir)
+        out += [p for name in app.size_constants if (p := definition_problem(name, texts))]
     return out
 
 

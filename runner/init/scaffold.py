@@ -19,6 +19,7 @@ from runner.base.config import LoadedConfig, parse_config, path_problems
 from runner.base.cuda_source import functions, strip_comments_and_strings
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.runstore import atomic_write_text
+from runner.base.size_constants import SizeConstant, definition_problem, proposed_size_constants, workspace_texts
 from runner.build.nvcc_shim import COMPATS, compat_used
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
@@ -48,6 +49,8 @@ class Project:
     compat: list[str] = field(default_factory=list)
     # the positional arguments' names in the usage line the program prints (usage_names)
     usage: list[str] = field(default_factory=list)
+    # the constants in the host code that look like the problem size (proposed_size_constants)
+    size_constants: list[SizeConstant] = field(default_factory=list)
 
 
 # Folders of libraries a program carries with it (CUDA's own C++ libraries, vendored code): their
@@ -340,7 +343,8 @@ _C_SOURCE = (".c", ".cc", ".cpp", ".cxx")
 
 def _first_target(rules: dict[str, list[str]], needs: dict[str, list[str]] | None = None,
                   variables: dict[str, str] | None = None) -> str | None:
-    """The target make would build first, leaving out phony-looking ones (all, clean, run, ...): but
+    """The target make would build first, leaving out phony-looking ones (all, clean, run, ...) but
+    following what a first `all` needs; but
     when that one only compiles C or C++ sources (a CPU build beside the CUDA one; known from the
     prerequisites `needs`), the first whose prerequisites name a .cu file or whose recipe runs nvcc;
     `all` itself when it is the only rule with a recipe."""
@@ -349,6 +353,12 @@ def _first_target(rules: dict[str, list[str]], needs: dict[str, list[str]] | Non
         return "all" if rules.get("all") else None
     if needs is None:
         return real[0]
+    # make builds its default goal, the first target: when that is `all`, what `all` needs comes
+    # first, ahead of rules written above the binary's (a `clang:` variant of the build)
+    goal = next((t for t in rules if t and not t.startswith((".", "%"))), None)
+    if goal in _NOT_A_BINARY:
+        made = [t for t in needs.get(goal, []) if t in real]
+        real = made + [t for t in real if t not in made]
     variables = variables or {}
 
     def runs_nvcc(t: str) -> bool:
@@ -604,7 +614,8 @@ def inspect(root: Path, build: str | None = None) -> Project:
     texts = _source_texts(root)
     fail_pattern, where = printed_verdict(texts)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(texts),
-                   outside_reads(root, texts), removed_calls(texts), usage_names(texts))
+                   outside_reads(root, texts), removed_calls(texts), usage_names(texts),
+                   proposed_size_constants(texts))
 
 
 def removed_calls(texts: dict[str, str]) -> list[str]:
@@ -738,6 +749,15 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
         ]
     else:
         lines.append("  configurations: [default]   # one entry per problem size, passed to the commands as {config}")
+    if not sizes and p.size_constants:
+        found = "; ".join(f"{c.name} = {c.value} ({c.file}:{c.line})" for c in p.size_constants)
+        lines += [
+            "  # The run takes no size argument; these constants of the host code size its allocations:",
+            f"  # {found}. Counter runs (eOMP) rebuild the program with them times each of",
+            "  # profiling.counter_scales (in a copy of the workspace), and Optimas checks on the GPU that the",
+            "  # hot kernel's work follows (instructions executed). Remove the line if they are not sizes.",
+            f"  size_constants: [{', '.join(c.name for c in p.size_constants)}]",
+        ]
     lines += [
         "  outputs: []      # files the run writes, if you want them compared too: [{path: out.bin}]",
     ]
@@ -809,6 +829,12 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
                                  f"{space}, too large to copy for every candidate: set app.workspace yourself")
         else:
             workspace = os.path.relpath(space, where.parent)
+    # a name defined again elsewhere in a larger workspace (another program of the suite) cannot be
+    # scaled: leave it out
+    space_dir = (where.parent / workspace).resolve() if workspace else root.resolve()
+    if project.size_constants and not size_arguments(run_args, project.usage):
+        texts = workspace_texts(space_dir, root.resolve())
+        project.size_constants = [c for c in project.size_constants if definition_problem(c.name, texts) is None]
     text = render_config(project, name or root.resolve().name, run_args, workdir, workspace)
     cfg = parse_config(text, where)
     lc = LoadedConfig(path=where, config=cfg, sha256="")

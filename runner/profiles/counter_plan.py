@@ -3,10 +3,11 @@
 eOMP ranks counters by how well they explain runtime across N runs of one kernel, so the runs must
 differ in what the kernel does. In order of preference:
 
-1. **sizes**: the profiled command takes `{scale}` (or `{n*scale}`), one run per
-   `profiling.counter_scales`; kept only when the kernel's instructions executed change with the
-   scale (checked on the GPU after the first two runs: a scaled argument that is an iteration
-   count or a seed does not change one launch's work);
+1. **sizes**: the profiled command takes `{scale}` (or `{n*scale}`), or the program is rebuilt
+   with its size constants (`app.size_constants`) scaled, one run per `profiling.counter_scales`;
+   kept only when the kernel's instructions executed change with the scale (checked on the GPU
+   after the first two runs: a scaled argument that is an iteration count or a seed does not
+   change one launch's work);
 2. **launch configurations**: the traced run launched the kernel (or its template) with several
    distinct grids, blocks or dynamic shared memory sizes: one profiler run collects one launch of
    each (`--filter-mode per-launch-config`);
@@ -41,12 +42,14 @@ class CounterPlan(BaseModel):
     kernel: str  # the kernel they profile (its tracer or ncu name)
     runs: int = 0  # launches of it the counter reports hold
     scales: list[float] = Field(default_factory=list)  # sizes: the scales that ran
+    constants: list[str] = Field(default_factory=list)  # sizes: the size constants rebuilt at each scale
     why: str = ""  # one line: where the runs come from, or why there is only one
 
     def describe(self) -> str:
         """One line for the evidence: what the N runs are."""
         if self.source == "sizes":
-            return f"problem scales {', '.join(f'{s:g}' for s in self.scales)}"
+            rebuilt = f" of {', '.join(self.constants)} (the program rebuilt at each)" if self.constants else ""
+            return f"problem scales {', '.join(f'{s:g}' for s in self.scales)}{rebuilt}"
         if self.source == "launch configurations":
             return "launches with different launch configurations in one run of the program"
         if self.source == "code versions":

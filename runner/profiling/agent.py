@@ -48,6 +48,7 @@ from runner.base.processes import (
 )
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
+from runner.base.size_constants import scaled_sources, workspace_texts
 from runner.base.workspace import read_context, workspace_dirs
 from runner.build.cache import compile_candidate, copy_workspace
 from runner.build.nvcc_shim import build_environment
@@ -77,10 +78,17 @@ PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVG
 
 def counter_scales(cfg: Config) -> list[float]:
     """The problem-size factors of the counter runs: profiling.counter_scales when the profiled
-    command passes {scale} (alone or as {n*scale}), else only 1 (the runs would all be the same)."""
+    command passes {scale} (alone or as {n*scale}) or app.size_constants names the constants that
+    set the size, else only 1 (the runs would all be the same)."""
+    return list(cfg.profiling.counter_scales) if scaled_inputs(cfg) else [1.0]
+
+
+def scaled_inputs(cfg: Config) -> list[str]:
+    """What the counter runs scale, in words: `{scale}` when the profiled command passes it, and
+    the size constants."""
     names = placeholders(cfg.app.profile_run or cfg.app.run or "")
-    scaled = any(n == "scale" or "scale" in (product_placeholder(n) or ()) for n in names)
-    return list(cfg.profiling.counter_scales) if scaled else [1.0]
+    takes_scale = any(n == "scale" or "scale" in (product_placeholder(n) or ()) for n in names)
+    return (["{scale}"] if takes_scale else []) + list(cfg.app.size_constants)
 
 
 class NothingProfiled(ProfilingError):
@@ -333,12 +341,13 @@ class ProfilingAgent:
         if len(scales) > 1:
             swept, ran, why = self._size_sweep(ncu, exe, target, filters, scales)
             if len(swept) >= self.cfg.analysis.counters.min_runs:
-                plan = CounterPlan(source="sizes", kernel=target, runs=len(swept), scales=ran)
+                plan = CounterPlan(source="sizes", kernel=target, runs=len(swept), scales=ran,
+                                   constants=list(self.cfg.app.size_constants))
                 return swept, self._write_plan(plan)
             why = why or f"only {len(swept)} scale(s) ran"
         else:
             which = "app.profile_run" if self.cfg.app.profile_run else "app.run"
-            why = f"{which} takes no {{scale}}, so no size sweep"
+            why = f"{which} takes no {{scale}} and app.size_constants names none, so no size sweep"
         configs = distinct_configurations(self.traced_launches, target, mangled.get(target, ""))
         if self.cfg.analysis.counters.min_runs <= configs <= MAX_LAUNCH_CONFIGURATIONS:
             progress(f"{why}; the traced run launched {short_kernel_name(target)} with {configs} distinct launch "
@@ -359,7 +368,8 @@ class ProfilingAgent:
         elif self.traced_launches:
             why += (f"; the traced run launched {short_kernel_name(target)} with {configs} launch "
                     f"configuration{'s' if configs != 1 else ''}")
-        progress(f"{why}: one counter run (eOMP needs runs that differ: pass {{n*scale}} for a size n)")
+        progress(f"{why}: one counter run (eOMP needs runs that differ: pass {{n*scale}} for a size argument n, "
+                 "or name the constants that set the size in app.size_constants)")
         # the one run is the app's own size: the sweep's first, when there was one
         reports = swept[:1] or self._size_sweep(ncu, exe, target, filters, [1.0])[0]
         for extra in swept[1:]:
@@ -382,7 +392,8 @@ class ProfilingAgent:
             # ncu appends .ncu-rep to -o; a dot in the name ("scale_0.25") would read as a suffix.
             out = self.dir / "counters" / f"scale_{scale:g}".replace(".", "_")
             try:
-                self._counter_run(ncu, exe, target, filters, scale, out)
+                built = exe if scale == 1.0 else self._scaled_build(scale, exe)
+                self._counter_run(ncu, built, target, filters, scale, out)
             except ProfilingError as e:
                 if scale == 1.0:
                     raise
@@ -395,15 +406,43 @@ class ProfilingAgent:
                 first_work = work
             elif len(ran) == 1 and not work_changes(first_work, work):
                 report.unlink(missing_ok=True)
-                return reports, ran, (f"the kernel's instructions executed did not change with {{scale}} "
-                                      f"({first_work:.4g} at scale 1 and {work:.4g} at {scale:g}), so the scaled "
-                                      "arguments are not its problem size" if first_work and work else
+                scaled = ", ".join(scaled_inputs(self.cfg))
+                return reports, ran, (f"the kernel's instructions executed did not change with {scaled} "
+                                      f"({first_work:.4g} at scale 1 and {work:.4g} at {scale:g}), so what was "
+                                      "scaled is not its problem size" if first_work and work else
                                       "the counter runs do not hold instructions executed, so the sweep cannot "
                                       "be checked")
             reports.append(report)
             ran.append(scale)
         why = f"the program failed at scale(s) {', '.join(failed)}" if failed else ""
         return reports, ran, why
+
+    def _scaled_build(self, scale: float, exe: Path) -> Path:
+        """The program rebuilt with app.size_constants times `scale` (in a copy of the workspace,
+        through the run's build cache); `exe` when there are none to scale. A source that does not
+        build at that size is a ProfilingError, as a run that fails there is."""
+        names = self.cfg.app.size_constants
+        if not names:
+            return exe
+        space, workdir = workspace_dirs(self.lc)
+        try:
+            files = scaled_sources(names, workspace_texts(space, workdir), scale)
+        except ValueError as e:
+            raise ProfilingError(f"{self.lc.path}: {e}") from None
+        label = f"scale_{scale:g}".replace(".", "_")
+        name, log = f"build-counters-{label}", self.dir / "logs" / f"build-counters-{label}.log"
+        progress(f"build at scale {scale:g}: {', '.join(names)} times {scale:g} (a copy of the workspace)")
+        t0 = time.monotonic()
+        scaled = exe.with_name(f"{exe.name}-{label}")
+        built = compile_candidate(self.lc, files, self.gpu.arch, log, exe=scaled, cache=self.run.build_cache,
+                                  configuration=self.configuration)
+        self._record({"name": name, "argv": built.command, "returncode": 0 if built.ok else 1,
+                      "seconds": round(time.monotonic() - t0, 3), "timed_out": False, "cached": built.cached,
+                      "log": str(log.relative_to(self.run.path))})
+        if not built.ok:
+            tail = "\n".join(built.output.strip().splitlines()[-4:])
+            raise ProfilingError(f"the build with {', '.join(names)} times {scale:g} failed (log: {log}):\n{tail}")
+        return scaled
 
     def _counter_run(self, ncu: str, exe: Path, target: str, filters: list[list[str]], scale: float,
                      out: Path) -> None:

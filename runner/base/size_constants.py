@@ -1,0 +1,228 @@
+"""Problem sizes written into the program's host code as constants (`#define N 4096`,
+`const int OPT_N = 4000000;`, `uint byteCount = 64 * 1048576;`): where each is defined, the
+source with it scaled, and which constants look like sizes.
+
+A program whose run takes no size argument still has a problem size; when it is such a constant,
+the counter runs of eOMP can vary it by rebuilding the program with the constant scaled (in a copy
+of the workspace, never in the user's files). `app.size_constants` names them; `optimas init`
+proposes the constants that allocation sizes are computed from and that device code does not read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from runner.base.cuda_source import functions, strip_comments_and_strings
+
+# An integer constant expression as sizes are written: numbers (with C's suffixes), + - * / % << >>,
+# parentheses and sizeof(type). No identifiers: a value computed from other names is not a root.
+_INTEGER_EXPR = re.compile(r"^(?:\s|\d[\dxXa-fA-FuUlL']*|[-+*/%()]|<<|>>|sizeof\s*\(\s*[\w\s*]+\))+$")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*)[ \t]+(?P<value>[^\n]*?)[ \t]*$", re.M)
+# A declaration with an initializer: type words before the name (`const int`, `static const uint`,
+# `constexpr size_t`, `unsigned int`), then `= value;` (or `,` for the next declarator).
+_TYPE_WORDS = (r"(?:(?:const|constexpr|static|unsigned|signed|volatile|int|long|short|char|size_t|uint|"
+               r"u?int\d+_t|auto)\s+)+")
+_DECLARATION = re.compile(r"(?<![\w.>])" + _TYPE_WORDS + r"(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>[^;,{}]+?)\s*[;,]")
+# Calls whose arguments are allocation sizes, and `new T[n]`.
+_ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|malloc|calloc|realloc|aligned_alloc|posix_memalign)\s*\(")
+_NEW_ARRAY = re.compile(r"\bnew\s+[\w:<>\s*]+?\[([^\]]+)\]")
+# Names that are shapes, not sizes: scaling a block size or a bin count breaks the program.
+_NOT_SIZE = re.compile(r"thread|block|warp|tile|bin|radius|seed|iter|repeat|run|dev|gpu|align|bits?$|"
+                       r"^(?:max|min)_?|_(?:max|min)$|limit|capacity", re.I)
+_LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
+SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx")
+MIN_SIZE = 16  # smaller values are counts, flags and ids more often than sizes
+MAX_PROPOSED = 4
+
+
+@dataclass(frozen=True)
+class SizeConstant:
+    """One definition of a constant: its file (as the caller named it), the span of its value in
+    that file's text, the value's text and its line (1-based)."""
+
+    name: str
+    file: str
+    start: int
+    end: int
+    value: str
+    line: int
+    macro: bool = False  # a #define (visible wherever it is included), not a declaration
+
+
+def definitions_of(name: str, texts: dict[str, str]) -> list[SizeConstant]:
+    """Every definition of `name` in these sources (file name -> text): a `#define name value` or a
+    declaration `... name = value;` outside comments and strings."""
+    found = []
+    for file, text in texts.items():
+        clean = strip_comments_and_strings(text)
+        for rx in (_DEFINE, _DECLARATION):
+            for m in rx.finditer(clean):
+                if m.group("name") == name:
+                    value = text[m.start("value"):m.end("value")].rstrip()
+                    found.append(SizeConstant(name, file, m.start("value"), m.start("value") + len(value), value,
+                                              clean.count("\n", 0, m.start("value")) + 1, rx is _DEFINE))
+    return found
+
+
+def workspace_texts(space: Path, workdir: Path) -> dict[str, str]:
+    """The C, C++ and CUDA sources under the workspace folder, by path relative to `workdir` (as
+    a build's overridden files are named), hidden folders and run folders left out."""
+    texts = {}
+    for folder, dirs, names in os.walk(space):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("runs", "__pycache__"))
+        for n in sorted(names):
+            if n.endswith(SOURCE_SUFFIXES):
+                path = Path(folder, n)
+                texts[os.path.relpath(path, workdir)] = path.read_text(encoding="utf-8", errors="replace")
+    return texts
+
+
+def definition_problem(name: str, texts: dict[str, str]) -> str | None:
+    """Why `name` cannot be scaled (None when it has exactly one definition in `texts`)."""
+    found = definitions_of(name, texts)
+    if len(found) == 1:
+        return None
+    where = ("found " + "; ".join(f"{d.file}:{d.line}" for d in found)) if found else "found none"
+    return (f"app.size_constants: {name!r} needs exactly one definition in the workspace's sources (a "
+            f"`#define {name} value` or a declaration `{name} = value;`), {where}")
+
+
+def integer_value(expr: str) -> int | None:
+    """The value of an integer constant expression made of numbers and operators (None when it
+    names anything, or is not an integer)."""
+    if not _INTEGER_EXPR.match(expr) or not re.search(r"\d", expr):
+        return None
+    py = re.sub(r"sizeof\s*\(\s*(?:unsigned\s+)?(?:char|u?int8_t)\s*\)", "1", expr)
+    py = re.sub(r"sizeof\s*\([^)]*\)", "4", py)  # a size's exact bytes do not matter for a ratio
+    py = re.sub(r"(?<=[\dA-Fa-f])(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)\b", "", py).replace("'", "").replace("/", "//")
+    if re.search(r"\b0\d", py):
+        return None  # octal, rare in sizes
+    try:
+        value = eval(py, {"__builtins__": {}}, {})  # noqa: S307 (digits and operators only, checked above)
+    except (SyntaxError, ZeroDivisionError, TypeError, ValueError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+def scaled_value(value: str, scale: float) -> str:
+    """`value` times `scale` as a C integer expression, divided first so that it does not overflow
+    where the original did not: 0.25 -> `((v) / 4)`, 1.5 -> `((v) / 2 * 3)`, 2 -> `((v) * 2)`."""
+    f = Fraction(scale).limit_denominator(64)
+    if f <= 0:
+        raise ValueError(f"scale {scale} is not positive")
+    if f == 1:
+        return value
+    expr = f"({value})"
+    if f.denominator != 1:
+        expr += f" / {f.denominator}"
+    if f.numerator != 1:
+        expr += f" * {f.numerator}"
+    return f"({expr})"
+
+
+def scaled_sources(names: list[str], texts: dict[str, str], scale: float) -> dict[str, str]:
+    """The texts that change when each constant in `names` is scaled by `scale`: file -> new text.
+    Each name must have exactly one definition in `texts` (a ValueError says where it has none or
+    several)."""
+    spans: dict[str, list[SizeConstant]] = {}
+    for name in names:
+        if problem := definition_problem(name, texts):
+            raise ValueError(problem)
+        found = definitions_of(name, texts)[0]
+        spans.setdefault(found.file, []).append(found)
+    out = {}
+    for file, defs in spans.items():
+        text = texts[file]
+        for d in sorted(defs, key=lambda d: d.start, reverse=True):  # later spans first: offsets hold
+            text = text[:d.start] + scaled_value(d.value, scale) + text[d.end:]
+        out[file] = text
+    return out
+
+
+def _allocation_arguments(clean: str) -> list[str]:
+    """The argument text of every allocation call and `new T[n]` in a comment-free source."""
+    found = []
+    for m in _ALLOCATION.finditer(clean):
+        depth, i = 1, m.end()
+        while i < len(clean) and depth:
+            depth += {"(": 1, ")": -1}.get(clean[i], 0)
+            i += 1
+        found.append(clean[m.end():i - 1])
+    found += [m.group(1) for m in _NEW_ARRAY.finditer(clean)]
+    return found
+
+
+_NOT_A_TYPE = frozenset({"return", "case", "else", "sizeof", "goto", "throw", "delete", "new", "do"})
+
+
+def _declares(code: str, name: str) -> bool:
+    """Whether `code` declares `name` (`int N,`, `const float *N)`, `uint N = 4;`): a type word
+    (not a keyword such as `return`), maybe `*` or `&`, the name, then `,` `)` `=` `;` or `[`."""
+    for m in re.finditer(rf"([A-Za-z_]\w*|>)\s*[*&]*\s*\b{re.escape(name)}\s*[,)=;\[]", code):
+        if m.group(1) not in _NOT_A_TYPE:
+            return True
+    return False
+
+
+def _read_by_device_code(name: str, texts: dict[str, str]) -> bool:
+    """Whether a kernel or device function reads `name` without declaring it itself (a kernel
+    parameter named like the host's constant is another variable)."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for text in texts.values():
+        if not word.search(text):
+            continue
+        lines = strip_comments_and_strings(text).splitlines()
+        for f in functions(text):
+            code = "\n".join(lines[f.start_line - 1:f.end_line])
+            if f.is_device and word.search(code) and not _declares(code, name):
+                return True
+    return False
+
+
+def _launch_arguments(texts: dict[str, str]) -> set[str]:
+    """The names given bare as a launch's grid or block (`<<<PARTIAL_COUNT, THREADS>>>`): shapes the
+    author chose, where a grid computed from a size (`DIV_UP(N, 128)`) is not bare."""
+    return {arg.strip() for text in texts.values() for m in _LAUNCH.finditer(strip_comments_and_strings(text))
+            for arg in m.group(1).split(",")}
+
+
+def _at_file_scope(d: SizeConstant, texts: dict[str, str]) -> bool:
+    """Whether a definition is visible to other files: a macro, or a declaration outside functions."""
+    return d.macro or not any(f.start_line <= d.line <= f.end_line for f in functions(texts[d.file]))
+
+
+def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
+    """The constants that look like the problem size: integer constants of at least MIN_SIZE, each
+    defined once, that the arguments of an allocation (malloc, cudaMalloc, new T[n]) are computed
+    from (directly or through other constants: OPT_SZ = OPT_N * sizeof(float)) in the file that
+    defines them or from file scope; not named like block sizes, bin counts, iteration counts or
+    limits, not given bare as a launch's grid or block, and not read by device code (a size there
+    is a shape: a tile or a table). At most MAX_PROPOSED, in the order the allocations name them."""
+    wanted: list[tuple[str, str]] = []  # (name, the file that names it)
+    for file, text in texts.items():
+        for args in _allocation_arguments(strip_comments_and_strings(text)):
+            wanted += [(w, file) for w in re.findall(r"\b[A-Za-z_]\w*\b", args) if (w, file) not in wanted]
+    bare = _launch_arguments(texts)
+    roots: list[SizeConstant] = []
+    seen: set[str] = set()
+    while wanted:
+        name, named_in = wanted.pop(0)
+        if name in seen or name == "sizeof":
+            continue
+        found = definitions_of(name, texts)
+        if len(found) != 1 or (found[0].file != named_in and not _at_file_scope(found[0], texts)):
+            continue  # another scope's variable of that name (a parameter in another file)
+        seen.add(name)
+        value = integer_value(found[0].value)
+        if value is None:  # computed from other names: follow them
+            wanted += [(w, found[0].file) for w in re.findall(r"\b[A-Za-z_]\w*\b", found[0].value)
+                       if w not in seen and w != "sizeof"]
+            continue
+        if (value >= MIN_SIZE and not _NOT_SIZE.search(name) and name not in bare
+                and not _read_by_device_code(name, texts)):
+            roots.append(found[0])
+    return roots[:MAX_PROPOSED]

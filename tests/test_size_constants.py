@@ -1,0 +1,145 @@
+"""Problem sizes written as constants in the host code (issue #30): init proposes the constants the
+allocations are sized from, check-config insists each has one definition, and the counter runs'
+build at another scale really holds the scaled value (a real nvcc build, run on the CPU)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli
+
+from runner.base.config import load_config
+from runner.base.size_constants import (
+    definitions_of,
+    integer_value,
+    proposed_size_constants,
+    scaled_sources,
+    scaled_value,
+    workspace_texts,
+)
+from runner.build.cache import compile_candidate
+from runner.init.scaffold import _source_texts
+
+SAMPLES = REPO / "benchmarks" / "external" / "cuda-samples" / "Samples"
+RODINIA = REPO / "benchmarks" / "external" / "rodinia" / "cuda"
+
+
+@pytest.mark.parametrize(("folder", "expected"), [
+    # OPT_SZ = OPT_N * sizeof(float) sizes the buffers: followed to the root
+    (SAMPLES / "5_Domain_Specific" / "BlackScholes", ["OPT_N"]),
+    # not the partial-histogram counts (a bare launch grid; a MAX_ limit) nor the bin counts
+    (SAMPLES / "2_Concepts_and_Techniques" / "histogram", ["byteCount"]),
+    # not numValues: the validator's malloc names its own parameter of that name
+    (SAMPLES / "2_Concepts_and_Techniques" / "sortingNetworks", ["N"]),
+    (SAMPLES / "2_Concepts_and_Techniques" / "convolutionSeparable", ["imageW", "imageH"]),
+    # sizes from argv only
+    (SAMPLES / "2_Concepts_and_Techniques" / "reduction", []),
+    (SAMPLES / "6_Performance" / "transpose", []),
+    (RODINIA / "nw", []),
+])
+def test_the_constants_allocations_are_sized_from_are_proposed(folder: Path, expected: list[str]):
+    assert [c.name for c in proposed_size_constants(_source_texts(folder))] == expected
+
+
+def test_a_constant_device_code_reads_is_a_shape_not_a_size():
+    texts = {"main.cu": "#define TILE_ELEMS 1024\n#define LEN 4096\n"
+                        "__global__ void k(float *a) { __shared__ float s[TILE_ELEMS]; a[threadIdx.x] = s[0]; }\n"
+                        "__global__ void g(float *a, int LEN2) { a[0] = LEN; }\n"
+                        "int main() { float *a; cudaMalloc(&a, LEN * TILE_ELEMS * sizeof(float)); }\n"}
+    assert proposed_size_constants(texts) == []
+    # a kernel parameter named like the host's constant is another variable
+    texts = {"main.cu": "__global__ void k(float *a, int n) { if (threadIdx.x < n) a[threadIdx.x] = 0; }\n"
+                        "int main() { const int n = 1 << 20; float *a; cudaMalloc(&a, n * 4);\n"
+                        "  k<<<n / 256, 256>>>(a, n); }\n"}
+    assert [c.name for c in proposed_size_constants(texts)] == ["n"]
+
+
+@pytest.mark.parametrize(("scale", "expected"), [
+    (1.0, "64 * 1048576"), (0.25, "((64 * 1048576) / 4)"), (0.75, "((64 * 1048576) / 4 * 3)"),
+    (1.5, "((64 * 1048576) / 2 * 3)"), (2.0, "((64 * 1048576) * 2)")])
+def test_a_scaled_value_divides_first_and_stays_an_integer(scale: float, expected: str):
+    got = scaled_value("64 * 1048576", scale)
+    assert got == expected
+    assert integer_value(got) == int(64 * 1048576 * scale)
+
+
+def test_scaling_rewrites_only_the_definition_and_refuses_an_ambiguous_name():
+    texts = {"a.cu": "// N is the size\n#define N (1 << 20)   \nint x = N;\n",
+             "b.cpp": "const unsigned int M = 4096, K = 16;\nvoid f() { int y = M; }\n"}
+    out = scaled_sources(["N", "M"], texts, 0.5)
+    assert out["a.cu"] == "// N is the size\n#define N (((1 << 20)) / 2)   \nint x = N;\n"
+    assert out["b.cpp"].startswith("const unsigned int M = ((4096) / 2), K = 16;")
+    texts["c.h"] = "static const int N = 8;\n"
+    with pytest.raises(ValueError, match=r"'N' needs exactly one definition.*a.cu:2; c.h:1"):
+        scaled_sources(["N"], texts, 2.0)
+    assert definitions_of("N", {"d.cu": '/* #define N 4 */ printf("N = 5;");\n'}) == []
+
+
+PRINTS_N = """\
+#include <cstdio>
+#include <cstdlib>
+__global__ void fill(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] = 1.0f; }
+int main(int argc, char **argv) {
+  const int N = 1 << 20;
+  printf("N=%d\\n", N);
+  if (argc > 1) return 0;  // the test runs it on a machine without a GPU
+  float *a;
+  cudaMalloc(&a, N * sizeof(float));
+  fill<<<(N + 255) / 256, 256>>>(a, N);
+  cudaDeviceSynchronize();
+  return 0;
+}
+"""
+
+
+def test_init_proposes_the_constants_only_when_the_run_takes_no_size(tmp_path: Path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "prog.cu").write_text(PRINTS_N)
+    r = run_cli("init", str(app))
+    assert r.returncode == 0, r.stderr
+    text = (app / "optimas.yml").read_text()
+    assert "size_constants: [N]" in text and "N = 1 << 20 (prog.cu:5)" in text
+    assert load_config(app / "optimas.yml").config.app.size_constants == ["N"]
+    r = run_cli("init", str(app), "--force", "--args", "4096")
+    assert r.returncode == 0, r.stderr
+    assert "size_constants" not in (app / "optimas.yml").read_text()
+
+
+def test_check_config_refuses_a_size_constant_without_one_definition(tmp_path: Path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "prog.cu").write_text(PRINTS_N)
+    (app / "other.h").write_text("#define N 64\n")
+    cfg = tmp_path / "optimas.yml"
+    cfg.write_text("app:\n  workdir: app\n  sources: [prog.cu]\n  build: nvcc -o {exe} prog.cu\n  run: '{exe}'\n"
+                   "  size_constants: [N, SIZE]\n")
+    r = run_cli("check-config", "--config", str(cfg))
+    assert r.returncode == 2, r.stdout + r.stderr
+    out = r.stdout + r.stderr
+    assert "'N' needs exactly one definition" in out and "other.h:1" in out and "prog.cu:5" in out
+    assert "'SIZE' needs exactly one definition" in out and "found none" in out
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
+def test_the_build_at_another_scale_holds_the_scaled_constant(tmp_path: Path):
+    """What the profiling agent's _scaled_build does, on the real nvcc: the scaled sources over a
+    copy of the workspace, the user's file untouched."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "prog.cu").write_text(PRINTS_N)
+    cfg = tmp_path / "optimas.yml"
+    cfg.write_text("app:\n  workdir: app\n  sources: [prog.cu]\n  build: nvcc -arch={arch} -o {exe} prog.cu\n"
+                   "  run: '{exe}'\n  size_constants: [N]\n")
+    lc = load_config(cfg)
+    for scale, n in ((0.25, 1 << 18), (1.5, 3 << 19)):
+        files = scaled_sources(["N"], workspace_texts(app, app), scale)
+        exe = tmp_path / f"prog-{scale}"
+        built = compile_candidate(lc, files, "sm_90", exe=exe)
+        assert built.ok, built.output
+        ran = subprocess.run([str(exe), "host-only"], capture_output=True, text=True, timeout=60)
+        assert ran.stdout.strip() == f"N={n}"
+    assert (app / "prog.cu").read_text() == PRINTS_N
