@@ -736,28 +736,7 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
         "  # under the profiler; both default to `run`.",
         f"  run: {_q(run)}",
     ]
-    if sizes:
-        values = ", ".join(f"{k}: {v}" for k, v in sizes.values.items())
-        lines += [
-            "  # One entry per problem size, passed to the commands as {config}; the numbers in the run",
-            "  # arguments are this one's values, so another size is another entry.",
-            f"  configurations: {{default: {{{values}}}}}",
-            "  # Counter runs (eOMP) profile the program at several problem sizes: {n*scale} is n times",
-            "  # each of profiling.counter_scales. Optimas checks on the GPU that the hot kernel's work",
-            "  # follows the scale (instructions executed), and leaves out a size the program fails at.",
-            f"  profile_run: {_q('{exe} ' + sizes.profile)}",
-        ]
-    else:
-        lines.append("  configurations: [default]   # one entry per problem size, passed to the commands as {config}")
-    if not sizes and p.size_constants:
-        found = "; ".join(f"{c.name} = {c.value} ({c.file}:{c.line})" for c in p.size_constants)
-        lines += [
-            "  # The run takes no size argument; these constants of the host code size its allocations:",
-            f"  # {found}. Counter runs (eOMP) rebuild the program with them times each of",
-            "  # profiling.counter_scales (in a copy of the workspace), and Optimas checks on the GPU that the",
-            "  # hot kernel's work follows (instructions executed). Remove the line if they are not sizes.",
-            f"  size_constants: [{', '.join(c.name for c in p.size_constants)}]",
-        ]
+    lines += _problem_size_lines(p, sizes)
     lines += [
         "  outputs: []      # files the run writes, if you want them compared too: [{path: out.bin}]",
     ]
@@ -786,6 +765,33 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
         "  timer: tracer    # kernel execution times from the CUPTI tracer; no help from the program",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _problem_size_lines(p: Project, sizes: SizeArguments | None) -> list[str]:
+    """The config's lines for the problem size: configurations with the run's size arguments and
+    the profiled command scaling them, or the size constants the counter runs scale."""
+    if sizes:
+        values = ", ".join(f"{k}: {v}" for k, v in sizes.values.items())
+        return [
+            "  # One entry per problem size, passed to the commands as {config}; the numbers in the run",
+            "  # arguments are this one's values, so another size is another entry.",
+            f"  configurations: {{default: {{{values}}}}}",
+            "  # Counter runs (eOMP) profile the program at several problem sizes: {n*scale} is n times",
+            "  # each of profiling.counter_scales. Optimas checks on the GPU that the hot kernel's work",
+            "  # follows the scale (instructions executed), and leaves out a size the program fails at.",
+            f"  profile_run: {_q('{exe} ' + sizes.profile)}",
+        ]
+    lines = ["  configurations: [default]   # one entry per problem size, passed to the commands as {config}"]
+    if p.size_constants:
+        found = "; ".join(f"{c.name} = {c.value} ({c.file}:{c.line})" for c in p.size_constants)
+        lines += [
+            "  # The run takes no size argument; these constants of the host code size its allocations:",
+            f"  # {found}. Counter runs (eOMP) rebuild the program with them times each of",
+            "  # profiling.counter_scales (in a copy of the workspace), and Optimas checks on the GPU that the",
+            "  # hot kernel's work follows (instructions executed). Remove the line if they are not sizes.",
+            f"  size_constants: [{', '.join(c.name for c in p.size_constants)}]",
+        ]
+    return lines
 
 
 def _outside_notes(p: Project, shown: int = 4) -> list[str]:
