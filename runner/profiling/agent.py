@@ -27,6 +27,7 @@ import re
 import shlex
 import shutil
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -51,6 +52,7 @@ from runner.base.runstore import atomic_write_text
 from runner.base.size_constants import scaled_sources, workspace_texts
 from runner.base.workspace import read_context, workspace_dirs
 from runner.build.cache import compile_candidate, copy_workspace
+from runner.build.compiler import CompileResult
 from runner.build.nvcc_shim import build_environment
 from runner.profiles.counter_plan import (
     MAX_LAUNCH_CONFIGURATIONS,
@@ -388,11 +390,13 @@ class ProfilingAgent:
         ran: list[float] = []
         failed: list[str] = []
         first_work = None
+        prebuilt: dict[float, Future[tuple[CompileResult, dict, Path, float]]] = {}
         for scale in order:
             # ncu appends .ncu-rep to -o; a dot in the name ("scale_0.25") would read as a suffix.
             out = self.dir / "counters" / f"scale_{scale:g}".replace(".", "_")
             try:
-                built = exe if scale == 1.0 else self._scaled_build(scale, exe)
+                built = (exe if scale == 1.0 else self._recorded(prebuilt[scale].result()) if scale in prebuilt
+                         else self._scaled_build(scale, exe))
                 self._counter_run(ncu, built, target, filters, scale, out)
             except ProfilingError as e:
                 if scale == 1.0:
@@ -414,34 +418,55 @@ class ProfilingAgent:
                                       "be checked")
             reports.append(report)
             ran.append(scale)
+            if len(ran) == 2 and self.cfg.app.size_constants:
+                # the sweep is confirmed: the other scales' builds go on side by side (each a few
+                # seconds of nvcc) while the GPU profiles
+                rest = [s for s in order if s not in ran and f"{s:g}" not in failed]
+                pool = ThreadPoolExecutor(max_workers=max(1, min(4, len(rest))))
+                prebuilt = {s: pool.submit(self._compile_scaled, s, exe) for s in rest}
+                pool.shutdown(wait=False)
         why = f"the program failed at scale(s) {', '.join(failed)}" if failed else ""
         return reports, ran, why
 
     def _scaled_build(self, scale: float, exe: Path) -> Path:
         """The program rebuilt with app.size_constants times `scale` (in a copy of the workspace,
-        through the run's build cache); `exe` when there are none to scale. A source that does not
-        build at that size is a ProfilingError, as a run that fails there is."""
-        names = self.cfg.app.size_constants
-        if not names:
+        through the run's build cache), recorded in the manifest; `exe` when there are none to
+        scale. A source that does not build at that size is a ProfilingError, as a run that fails
+        there is."""
+        if not self.cfg.app.size_constants:
             return exe
+        return self._recorded(self._compile_scaled(scale, exe))
+
+    def _compile_scaled(self, scale: float, exe: Path) -> tuple[CompileResult, dict, Path, float]:
+        """The scaled build itself, safe to run in a thread (it records nothing): the result, its
+        manifest entry, the binary and the scale."""
+        names = self.cfg.app.size_constants
         space, workdir = workspace_dirs(self.lc)
         try:
             files = scaled_sources(names, workspace_texts(space, workdir), scale)
         except ValueError as e:
             raise ProfilingError(f"{self.lc.path}: {e}") from None
         label = f"scale_{scale:g}".replace(".", "_")
-        name, log = f"build-counters-{label}", self.dir / "logs" / f"build-counters-{label}.log"
+        log = self.dir / "logs" / f"build-counters-{label}.log"
         progress(f"build at scale {scale:g}: {', '.join(names)} times {scale:g} (a copy of the workspace)")
         t0 = time.monotonic()
         scaled = exe.with_name(f"{exe.name}-{label}")
         built = compile_candidate(self.lc, files, self.gpu.arch, log, exe=scaled, cache=self.run.build_cache,
                                   configuration=self.configuration)
-        self._record({"name": name, "argv": built.command, "returncode": 0 if built.ok else 1,
-                      "seconds": round(time.monotonic() - t0, 3), "timed_out": False, "cached": built.cached,
-                      "log": str(log.relative_to(self.run.path))})
+        entry = {"name": f"build-counters-{label}", "argv": built.command, "returncode": 0 if built.ok else 1,
+                 "seconds": round(time.monotonic() - t0, 3), "timed_out": False, "cached": built.cached,
+                 "log": str(log.relative_to(self.run.path))}
+        return built, entry, scaled, scale
+
+    def _recorded(self, compiled: tuple[CompileResult, dict, Path, float]) -> Path:
+        """A scaled build's entry in the manifest (from the stage's own thread); its binary, or a
+        ProfilingError when it failed."""
+        built, entry, scaled, scale = compiled
+        self._record(entry)
         if not built.ok:
             tail = "\n".join(built.output.strip().splitlines()[-4:])
-            raise ProfilingError(f"the build with {', '.join(names)} times {scale:g} failed (log: {log}):\n{tail}")
+            raise ProfilingError(f"the build with {', '.join(self.cfg.app.size_constants)} times {scale:g} failed "
+                                 f"(log: {self.run.path / entry['log']}):\n{tail}")
         return scaled
 
     def _counter_run(self, ncu: str, exe: Path, target: str, filters: list[list[str]], scale: float,
