@@ -208,6 +208,24 @@ def test_a_makefile_whose_default_goal_is_all_builds_what_all_needs_not_a_rule_a
     make_builds(app.build, root, tmp_path / "app")
 
 
+def test_a_c_linker_of_nvcc_objects_is_named_before_the_build_fails_on_it(tmp_path: Path):
+    """Rodinia's backprop: nvcc compiles the .cu, gcc links it without the C++ runtime that CUDA 13's
+    host code calls. init says so; a link by g++ draws no note."""
+    mk = ("CC = gcc\nNVCC = nvcc\nprog: host.o kern.o\n\t$(CC) host.o kern.o -o prog -lcudart -lm\n\n"
+          "host.o: host.c\n\t$(CC) -c host.c\n\nkern.o: kern.cu\n\t$(NVCC) -c kern.cu\n")
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "kern.cu").write_text("__global__ void k(float *a) { a[threadIdx.x] = 0; }\n")
+    (root / "host.c").write_text("int main(void) { return 0; }\n")
+    (root / "Makefile").write_text(mk)
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    assert "prog is linked by gcc, a C compiler" in r.stdout and "-lstdc++" in r.stdout
+    (root / "Makefile").write_text(mk.replace("\t$(CC) host.o", "\tg++ host.o"))
+    r = init(str(root), "--force")
+    assert r.returncode == 0 and "a C compiler" not in r.stdout
+
+
 def test_the_run_arguments_come_from_the_makefiles_run_target_unless_given(tmp_path: Path):
     mk = ("CC = nvcc\nLAUNCHER =\nprogram = main\n\n$(program): main.cu\n\t$(CC) main.cu -o $(program)\n\n"
           "run: $(program)\n\t$(LAUNCHER) ./$(program) 8192 -i 10\n")

@@ -461,6 +461,26 @@ def _kernels_makefile(root: Path, kernel_files: list[str]) -> Path | None:
     return best[2] if best else None
 
 
+_C_LINKERS = {"gcc", "cc", "clang", "icc"}
+
+
+def c_linker_of_cuda_objects(rules: dict[str, list[str]], needs: dict[str, list[str]], variables: dict[str, str],
+                             target: str) -> str | None:
+    """The C compiler (gcc, cc, clang) that links `target`, when an object it links is compiled by
+    nvcc and the link line names no C++ runtime; None otherwise."""
+    recipe = [_expand(line, variables, target) for line in rules.get(target, [])]
+    link = next((line for line in recipe if re.search(r"(?:^|\s)-o\s", line)), None)
+    if link is None or not link.split() or "stdc++" in link:
+        return None
+    linker = posixpath.basename(link.split()[0])
+    if linker not in _C_LINKERS:
+        return None
+    objects = [p for p in needs.get(target, []) if p.endswith(".o")]
+    nvcc_built = any(any("nvcc" in _expand(line, variables, o) for line in rules.get(o, [])) or
+                     any(d.endswith(".cu") for d in needs.get(o, [])) for o in objects)
+    return linker if nvcc_built else None
+
+
 def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str, list[str], str]:
     """Build command template and notes for a Makefile (in the subfolder `sub`, run with make -C):
     its first target; the binary named by the recipe's `-o`; -arch and -lineinfo for every nvcc
@@ -483,6 +503,10 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     run_args = run_target_args(rules, variables, binary or target) or ""
     notes = [f"{name}: building target {target!r}" + (f", which makes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
+    if linker := c_linker_of_cuda_objects(rules, needs, variables, binary or target):
+        notes.append(f"{name}: {binary or target} is linked by {linker}, a C compiler, and objects nvcc compiles "
+                     "with CUDA 13 call the C++ runtime (__cxa_guard_*, __gxx_personality_v0): the link fails, "
+                     "here as in your own CUDA 13 build, until it also gets -lstdc++ (or is linked by g++ or nvcc)")
     if re.search(r"\$[({]HOME[)}]", text):
         notes.append(f"{name}: it reads $(HOME), and Optimas runs builds with a HOME of its own (no secrets of "
                      "yours reach them): if the build needs files there, give app.env: {HOME: <your home>}")
