@@ -481,6 +481,20 @@ def c_linker_of_cuda_objects(rules: dict[str, list[str]], needs: dict[str, list[
     return linker if nvcc_built else None
 
 
+def _link_and_home_notes(name: str, text: str, rules: dict[str, list[str]], needs: dict[str, list[str]],
+                         variables: dict[str, str], binary: str) -> list[str]:
+    """What init says of a Makefile's link (a C compiler linking nvcc's objects) and of $(HOME)."""
+    notes = []
+    if linker := c_linker_of_cuda_objects(rules, needs, variables, binary):
+        notes.append(f"{name}: {binary} is linked by {linker}, a C compiler, and objects nvcc compiles "
+                     "with CUDA 13 call the C++ runtime (__cxa_guard_*, __gxx_personality_v0): the link fails, "
+                     "here as in your own CUDA 13 build, until it also gets -lstdc++ (or is linked by g++ or nvcc)")
+    if re.search(r"\$[({]HOME[)}]", text):
+        notes.append(f"{name}: it reads $(HOME), and Optimas runs builds with a HOME of its own (no secrets of "
+                     "yours reach them): if the build needs files there, give app.env: {HOME: <your home>}")
+    return notes
+
+
 def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str, list[str], str]:
     """Build command template and notes for a Makefile (in the subfolder `sub`, run with make -C):
     its first target; the binary named by the recipe's `-o`; -arch and -lineinfo for every nvcc
@@ -503,13 +517,7 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     run_args = run_target_args(rules, variables, binary or target) or ""
     notes = [f"{name}: building target {target!r}" + (f", which makes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
-    if linker := c_linker_of_cuda_objects(rules, needs, variables, binary or target):
-        notes.append(f"{name}: {binary or target} is linked by {linker}, a C compiler, and objects nvcc compiles "
-                     "with CUDA 13 call the C++ runtime (__cxa_guard_*, __gxx_personality_v0): the link fails, "
-                     "here as in your own CUDA 13 build, until it also gets -lstdc++ (or is linked by g++ or nvcc)")
-    if re.search(r"\$[({]HOME[)}]", text):
-        notes.append(f"{name}: it reads $(HOME), and Optimas runs builds with a HOME of its own (no secrets of "
-                     "yours reach them): if the build needs files there, give app.env: {HOME: <your home>}")
+    notes += _link_and_home_notes(name, text, rules, needs, variables, binary or target)
     if "EXTRA_NVCCFLAGS" in text:
         return f"sh -c '{make} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes, run_args
     calls = [(m.group(1) or m.group(2), line) for lines in rules.values() for line in lines
