@@ -115,7 +115,7 @@ def keep(run_path: Path, into: Path | None) -> None:
             shutil.copy2(f, into / rel)
 
 
-def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) -> dict:
+def survey(name: str, folder: str, build: str | None, args: str, scratch: Path, evaluation: bool = True) -> dict:
     row: dict = {"program": name}
     cfg_path = scratch / f"{name}.yml"
     write_config(REPO / folder, cfg_path, name=name, run_args=args, build=build, force=True)
@@ -160,7 +160,7 @@ def survey(name: str, folder: str, build: str | None, args: str, scratch: Path) 
         row["evaluated"] = "the original against itself (the offline backend proposed no usable change)"
     else:
         row["evaluated"] = "the offline backend's candidate"
-    if proposed.status == "accepted":
+    if proposed.status == "accepted" and evaluation:
         t0 = time.monotonic()
         with ProcessCount() as count:
             result = evaluate(ctx, diag, proposed)
@@ -178,6 +178,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--no-evaluation", action="store_true",
+                   help="stop after the proposal (profile, analysis and prompt only)")
     p.add_argument("--keep", type=Path, default=None,
                    help="copy each run's small files (config, prompt, analysis, logs, timing tables) under here")
     a = p.parse_args()
@@ -188,7 +190,7 @@ def main() -> int:
                 continue
             t0 = time.monotonic()
             try:
-                row = survey(name, folder, build, args, Path(tmp))
+                row = survey(name, folder, build, args, Path(tmp), evaluation=not a.no_evaluation)
             except Exception as e:  # a survey reports every program: the failure is the row
                 row = {"program": name, "error": f"{type(e).__name__}: {str(e)[:800]}"}
             row["total_s"] = round(time.monotonic() - t0, 1)
