@@ -44,14 +44,14 @@ def test_the_constants_allocations_are_sized_from_are_proposed(folder: Path, exp
     assert [c.name for c in proposed_size_constants(_source_texts(folder))] == expected
 
 
-def test_a_constant_device_code_reads_is_a_shape_not_a_size():
-    texts = {"main.cu": "#define TILE_ELEMS 1024\n#define LEN 4096\n"
+def test_a_constant_that_sizes_device_arrays_is_a_shape_and_a_bound_kernels_compare_with_a_size():
+    texts = {"main.cu": "#define TILE_ELEMS 1024\n#define LEN 4096\n#define PAD 64\n"
                         "__global__ void k(float *a) { __shared__ float s[TILE_ELEMS]; a[threadIdx.x] = s[0]; }\n"
-                        "__global__ void g(float *a, int LEN2) { a[0] = LEN; }\n"
-                        "int main() { float *a; cudaMalloc(&a, LEN * TILE_ELEMS * sizeof(float)); }\n"}
-    assert proposed_size_constants(texts) == []
+                        "__global__ void g(float *a) { float r[PAD]; if (threadIdx.x < LEN) a[LEN - 1] = r[0]; }\n"
+                        "int main() { float *a; cudaMalloc(&a, (LEN + PAD) * TILE_ELEMS * sizeof(float)); }\n"}
+    assert [c.name for c in proposed_size_constants(texts)] == ["LEN"]
     # a kernel parameter named like the host's constant is another variable
-    texts = {"main.cu": "__global__ void k(float *a, int n) { if (threadIdx.x < n) a[threadIdx.x] = 0; }\n"
+    texts = {"main.cu": "__global__ void k(float *a, int n) { float r[n]; a[threadIdx.x] = r[0]; }\n"
                         "int main() { const int n = 1 << 20; float *a; cudaMalloc(&a, n * 4);\n"
                         "  k<<<n / 256, 256>>>(a, n); }\n"}
     assert [c.name for c in proposed_size_constants(texts)] == ["n"]

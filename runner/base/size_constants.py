@@ -168,17 +168,27 @@ def _declares(code: str, name: str) -> bool:
     return False
 
 
-def _read_by_device_code(name: str, texts: dict[str, str]) -> bool:
-    """Whether a kernel or device function reads `name` without declaring it itself (a kernel
-    parameter named like the host's constant is another variable)."""
+def _shapes_device_code(name: str, texts: dict[str, str]) -> bool:
+    """Whether `name` sizes something the GPU code is built around rather than the data it works
+    on: an array of device code (`__shared__ float tile[NAME]`, `float r[NAME]` in a kernel, a
+    `__constant__` table) or `__launch_bounds__`. A bound a kernel compares with (`if (i < N)`) is
+    the problem size and does not count; neither does a kernel's own parameter of that name."""
     word = re.compile(rf"\b{re.escape(name)}\b")
+    # `type name[... NAME ...]`: a declaration (an access `a[N - 1] = 0` has no type before it)
+    array = re.compile(rf"(?<![\w.>])(?!return\b|case\b|else\b)[A-Za-z_]\w*\s+\**\s*[A-Za-z_]\w*\s*"
+                       rf"\[[^\]\n]*\b{re.escape(name)}\b")
+    bounds = re.compile(rf"__launch_bounds__\s*\([^)]*\b{re.escape(name)}\b")
+    table = re.compile(rf"__(?:shared|constant|device)__[^;{{}}]*\[[^\]]*\b{re.escape(name)}\b")
     for text in texts.values():
         if not word.search(text):
             continue
-        lines = strip_comments_and_strings(text).splitlines()
+        clean = strip_comments_and_strings(text)
+        if bounds.search(clean) or table.search(clean):
+            return True
+        lines = clean.splitlines()
         for f in functions(text):
             code = "\n".join(lines[f.start_line - 1:f.end_line])
-            if f.is_device and word.search(code) and not _declares(code, name):
+            if f.is_device and array.search(code) and not _declares(code, name):
                 return True
     return False
 
@@ -200,8 +210,9 @@ def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
     defined once, that the arguments of an allocation (malloc, cudaMalloc, new T[n]) are computed
     from (directly or through other constants: OPT_SZ = OPT_N * sizeof(float)) in the file that
     defines them or from file scope; not named like block sizes, bin counts, iteration counts or
-    limits, not given bare as a launch's grid or block, and not read by device code (a size there
-    is a shape: a tile or a table). At most MAX_PROPOSED, in the order the allocations name them."""
+    limits, not given bare as a launch's grid or block, and not sizing an array of device code
+    or its launch bounds (a shape: a tile or a table; a bound a kernel compares with is a size).
+    At most MAX_PROPOSED, in the order the allocations name them."""
     wanted: list[tuple[str, str]] = []  # (name, the file that names it)
     for file, text in texts.items():
         for args in _allocation_arguments(strip_comments_and_strings(text)):
@@ -223,6 +234,6 @@ def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
                        if w not in seen and w != "sizeof"]
             continue
         if (value >= MIN_SIZE and not _NOT_SIZE.search(name) and name not in bare
-                and not _read_by_device_code(name, texts)):
+                and not _shapes_device_code(name, texts)):
             roots.append(found[0])
     return roots[:MAX_PROPOSED]
