@@ -13,14 +13,17 @@ from conftest import REPO, run_cli
 
 from runner.base.config import load_config
 from runner.base.size_constants import (
+    definition_problem,
     definitions_of,
     integer_value,
     proposed_size_constants,
+    scaled_integer,
     scaled_sources,
     scaled_value,
     workspace_texts,
 )
 from runner.build.cache import compile_candidate
+from runner.build.nvcc_shim import DEFINES
 from runner.init.scaffold import _source_texts
 
 SAMPLES = REPO / "benchmarks" / "external" / "cuda-samples" / "Samples"
@@ -143,3 +146,68 @@ def test_the_build_at_another_scale_holds_the_scaled_constant(tmp_path: Path):
         ran = subprocess.run([str(exe), "host-only"], capture_output=True, text=True, timeout=60)
         assert ran.stdout.strip() == f"N={n}"
     assert (app / "prog.cu").read_text() == PRINTS_N
+
+
+DATASETS = """\
+#include <cstdio>
+#if !defined(MINI) && !defined(LARGE)
+#define STANDARD
+#endif
+#ifndef N
+#  ifdef MINI
+#    define N 256
+#  endif
+#  ifdef STANDARD
+#    define N 4096
+#  endif
+#  ifdef LARGE
+#    define N 16384
+#  endif
+#endif
+__global__ void fill(float *a) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < N) a[i] = 1.0f; }
+int main(int argc, char **argv) {
+  printf("N=%d\\n", N);
+  if (argc > 1) return 0;
+  float *a;
+  cudaMalloc(&a, N * sizeof(float));
+  fill<<<(N + 255) / 256, 256>>>(a);
+  return 0;
+}
+"""
+
+
+def test_a_macro_defined_per_dataset_under_a_guard_is_proposed_and_set_by_a_define():
+    texts = {"prog.cu": DATASETS}
+    assert definition_problem("N", texts) is None
+    assert [c.name for c in proposed_size_constants(texts)] == ["N"]
+    assert scaled_sources(["N"], texts, 0.5) == {}  # not in the text: on nvcc's command line
+    unguarded = {"prog.cu": DATASETS.replace("#ifndef N", "#if 1")}
+    assert "'N' needs exactly one definition" in definition_problem("N", unguarded)
+    assert proposed_size_constants(unguarded) == []
+    assert scaled_integer(4096, 0.75) == 3072 and scaled_integer(4096, 1.5) == 6144
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
+def test_the_nvcc_shim_sets_a_guarded_size_macro_from_the_value_in_effect(tmp_path: Path):
+    """What the profiling agent does for such a macro, on the real nvcc: the value in effect from
+    the build's own preprocessing (-D LARGE picks 16384), then every nvcc the build runs gets
+    -DN=<scaled> through the shim; any other option in that variable is not passed."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "prog.cu").write_text(DATASETS)
+    cfg = tmp_path / "optimas.yml"
+    cfg.write_text("app:\n  workdir: app\n  sources: [prog.cu]\n  build: nvcc -DLARGE -arch={arch} -o {exe} prog.cu\n"
+                   "  run: '{exe}'\n  size_constants: [N]\n")
+    lc = load_config(cfg)
+    in_effect = compile_candidate(lc, {}, "sm_90", macros=True).macros.by_source["prog.cu"]["N"]
+    assert integer_value(in_effect) == 16384
+    app_cfg = lc.config.app
+    env = {DEFINES: f"-DN={scaled_integer(16384, 0.25)} -Xcompiler -fno-inline --run -DM=x"}
+    scaled_lc = lc.model_copy(update={"config": lc.config.model_copy(update={
+        "app": app_cfg.model_copy(update={"env": env})})})
+    exe = tmp_path / "prog"
+    built = compile_candidate(scaled_lc, {}, "sm_90", exe=exe)
+    assert built.ok, built.output
+    assert "optimas: -DN=4096 (a size constant scaled for the counter runs)" in built.output
+    ran = subprocess.run([str(exe), "host-only"], capture_output=True, text=True, timeout=60)
+    assert ran.stdout.strip() == "N=4096"

@@ -31,7 +31,7 @@ _DECLARATION = re.compile(r"(?<![\w.>])" + _TYPE_WORDS + r"(?P<name>[A-Za-z_]\w*
 _ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|malloc|calloc|realloc|aligned_alloc|posix_memalign)\s*\(")
 _NEW_ARRAY = re.compile(r"\bnew\s+[\w:<>\s*]+?\[([^\]]+)\]")
 # Names that are shapes, not sizes: scaling a block size or a bin count breaks the program.
-_NOT_SIZE = re.compile(r"thread|block|warp|tile|bin|radius|seed|iter|repeat|run|dev|gpu|align|bits?$|"
+_NOT_SIZE = re.compile(r"thread|block|warp|tile|bin|radius|seed|iter|repeat|run|dev|gpu|align|bits?$|tmax|steps|"
                        r"^(?:max|min)_?|_(?:max|min)$|limit|capacity", re.I)
 _LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx")
@@ -81,14 +81,38 @@ def workspace_texts(space: Path, workdir: Path) -> dict[str, str]:
     return texts
 
 
-def definition_problem(name: str, texts: dict[str, str]) -> str | None:
-    """Why `name` cannot be scaled (None when it has exactly one definition in `texts`)."""
+def guarded(name: str, texts: dict[str, str]) -> bool:
+    """Whether the sources define macro `name` only where the command line has not
+    (`#ifndef NAME`, `#if !defined(NAME) && ...`): then -DNAME=value sets it whatever branch is in
+    effect (PolyBench's datasets: NI is 512, 1024 or 4096 by a -D*_DATASET flag)."""
+    rx = re.compile(rf"^[ \t]*#[ \t]*(?:ifndef[ \t]+{re.escape(name)}\b|(?:el)?if\b.*!\s*defined\s*\(?\s*"
+                    rf"{re.escape(name)}\b)", re.M)
+    return any(rx.search(strip_comments_and_strings(t)) for t in texts.values())
+
+
+def set_by_define(name: str, texts: dict[str, str]) -> bool:
+    """Whether `name` is scaled on nvcc's command line rather than in its text: a macro defined in
+    several places, each under a guard that a -D overrides."""
     found = definitions_of(name, texts)
-    if len(found) == 1:
+    return len(found) > 1 and all(d.macro for d in found) and guarded(name, texts)
+
+
+def definition_problem(name: str, texts: dict[str, str]) -> str | None:
+    """Why `name` cannot be scaled (None when it has exactly one definition in `texts`, or is a
+    guarded macro a -D sets)."""
+    found = definitions_of(name, texts)
+    if len(found) == 1 or set_by_define(name, texts):
         return None
     where = ("found " + "; ".join(f"{d.file}:{d.line}" for d in found)) if found else "found none"
     return (f"app.size_constants: {name!r} needs exactly one definition in the workspace's sources (a "
-            f"`#define {name} value` or a declaration `{name} = value;`), {where}")
+            f"`#define {name} value` or a declaration `{name} = value;`), or macro definitions each under "
+            f"`#ifndef {name}` (a -D{name}= then sets it), {where}")
+
+
+def scaled_integer(value: int, scale: float) -> int:
+    """`value` times `scale` as scaled_value computes it in C (divided first)."""
+    f = Fraction(scale).limit_denominator(64)
+    return value // f.denominator * f.numerator
 
 
 def integer_value(expr: str) -> int | None:
@@ -126,12 +150,14 @@ def scaled_value(value: str, scale: float) -> str:
 
 def scaled_sources(names: list[str], texts: dict[str, str], scale: float) -> dict[str, str]:
     """The texts that change when each constant in `names` is scaled by `scale`: file -> new text.
-    Each name must have exactly one definition in `texts` (a ValueError says where it has none or
-    several)."""
+    Each name must have exactly one definition in `texts`, or be a guarded macro, left to a -D
+    (set_by_define); a ValueError says where it has none or several."""
     spans: dict[str, list[SizeConstant]] = {}
     for name in names:
         if problem := definition_problem(name, texts):
             raise ValueError(problem)
+        if set_by_define(name, texts):
+            continue  # on the command line (scaled_integer of its value in effect)
         found = definitions_of(name, texts)[0]
         spans.setdefault(found.file, []).append(found)
     out = {}
@@ -225,6 +251,13 @@ def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
         if name in seen or name == "sizeof":
             continue
         found = definitions_of(name, texts)
+        if set_by_define(name, texts):
+            values = [integer_value(d.value) for d in found]
+            seen.add(name)
+            if (all(v is not None and v >= MIN_SIZE for v in values) and not _NOT_SIZE.search(name)
+                    and name not in bare and not _shapes_device_code(name, texts)):
+                roots.append(found[0])
+            continue
         if len(found) != 1 or (found[0].file != named_in and not _at_file_scope(found[0], texts)):
             continue  # another scope's variable of that name (a parameter in another file)
         seen.add(name)
