@@ -15,11 +15,13 @@ from runner.base.config import load_config
 from runner.base.size_constants import (
     definition_problem,
     definitions_of,
+    guard_partners,
     integer_value,
     proposed_size_constants,
     scaled_integer,
     scaled_sources,
     scaled_value,
+    set_by_define,
     workspace_texts,
 )
 from runner.build.cache import compile_candidate
@@ -185,6 +187,10 @@ def test_a_macro_defined_per_dataset_under_a_guard_is_proposed_and_set_by_a_defi
     assert "'N' needs exactly one definition" in definition_problem("N", unguarded)
     assert proposed_size_constants(unguarded) == []
     assert scaled_integer(4096, 0.75) == 3072 and scaled_integer(4096, 1.5) == 6144
+    # PolyBench: one guard for all the sizes; -DN skips M's definition too, so M goes with it
+    together = {"p.h": "#if !defined(N) && !defined(M) && !defined(UNDEFINED)\n# ifdef SMALL\n#define N 64\n"
+                       "#define M 32\n# else\n#define N 4096\n#define M 2048\n# endif\n#endif\n"}
+    assert set_by_define("N", together) and guard_partners("N", together) == ["M"]
 
 
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")

@@ -90,6 +90,18 @@ def guarded(name: str, texts: dict[str, str]) -> bool:
     return any(rx.search(strip_comments_and_strings(t)) for t in texts.values())
 
 
+def guard_partners(name: str, texts: dict[str, str]) -> list[str]:
+    """The other macros a guard of `name` tests (`#if !defined(NI) && !defined(NJ)`: NJ): a -DNI
+    skips their definitions too, so they must be given on the command line as well."""
+    rx = re.compile(rf"^[ \t]*#[ \t]*(?:el)?if\b(.*!\s*defined\s*\(?\s*{re.escape(name)}\b.*)$", re.M)
+    found: list[str] = []
+    for text in texts.values():
+        for m in rx.finditer(strip_comments_and_strings(text)):
+            found += [n for n in re.findall(r"defined\s*\(?\s*([A-Za-z_]\w*)", m.group(1))
+                      if n != name and n not in found and definitions_of(n, texts)]
+    return found
+
+
 def set_by_define(name: str, texts: dict[str, str]) -> bool:
     """Whether `name` is scaled on nvcc's command line rather than in its text: a macro defined in
     several places, each under a guard that a -D overrides."""
@@ -244,6 +256,11 @@ def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
         for args in _allocation_arguments(strip_comments_and_strings(text)):
             wanted += [(w, file) for w in re.findall(r"\b[A-Za-z_]\w*\b", args) if (w, file) not in wanted]
     bare = _launch_arguments(texts)
+
+    def a_size(name: str, values: list[int | None]) -> bool:
+        return (all(v is not None and v >= MIN_SIZE for v in values) and not _NOT_SIZE.search(name)
+                and name not in bare and not _shapes_device_code(name, texts))
+
     roots: list[SizeConstant] = []
     seen: set[str] = set()
     while wanted:
@@ -251,22 +268,14 @@ def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
         if name in seen or name == "sizeof":
             continue
         found = definitions_of(name, texts)
-        if set_by_define(name, texts):
-            values = [integer_value(d.value) for d in found]
-            seen.add(name)
-            if (all(v is not None and v >= MIN_SIZE for v in values) and not _NOT_SIZE.search(name)
-                    and name not in bare and not _shapes_device_code(name, texts)):
-                roots.append(found[0])
-            continue
-        if len(found) != 1 or (found[0].file != named_in and not _at_file_scope(found[0], texts)):
+        by_define = set_by_define(name, texts)
+        if not by_define and (len(found) != 1 or (found[0].file != named_in and not _at_file_scope(found[0], texts))):
             continue  # another scope's variable of that name (a parameter in another file)
         seen.add(name)
-        value = integer_value(found[0].value)
-        if value is None:  # computed from other names: follow them
+        values = [integer_value(d.value) for d in found]
+        if not by_define and values[0] is None:  # computed from other names: follow them
             wanted += [(w, found[0].file) for w in re.findall(r"\b[A-Za-z_]\w*\b", found[0].value)
                        if w not in seen and w != "sizeof"]
-            continue
-        if (value >= MIN_SIZE and not _NOT_SIZE.search(name) and name not in bare
-                and not _shapes_device_code(name, texts)):
+        elif a_size(name, values):
             roots.append(found[0])
     return roots[:MAX_PROPOSED]

@@ -49,7 +49,14 @@ from runner.base.processes import (
 )
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
-from runner.base.size_constants import integer_value, scaled_integer, scaled_sources, set_by_define, workspace_texts
+from runner.base.size_constants import (
+    guard_partners,
+    integer_value,
+    scaled_integer,
+    scaled_sources,
+    set_by_define,
+    workspace_texts,
+)
 from runner.base.workspace import read_context, workspace_dirs
 from runner.build.cache import compile_candidate, copy_workspace
 from runner.build.compiler import CompileResult
@@ -448,7 +455,9 @@ class ProfilingAgent:
             files = scaled_sources(names, texts, scale)
         except ValueError as e:
             raise ProfilingError(f"{self.lc.path}: {e}") from None
-        defined = {n: scaled_integer(v, scale) for n, v in self._values_in_effect(texts).items()}
+        # the named sizes scaled; the macros their guards also skip, as this build has them
+        defined = {n: scaled_integer(v, scale) if n in names else v
+                   for n, v in self._values_in_effect(texts).items()}
         label = f"scale_{scale:g}".replace(".", "_")
         log = self.dir / "logs" / f"build-counters-{label}.log"
         progress(f"build at scale {scale:g}: {', '.join(names)} times {scale:g} (a copy of the workspace"
@@ -474,17 +483,19 @@ class ProfilingAgent:
         thread (the sweep's first scaled build comes before the others)."""
         if self._in_effect is None:
             guarded = [n for n in self.cfg.app.size_constants if set_by_define(n, texts)]
+            partners = [p for n in guarded for p in guard_partners(n, texts) if p not in guarded]
             self._in_effect = {}
             if guarded:
                 built = compile_candidate(self.lc, {}, self.gpu.arch, macros=True, cache=self.run.build_cache,
                                           configuration=self.configuration)
-                for name in guarded:
+                for name in dict.fromkeys([*guarded, *partners]):
                     text = next((m[name] for m in built.macros.by_source.values() if name in m), None)
                     value = integer_value(text or "")
-                    if value is None:
+                    if value is None and name in guarded:
                         raise ProfilingError(f"app.size_constants: the build's value of {name} is "
                                              f"{text or 'not found'}, not a whole number to scale")
-                    self._in_effect[name] = value
+                    if value is not None:
+                        self._in_effect[name] = value
         return self._in_effect
 
     def _recorded(self, compiled: tuple[CompileResult, dict, Path, float]) -> Path:
