@@ -217,3 +217,17 @@ def test_the_nvcc_shim_sets_a_guarded_size_macro_from_the_value_in_effect(tmp_pa
     assert "optimas: -DN=4096 (a size constant scaled for the counter runs)" in built.output
     ran = subprocess.run([str(exe), "host-only"], capture_output=True, text=True, timeout=60)
     assert ran.stdout.strip() == "N=4096"
+
+
+def test_a_link_out_of_the_workspace_is_not_read_as_a_source(tmp_path: Path):
+    """Its text would be rewritten into the build's copy: a secret outside the workspace that
+    happens to hold `int N = 5;` must not travel there."""
+    outside = tmp_path / "secret.h"
+    outside.write_text("const int N = 4096;  // outside\n")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "prog.cu").write_text(PRINTS_N.replace("const int N = 1 << 20;", "const int M = 1 << 20;"))
+    (app / "inside.h").symlink_to(outside)
+    texts = workspace_texts(app, app)
+    assert sorted(texts) == ["prog.cu"]
+    assert "found none" in definition_problem("N", texts)

@@ -70,13 +70,17 @@ def definitions_of(name: str, texts: dict[str, str]) -> list[SizeConstant]:
 
 def workspace_texts(space: Path, workdir: Path) -> dict[str, str]:
     """The C, C++ and CUDA sources under the workspace folder, by path relative to `workdir` (as
-    a build's overridden files are named), hidden folders and run folders left out."""
+    a build's overridden files are named), hidden folders, run folders and links that lead out of
+    the workspace left out."""
     texts = {}
+    top = space.resolve()
     for folder, dirs, names in os.walk(space):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("runs", "__pycache__"))
         for n in sorted(names):
-            if n.endswith(SOURCE_SUFFIXES):
-                path = Path(folder, n)
+            path = Path(folder, n)
+            # a link leading out of the workspace is not the program's source (and its text would
+            # be written into the build's copy)
+            if n.endswith(SOURCE_SUFFIXES) and path.is_file() and path.resolve().is_relative_to(top):
                 texts[os.path.relpath(path, workdir)] = path.read_text(encoding="utf-8", errors="replace")
     return texts
 
