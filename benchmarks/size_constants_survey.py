@@ -1,11 +1,10 @@
 """What `optimas init` proposes as size constants (app.size_constants) for programs whose run takes
-no size argument, and, with --build, whether the program builds at each counter scale the way the
-profiling agent builds it: init's config, then the constants rewritten in a copy of the workspace
-(scaled_sources) through compile_candidate. Macros a -D sets (set_by_define) are only listed: their
-builds need the value in effect, which the agent finds on the device machine.
+no size argument, and, with --scales, whether the program builds at each counter scale the way the
+profiling agent builds it: init's config, then build_at_scale (the constants' definitions scaled in
+a copy of the workspace, through the build cache).
 
 Usage: python benchmarks/size_constants_survey.py FOLDER... [--build "nvcc ... -o {exe} FILES" ...]
-       [--scales 0.25,2]   (no GPU needed; --build needs nvcc)
+       [--scales 0.25,2]   (no GPU needed; --scales needs nvcc)
 """
 
 from __future__ import annotations
@@ -19,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
-from runner.base.size_constants import scaled_sources, set_by_define, workspace_texts  # noqa: E402
+from runner.base.size_constants import definitions_of, workspace_texts  # noqa: E402
 from runner.base.workspace import workspace_dirs  # noqa: E402
-from runner.build.cache import compile_candidate  # noqa: E402
+from runner.build.cache import build_at_scale  # noqa: E402
 from runner.init.scaffold import write_config  # noqa: E402
 
 
@@ -33,7 +32,8 @@ def main() -> int:
     p.add_argument("--scales", default="")
     a = p.parse_args()
     scales = [float(s) for s in a.scales.split(",") if s]
-    heads = ["program", "size_constants written by init", "set by -D", *(f"builds at {s:g}" for s in scales)]
+    heads = ["program", "size_constants written by init", "definitions scaled",
+             *(f"builds at {s:g}" for s in scales)]
     print("| " + " | ".join(heads) + " |")
     print("|" + "---|" * len(heads))
     for i, folder in enumerate(a.folders):
@@ -48,16 +48,16 @@ def main() -> int:
         names = lc.config.app.size_constants
         space, workdir = workspace_dirs(lc)
         texts = workspace_texts(space, workdir)
-        by_define = [n for n in names if set_by_define(n, texts)]
+        written = ", ".join(f"{n} x{len(definitions_of(n, texts))}" for n in names) or "-"
         cells = []
         for s in scales:
-            if not names or by_define:
+            if not names:
                 cells.append("")
                 continue
             t0 = time.monotonic()
-            r = compile_candidate(lc, scaled_sources(names, texts, s), "sm_90", exe=out.parent / f"app-{s:g}")
+            r = build_at_scale(lc, "sm_90", texts, s, out.parent / f"app-{s:g}")
             cells.append(f"{'yes' if r.ok else 'no'} ({time.monotonic() - t0:.1f} s)")
-        print("| " + " | ".join([folder.name, ", ".join(names) or "-", ", ".join(by_define) or "-", *cells]) + " |")
+        print("| " + " | ".join([folder.name, ", ".join(names) or "-", written, *cells]) + " |")
     return 0
 
 

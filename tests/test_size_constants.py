@@ -4,6 +4,7 @@ build at another scale really holds the scaled value (a real nvcc build, run on 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,17 +16,13 @@ from runner.base.config import load_config
 from runner.base.size_constants import (
     definition_problem,
     definitions_of,
-    guard_partners,
     integer_value,
     proposed_size_constants,
-    scaled_integer,
     scaled_sources,
     scaled_value,
-    set_by_define,
     workspace_texts,
 )
-from runner.build.cache import compile_candidate
-from runner.build.nvcc_shim import DEFINES
+from runner.build.cache import build_at_scale
 from runner.init.scaffold import _source_texts
 
 SAMPLES = REPO / "benchmarks" / "external" / "cuda-samples" / "Samples"
@@ -100,10 +97,20 @@ int main(int argc, char **argv) {
 """
 
 
-def test_init_proposes_the_constants_only_when_the_run_takes_no_size(tmp_path: Path):
+def _program(tmp_path: Path, source: str, config: str = "") -> tuple[Path, Path]:
+    """A program folder holding prog.cu, and the path of a config beside it (written when
+    `config` is given: the app section after workdir and sources)."""
     app = tmp_path / "app"
     app.mkdir()
-    (app / "prog.cu").write_text(PRINTS_N)
+    (app / "prog.cu").write_text(source)
+    cfg = tmp_path / "optimas.yml"
+    if config:
+        cfg.write_text("app:\n  workdir: app\n  sources: [prog.cu]\n" + config)
+    return app, cfg
+
+
+def test_init_proposes_the_constants_only_when_the_run_takes_no_size(tmp_path: Path):
+    app, _ = _program(tmp_path, PRINTS_N)
     r = run_cli("init", str(app))
     assert r.returncode == 0, r.stderr
     text = (app / "optimas.yml").read_text()
@@ -115,13 +122,9 @@ def test_init_proposes_the_constants_only_when_the_run_takes_no_size(tmp_path: P
 
 
 def test_check_config_refuses_a_size_constant_without_one_definition(tmp_path: Path):
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "prog.cu").write_text(PRINTS_N)
+    app, cfg = _program(tmp_path, PRINTS_N, "  build: nvcc -o {exe} prog.cu\n  run: '{exe}'\n"
+                                            "  size_constants: [N, SIZE]\n")
     (app / "other.h").write_text("#define N 64\n")
-    cfg = tmp_path / "optimas.yml"
-    cfg.write_text("app:\n  workdir: app\n  sources: [prog.cu]\n  build: nvcc -o {exe} prog.cu\n  run: '{exe}'\n"
-                   "  size_constants: [N, SIZE]\n")
     r = run_cli("check-config", "--config", str(cfg))
     assert r.returncode == 2, r.stdout + r.stderr
     out = r.stdout + r.stderr
@@ -131,19 +134,15 @@ def test_check_config_refuses_a_size_constant_without_one_definition(tmp_path: P
 
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
 def test_the_build_at_another_scale_holds_the_scaled_constant(tmp_path: Path):
-    """What the profiling agent's _scaled_build does, on the real nvcc: the scaled sources over a
-    copy of the workspace, the user's file untouched."""
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "prog.cu").write_text(PRINTS_N)
-    cfg = tmp_path / "optimas.yml"
-    cfg.write_text("app:\n  workdir: app\n  sources: [prog.cu]\n  build: nvcc -arch={arch} -o {exe} prog.cu\n"
-                   "  run: '{exe}'\n  size_constants: [N]\n")
+    """The profiling agent's build at a scale (build_at_scale), on the real nvcc: the scaled
+    sources over a copy of the workspace, the user's file untouched."""
+    app, cfg = _program(tmp_path, PRINTS_N, "  build: nvcc -arch={arch} -o {exe} prog.cu\n  run: '{exe}'\n"
+                                            "  size_constants: [N]\n")
     lc = load_config(cfg)
+    texts = workspace_texts(app, app)
     for scale, n in ((0.25, 1 << 18), (1.5, 3 << 19)):
-        files = scaled_sources(["N"], workspace_texts(app, app), scale)
         exe = tmp_path / f"prog-{scale}"
-        built = compile_candidate(lc, files, "sm_90", exe=exe)
+        built = build_at_scale(lc, "sm_90", texts, scale, exe)
         assert built.ok, built.output
         ran = subprocess.run([str(exe), "host-only"], capture_output=True, text=True, timeout=60)
         assert ran.stdout.strip() == f"N={n}"
@@ -178,45 +177,29 @@ int main(int argc, char **argv) {
 """
 
 
-def test_a_macro_defined_per_dataset_under_a_guard_is_proposed_and_set_by_a_define():
+def test_a_macro_defined_once_per_dataset_is_proposed_and_each_definition_scaled():
     texts = {"prog.cu": DATASETS}
     assert definition_problem("N", texts) is None
     assert [c.name for c in proposed_size_constants(texts)] == ["N"]
-    assert scaled_sources(["N"], texts, 0.5) == {}  # not in the text: on nvcc's command line
-    unguarded = {"prog.cu": DATASETS.replace("#ifndef N", "#if 1")}
-    assert "'N' needs exactly one definition" in definition_problem("N", unguarded)
-    assert proposed_size_constants(unguarded) == []
-    assert scaled_integer(4096, 0.75) == 3072 and scaled_integer(4096, 1.5) == 6144
-    # PolyBench: one guard for all the sizes; -DN skips M's definition too, so M goes with it
-    together = {"p.h": "#if !defined(N) && !defined(M) && !defined(UNDEFINED)\n# ifdef SMALL\n#define N 64\n"
-                       "#define M 32\n# else\n#define N 4096\n#define M 2048\n# endif\n#endif\n"}
-    assert set_by_define("N", together) and guard_partners("N", together) == ["M"]
+    scaled = scaled_sources(["N"], texts, 0.5)["prog.cu"]
+    assert re.findall(r"define N (.*)", scaled) == ["((256) / 2)", "((4096) / 2)", "((16384) / 2)"]
+    # a declaration defined twice is two variables in two scopes: which one sizes the run is not known
+    twice = {"a.cpp": "void f() { const int N = 64; }\n", "b.cpp": "void g() { const int N = 128; }\n"}
+    assert "'N' needs exactly one definition" in definition_problem("N", twice)
 
 
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
-def test_the_nvcc_shim_sets_a_guarded_size_macro_from_the_value_in_effect(tmp_path: Path):
-    """What the profiling agent does for such a macro, on the real nvcc: the value in effect from
-    the build's own preprocessing (-D LARGE picks 16384), then every nvcc the build runs gets
-    -DN=<scaled> through the shim; any other option in that variable is not passed."""
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "prog.cu").write_text(DATASETS)
-    cfg = tmp_path / "optimas.yml"
-    cfg.write_text("app:\n  workdir: app\n  sources: [prog.cu]\n  build: nvcc -DLARGE -arch={arch} -o {exe} prog.cu\n"
-                   "  run: '{exe}'\n  size_constants: [N]\n")
-    lc = load_config(cfg)
-    in_effect = compile_candidate(lc, {}, "sm_90", macros=True).macros.by_source["prog.cu"]["N"]
-    assert integer_value(in_effect) == 16384
-    app_cfg = lc.config.app
-    env = {DEFINES: f"-DN={scaled_integer(16384, 0.25)} -Xcompiler -fno-inline --run -DM=x"}
-    scaled_lc = lc.model_copy(update={"config": lc.config.model_copy(update={
-        "app": app_cfg.model_copy(update={"env": env})})})
+def test_the_build_at_another_scale_scales_the_dataset_the_build_takes(tmp_path: Path):
+    """-DLARGE picks N = 16384; each branch's definition scaled in the copy, the build at 0.25 has
+    4096 (nothing on the command line: a -DN would also rename the `N` parameters of cuda.h)."""
+    app, cfg = _program(tmp_path, DATASETS, "  build: nvcc -DLARGE -arch={arch} -o {exe} prog.cu\n  run: '{exe}'\n"
+                                            "  size_constants: [N]\n")
     exe = tmp_path / "prog"
-    built = compile_candidate(scaled_lc, {}, "sm_90", exe=exe)
+    built = build_at_scale(load_config(cfg), "sm_90", workspace_texts(app, app), 0.25, exe)
     assert built.ok, built.output
-    assert "optimas: -DN=4096 (a size constant scaled for the counter runs)" in built.output
     ran = subprocess.run([str(exe), "host-only"], capture_output=True, text=True, timeout=60)
     assert ran.stdout.strip() == "N=4096"
+    assert (app / "prog.cu").read_text() == DATASETS
 
 
 def test_a_link_out_of_the_workspace_is_not_read_as_a_source(tmp_path: Path):
@@ -224,9 +207,7 @@ def test_a_link_out_of_the_workspace_is_not_read_as_a_source(tmp_path: Path):
     happens to hold `int N = 5;` must not travel there."""
     outside = tmp_path / "secret.h"
     outside.write_text("const int N = 4096;  // outside\n")
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "prog.cu").write_text(PRINTS_N.replace("const int N = 1 << 20;", "const int M = 1 << 20;"))
+    app, _ = _program(tmp_path, PRINTS_N.replace("const int N = 1 << 20;", "const int M = 1 << 20;"))
     (app / "inside.h").symlink_to(outside)
     texts = workspace_texts(app, app)
     assert sorted(texts) == ["prog.cu"]

@@ -140,9 +140,9 @@ class AppConfig(_Strict):
     kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
     size_constants: list[Annotated[str, Field(pattern=r"^[A-Za-z_]\w*$")]] = Field(
         default_factory=list, description="constants in the host code that set the problem size (`#define N 4096`, "
-        "`const int N = 4096;`, or one per dataset under `#ifndef N`), for a program whose run takes no size "
-        "argument: the counter runs rebuild the program with each one times profiling.counter_scales (in a copy, "
-        "or by -D to every nvcc; your files are never changed)")
+        "`const int N = 4096;`, or a #define per dataset: each scaled), for a program whose run takes no size "
+        "argument: the counter runs rebuild the program with each one times profiling.counter_scales (in a copy; "
+        "your files are never changed)")
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels and "
                                 "the device functions holding a salient stall line, editable by default) whose "
                                 "definitions the model may edit, e.g. __device__ helpers they call; '!name' keeps "
@@ -393,6 +393,11 @@ class LoadedConfig(BaseModel):
         """Resolve a path written in the config against the config file's folder."""
         q = Path(p).expanduser()
         return q if q.is_absolute() else (self.path.parent / q)
+
+    def with_app(self, **update: object) -> LoadedConfig:
+        """This config with app settings replaced (a candidate's workspace, a build's environment)."""
+        app = self.config.app.model_copy(update=update)
+        return self.model_copy(update={"config": self.config.model_copy(update={"app": app})})
 
     def with_llm(self, **update: object) -> LoadedConfig:
         """This config with llm settings replaced (a command line's --backend, an operator's model)."""

@@ -5,7 +5,8 @@ source with it scaled, and which constants look like sizes.
 A program whose run takes no size argument still has a problem size; when it is such a constant,
 the counter runs of eOMP can vary it by rebuilding the program with the constant scaled (in a copy
 of the workspace, never in the user's files). `app.size_constants` names them; `optimas init`
-proposes the constants that allocation sizes are computed from and that device code does not read.
+proposes the constants that allocation sizes are computed from and that do not shape the device
+code (a tile, a table, launch bounds).
 """
 
 from __future__ import annotations
@@ -85,50 +86,22 @@ def workspace_texts(space: Path, workdir: Path) -> dict[str, str]:
     return texts
 
 
-def guarded(name: str, texts: dict[str, str]) -> bool:
-    """Whether the sources define macro `name` only where the command line has not
-    (`#ifndef NAME`, `#if !defined(NAME) && ...`): then -DNAME=value sets it whatever branch is in
-    effect (PolyBench's datasets: NI is 512, 1024 or 4096 by a -D*_DATASET flag)."""
-    rx = re.compile(rf"^[ \t]*#[ \t]*(?:ifndef[ \t]+{re.escape(name)}\b|(?:el)?if\b.*!\s*defined\s*\(?\s*"
-                    rf"{re.escape(name)}\b)", re.M)
-    return any(rx.search(strip_comments_and_strings(t)) for t in texts.values())
+def several_macros(found: list[SizeConstant]) -> bool:
+    """Whether these definitions are one macro's, written once per branch (`#ifdef LARGE_DATASET`
+    / `#define NI 4096`, PolyBench's datasets): scaling each scales whichever the build takes."""
+    return len(found) > 1 and all(d.macro for d in found)
 
 
-def guard_partners(name: str, texts: dict[str, str]) -> list[str]:
-    """The other macros a guard of `name` tests (`#if !defined(NI) && !defined(NJ)`: NJ): a -DNI
-    skips their definitions too, so they must be given on the command line as well."""
-    rx = re.compile(rf"^[ \t]*#[ \t]*(?:el)?if\b(.*!\s*defined\s*\(?\s*{re.escape(name)}\b.*)$", re.M)
-    found: list[str] = []
-    for text in texts.values():
-        for m in rx.finditer(strip_comments_and_strings(text)):
-            found += [n for n in re.findall(r"defined\s*\(?\s*([A-Za-z_]\w*)", m.group(1))
-                      if n != name and n not in found and definitions_of(n, texts)]
-    return found
-
-
-def set_by_define(name: str, texts: dict[str, str]) -> bool:
-    """Whether `name` is scaled on nvcc's command line rather than in its text: a macro defined in
-    several places, each under a guard that a -D overrides."""
-    found = definitions_of(name, texts)
-    return len(found) > 1 and all(d.macro for d in found) and guarded(name, texts)
-
-
-def definition_problem(name: str, texts: dict[str, str]) -> str | None:
-    """Why `name` cannot be scaled (None when it has exactly one definition in `texts`, or is a
-    guarded macro a -D sets)."""
-    found = definitions_of(name, texts)
-    if len(found) == 1 or set_by_define(name, texts):
+def definition_problem(name: str, texts: dict[str, str], found: list[SizeConstant] | None = None) -> str | None:
+    """Why `name` cannot be scaled (None when it has exactly one definition in `texts`, or only
+    macro definitions; `found`: its definitions, when known)."""
+    found = definitions_of(name, texts) if found is None else found
+    if len(found) == 1 or several_macros(found):
         return None
     where = ("found " + "; ".join(f"{d.file}:{d.line}" for d in found)) if found else "found none"
     return (f"app.size_constants: {name!r} needs exactly one definition in the workspace's sources (a "
-            f"`#define {name} value` or a declaration `{name} = value;`), or macro definitions each under "
-            f"`#ifndef {name}` (a -D{name}= then sets it), {where}")
-
-
-def scaled_integer(value: int, scale: float) -> int:
-    """`value` times `scale` as scaled_value computes it in C (divided first)."""
-    f = Fraction(scale).limit_denominator(64)
-    return value // f.denominator * f.numerator
+            f"`#define {name} value` or a declaration `{name} = value;`), or only `#define`s of it (one per "
+            f"branch), {where}")
 
 
 def integer_value(expr: str) -> int | None:
@@ -166,16 +139,15 @@ def scaled_value(value: str, scale: float) -> str:
 
 def scaled_sources(names: list[str], texts: dict[str, str], scale: float) -> dict[str, str]:
     """The texts that change when each constant in `names` is scaled by `scale`: file -> new text.
-    Each name must have exactly one definition in `texts`, or be a guarded macro, left to a -D
-    (set_by_define); a ValueError says where it has none or several."""
+    Each name must have exactly one definition in `texts`, or only macro definitions, each of
+    which is scaled (definition_problem; a ValueError says where it has none or several)."""
     spans: dict[str, list[SizeConstant]] = {}
     for name in names:
-        if problem := definition_problem(name, texts):
+        found = definitions_of(name, texts)
+        if problem := definition_problem(name, texts, found):
             raise ValueError(problem)
-        if set_by_define(name, texts):
-            continue  # on the command line (scaled_integer of its value in effect)
-        found = definitions_of(name, texts)[0]
-        spans.setdefault(found.file, []).append(found)
+        for d in found:
+            spans.setdefault(d.file, []).append(d)
     out = {}
     for file, defs in spans.items():
         text = texts[file]
@@ -272,12 +244,12 @@ def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
         if name in seen or name == "sizeof":
             continue
         found = definitions_of(name, texts)
-        by_define = set_by_define(name, texts)
-        if not by_define and (len(found) != 1 or (found[0].file != named_in and not _at_file_scope(found[0], texts))):
+        branches = several_macros(found)
+        if not branches and (len(found) != 1 or (found[0].file != named_in and not _at_file_scope(found[0], texts))):
             continue  # another scope's variable of that name (a parameter in another file)
         seen.add(name)
         values = [integer_value(d.value) for d in found]
-        if not by_define and values[0] is None:  # computed from other names: follow them
+        if not branches and values[0] is None:  # computed from other names: follow them
             wanted += [(w, found[0].file) for w in re.findall(r"\b[A-Za-z_]\w*\b", found[0].value)
                        if w not in seen and w != "sizeof"]
         elif a_size(name, values):

@@ -14,6 +14,7 @@ from pathlib import Path
 from runner.base.config import LoadedConfig
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import scratch
+from runner.base.size_constants import scaled_sources
 from runner.base.workspace import build_compiler, source_bytes, workspace_dirs, write_source
 from runner.build.compiler import CompileResult, build
 from runner.build.nvcc_shim import SHIM_VERSION
@@ -76,6 +77,17 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
     if log:
         log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
     return result
+
+
+def build_at_scale(lc: LoadedConfig, arch: str, texts: dict[str, str], scale: float, exe: Path,
+                   log: Path | None = None, cache: Path | None = None, configuration: str | None = None
+                   ) -> CompileResult:
+    """The program with app.size_constants times `scale` (scaled_sources over `texts`, the
+    workspace's sources as workspace_texts reads them), built into `exe` in a copy of the
+    workspace through the build cache: the counter runs' build at another problem size. A
+    ValueError when a constant has no definition to rewrite (definition_problem)."""
+    files = scaled_sources(lc.config.app.size_constants, texts, scale)
+    return compile_candidate(lc, files, arch, log, exe=exe, cache=cache, configuration=configuration)
 
 
 def _build_key(lc: LoadedConfig, files: dict[str, str], arch: str, macros: bool = False,

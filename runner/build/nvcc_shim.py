@@ -36,7 +36,7 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "8"
+SHIM_VERSION = "7"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
@@ -47,10 +47,6 @@ COMPAT_RECORD = "OPTIMAS_COMPAT_RECORD"
 # Set by the compiler stage for builds that run nvcc unnamed (make, cmake, scripts): every nvcc the
 # build starts prints ptxas's per-kernel resources, whatever NVCC_APPEND_FLAGS the build sets itself.
 PTXAS_REPORT = "OPTIMAS_PTXAS_REPORT"
-# -DNAME=integer options every nvcc of the build gets (the counter runs' builds at another scale of
-# a guarded size macro, app.size_constants); nothing else is taken from it
-DEFINES = "OPTIMAS_DEFINES"
-_DEFINE_OPTION = re.compile(r"^-D[A-Za-z_]\w*=\d+$")
 # Set to a file by the compiler stage: each nvcc the build starts appends its folder and arguments
 # there (one JSON object per line), so that the macros each source was compiled with can be asked for.
 NVCC_RECORD = "OPTIMAS_NVCC_RECORD"
@@ -354,10 +350,6 @@ def run_shim(real: str, supported: list[str]) -> None:
         os.environ["NVCC_APPEND_FLAGS"] = appended
     if os.environ.get(PTXAS_REPORT) == "1":
         args = [*args, "-Xptxas", "-v"]  # ptxas's per-kernel report, for compiler feedback (K*)
-    defines = [d for d in os.environ.get(DEFINES, "").split() if _DEFINE_OPTION.match(d)]
-    if defines:
-        args = [*args, *defines]
-        sys.stderr.write(f"optimas: {' '.join(defines)} (a size constant scaled for the counter runs)\n")
     if os.environ.get(NVCC_RECORD):
         record_call(Path(os.environ[NVCC_RECORD]), Path.cwd(), args)
     args = apply_compat(args, Path.cwd())

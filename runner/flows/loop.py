@@ -138,8 +138,7 @@ def with_sources(lc: LoadedConfig, files: dict[str, str], where: Path) -> Loaded
     """A config whose workspace is a copy holding `files` (the candidate becomes the baseline)."""
     copy = where / "workspace"
     new_workdir = copy_workspace(lc, copy, files)
-    app = lc.config.app.model_copy(update={"workdir": str(new_workdir), "workspace": str(copy)})
-    return lc.model_copy(update={"config": lc.config.model_copy(update={"app": app})})
+    return lc.with_app(workdir=str(new_workdir), workspace=str(copy))
 
 
 def _profile_of(inputs: dict[str, list[Path]]) -> tuple[Profile, dict[str, pd.Series]]:

@@ -49,18 +49,11 @@ from runner.base.processes import (
 )
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
-from runner.base.size_constants import (
-    guard_partners,
-    integer_value,
-    scaled_integer,
-    scaled_sources,
-    set_by_define,
-    workspace_texts,
-)
+from runner.base.size_constants import workspace_texts
 from runner.base.workspace import read_context, workspace_dirs
-from runner.build.cache import compile_candidate, copy_workspace
+from runner.build.cache import build_at_scale, compile_candidate, copy_workspace
 from runner.build.compiler import CompileResult
-from runner.build.nvcc_shim import DEFINES, build_environment
+from runner.build.nvcc_shim import build_environment
 from runner.profiles.counter_plan import (
     MAX_LAUNCH_CONFIGURATIONS,
     PLAN_FILE,
@@ -137,7 +130,7 @@ class ProfilingAgent:
         self.dir = run.stage_dir("profile")
         self.commands: list[dict] = []
         self.traced_launches: list[KernelLaunch] = []  # the traced run's launches, when the tracer timed them
-        self._in_effect: dict[str, int] | None = None  # size constants set by -D: their value in this build
+        self._scaling_texts: dict[str, str] | None = None  # the workspace's sources, for app.size_constants
         app = self.cfg.app
         if not app.build or not app.run:
             raise ProfilingError(f"{lc.path}: app.build and app.run are needed to profile (or give recorded "
@@ -437,66 +430,34 @@ class ProfilingAgent:
         return reports, ran, why
 
     def _scaled_build(self, scale: float, exe: Path) -> Path:
-        """The program rebuilt with app.size_constants times `scale` (in a copy of the workspace,
-        through the run's build cache), recorded in the manifest; `exe` when there are none to
-        scale. A source that does not build at that size is a ProfilingError, as a run that fails
-        there is."""
+        """The program rebuilt with app.size_constants times `scale` (build_at_scale), recorded in
+        the manifest; `exe` when there are none to scale. A source that does not build at that
+        size is a ProfilingError, as a run that fails there is."""
         if not self.cfg.app.size_constants:
             return exe
         return self._recorded(self._compile_scaled(scale, exe))
 
     def _compile_scaled(self, scale: float, exe: Path) -> tuple[CompileResult, dict, Path, float]:
-        """The scaled build itself, safe to run in a thread (it records nothing): the result, its
-        manifest entry, the binary and the scale."""
-        names = self.cfg.app.size_constants
-        space, workdir = workspace_dirs(self.lc)
-        texts = workspace_texts(space, workdir)
-        try:
-            files = scaled_sources(names, texts, scale)
-        except ValueError as e:
-            raise ProfilingError(f"{self.lc.path}: {e}") from None
-        # the named sizes scaled; the macros their guards also skip, as this build has them
-        defined = {n: scaled_integer(v, scale) if n in names else v
-                   for n, v in self._values_in_effect(texts).items()}
+        """The scaled build itself (build_at_scale), safe to run in a thread once the workspace's
+        sources are read (the sweep's first scaled build, in the stage's thread): the result, its
+        manifest entry, the binary and the scale. It records nothing."""
+        if self._scaling_texts is None:
+            self._scaling_texts = workspace_texts(*workspace_dirs(self.lc))
         label = f"scale_{scale:g}".replace(".", "_")
         log = self.dir / "logs" / f"build-counters-{label}.log"
-        progress(f"build at scale {scale:g}: {', '.join(names)} times {scale:g} (a copy of the workspace"
-                 + "".join(f", -D{n}={v}" for n, v in defined.items()) + ")")
+        progress(f"build at scale {scale:g}: {', '.join(self.cfg.app.size_constants)} times {scale:g} (a copy of "
+                 "the workspace)")
         t0 = time.monotonic()
         scaled = exe.with_name(f"{exe.name}-{label}")
-        lc = self.lc
-        if defined:  # through the nvcc shim, to every nvcc the build runs
-            app = lc.config.app
-            env = {**app.env, DEFINES: " ".join(f"-D{n}={v}" for n, v in defined.items())}
-            lc = lc.model_copy(update={"config": lc.config.model_copy(update={
-                "app": app.model_copy(update={"env": env})})})
-        built = compile_candidate(lc, files, self.gpu.arch, log, exe=scaled, cache=self.run.build_cache,
-                                  configuration=self.configuration)
+        try:
+            built = build_at_scale(self.lc, self.gpu.arch, self._scaling_texts, scale, scaled, log,
+                                   cache=self.run.build_cache, configuration=self.configuration)
+        except ValueError as e:
+            raise ProfilingError(f"{self.lc.path}: {e}") from None
         entry = {"name": f"build-counters-{label}", "argv": built.command, "returncode": 0 if built.ok else 1,
                  "seconds": round(time.monotonic() - t0, 3), "timed_out": False, "cached": built.cached,
                  "log": str(log.relative_to(self.run.path))}
         return built, entry, scaled, scale
-
-    def _values_in_effect(self, texts: dict[str, str]) -> dict[str, int]:
-        """The value in this build of each size constant a -D sets (set_by_define), from the macros
-        as the build compiled them (nvcc -E -dM with its flags); computed once, in the stage's
-        thread (the sweep's first scaled build comes before the others)."""
-        if self._in_effect is None:
-            guarded = [n for n in self.cfg.app.size_constants if set_by_define(n, texts)]
-            partners = [p for n in guarded for p in guard_partners(n, texts) if p not in guarded]
-            self._in_effect = {}
-            if guarded:
-                built = compile_candidate(self.lc, {}, self.gpu.arch, macros=True, cache=self.run.build_cache,
-                                          configuration=self.configuration)
-                for name in dict.fromkeys([*guarded, *partners]):
-                    text = next((m[name] for m in built.macros.by_source.values() if name in m), None)
-                    value = integer_value(text or "")
-                    if value is None and name in guarded:
-                        raise ProfilingError(f"app.size_constants: the build's value of {name} is "
-                                             f"{text or 'not found'}, not a whole number to scale")
-                    if value is not None:
-                        self._in_effect[name] = value
-        return self._in_effect
 
     def _recorded(self, compiled: tuple[CompileResult, dict, Path, float]) -> Path:
         """A scaled build's entry in the manifest (from the stage's own thread); its binary, or a
