@@ -41,6 +41,7 @@ from runner.proposal.stage import ProposeResult, propose  # noqa: E402
 SAMPLES = "benchmarks/external/cuda-samples/Samples"
 NVCC = "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} --extended-lambda -I../../../Common -o {exe} "
 RODINIA = "benchmarks/external/rodinia/cuda"
+HECBENCH = "benchmarks/external/hecbench/src"
 # folder, build template (None: the one init finds), run arguments
 PROGRAMS: dict[str, tuple[str, str | None, str]] = {
     "pathfinder": (f"{RODINIA}/pathfinder", None, "100000 100 20"),
@@ -50,6 +51,7 @@ PROGRAMS: dict[str, tuple[str, str | None, str]] = {
     # Rodinia's run file gives k1=10 k2=20; 5 and 10 keep the center counts out of the size sweep
     # (numbers under 16 are not scaled), so k2 never falls below k1
     "streamcluster": (f"{RODINIA}/streamcluster", None, "5 10 256 65536 65536 1000 none output.txt 1"),
+    "mask": (f"{HECBENCH}/mask-cuda", None, "512 512 512 100"),  # its Makefile's run target
     "reduction": (f"{SAMPLES}/2_Concepts_and_Techniques/reduction", NVCC + "reduction.cpp reduction_kernel.cu",
                   "--n=1048576"),
     "matrixMul": (f"{SAMPLES}/0_Introduction/matrixMul", NVCC + "matrixMul.cu",

@@ -472,3 +472,63 @@ def test_hot_kernels_from_a_traced_run_match_ncus_and_are_spelled_as_the_profile
     for traced, profiled in zip(by_trace.kernels, by_ncu.kernels, strict=True):  # two runs: within 7%
         assert abs(traced.total_ns / profiled.total_ns - 1) < 0.07
     assert [e.id for e in by_trace.evidence] == [e.id for e in by_ncu.evidence]
+
+
+FAULT = FIXTURES / "tracer" / "fault.cu"
+
+
+def test_a_program_whose_kernels_fault_is_refused_with_what_failed(tmp_path: Path):
+    """A record file in the tracer's format (written here by hand) of a process whose kernel faulted:
+    its launch never finished and the copy after it failed; the program exited normally."""
+    from runner.base.errors import ProfilingError
+    from runner.profiling.agent import _refuse_failed_gpu_work
+    from runner.tracing.trace import device_fault
+
+    path = tmp_path / "trace-42.tsv"
+    path.write_text("# optimas-trace 1\nP\t42\t130001\t0\nN\t0\t_Z4fillPfix\tfill(float*, int, long long)\n"
+                    "K\t0\t0\t0\t256,1,1\t256,1,1\t16\t0\t0\t7\t0\t1\t5\t0\n"
+                    "E\t0\tcudaMemcpy\t700\nE\t0\tcudaDeviceSynchronize\t700\nX\t1\t0\t0\n")
+    trace = read_trace(path)
+    assert [(e.api, e.code) for e in trace.errors] == [("cudaMemcpy", 700), ("cudaDeviceSynchronize", 700)]
+    said = device_fault([trace])
+    assert said == ("cudaMemcpy returned cudaErrorIllegalAddress (700: a kernel accessed memory out of its "
+                    "bounds) in process 42; kernels launched: fill (1 of 1 launches never finished)")
+    with pytest.raises(ProfilingError, match=r"GPU work failed in its traced run: cudaMemcpy returned "
+                                             r"cudaErrorIllegalAddress.*compute-sanitizer /x/app 8"):
+        _refuse_failed_gpu_work([trace], ["/x/app", "8"])
+    # an error that is the call's own (an invalid argument) says nothing about the GPU's work
+    ok = trace.model_copy(update={"errors": [trace.errors[0].model_copy(update={"code": 1})],
+                                  "launches": [trace.launches[0].model_copy(update={"end_ns": 900})]})
+    assert device_fault([ok]) is None
+    _refuse_failed_gpu_work([ok], ["/x/app"])
+    # no watched call after the fault: the unfinished launches alone say it
+    silent = trace.model_copy(update={"errors": []})
+    with pytest.raises(ProfilingError, match="no kernel launch finished"):
+        _refuse_failed_gpu_work([silent], ["/x/app"])
+
+
+@pytest.mark.gpu
+def test_a_kernel_that_faults_in_a_program_that_checks_nothing_is_caught(tmp_path, library):
+    from runner.base.config import load_config
+    from runner.evaluation.measure import validate
+    from runner.tracing.trace import device_fault
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for exe, flag in ((good, "0"), (bad, "1")):
+        subprocess.run(["nvcc", "-O2", "-arch=sm_90", f"-DFAULT={flag}", "-o", str(exe), str(FAULT)], check=True)
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    r = run_process([str(bad)], tmp_path, 120, env=child_environment(trace_environment(library, traces)))
+    assert r.returncode == 0 and "done" in r.output, r.output  # the program itself sees nothing wrong
+    (t,) = read_traces(traces)
+    assert t.errors and t.errors[0].api == "cudaMemcpy" and t.errors[0].device_fault, t.errors
+    assert "cudaErrorIllegalAddress" in device_fault([t]) or "cudaErrorLaunchFailure" in device_fault([t])
+    (tmp_path / "optimas.yml").write_text(
+        f"app:\n  workdir: {tmp_path}\n  run: '{{exe}}'\n  configurations: [default]\n  seeds: [1]\n")
+    lc = load_config(tmp_path / "optimas.yml")
+    caught = validate(lc, good, bad, tmp_path / "v1")
+    assert caught.cases[0].status == "failed" and "the candidate's GPU work failed in its run 1" in \
+        caught.cases[0].detail, caught.cases[0]
+    refused = validate(lc, bad, good, tmp_path / "v2")
+    assert refused.cases[0].status == "baseline-failed" and "original program's GPU work failed" in \
+        refused.cases[0].detail, refused.cases[0]

@@ -41,7 +41,7 @@ from runner.tracing.compare import (
     within_rounding,
 )
 from runner.tracing.library import TracerError, trace_environment, tracer_library
-from runner.tracing.trace import ProcessTrace, read_traces
+from runner.tracing.trace import ProcessTrace, device_fault, read_traces
 
 POISON = b"\xde\xad\xbe\xef" * 256
 log = logging.getLogger(__name__)
@@ -337,6 +337,10 @@ def _baseline_fault(lc: LoadedConfig, b: RunOutcome, base_results: list[ProcessT
     (app.stdout.values; None when none are declared)."""
     if b.returncode != 0:
         return _why(b), None
+    failed = device_fault(base_results) if traced else None
+    if failed is not None:
+        return (f"the original program's GPU work failed ({failed}); it checks no CUDA error and went on, so "
+                "its results cannot judge a candidate: run it under compute-sanitizer to find the access"), None
     printed = lc.config.app.stdout
     ok, why = check_output(b.stdout, printed)
     if not ok:
@@ -442,6 +446,10 @@ def _judge_candidate(case: CaseResult, runs: _CaseRuns, base: _Baseline) -> list
             return None
         if r.returncode != 0:
             case.status, case.detail = "failed", _why(r)
+            return None
+        failed = device_fault(found) if runs.traced else None
+        if failed is not None:
+            case.status, case.detail = "failed", f"the candidate's GPU work failed in its run {attempt}: {failed}"
             return None
         ok, why = check_output(r.stdout, printed, base.values)
         if not ok:

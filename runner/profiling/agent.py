@@ -68,7 +68,7 @@ from runner.profiles.readers.report import report_kernel_names
 from runner.profiles.readers.trace import profile_of
 from runner.tracing.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
 from runner.tracing.library import TracerError, trace_environment, tracer_library
-from runner.tracing.trace import KernelLaunch, ProcessTrace, ResultsVariation, read_traces
+from runner.tracing.trace import KernelLaunch, ProcessTrace, ResultsVariation, device_fault, read_traces
 
 progress = progress_for("profiling")
 
@@ -91,6 +91,21 @@ def scaled_inputs(cfg: Config) -> list[str]:
     names = placeholders(cfg.app.profile_run or cfg.app.run or "")
     takes_scale = any(n == "scale" or "scale" in (product_placeholder(n) or ()) for n in names)
     return (["{scale}"] if takes_scale else []) + list(cfg.app.size_constants)
+
+
+def _refuse_failed_gpu_work(traces: list[ProcessTrace], argv: list[str]) -> None:
+    """ProfilingError when the original program's GPU work failed in its traced run (a kernel that
+    faulted, no kernel image for this GPU) although the process may have exited 0: a program that
+    checks no CUDA error goes on, and its profile and results would be those of a failure."""
+    fault = device_fault(traces)
+    if fault is None and all(k.duration_ns <= 0 for t in traces for k in t.launches):
+        fault = "no kernel launch finished (every one has zero duration), and no watched call reported why"
+    if fault is not None:
+        command = " ".join(argv)
+        raise ProfilingError(f"the original program's GPU work failed in its traced run: {fault}. The program "
+                             "checks no CUDA error, so it went on (and may have exited 0), but there is nothing "
+                             "correct to profile or to compare a candidate with. Run it under compute-sanitizer "
+                             f"to find the failing access: compute-sanitizer {command}")
 
 
 class NothingProfiled(ProfilingError):
@@ -551,6 +566,7 @@ class ProfilingAgent:
             raise ProfilingError(f"the traced run launched no kernel the tracer saw (records: {folder}; the tracer's "
                                  f"messages start with '[optimas tracer]' in {self.dir / 'logs' / 'trace.log'}); set "
                                  "profiling.hot_kernels: ncu to time launches with ncu instead")
+        _refuse_failed_gpu_work(traces, self._app_argv(exe))
         mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
         self.traced_launches = [k for t in traces for k in t.launches]
         checked: list[Path] = []

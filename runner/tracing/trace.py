@@ -9,6 +9,8 @@ A record file is tab-separated text, one record per line, its first field the re
   D  seq  api  bytes  hash  offset  kept  a copy into host memory, once complete
   M  seq  managed  bytes  hash  offset  kept   a managed allocation's contents when freed or at exit
   U  seq  api                             an asynchronous copy never synchronized before exit
+  E  seq  api  code                       a watched call (a copy, a synchronization) returned an error
+                                          (the first 16; seq: copies issued before it)
   X  kernels  results  dropped            the process ended normally; no X: it crashed or was killed
 """
 
@@ -64,6 +66,43 @@ class DeviceResult(BaseModel):
     kept: int = 0  # how many of its bytes were kept (OPTIMAS_TRACE_KEEP_BYTES)
 
 
+# The errors that mean the GPU's work itself failed (a kernel faulted or has no code for this GPU):
+# after them every later call of the process fails too, so its results are not the program's.
+DEVICE_FAULTS = {
+    98: ("cudaErrorInvalidDeviceFunction", "a kernel has no code this GPU can run"),
+    200: ("cudaErrorInvalidKernelImage", "a kernel image this GPU cannot load"),
+    209: ("cudaErrorNoKernelImageForDevice", "no kernel image built for this GPU's architecture"),
+    222: ("cudaErrorUnsupportedPtxVersion", "PTX newer than the driver supports"),
+    700: ("cudaErrorIllegalAddress", "a kernel accessed memory out of its bounds"),
+    701: ("cudaErrorLaunchOutOfResources", "a launch asked for more registers or threads than a block can have"),
+    702: ("cudaErrorLaunchTimeout", "a kernel ran past the watchdog's limit"),
+    710: ("cudaErrorAssert", "a device-side assert failed"),
+    714: ("cudaErrorHardwareStackError", "a kernel overflowed its call stack"),
+    715: ("cudaErrorIllegalInstruction", "a kernel executed an illegal instruction"),
+    716: ("cudaErrorMisalignedAddress", "a kernel accessed memory at a misaligned address"),
+    717: ("cudaErrorInvalidAddressSpace", "a kernel accessed an address in the wrong address space"),
+    718: ("cudaErrorInvalidPc", "a kernel jumped to an invalid program counter"),
+    719: ("cudaErrorLaunchFailure", "a kernel failed while it ran"),
+}
+
+
+class ApiError(BaseModel):
+    """A runtime call the tracer watches (a copy, a synchronization) that returned an error."""
+
+    seq: int  # copies issued before it
+    api: str
+    code: int  # the cudaError_t value
+
+    @property
+    def device_fault(self) -> bool:
+        """Whether the GPU's work failed (a faulted kernel, no kernel image), not only this call."""
+        return self.code in DEVICE_FAULTS
+
+    def describe(self) -> str:
+        name, meaning = DEVICE_FAULTS.get(self.code, (f"cudaError {self.code}", ""))
+        return f"{self.api} returned {name} ({self.code}{': ' + meaning if meaning else ''})"
+
+
 class ProcessTrace(BaseModel):
     """Everything the tracer saw in one process."""
 
@@ -73,8 +112,13 @@ class ProcessTrace(BaseModel):
     launches: list[KernelLaunch] = Field(default_factory=list)
     results: list[DeviceResult] = Field(default_factory=list)  # in program order
     unsynchronized: list[str] = Field(default_factory=list)  # copies never synchronized: their API names
+    errors: list[ApiError] = Field(default_factory=list)  # the first failures of the calls it watches
     complete: bool = False  # the process reached its normal exit
     dropped: int = 0  # activity records CUPTI dropped (buffers full): launches are missing
+
+    def device_fault(self) -> ApiError | None:
+        """The first failure saying the GPU's work failed (a kernel faulted), if there was one."""
+        return next((e for e in self.errors if e.device_fault), None)
 
     def kernel_ns(self) -> dict[str, int]:
         """Total execution time per kernel (demangled name), in ns."""
@@ -139,6 +183,8 @@ def read_trace(path: Path) -> ProcessTrace:
                                                   offset=int(f[5]), kept=int(f[6])))
             elif f[0] == "U":
                 trace.unsynchronized.append(f[2])
+            elif f[0] == "E":
+                trace.errors.append(ApiError(seq=int(f[1]), api=f[2], code=int(f[3])))
             elif f[0] == "X":
                 trace.complete, trace.dropped = True, int(f[3])
             else:
@@ -150,6 +196,21 @@ def read_trace(path: Path) -> ProcessTrace:
     trace.results.sort(key=lambda r: r.seq)
     trace.launches.sort(key=lambda k: k.start_ns)
     return trace
+
+
+def device_fault(traces: list[ProcessTrace]) -> str | None:
+    """What says the GPU's work failed in these processes, in words (None when nothing did): the
+    first failure of a watched call that means a kernel faulted, with the kernels launched before it.
+    A program that checks no error still exits 0 then, and its results are not its results."""
+    for t in traces:
+        fault = t.device_fault()
+        if fault is not None:
+            ran = sorted({k.kernel.split("(")[0] for k in t.launches})
+            zero = sum(1 for k in t.launches if k.duration_ns <= 0)
+            where = f"; kernels launched: {', '.join(ran[:4])}{' ...' if len(ran) > 4 else ''}" if ran else ""
+            unfinished = f" ({zero} of {len(t.launches)} launches never finished)" if zero else ""
+            return f"{fault.describe()} in process {t.pid}{where}{unfinished}"
+    return None
 
 
 def read_traces(folder: Path) -> list[ProcessTrace]:

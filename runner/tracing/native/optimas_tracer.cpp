@@ -3,6 +3,8 @@
 //   - every kernel execution (CUPTI concurrent-kernel activity records, CUDA graph kernels included),
 //   - every device-to-host result: the size and a 64-bit hash of each copy into host memory, in the
 //     order the program issued them, and the final contents of managed allocations,
+//   - the first failures of the runtime calls it watches (copies, synchronizations), so that a
+//     program whose kernels fault but which never checks an error is seen to have failed,
 // and, with OPTIMAS_TRACE_KEEP_BYTES=N, the first N bytes of those results (trace-<pid>.bin) so that
 // float tolerances can be applied; OPTIMAS_TRACE_KEEP_EACH=M keeps at most the first M bytes of each
 // result, so that a late result is kept too after large early ones. The record format is read by runner/tracing/trace.py.
@@ -72,7 +74,8 @@ std::vector<Pending> pending;
 std::unordered_map<const void*, EventMark> events;
 std::map<const unsigned char*, size_t> managed;  // cudaMallocManaged allocations still alive
 std::unordered_map<const char*, uint64_t> kernel_ids;  // CUPTI shares one name pointer per kernel
-uint64_t kernels = 0, copies = 0, dropped = 0;
+uint64_t kernels = 0, copies = 0, dropped = 0, failures = 0;
+const uint64_t kMaxFailures = 16;  // a faulted context fails every later call: the first ones say why
 bool finished = false;
 
 #define CUPTI_OK(call)                                                                   \
@@ -343,8 +346,23 @@ bool succeeded(const CUpti_CallbackData* cb) {
   return cb->functionReturnValue && *static_cast<const cudaError_t*>(cb->functionReturnValue) == cudaSuccess;
 }
 
+// A watched call that returned an error, at its exit: an E record (cudaStreamQuery and
+// cudaEventQuery answer cudaErrorNotReady while work runs, which is no failure). Caller holds `lock`.
+void note_failure(const CUpti_CallbackData* cb) {
+  if (cb->callbackSite != CUPTI_API_EXIT || !cb->functionReturnValue) return;
+  cudaError_t code = *static_cast<const cudaError_t*>(cb->functionReturnValue);
+  if (code == cudaSuccess || code == cudaErrorNotReady) return;
+  if (!out || failures >= kMaxFailures) return;
+  ++failures;
+  fprintf(out, "E\t%llu\t%s\t%d\n", (unsigned long long)next_seq.load(), cb->functionName, (int)code);
+}
+
 void on_copy(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  if (cb->callbackSite != CUPTI_API_EXIT || !succeeded(cb)) return;
+  if (cb->callbackSite != CUPTI_API_EXIT) return;
+  if (!succeeded(cb)) {
+    std::lock_guard<std::mutex> g(lock);
+    return note_failure(cb);
+  }
   CopyInfo c = describe(cbid, cb->functionParams);
   if (!c.d2h || c.rows.empty()) return;
   std::lock_guard<std::mutex> g(lock);
@@ -386,7 +404,8 @@ void on_other(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     default:
       break;
   }
-  if (enter || !succeeded(cb)) return;
+  if (enter) return;
+  if (!succeeded(cb)) return note_failure(cb);
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
       auto p = static_cast<const cudaMallocManaged_v6000_params*>(params);
