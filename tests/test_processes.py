@@ -132,6 +132,11 @@ def test_a_size_scales_with_the_scale_placeholder():
     assert [render("{n*scale}", n="320", scale=s)[0] for s in (0.25, 0.5, 0.75, 1, 1.5, 2)] == \
         ["64", "128", "256", "320", "512", "640"]
     assert render("{n*scale}", n="1000", scale=0.25) == ["248"]  # 1000 = 125 x 8
+    # a power of two keeps quarters of itself, so that every scale gives another size
+    for n, sizes in (("256", ["64", "128", "192", "256", "384", "512"]),
+                     ("512", ["128", "256", "384", "512", "768", "1024"]),
+                     ("64", ["16", "32", "48", "64", "96", "128"])):
+        assert [render("{n*scale}", n=n, scale=s)[0] for s in (0.25, 0.5, 0.75, 1, 1.5, 2)] == sizes, n
     assert render("{n*scale}", n="3", scale=0.25) == ["1"]  # never below one multiple
     with pytest.raises(ProfilingError, match=r"unknown placeholder \{m\*scale\}"):
         render("{exe} {m*scale}", exe="app", scale=1)

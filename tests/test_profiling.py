@@ -269,3 +269,24 @@ def test_a_workspace_with_dangling_links_is_copied_without_them(tmp_path):
     cwd = copy_workspace(load_config(app / "optimas.yml"), dest)
     assert (cwd / "k.cu").is_file() and (dest / "linked.h").read_text() == "// shared\n"
     assert not (dest / "other" / "data.txt").exists() and not (dest / "other" / "Make.inc").exists()
+
+
+def test_scales_that_give_the_same_command_are_profiled_once(tmp_path: Path):
+    """A small size rounds to the same whole size at several scales: only scales whose command
+    differs from every earlier one's are run (the same command twice would read as a kernel whose
+    work does not follow the scale)."""
+    from runner.base.gpu import Gpu
+
+    cfg = tmp_path / "c.yml"
+    cfg.write_text("app: {name: x, build: b, run: '{exe} {n}', profile_run: '{exe} {n*scale} {m*scale}',\n"
+                   "      configurations: {a: {n: 2, m: 4096}}}\n")
+    agent = ProfilingAgent(RunContext(load_config(cfg), create_run(tmp_path / "runs")))
+    agent.gpu = Gpu(name="NVIDIA H200", compute_capability="9.0", driver="580", index="0", uuid="GPU-0")
+    scales = [1.0, 0.25, 0.5, 0.75, 1.5, 2.0]
+    assert agent._distinct_scales(tmp_path / "exe", scales) == scales  # m follows every scale
+    cfg.write_text("app: {name: x, build: b, run: '{exe} {n}', profile_run: '{exe} {n*scale}',\n"
+                   "      configurations: {a: {n: 2}}}\n")
+    agent = ProfilingAgent(RunContext(load_config(cfg), create_run(tmp_path / "runs")))
+    agent.gpu = Gpu(name="NVIDIA H200", compute_capability="9.0", driver="580", index="0", uuid="GPU-0")
+    # n = 2 becomes 1 at 0.25 and 0.5, 2 at 0.75 (as at 1), 3 at 1.5 and 4 at 2
+    assert agent._distinct_scales(tmp_path / "exe", scales) == [1.0, 0.25, 1.5, 2.0]

@@ -186,11 +186,15 @@ ALIGN_MAX = 256  # the largest power-of-two factor of a size that a scaled size 
 
 
 def scaled_size(n: int, scale: float) -> int:
-    """`n * scale` rounded to a multiple of n's power-of-two factor (up to ALIGN_MAX), at least one
-    multiple: sizes a program needs in whole blocks or tiles (320 in 32-wide tiles) stay whole."""
+    """`n * scale` rounded to a multiple of n's power-of-two factor (up to ALIGN_MAX and to a quarter
+    of n), at least one multiple: sizes a program needs in whole blocks or tiles (320 in 64-wide
+    tiles) stay whole, and a power of two as small as 256 still takes every quarter of itself
+    (rounded to multiples of 256 it stayed 256 at the scales below 1, so the sweep saw one size)."""
     if n <= 0:
         return round(n * scale)
     align = min(n & -n, ALIGN_MAX)
+    while align > 1 and align * 4 > n:
+        align //= 2
     return max(align, round(n * scale / align) * align)
 
 

@@ -401,7 +401,7 @@ class ProfilingAgent:
         scales, and why the sweep stopped short ('' when it did not): a scale the program fails at
         is left out; when the second run's instructions executed equal the first's, the scale does
         not reach the kernel's work and the sweep ends there."""
-        order = sorted(scales, key=lambda s: (s != 1.0, s))
+        order = self._distinct_scales(exe, sorted(scales, key=lambda s: (s != 1.0, s)))
         reports: list[Path] = []
         ran: list[float] = []
         failed: list[str] = []
@@ -442,7 +442,23 @@ class ProfilingAgent:
                 prebuilt = {s: pool.submit(self._compile_scaled, s, exe) for s in rest}
                 pool.shutdown(wait=False)
         why = f"the program failed at scale(s) {', '.join(failed)}" if failed else ""
+        if len(order) == 1 < len(scales):
+            why = "the profiled command is the same at every scale (its sizes round to themselves)"
         return reports, ran, why
+
+    def _distinct_scales(self, exe: Path, order: list[float]) -> list[float]:
+        """The scales whose profiled command differs from every earlier one's (a small size rounds
+        to the same whole size at two scales); all of them when constants are rebuilt per scale."""
+        if self.cfg.app.size_constants:
+            return order
+        seen: dict[tuple[str, ...], float] = {}
+        for scale in order:
+            seen.setdefault(tuple(self._app_argv(exe, scale)), scale)
+        kept = list(seen.values())
+        if len(kept) < len(order):
+            dropped = ", ".join(f"{s:g}" for s in order if s not in kept)
+            progress(f"scale(s) {dropped} give the same command as another scale: left out of the sweep")
+        return kept
 
     def _scaled_build(self, scale: float, exe: Path) -> Path:
         """The program rebuilt with app.size_constants times `scale` (build_at_scale), recorded in
