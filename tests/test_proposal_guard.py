@@ -250,6 +250,41 @@ def test_the_prompt_shows_the_launch_and_the_guard_allows_only_its_configuration
     assert [v.rule for v in r.violations] == ["host-code"]
 
 
+POINTER = """\
+__global__ void twice(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2; }
+__global__ void thrice(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 3; }
+void run(float* d, int n, int which) {
+  void (*kernel)(float*, int);
+  dim3 block(128), grid(n / 128);
+  if (which == 0) kernel = &twice;
+  else kernel = thrice;
+  if (kernel == &twice) n += 0;
+  kernel<<<grid, block>>>(d, n);
+}
+"""
+
+
+def test_a_launch_through_a_function_pointer_is_shown_with_what_it_points_to():
+    from runner.analysis.evidence import Diagnostics, GpuInfo
+    from runner.analysis.hot import KernelTime
+    from runner.proposal.prompt import build_prompt
+
+    diag = Diagnostics(gpu=GpuInfo(), alpha=0.8, kernels=[KernelTime(kernel="thrice(float *, int)", total_ns=1,
+                                                                     launches=1, share=1, cumulative_share=1,
+                                                                     hot=True)], evidence=[])
+    prompt = build_prompt("pointer", diag, {"main.cu": POINTER}, "none")
+    assert ("### Launch of kernel (a function pointer set to twice, thrice: its configuration is theirs) (host "
+            "code: only its execution configuration") in prompt.user
+    assert prompt.editable["main.cu"] == [(2, 2), (5, 5), (9, 9)]  # the hot kernel, the launch's declaration, the launch
+    lines = POINTER.splitlines()
+    bigger = Edit(file="main.cu", start_line=5, end_line=5, new_text=lines[4].replace("128", "256"))
+    assert apply_proposal(Proposal(shape="structured", raw="", edits=[bigger]), {"main.cu": POINTER},
+                          prompt.editable).ok
+    other = Edit(file="main.cu", start_line=7, end_line=7, new_text=lines[6].replace("thrice", "twice"))
+    r = apply_proposal(Proposal(shape="structured", raw="", edits=[other]), {"main.cu": POINTER}, prompt.editable)
+    assert not r.ok  # which kernel the pointer runs is host code, not the launch's configuration
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_a_launch_configuration_edit_compiles(tmp_path):
     prompt = _launch_prompt()

@@ -31,6 +31,16 @@ class LaunchSite:
     end_line: int
     config: list[str]  # the arguments between <<< and >>>
     declarations: list[int] = field(default_factory=list)  # lines declaring the variables the config uses
+    # a launch through a function pointer (`kernel<<<g, b>>>(...)` after `kernel = &transposeNaive;`):
+    # the kernels the host function assigns to it, in order; empty for a launch by the kernel's name
+    targets: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        """The launch named for the prompt: the kernel, or the pointer and what it may point to."""
+        if not self.targets:
+            return self.kernel
+        return f"{self.kernel} (a function pointer set to {', '.join(self.targets)}: its configuration is theirs)"
 
     @property
     def editable(self) -> list[tuple[int, int]]:
@@ -73,15 +83,18 @@ def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Functio
     their configuration."""
     clean = strip_comments_and_strings(text)
     funcs = functions(text) if funcs is None else funcs
+    known = {f.name.split("::")[-1] for f in funcs if f.is_kernel} if kernels is None else kernels
     lines = clean.splitlines()
     out = []
     for m, open_end, close, end in _launches(clean):
         name = m.group(1)
-        if kernels is not None and name.split("::")[-1] not in kernels:
-            continue
         start, stop = _line_of(clean, m.start()), _line_of(clean, end - 1)
         host = next((f for f in funcs if not f.is_device and f.body_start_line <= start <= f.end_line), None)
         if host is None:
+            continue
+        targets = [] if name.split("::")[-1] in known else _pointer_targets(lines[host.body_start_line - 1:host.end_line], name)
+        if kernels is not None and name.split("::")[-1] not in kernels and \
+                not any(t.split("::")[-1] in kernels for t in targets):
             continue
         config = _top_level_split(clean[open_end:close])
         used = {i for arg in config[:3] for i in _IDENT.findall(arg)} - _KEYWORDS
@@ -92,8 +105,21 @@ def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Functio
                 if pattern.search(lines[n - 1]) and lines[n - 1].rstrip().endswith(";"):
                     declared.append(n)
                     break
-        out.append(LaunchSite(name, start, stop, config, sorted(set(declared))))
+        out.append(LaunchSite(name, start, stop, config, sorted(set(declared)), targets))
     return out
+
+
+def _pointer_targets(body: list[str], name: str) -> list[str]:
+    """The functions a host function's lines assign to the variable `name` (`name = &k;`,
+    `name = k;`, `void (*name)(...) = &k;`), in order: what a launch through it runs."""
+    assigned = re.compile(rf"(?:\b{re.escape(name)}|\(\s*\*\s*{re.escape(name)}\s*\)\s*\([^;]*?\))\s*=\s*&?\s*"
+                          r"([A-Za-z_][\w:]*)\s*(?:<[^;]*?>)?\s*;")
+    found: list[str] = []
+    for line in body:
+        for m in assigned.finditer(line):
+            if m.group(1) not in found and m.group(1) not in _KEYWORDS:
+                found.append(m.group(1))
+    return found
 
 
 def masked(text: str, sites: list[LaunchSite]) -> str:

@@ -201,7 +201,7 @@ def _launch_blocks(files: dict[str, str], parsed: dict[str, list[Function]],
             first = min([site.start_line, *site.declarations])
             if site.end_line - first + 1 > MAX_LAUNCH_LINES:  # declared far above: the launch alone
                 first, site.declarations = site.start_line, []
-            blocks.append(_block(LAUNCH_TITLE.format(kernel=site.kernel), name, text, first, site.end_line))
+            blocks.append(_block(LAUNCH_TITLE.format(kernel=site.title), name, text, first, site.end_line))
             editable.setdefault(name, []).extend(site.editable)
     return blocks
 
