@@ -275,7 +275,8 @@ def test_a_launch_through_a_function_pointer_is_shown_with_what_it_points_to():
     prompt = build_prompt("pointer", diag, {"main.cu": POINTER}, "none")
     assert ("### Launch of kernel (a function pointer set to twice, thrice: its configuration is theirs) (host "
             "code: only its execution configuration") in prompt.user
-    assert prompt.editable["main.cu"] == [(2, 2), (5, 5), (9, 9)]  # the hot kernel, the launch's declaration, the launch
+    # the hot kernel, the declaration of the launch's grid and block, the launch
+    assert prompt.editable["main.cu"] == [(2, 2), (5, 5), (9, 9)]
     lines = POINTER.splitlines()
     bigger = Edit(file="main.cu", start_line=5, end_line=5, new_text=lines[4].replace("128", "256"))
     assert apply_proposal(Proposal(shape="structured", raw="", edits=[bigger]), {"main.cu": POINTER},

@@ -92,9 +92,9 @@ def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Functio
         host = next((f for f in funcs if not f.is_device and f.body_start_line <= start <= f.end_line), None)
         if host is None:
             continue
-        targets = [] if name.split("::")[-1] in known else _pointer_targets(lines[host.body_start_line - 1:host.end_line], name)
-        if kernels is not None and name.split("::")[-1] not in kernels and \
-                not any(t.split("::")[-1] in kernels for t in targets):
+        short = name.split("::")[-1]
+        targets = [] if short in known else _pointer_targets(lines[host.body_start_line - 1:host.end_line], name)
+        if kernels is not None and short not in kernels and not any(t.split("::")[-1] in kernels for t in targets):
             continue
         config = _top_level_split(clean[open_end:close])
         used = {i for arg in config[:3] for i in _IDENT.findall(arg)} - _KEYWORDS
