@@ -112,6 +112,49 @@ def test_kernels_after_macros_in_extern_blocks_and_with_launch_bound_macros_are_
     # nothing from REGISTER's text, no `dim` from Info's initializer, no `make` from the call
 
 
+BRANCHES = """\
+__global__ void first(int* m, int n) {
+  int i = threadIdx.x;
+#ifdef LINKED
+  for (int x = -m[i]; x >= 0; x = m[x]) {
+#else
+  for (int x = 0; x < n; x++) {
+#endif
+    m[x] += 1;
+  }
+}
+#ifdef SMALL
+double host_side(float* a,
+#else
+double host_side(double* a,
+#endif
+                 int n) {
+  return n;
+}
+#if 0
+__global__ void retired( {
+#else
+__global__ void kept(int* m) { m[0] = 1; }
+#endif
+#ifdef FAST
+__global__ void twin(int* m) { m[0] = 2; }
+#else
+__global__ void twin(int* m) { m[0] = 3; }
+#endif
+__global__ void last(int* m) { m[1] = 0; }
+"""
+
+
+def test_the_branches_of_an_if_that_each_open_a_brace_count_once():
+    """A loop head or a function head written once per branch of an #ifdef (HeCBench's
+    multimaterial and su3): counted twice, every function after it was misplaced."""
+    found = [(f.name, f.start_line, f.end_line) for f in functions(BRANCHES)]
+    # the #if 0 branch is the one left out; branches that balance their braces stay whole (both twins)
+    assert found == [("first", 1, 10), ("host_side", 12, 18), ("kept", 22, 22), ("twin", 25, 25),
+                     ("twin", 27, 27), ("last", 29, 29)]
+    assert [f.params for f in functions(BRANCHES) if f.name == "host_side"] == [("float* a", "int n")]
+
+
 def test_template_arguments_and_parameters_of_demangled_names():
     assert template_arguments("void k<(int)4, lambda [](int)->void, X>(int)") == ("(int)4", "lambda [](int)->void", "X")
     assert template_arguments("void app::for_each<app::Saxpy>(int, T1)") == ("app::Saxpy",)

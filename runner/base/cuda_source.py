@@ -160,8 +160,50 @@ def code_text(text: str) -> str:
     """`text` with comments, string literals and preprocessor lines blanked, every newline and
     column kept: what defines functions. Preprocessor lines hold no definitions and may hold
     unbalanced braces; a macro goes on over every line that ends with a backslash (a CHECK macro's
-    `do { ... } while (0)`)."""
-    return _PREPROCESSOR_LINES.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), strip_comments_and_strings(text))
+    `do { ... } while (0)`). Where the branches of an `#if` open or close braces (a loop head, or a
+    function's head, written once per branch), one branch is kept (see _one_branch)."""
+    return _PREPROCESSOR_LINES.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+                                   _one_branch(strip_comments_and_strings(text)))
+
+
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)$")
+
+
+def _one_branch(clean: str) -> str:
+    """`clean` (comments and strings blanked) with all but one branch of each `#if` chain blanked
+    where some branch leaves braces or parentheses open or closes more than it opens (a function's
+    head written once per branch, its parameters after the `#endif`): counting both branches of
+    `#ifdef LINKED for (...) { #else for (...) { #endif` would see two braces where the compiler
+    sees one, and every function after it would be misplaced. The first branch is kept, or the
+    next one after an `#if 0`. Chains whose branches each balance their braces stay whole."""
+    lines = clean.split("\n")
+    chains: list[list[tuple[int, str]]] = []  # open chains: (line index, directive's condition) per branch
+    for n, line in enumerate(lines):
+        m = _CONDITIONAL.match(line)
+        if m is None:
+            continue
+        word = m.group(1)
+        if word.startswith("if"):
+            chains.append([(n, m.group(2).strip() if word == "if" else word)])
+        elif chains and word != "endif":
+            chains[-1].append((n, word))
+        elif chains:
+            _keep_one(lines, chains.pop(), n)
+    return "\n".join(lines)
+
+
+def _keep_one(lines: list[str], branches: list[tuple[int, str]], endif: int) -> None:
+    """Blank all branches but one of a chain (lines[start:endif]) when any is unbalanced."""
+    bounds = [(start, end) for (start, _), (end, _) in zip(branches, [*branches[1:], (endif, "")], strict=True)]
+    nets = [(sum(line.count("{") - line.count("}") for line in lines[a + 1:b]),
+             sum(line.count("(") - line.count(")") for line in lines[a + 1:b])) for a, b in bounds]
+    if len(bounds) < 2 or all(net == (0, 0) for net in nets):
+        return
+    keep = 1 if branches[0][1] == "0" else 0
+    for i, (a, b) in enumerate(bounds):
+        if i != keep:
+            for k in range(a + 1, b):
+                lines[k] = " " * len(lines[k])
 
 
 def functions(text: str) -> list[Function]:
