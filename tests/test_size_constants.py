@@ -80,6 +80,31 @@ def test_scaling_rewrites_only_the_definition_and_refuses_an_ambiguous_name():
     assert definitions_of("N", {"d.cu": '/* #define N 4 */ printf("N = 5;");\n'}) == []
 
 
+ASSIGNED = """\
+int main(int argc, char **argv) {
+  int n1, n2, i, m;
+  n1 = 784;
+  n2 = 15000; m = atoi(argv[1]);
+  float *x = (float *) malloc(sizeof(float) * n2);
+  for (i = 0; i < n1; i++) x[i] = i;
+  cudaMalloc(&x, sizeof(float) * n1 * n2 * m);
+  return 0;
+}
+"""
+
+
+def test_a_size_assigned_once_to_a_variable_declared_without_one_is_a_size_constant():
+    """HeCBench's haccmk: `int n1, n2; n1 = 784; n2 = 15000;` in main, no size argument."""
+    texts = {"main.cu": ASSIGNED}
+    assert [(d.value, d.line) for d in definitions_of("n2", texts)] == [("15000", 4)]
+    assert definitions_of("m", texts) == []  # a value read at run time is no constant
+    assert definitions_of("i", texts) == []  # a loop's start is not a statement of its own
+    assert [c.name for c in proposed_size_constants(texts)] == ["n2", "n1"]
+    assert scaled_sources(["n2"], texts, 0.25)["main.cu"].splitlines()[3] == "  n2 = ((15000) / 4); m = atoi(argv[1]);"
+    texts["main.cu"] = ASSIGNED.replace("  return 0;", "  n2 = 64;\n  return 0;")
+    assert definition_problem("n2", texts) is not None  # assigned twice: which one is the size?
+
+
 PRINTS_N = """\
 #include <cstdio>
 #include <cstdlib>

@@ -140,7 +140,8 @@ class AppConfig(_Strict):
     kernels: list[str] = Field(default_factory=list, description="restrict optimization to these kernels")
     size_constants: list[Annotated[str, Field(pattern=r"^[A-Za-z_]\w*$")]] = Field(
         default_factory=list, description="constants in the host code that set the problem size (`#define N 4096`, "
-        "`const int N = 4096;`, or a #define per dataset: each scaled), for a program whose run takes no size "
+        "`const int N = 4096;`, `n = 4096;` assigned once, or a #define per dataset: each scaled), for a program "
+        "whose run takes no size "
         "argument: the counter runs rebuild the program with each one times profiling.counter_scales (in a copy; "
         "your files are never changed)")
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels and "

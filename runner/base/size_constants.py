@@ -28,6 +28,10 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*)[ \t]+(?P
 _TYPE_WORDS = (r"(?:(?:const|constexpr|static|unsigned|signed|volatile|int|long|short|char|size_t|uint|"
                r"u?int\d+_t|auto)\s+)+")
 _DECLARATION = re.compile(r"(?<![\w.>])" + _TYPE_WORDS + r"(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>[^;,{}]+?)\s*[;,]")
+# A statement assigning a number to a variable declared without one (`int n1, n2; n1 = 784;`):
+# kept only when the value is an integer constant expression.
+_ASSIGNMENT = re.compile(r"(?:^|(?<=[;{}]))[ \t]*(?P<name>[A-Za-z_]\w*)[ \t]*=[ \t]*(?P<value>[^;,{}=\n]+?)[ \t]*;",
+                         re.M)
 # Calls whose arguments are allocation sizes, and `new T[n]`.
 _ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|malloc|calloc|realloc|aligned_alloc|posix_memalign)\s*\(")
 _NEW_ARRAY = re.compile(r"\bnew\s+[\w:<>\s*]+?\[([^\]]+)\]")
@@ -55,14 +59,14 @@ class SizeConstant:
 
 
 def definitions_of(name: str, texts: dict[str, str]) -> list[SizeConstant]:
-    """Every definition of `name` in these sources (file name -> text): a `#define name value` or a
-    declaration `... name = value;` outside comments and strings."""
+    """Every definition of `name` in these sources (file name -> text): a `#define name value`, a
+    declaration `... name = value;`, or a statement `name = number;` outside comments and strings."""
     found = []
     for file, text in texts.items():
         clean = strip_comments_and_strings(text)
-        for rx in (_DEFINE, _DECLARATION):
+        for rx in (_DEFINE, _DECLARATION, _ASSIGNMENT):
             for m in rx.finditer(clean):
-                if m.group("name") == name:
+                if m.group("name") == name and (rx is not _ASSIGNMENT or integer_value(m.group("value")) is not None):
                     value = text[m.start("value"):m.end("value")].rstrip()
                     found.append(SizeConstant(name, file, m.start("value"), m.start("value") + len(value), value,
                                               clean.count("\n", 0, m.start("value")) + 1, rx is _DEFINE))
@@ -100,7 +104,8 @@ def definition_problem(name: str, texts: dict[str, str], found: list[SizeConstan
         return None
     where = ("found " + "; ".join(f"{d.file}:{d.line}" for d in found)) if found else "found none"
     return (f"app.size_constants: {name!r} needs exactly one definition in the workspace's sources (a "
-            f"`#define {name} value` or a declaration `{name} = value;`), or only `#define`s of it (one per "
+            f"`#define {name} value`, a declaration `int {name} = value;` or one statement `{name} = number;`), "
+            f"or only `#define`s of it (one per "
             f"branch), {where}")
 
 
