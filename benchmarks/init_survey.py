@@ -1,6 +1,7 @@
-"""`optimas init` over a set of CUDA program folders: the build command it writes for each, and
-whether that command builds the program as the pipeline builds it (in a copy of app.workspace,
-through the nvcc shim, for a given architecture), as a Markdown table. Needs nvcc (and make or
+"""`optimas init` over a set of CUDA program folders: the build command it writes for each, what
+the counter runs (eOMP) could vary (the run's size arguments, or the size constants init names),
+and whether that command builds the program as the pipeline builds it (in a copy of
+app.workspace, through the nvcc shim, for a given architecture), as a Markdown table. Needs nvcc (and make or
 cmake where the programs use them); no GPU.
 
 Usage: python benchmarks/init_survey.py FOLDER... [--arch sm_90] [--out FILE.md]
@@ -10,6 +11,7 @@ Each FOLDER gets an optimas.yml (replaced if there is one: run it on a copy of t
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import time
@@ -29,11 +31,15 @@ def survey(folder: Path, arch: str) -> dict:
     if r.returncode != 0:
         return {"program": folder.name, "build": "", "init": r.stderr.strip().splitlines()[-1], "builds": None}
     lc = load_config(folder / "optimas.yml")
+    app = lc.config.app
+    scaled = re.findall(r"\{(\w+)\*scale\}", app.profile_run or "")
+    sizes = (f"arguments: {', '.join(scaled)}" if scaled else
+             f"constants: {', '.join(app.size_constants)}" if app.size_constants else "none")
     t0 = time.monotonic()
     # the pipeline's own build: a copy of the workspace, the build environment, the nvcc shim
     built = compile_candidate(lc, {}, arch)
     last = built.output.strip().splitlines()[-1:] if not built.ok else []
-    return {"program": folder.name, "build": lc.config.app.build, "workspace": lc.config.app.workspace or ".",
+    return {"program": folder.name, "build": app.build, "workspace": app.workspace or ".", "sizes": sizes,
             "init": "", "builds": built.ok, "seconds": round(time.monotonic() - t0, 1),
             "error": last[0] if last else ""}
 
@@ -44,12 +50,14 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", type=Path, default=None, help="write the table here too")
     args = ap.parse_args()
-    rows = ["| program | build command written | workspace | builds in the pipeline's copy |", "|---|---|---|---|"]
+    rows = ["| program | build command written | workspace | sizes the counter runs vary | "
+            "builds in the pipeline's copy |", "|---|---|---|---|---|"]
     for folder in args.folders:
         s = survey(folder.resolve(), args.arch)
         verdict = ("init refused: " + s["init"]) if s["builds"] is None else (
             "yes" if s["builds"] else f"no: {s['error']}".replace("|", "/"))
-        rows.append(f"| {s['program']} | `{s['build']}` | {s.get('workspace', '')} | {verdict} |")
+        rows.append(f"| {s['program']} | `{s['build']}` | {s.get('workspace', '')} | {s.get('sizes', '')} | "
+                    f"{verdict} |")
         print(rows[-1], flush=True)
     if args.out:
         args.out.write_text("\n".join(rows) + "\n")

@@ -208,6 +208,42 @@ def test_a_makefile_whose_default_goal_is_all_builds_what_all_needs_not_a_rule_a
     make_builds(app.build, root, tmp_path / "app")
 
 
+def test_a_folder_the_default_goal_makes_first_is_made_before_the_program(tmp_path: Path):
+    """HeCBench's lsqt: `all: builddir main`, builddir only runs mkdir and main's objects go there:
+    init builds the program, not the folder, and makes the folder first."""
+    mk = ("CC = nvcc\nODIR = obj\nOBJ = $(ODIR)/main.o\n\nall: builddir main\n\nbuilddir:\n\tmkdir -p $(ODIR)\n\n"
+          "$(ODIR)/%.o: %.cu\n\t$(CC) -c $< -o $@\n\nmain: $(OBJ)\n\t$(CC) $^ -o $@\n\nclean:\n\trm -f main\n")
+    root = project(tmp_path / "p", ("Makefile", mk))
+    r, app = initialized(root)
+    assert "make -B builddir main CC=nvcc && cp main {exe}" in app.build, app.build
+    assert "building target 'main', which makes main" in r.stdout
+    make_builds(app.build, root, tmp_path / "app")
+
+
+def test_a_vendored_library_s_headers_are_found_and_what_it_prints_is_not_the_program_s(tmp_path: Path):
+    """HeCBench's snicit: `#include "CLI11/CLI11.hpp"` from 3rd-party/ (which a suite's CMake
+    function adds with -I), and CLI11 prints "... FAILED" in its own messages: no build file init
+    reads says where the header is, and the program prints no verdict of its own."""
+    root = tmp_path / "p"
+    (root / "src").mkdir(parents=True)
+    (root / "3rd-party" / "CLI11").mkdir(parents=True)
+    (root / "3rd-party" / "CLI11" / "CLI11.hpp").write_text(
+        '#pragma once\n#include "Detail.hpp"\ninline const char* check() { return "Check FAILED"; }\n')
+    (root / "3rd-party" / "CLI11" / "Detail.hpp").write_text("#pragma once\n#include <cstdlib>\n")
+    (root / "src" / "main.cu").write_text(
+        '#include <cstdio>\n#include "CLI11/CLI11.hpp"\n__global__ void k(float *a) { a[threadIdx.x] = 1; }\n'
+        'int main() { float *a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaDeviceSynchronize(); '
+        'printf("%s\\n", check() + 20); return 0; }\n')
+    r, app = initialized(root)
+    assert app.build == "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -I. -I3rd-party -o {exe} src/main.cu"
+    assert "headers the sources include are under 3rd-party: the build adds -I3rd-party" in r.stdout
+    assert app.stdout.fail_pattern is None, app.stdout
+    if shutil.which("nvcc"):
+        built = subprocess.run(render(app.build, exe=tmp_path / "app", arch="sm_90", lineinfo=""), cwd=root,
+                               capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0, built.stderr
+
+
 def test_a_c_linker_of_nvcc_objects_is_named_before_the_build_fails_on_it(tmp_path: Path):
     """Rodinia's backprop: nvcc compiles the .cu, gcc links it without the C++ runtime that CUDA 13's
     host code calls. init says so; a link by g++ draws no note."""

@@ -200,8 +200,51 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
         notes.append(f"several files define main() ({', '.join(mains)}); the build uses {mains[0]}")
     if not mains:
         notes.append("no .cu file defines main(): give the build command that links your program")
-    build = "nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -I. -o {exe} " + " ".join(units or cu)
+    extra = _include_folders(root, units or cu)
+    if extra:
+        notes.append(f"headers the sources include are under {', '.join(extra)}: the build adds "
+                     + " ".join(f"-I{d}" for d in extra))
+    build = ("nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -I. " + "".join(f"-I{d} " for d in extra)
+             + "-o {exe} " + " ".join(units or cu))
     return "nvcc", build, notes, ""
+
+
+def _include_folders(root: Path, units: list[str], depth: int = 4) -> list[str]:
+    """The folders under root (relative) that a quoted #include of these sources, or of the local
+    headers they include, resolves from when it does not resolve beside its file or at root: a
+    vendored library (`#include "CLI11/CLI11.hpp"` found in 3rd-party/CLI11/) that a build file
+    outside init's reach (a suite's CMake function) adds with -I."""
+    folders: list[str] = []
+    seen: set[Path] = set()
+    pending = [root / u for u in units]
+    candidates: list[Path] | None = None
+    while pending:
+        path = pending.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        for inc in _QUOTED_INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace")):
+            beside = [path.parent / inc, root / inc, *(root / d / inc for d in folders)]
+            found = next((b for b in beside if b.is_file()), None)
+            if found is None:
+                if candidates is None:
+                    candidates = [d for d in _folders(root, depth)]
+                where = next((d for d in candidates if (d / inc).is_file()), None)
+                if where is None:
+                    continue
+                folders.append(where.relative_to(root).as_posix())
+                found = where / inc
+            pending.append(found)
+    return folders
+
+
+def _folders(root: Path, depth: int) -> list[Path]:
+    """The folders under root, `depth` levels deep, hidden ones left out, shallowest first."""
+    out, level = [], [root]
+    for _ in range(depth):
+        level = sorted(d for f in level for d in f.iterdir() if d.is_dir() and not d.name.startswith("."))
+        out += level
+    return out
 
 
 _ASSIGNMENT = re.compile(r"^[ \t]*(?:override[ \t]+|export[ \t]+)?([A-Za-z_]\w*)[ \t]*"
@@ -359,6 +402,8 @@ def _first_target(rules: dict[str, list[str]], needs: dict[str, list[str]] | Non
     if goal in _NOT_A_BINARY:
         made = [t for t in needs.get(goal, []) if t in real]
         real = made + [t for t in real if t not in made]
+    # a rule that only makes a folder (`all: builddir main`, `builddir: ; mkdir -p obj`) makes no binary
+    real = [t for t in real if not _makes_folders_only(rules[t])] + [t for t in real if _makes_folders_only(rules[t])]
     variables = variables or {}
 
     def runs_nvcc(t: str) -> bool:
@@ -371,6 +416,11 @@ def _first_target(rules: dict[str, list[str]], needs: dict[str, list[str]] | Non
     cpu_only = (not cuda(first) and any(p.endswith(_C_SOURCE) for p in needs.get(first, []))
                 and not any(_SUBMAKE.search(line) for line in rules.get(first, [])))
     return next((t for t in real if cuda(t)), first) if cpu_only else first
+
+
+def _makes_folders_only(recipe: list[str]) -> bool:
+    """Whether a rule's recipe only creates folders (mkdir), so its target is no program."""
+    return bool(recipe) and all(re.match(r"\s*[@-]*\s*mkdir\b", line) for line in recipe)
 
 
 def _makefile(folder: Path) -> Path | None:
@@ -512,7 +562,11 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
             "common one, which its own driver runs). Give the command that builds the program: optimas init "
             "--build 'CMD' (with {exe}, {arch} and {lineinfo}; see optimas init --help)"])
     binary = _binary(rules, variables, target, folder, needs=needs)
-    make = f"make -C {sub} -B {target}" if sub else f"make -B {target}"
+    # the folders the default goal makes first (`all: builddir main`): the target's recipe writes there
+    goal = next((t for t in rules if t and not t.startswith((".", "%"))), None)
+    folders = [t for t in needs.get(goal, []) if goal in _NOT_A_BINARY and _makes_folders_only(rules.get(t, []))]
+    goals = " ".join([*folders, target])
+    make = f"make -C {sub} -B {goals}" if sub else f"make -B {goals}"
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
     run_args = run_target_args(rules, variables, binary or target) or ""
     notes = [f"{name}: building target {target!r}" + (f", which makes {binary}" if binary else
@@ -644,10 +698,18 @@ def inspect(root: Path, build: str | None = None) -> Project:
     else:
         kind, build, notes, run_args = detect_build(root, files, mains)
     texts = _source_texts(root)
-    fail_pattern, where = printed_verdict(texts)
-    return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(texts),
-                   outside_reads(root, texts), removed_calls(texts), usage_names(texts),
-                   proposed_size_constants(texts))
+    own = {name: text for name, text in texts.items() if not _VENDORED.search(name)}
+    fail_pattern, where = printed_verdict(own)
+    return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
+                   outside_reads(root, texts), removed_calls(texts), usage_names(own),
+                   proposed_size_constants(own))
+
+
+# Folders of libraries a project carries with it: what they print, seed or size is not the
+# program's (CLI11's "... FAILED" message is no verdict of the program's own check). Their calls of
+# what CUDA 13 removed still matter to the build.
+_VENDORED = re.compile(r"(?:^|/)(?:3rd[-_]?party|third[-_]?party|thirdparty|external|extern|vendor|vendored|deps|"
+                       r"contrib|submodules)/", re.I)
 
 
 def removed_calls(texts: dict[str, str]) -> list[str]:
