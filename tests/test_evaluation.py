@@ -454,6 +454,41 @@ def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_
     assert "iteration 1, large:" in text and "EAR: evidence coverage 1.00" in text and "Validation:" in text
 
 
+def test_a_closed_loop_publishes_what_it_holds_not_what_the_program_wrote_into_its_run(tmp_path):
+    """The program under test runs again after its evaluation (the re-profile), inside the run
+    folder's sandbox: it can rewrite result.json, diagnostics.json and the kept candidate's files,
+    or point candidate_dir outside the job. What is published is the loop's own, in memory."""
+    import json
+
+    from runner.base.runstore import create_run
+    from runner.evaluation.stage import EvaluationResult, evaluate
+    from runner.flows.loop import IterationSummary, LoopResult, LoopRun
+    from runner.flows.optimize import published
+
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}")
+    (tmp_path / "optimas.yml").write_text(text + f"runs_dir: {tmp_path / 'runs'}\n")
+    lc = load_config(tmp_path / "optimas.yml")
+    run = create_run(tmp_path / "runs")
+    result = evaluate(RunContext(lc, run), _diag(), _proposed("FAST"))
+    original = {"main.cpp": (APP / "main.cpp").read_text()}
+    kept = {"main.cpp": original["main.cpp"] + "// the candidate\n", "elsewhere.h": "// not the app's\n"}
+    loop = LoopResult(iterations=[IterationSummary(iteration=1, run_dir=str(run.path), verdict=result.verdict)],
+                      best=1, cumulative_improvement=0.5, stopped_because="reached evaluation.max_iterations (1)")
+    # what the program wrote afterwards: a forged verdict, forged evidence, a candidate folder outside
+    outside = tmp_path / "outside" / "src"
+    outside.mkdir(parents=True)
+    (outside / "main.cpp").write_text("// the operator's file\n")
+    run.write_text("evaluation", "result.json", EvaluationResult(verdict="improvement").model_dump_json())
+    run.write_text("candidates", "result.json", json.dumps({"candidate_dir": str(outside.parent)}))
+    forged = _diag().model_copy(update={"alpha": 0.1})
+    run.write_text("analysis", "diagnostics.json", forged.model_dump_json())
+    out = published(LoopRun(loop, _diag(), {1: result}, {1: kept}), run, original)
+    assert out.final == {"main.cpp": kept["main.cpp"]}  # the candidate's own, only the app's files
+    assert out.shown is result and out.diag == _diag() and out.diag.alpha != forged.alpha
+    none_kept = loop.model_copy(update={"best": None})
+    assert published(LoopRun(none_kept, _diag(), {1: result}, {1: kept}), run, original).final is None
+
+
 def test_a_source_tree_is_built_once_per_run(tmp_path, monkeypatch):
     """The proposal and evaluation stages share the run's build cache: the same sources, command and
     compiler are compiled once, and a later stage that needs the binary gets it from there."""

@@ -155,7 +155,19 @@ def _profile_of(inputs: dict[str, list[Path]]) -> tuple[Profile, dict[str, pd.Se
     return prof, metrics
 
 
-def run_loop(ctx: RunContext) -> LoopResult:
+class LoopRun(NamedTuple):
+    """A closed loop as run, in memory: its summary, the first profile's evidence, and per iteration
+    its evaluation (with the direction checks of its re-profile) and the candidate's sources. What
+    is published comes from here, never read back from the run folder: the program under test runs
+    again after its evaluation (the re-profile) and can write anything there."""
+
+    loop: LoopResult
+    diag: Diagnostics
+    results: dict[int, EvaluationResult]
+    sources: dict[int, dict[str, str]]
+
+
+def run_loop(ctx: RunContext) -> LoopRun:
     """The whole loop on this machine's GPU (see the module docstring), in `ctx.run`."""
     run, lc = ctx.run, ctx.lc
     max_it = lc.config.evaluation.max_iterations
@@ -165,6 +177,9 @@ def run_loop(ctx: RunContext) -> LoopResult:
     inputs = ProfilingAgent(it_ctx).collect()
     diag = analyze(it_ctx.lc, inputs)
     write_analysis(run, lc, inputs, diag)
+    first = diag
+    results: dict[int, EvaluationResult] = {}
+    sources: dict[int, dict[str, str]] = {}
     stop = ""
     rejected: str | None = None  # why the previous iteration's candidate failed validation
     rejected_diff = ""
@@ -186,6 +201,7 @@ def run_loop(ctx: RunContext) -> LoopResult:
             r = result.timing.result
             summary.improvement, summary.ci_low, summary.ci_high = r.improvement, r.ci_low, r.ci_high
         history.append(summary)
+        results[k], sources[k] = result, dict(proposed.files)
         stop = next_step(history, max_it) or ""
         progress(f"iteration {k}: {result.summary()}")
         if candidate_was_wrong(result) and k < max_it and lc.config.evaluation.retry_invalid:
@@ -205,13 +221,14 @@ def run_loop(ctx: RunContext) -> LoopResult:
             stop = stop or f"iteration {k}: re-profiling the candidate failed ({str(e)[:200]})"
             break
         summary.checks, summary.directional = after.result.ear.checks, after.result.ear.directional
+        results[k] = after.result
         if stop:
             break
         it_ctx, inputs, diag = it_ctx.on(after.run, lc=after.config), after.inputs, after.diag
     best_it, total = cumulative(history)
     loop = LoopResult(iterations=history, best=best_it, cumulative_improvement=total, stopped_because=stop)
     run.write_json("evaluation", "loop.json", json.loads(loop.model_dump_json()))
-    return loop
+    return LoopRun(loop, first, results, sources)
 
 
 def _no_candidate(ctx: RunContext, diag: Diagnostics, candidates: list[Candidate],

@@ -5,7 +5,6 @@ prints and what the bot publishes."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -17,9 +16,9 @@ from runner.base.context import RunContext
 from runner.base.errors import OptimasError
 from runner.base.progress import progress_for
 from runner.base.runstore import Run, create_run
-from runner.base.workspace import read_context, stored_name
+from runner.base.workspace import read_context
 from runner.evaluation.stage import EvaluationResult
-from runner.flows.loop import Iteration, LoopResult, one_iteration, run_loop
+from runner.flows.loop import Iteration, LoopResult, LoopRun, one_iteration, run_loop
 
 progress = progress_for("flows")
 
@@ -59,29 +58,22 @@ def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | N
     run = create_run(runs_dir)
     progress(f"run {run.id} in {run.path}: closed loop, up to {lc.config.evaluation.max_iterations} iterations")
     try:
-        loop = run_loop(RunContext(lc, run, diagnostics, configuration))
+        done = run_loop(RunContext(lc, run, diagnostics, configuration))
     except OptimasError as e:
         run.stage_failed("loop", str(e))
         raise
-    first = Diagnostics.model_validate_json((run.path / "analysis" / "diagnostics.json").read_text())
+    return published(done, run, original)
+
+
+def published(done: LoopRun, run: Run, original: dict[str, str]) -> Optimization:
+    """What a closed loop publishes: the kept iteration's candidate (its sources restricted to the
+    original's files) and evaluation, else the last iteration's evaluation. From what the loop
+    holds in memory, never from the run folder's files: the program under test ran after its
+    evaluation (the re-profile) and could have rewritten them."""
+    loop = done.loop
     kept = next((it for it in loop.iterations if it.iteration == loop.best), None)
     shown = kept or (loop.iterations[-1] if loop.iterations else None)
-    result = _evaluation_of(Path(shown.run_dir)) if shown else None
-    final = _candidate_sources(Path(kept.run_dir), original) if kept else None
-    return Optimization("loop", run, first, original, loop=loop, final=final, shown=result)
-
-
-def _evaluation_of(run_dir: Path) -> EvaluationResult | None:
-    """An iteration's evaluation result, if it was evaluated."""
-    path = run_dir / "evaluation" / "result.json"
-    return EvaluationResult.model_validate_json(path.read_text()) if path.is_file() else None
-
-
-def _candidate_sources(run_dir: Path, original: dict[str, str]) -> dict[str, str]:
-    """The sources of the candidate an iteration's run accepted."""
-    kept = json.loads((run_dir / "candidates" / "result.json").read_text()).get("candidate_dir")
-    if not kept:
-        raise OptimasError(f"{run_dir}: the kept iteration has no candidate folder")
-    src = run_dir / kept / "src"
-    return {name: (src / stored_name(name)).read_text(encoding="utf-8") for name in original
-            if (src / stored_name(name)).exists()}
+    result = done.results.get(shown.iteration) if shown else None
+    final = ({name: text for name, text in done.sources[kept.iteration].items() if name in original}
+             if kept else None)
+    return Optimization("loop", run, done.diag, original, loop=loop, final=final, shown=result)
