@@ -22,6 +22,7 @@ Steps, each recorded in the run directory (`profile/`) with its exact command in
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 import shlex
@@ -49,6 +50,7 @@ from runner.base.processes import (
 )
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
+from runner.base.sandbox import sandbox_open
 from runner.base.size_constants import workspace_texts
 from runner.base.workspace import read_context, workspace_dirs
 from runner.build.cache import build_at_scale, compile_candidate, copy_workspace
@@ -434,12 +436,15 @@ class ProfilingAgent:
                                       "be checked")
             reports.append(report)
             ran.append(scale)
-            if len(ran) == 2 and self.cfg.app.size_constants:
+            if len(ran) == 2 and self.cfg.app.size_constants and not sandbox_open():
                 # the sweep is confirmed: the other scales' builds go on side by side (each a few
-                # seconds of nvcc) while the GPU profiles
+                # seconds of nvcc) while the GPU profiles, each thread in a copy of this one's
+                # context. Not while the code runs sandboxed (the App): a build copying the
+                # workspace beside a sandboxed command could follow links that command plants.
                 rest = [s for s in order if s not in ran and f"{s:g}" not in failed]
                 pool = ThreadPoolExecutor(max_workers=max(1, min(4, len(rest))))
-                prebuilt = {s: pool.submit(self._compile_scaled, s, exe) for s in rest}
+                prebuilt = {s: pool.submit(contextvars.copy_context().run, self._compile_scaled, s, exe)
+                            for s in rest}
                 pool.shutdown(wait=False)
         why = f"the program failed at scale(s) {', '.join(failed)}" if failed else ""
         if len(order) == 1 < len(scales):
