@@ -411,11 +411,14 @@ def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
     texts = {e.id: e.text for e in diag.evidence}
     edits = []
     for e in proposed.proposal.edits:
-        cited = "; ".join(f"{i}: {texts[i][:160]}" for i in e.cites if i in texts) or "no evidence cited"
-        effect = f"Measured: {measured}." if measured else f"Not measured on this worker ({why})."
+        cited = "\n".join(f"{i}: {texts[i][:160]}" for i in e.cites if i in texts) or "no evidence cited"
+        effect = f"Measured: {measured}." if measured else f"Not measured on this worker: {code_span(why)}."
         path = str((workdir / e.file).resolve().relative_to(root.resolve()))
         edits.append({"file": path, "start_line": e.start_line, "end_line": e.end_line, "new_text": e.new_text,
-                      "explanation": f"**Optimas** ({', '.join(e.cites)}): {e.rationale}\n\n{cited}\n\n{effect}",
+                      # the model's words and the evidence (source lines of the pull request) as text,
+                      # never as Markdown: no mention, link or image reaches the review from them
+                      "explanation": f"**Optimas** ({code_span(', '.join(e.cites))}):\n\n{code_block(e.rationale)}"
+                                     f"\n\nEvidence cited:\n\n{code_block(cited)}\n\n{effect}",
                       "diff": edit_diff(path, result.original[e.file], e.start_line, e.end_line, e.new_text)})
     postable = verdict in ("improvement", "not measured")
     headline = (f"Optimas: {measured}" if measured else "Optimas: a candidate that compiles and keeps the "
@@ -441,7 +444,7 @@ def loop_outcome(result, lc, root: Path) -> dict[str, Any]:
     shown = loop.best or (loop.iterations[-1].iteration if loop.iterations else None)
     outcome = {
         "verdict": loop.stopped_because, "postable": False, "edits": [], "run": result.run.id,
-        "headline": "Closed loop: " + loop.stopped_because,
+        "headline": "Closed loop: " + code_span(loop.stopped_because),
         "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence),
         "per_config": per_iteration + ([f"iteration {shown}, {t.configuration}: {t.result.summary()}"
                                         for t in ev.timings] if ev else []),
@@ -493,13 +496,13 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
         lines += [code_block(outcome["details"]), ""]
     if outcome.get("hot"):
         lines.append("Hot kernels: " + ", ".join(code_span(k.split("(")[0]) for k in outcome["hot"]))
-        lines.append(f"Evidence items: {outcome.get('evidence')}; verdict: {outcome['verdict']}; "
+        lines.append(f"Evidence items: {outcome.get('evidence')}; verdict: {code_span(outcome['verdict'])}; "
                      f"run `{outcome['run']}`")
     if outcome.get("reasons"):
         lines.append("The model's reasons:")
         lines.append(code_block("\n".join(f"- {r}" for r in outcome["reasons"])))
     if outcome.get("validation"):
-        lines.append(f"Validation: {outcome['validation']}")
+        lines.append(f"Validation: {code_span(outcome['validation'])}")  # the program's output in it
     for line in outcome.get("per_config", []):
         lines.append(f"- {line}")
     ear = outcome.get("ear")
@@ -514,8 +517,8 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
         lines.append(f"The run on the dashboard: {artifacts_url.rstrip('/')}/runs/{outcome['run']}")
     for c in outcome.get("compat") or []:
         lines.append(f"Built with Optimas's compatibility header `{c['header']}` pre-included into "
-                     f"{', '.join(f'`{s}`' for s in c['sources'])} (app.compat_headers, for "
-                     f"{', '.join(f'`{n}`' for n in c['names'])}): it changes what that code means, and your own "
+                     f"{', '.join(code_span(s) for s in c['sources'])} (app.compat_headers, for "
+                     f"{', '.join(code_span(n) for n in c['names'])}): it changes what that code means, and your own "
                      "CUDA 13 toolchain does not build it without the same change.")
     if config_changed:
         lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")

@@ -36,7 +36,9 @@ ROOM = MAX_BODY - 200  # what a body may use before its markers are appended
 
 def code_span(text: str) -> str:
     """`text` as inline code whatever backticks it holds (a kernel's name comes from the pull
-    request: a backtick in it must not end the span and let mentions or links through)."""
+    request: a backtick in it must not end the span and let mentions or links through). Line
+    breaks become spaces: a blank line would end the span, and its paragraph, early."""
+    text = re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
     run = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (run + 1)
     return f"{fence} {text} {fence}" if run else f"`{text}`"

@@ -520,6 +520,54 @@ def test_names_and_output_from_the_pull_request_cannot_mention_or_link():
     assert f"Hot kernels: {code_span(evil.split('(')[0])}" in text and "```text\nerror near `x` @someone\n```" in text
 
 
+EVIL = "ok\n\n@octo-org/admins ![px](https://evil.example/t.png) [Re-authorize Optimas](https://evil.example/login)"
+
+
+def _live_markdown(text: str) -> list[str]:
+    """The mentions, images and links of `text` that GitHub would render: outside fenced blocks and
+    code spans (a rough CommonMark reading, enough for what the bot writes)."""
+    outside = re.sub(r"(?ms)^(`{3,}).*?^\1\s*$", "", text)  # fenced blocks
+    outside = re.sub(r"(`+)(?:(?!\1).)+?\1", "", outside, flags=re.S)  # code spans, one paragraph at most
+    return re.findall(r"@[\w-]+/?[\w-]*|!\[[^\]]*\]\([^)]*\)|\[[^\]]*\]\([^)]*\)", outside)
+
+
+def test_the_model_s_words_the_programs_output_and_file_names_reach_the_pr_as_text(tmp_path):
+    """What the pull request controls (its program's output in the validation, its source lines in the
+    evidence, file names) and what the model says (steerable by text in the pull request) are shown as
+    code: no mention, image or link is live in the summary or a review comment (an attacker's pass)."""
+    from bot.gpu_job import recorded_outcome, summary_text
+    from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
+    from runner.base.config import load_config
+    from runner.base.runstore import create_run
+    from runner.flows.loop import Iteration
+    from runner.flows.optimize import Optimization
+    from runner.proposal.parser import Edit, Proposal
+    from runner.proposal.stage import ProposeResult
+
+    assert _live_markdown(EVIL) == ["@octo-org/admins", "![px](https://evil.example/t.png)",
+                                    "[Re-authorize Optimas](https://evil.example/login)"]  # the check sees them
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "k.cu").write_text("__global__ void k(float *a) {\n  a[0] = 1;\n}\n")
+    (app / "optimas.yml").write_text("app:\n  name: k\n  sources: [k.cu]\n  configurations: [default]\n")
+    lc = load_config(app / "optimas.yml")
+    diag = Diagnostics(gpu=GpuInfo(), alpha=0.8, kernels=[], evidence=[
+        Evidence(id="S1", kind="stall", kernel="k", text="k.cu:2 `/* ` " + EVIL + " ` */` holds 40% of stalls")])
+    edit = Edit(file="k.cu", start_line=2, end_line=2, new_text="  a[0] = 2;", cites=["S1"], rationale=EVIL)
+    proposed = ProposeResult(status="accepted", diagnostics="PC", proposal=Proposal(shape="structured", raw="",
+                                                                                    edits=[edit]))
+    run = create_run(tmp_path / "runs")
+    result = Optimization("recorded", run, diag, {"k.cu": (app / "k.cu").read_text()},
+                          iteration=Iteration(proposed, None, "no GPU here: " + EVIL))
+    outcome = recorded_outcome(result, lc, app)
+    (comment,) = outcome["edits"]
+    assert EVIL.splitlines()[-1] in comment["explanation"] and _live_markdown(comment["explanation"]) == []
+    outcome.update(validation="default/seed 1: failed (exit 1: " + EVIL + ")", verdict=EVIL,
+                   compat=[{"header": "cuda_removed_api.h", "sources": ["a` " + EVIL + " `.cu"], "names": [EVIL]}])
+    text = summary_text(outcome, HEAD, False)
+    assert "@octo-org/admins" in text and _live_markdown(text) == [], _live_markdown(text)
+
+
 # A reply from Redis that comes after the client's timeout: the retry must neither enqueue the job
 # twice nor take the delivery for a redelivery (the claim and the job are written together).
 
