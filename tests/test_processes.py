@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -208,3 +209,25 @@ def test_the_sweep_changes_a_folder_entry_itself_never_what_a_link_there_points_
         os.close(fd)
     assert stat.S_IMODE(outside.stat().st_mode) == 0o600
     assert stat.S_IMODE((job / "plain").stat().st_mode) == 0o755
+
+
+def test_a_command_that_prints_without_end_is_kept_in_bounded_memory(tmp_path, monkeypatch):
+    """The program under test may print gigabytes (an attacker's pass: 60 MB of `y` lines grew the
+    worker by 2.2 GB): the start and the end of its output are kept, the log file stops at its limit.
+    (The limits are made smaller here, so that a few megabytes show it.)"""
+    from runner.base import processes
+    from runner.base.processes import run_process
+
+    monkeypatch.setattr(processes, "KEPT_HEAD", 256 << 10)
+    monkeypatch.setattr(processes, "KEPT_TAIL", 256 << 10)
+    monkeypatch.setattr(processes, "LOG_LIMIT", 1 << 20)
+    log = tmp_path / "run.log"
+    r = run_process(["sh", "-c", "echo first; yes | head -c 3000000; echo; echo last"], tmp_path, 120, log=log)
+    assert r.returncode == 0 and r.output.startswith("first\ny\n") and r.output.endswith("y\n\nlast\n")
+    note = re.search(r"\n\[optimas\] (\d+) characters of output left out here\n", r.output)
+    assert len(r.output) < (512 << 10) + 200 and int(note.group(1)) + len(r.output) - len(note.group(0)) == 3000012
+    assert (1 << 20) < log.stat().st_size < (1 << 20) + 1000
+    assert log.read_text().endswith(f"the command printed more than {1 << 20} characters\n")
+    # one line without end: read in pieces, kept as its start and its end
+    r = run_process(["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x"], tmp_path, 120)
+    assert r.output.startswith("xxx") and r.output.endswith("xxx") and len(r.output) < (512 << 10) + (1 << 17)

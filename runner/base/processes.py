@@ -9,6 +9,7 @@ keys, the webhook secret and the Redis URL of a worker are therefore never inher
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import os
@@ -273,8 +274,8 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
     if box is not None:
         box.sweep()  # nothing of the command runs now: what it left is checked before anyone reads it
     return CommandResult(argv=argv, returncode=None if timed_out else proc.returncode,
-                         seconds=time.monotonic() - start, output="".join(output.chunks), timed_out=timed_out,
-                         log=log, errors="".join(output.err_chunks))
+                         seconds=time.monotonic() - start, output=output.out.text(), timed_out=timed_out,
+                         log=log, errors=output.err.text())
 
 
 def _in_box(box: sandbox.Sandbox | None, argv: list[str], cwd: Path | None, env: dict[str, str], what: str
@@ -324,16 +325,49 @@ def _wait(proc: subprocess.Popen[str], timeout_s: float) -> bool:
     return False
 
 
+KEPT_HEAD = 4 << 20  # characters of a command's output kept from its start ...
+KEPT_TAIL = 4 << 20  # ... and from its end; what lies between is left out, and the text says so
+LOG_LIMIT = 32 << 20  # characters of output a log file takes, then a note that the rest is left out
+_PIECE = 1 << 16  # the longest piece read at once: a line without end is read in pieces
+
+
+class _Kept:
+    """Text kept from a stream of any length in bounded memory: its first KEPT_HEAD and last
+    KEPT_TAIL characters (the program under test may print gigabytes, or one line without end)."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.tail: collections.deque[str] = collections.deque()
+        self.head_size = self.tail_size = self.left_out = 0
+
+    def add(self, piece: str) -> None:
+        if self.head_size < KEPT_HEAD:
+            self.head.append(piece)
+            self.head_size += len(piece)
+            return
+        self.tail.append(piece)
+        self.tail_size += len(piece)
+        while self.tail_size > KEPT_TAIL and len(self.tail) > 1:
+            dropped = self.tail.popleft()
+            self.tail_size -= len(dropped)
+            self.left_out += len(dropped)
+
+    def text(self) -> str:
+        middle = f"\n[optimas] {self.left_out} characters of output left out here\n" if self.left_out else ""
+        return "".join(self.head) + middle + "".join(self.tail)
+
+
 class _Output:
-    """A running command's output, read by threads of its own: captured, copied to the log file, and
-    ncu's per-launch progress lines passed on."""
+    """A running command's output, read by threads of its own: captured (its start and its end, see
+    _Kept), copied to the log file (up to LOG_LIMIT), and ncu's per-launch progress lines passed on."""
 
     def __init__(self, log_file: IO[str] | None, progress: Progress | None, what: str) -> None:
         self.log_file = log_file
         self.progress = progress
         self.what = what
-        self.chunks: list[str] = []
-        self.err_chunks: list[str] = []
+        self.out = _Kept()
+        self.err = _Kept()
+        self.logged = 0
 
     def read(self, proc: subprocess.Popen[str], to_file: bool, merge_stderr: bool
              ) -> tuple[threading.Thread, threading.Thread]:
@@ -350,20 +384,27 @@ class _Output:
 
     def _drain(self, errors: IO[str]) -> None:
         """Capture stderr apart from the output."""
-        for line in errors:
-            self.err_chunks.append(line)
+        for line in iter(lambda: errors.readline(_PIECE), ""):
+            self.err.add(line)
 
     def _pump(self, stream: IO[str]) -> None:
         """Capture the output and copy it to the log; pass ncu's progress lines on, at most every 2 s."""
         last_note = 0.0
-        for line in stream:
-            self.chunks.append(line)
-            if self.log_file is not None:
-                self.log_file.write(line)
+        for line in iter(lambda: stream.readline(_PIECE), ""):
+            self.out.add(line)
+            self._log(line)
             now = time.monotonic()
             if self.progress and line.startswith("==PROF== Profiling") and now - last_note >= 2.0:
                 self.progress(f"{self.what}: {line.strip()[len('==PROF== '):]}")
                 last_note = now
+
+    def _log(self, line: str) -> None:
+        """Copy a line to the log file, up to LOG_LIMIT characters."""
+        if self.log_file is None or self.logged > LOG_LIMIT:
+            return
+        self.logged += len(line)
+        self.log_file.write(line if self.logged <= LOG_LIMIT else
+                            f"\n[optimas] the log ends here: the command printed more than {LOG_LIMIT} characters\n")
 
 
 def run_command(argv: list[str], cwd: Path, timeout_s: float, log: Path, progress: Progress | None = None,
