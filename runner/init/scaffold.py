@@ -396,14 +396,7 @@ def _first_target(rules: dict[str, list[str]], needs: dict[str, list[str]] | Non
         return "all" if rules.get("all") else None
     if needs is None:
         return real[0]
-    # make builds its default goal, the first target: when that is `all`, what `all` needs comes
-    # first, ahead of rules written above the binary's (a `clang:` variant of the build)
-    goal = next((t for t in rules if t and not t.startswith((".", "%"))), None)
-    if goal in _NOT_A_BINARY:
-        made = [t for t in needs.get(goal, []) if t in real]
-        real = made + [t for t in real if t not in made]
-    # a rule that only makes a folder (`all: builddir main`, `builddir: ; mkdir -p obj`) makes no binary
-    real = [t for t in real if not _makes_folders_only(rules[t])] + [t for t in real if _makes_folders_only(rules[t])]
+    real = _in_goal_order(rules, needs, real)
     variables = variables or {}
 
     def runs_nvcc(t: str) -> bool:
@@ -418,9 +411,48 @@ def _first_target(rules: dict[str, list[str]], needs: dict[str, list[str]] | Non
     return next((t for t in real if cuda(t)), first) if cpu_only else first
 
 
+def _default_goal(rules: dict[str, list[str]]) -> str | None:
+    """The target make builds when given none: the first."""
+    return next((t for t in rules if t and not t.startswith((".", "%"))), None)
+
+
+def _in_goal_order(rules: dict[str, list[str]], needs: dict[str, list[str]], real: list[str]) -> list[str]:
+    """The real targets, what a phony default goal (`all`) needs first, ahead of rules written above
+    the binary's (a `clang:` variant of the build), and rules that only make a folder
+    (`all: builddir main`, `builddir: ; mkdir -p obj`) last: they make no binary."""
+    goal = _default_goal(rules)
+    if goal in _NOT_A_BINARY:
+        made = [t for t in needs.get(goal, []) if t in real]
+        real = made + [t for t in real if t not in made]
+    return [t for t in real if not _makes_folders_only(rules[t])] + [t for t in real if _makes_folders_only(rules[t])]
+
+
+def _folder_goals(rules: dict[str, list[str]], needs: dict[str, list[str]]) -> list[str]:
+    """The folders a phony default goal makes before the program (`all: builddir main`): the
+    program's recipe writes there, so a build of the program alone makes them first."""
+    goal = _default_goal(rules)
+    return [t for t in needs.get(goal, []) if goal in _NOT_A_BINARY and _makes_folders_only(rules.get(t, []))]
+
+
 def _makes_folders_only(recipe: list[str]) -> bool:
     """Whether a rule's recipe only creates folders (mkdir), so its target is no program."""
     return bool(recipe) and all(re.match(r"\s*[@-]*\s*mkdir\b", line) for line in recipe)
+
+
+def _old_architecture_notes(name: str, compiled: str) -> list[str]:
+    """What init says of the architectures a Makefile's nvcc lines (`compiled`) ask for that CUDA 13
+    no longer builds."""
+    def older(pattern: str) -> list[int]:
+        return sorted({int(v) for v in re.findall(pattern, compiled) if int(v) < OLDEST_SM})
+
+    notes = []
+    if old := older(r"(?:-arch|--gpu-architecture)[= ]\s*(?:sm|compute)_(\d+)"):
+        notes.append(f"{name}: its nvcc flags ask for sm_{old[0]}, which CUDA 13 no longer builds; Optimas's "
+                     "builds drop that option (the build log says so) and the -arch they append decides")
+    if old := older(r"(?:-gencode|--generate-code)[= ]\s*arch=compute_(\d+)"):
+        notes.append(f"{name}: its nvcc flags generate code for compute_{old[0]}, which CUDA 13 refuses; Optimas's "
+                     "builds drop that -gencode (the build log says so), a build by hand needs it removed")
+    return notes
 
 
 def _makefile(folder: Path) -> Path | None:
@@ -562,10 +594,7 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
             "common one, which its own driver runs). Give the command that builds the program: optimas init "
             "--build 'CMD' (with {exe}, {arch} and {lineinfo}; see optimas init --help)"])
     binary = _binary(rules, variables, target, folder, needs=needs)
-    # the folders the default goal makes first (`all: builddir main`): the target's recipe writes there
-    goal = next((t for t in rules if t and not t.startswith((".", "%"))), None)
-    folders = [t for t in needs.get(goal, []) if goal in _NOT_A_BINARY and _makes_folders_only(rules.get(t, []))]
-    goals = " ".join([*folders, target])
+    goals = " ".join([*_folder_goals(rules, needs), target])
     make = f"make -C {sub} -B {goals}" if sub else f"make -B {goals}"
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
     run_args = run_target_args(rules, variables, binary or target) or ""
@@ -580,15 +609,7 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     literal = [line for lines in rules.values() for line in lines
                if re.match(r"(?:\S*/)?nvcc\s", _expand(line, variables).lstrip("@-+ "))]
     compiled = " ".join([*(_expand(line, variables) for _, line in calls), *(_expand(x, variables) for x in literal)])
-    def older(pattern: str) -> list[int]:
-        return sorted({int(v) for v in re.findall(pattern, compiled) if int(v) < OLDEST_SM})
-
-    if old := older(r"(?:-arch|--gpu-architecture)[= ]\s*(?:sm|compute)_(\d+)"):
-        notes.append(f"{name}: its nvcc flags ask for sm_{old[0]}, which CUDA 13 no longer builds; Optimas's "
-                     "builds drop that option (the build log says so) and the -arch they append decides")
-    if old := older(r"(?:-gencode|--generate-code)[= ]\s*arch=compute_(\d+)"):
-        notes.append(f"{name}: its nvcc flags generate code for compute_{old[0]}, which CUDA 13 refuses; Optimas's "
-                     "builds drop that -gencode (the build log says so), a build by hand needs it removed")
+    notes += _old_architecture_notes(name, compiled)
     notes.append(f"{name}: every nvcc the build runs gets -arch={{arch}} {{lineinfo}} through NVCC_APPEND_FLAGS")
     override = ""
     if calls:
