@@ -193,13 +193,14 @@ def replace_file(path: Path, text: str) -> None:
         f.write(text)
 
 
-def keep_runs(source: Path, runs: Path, made: list[Path]) -> None:
-    """Copy the job's run folders into the worker's runs folder and add their corpus records to
-    its corpus. The job's code could write there: only the run folders this process made (`made`,
-    from runstore.runs_created) are kept, named as runs, with a manifest, that the runs folder does
-    not hold yet; only regular files and folders are copied (links dropped; setuid, setgid,
-    execute and write-for-others bits off: nothing kept is run again); only JSON objects are added
-    to the corpus. What cannot be kept is logged: the job's outcome stands."""
+def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = None) -> None:
+    """Copy the job's run folders into the worker's runs folder and add the job's corpus records
+    (`corpus`, written where the code cannot write; default corpus.jsonl in `source`) to its corpus.
+    The job's code could write in `source`: only the run folders this process made (`made`, from
+    runstore.runs_created) are kept, named as runs, with a manifest, that the runs folder does not
+    hold yet; only regular files and folders are copied (links dropped; setuid, setgid, execute and
+    write-for-others bits off: nothing kept is run again); only JSON objects are added to the
+    corpus. What cannot be kept is logged: the job's outcome stands."""
     ours = {p.name for p in made if p.parent == source}
     try:
         runs.mkdir(parents=True, exist_ok=True, mode=0o750)
@@ -214,7 +215,7 @@ def keep_runs(source: Path, runs: Path, made: list[Path]) -> None:
                 continue
             shutil.copytree(entry, runs / entry.name, symlinks=True, ignore=_not_regular,
                             copy_function=_copy_plain)
-        _add_corpus(source / "corpus.jsonl", runs / "corpus.jsonl")
+        _add_corpus(corpus or source / "corpus.jsonl", runs / "corpus.jsonl")
     except OSError as e:
         log.warning("the job's run folders could not all be kept in %s: %s", runs, e)
 
@@ -267,19 +268,22 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     refuse_worker_reach(lc, cfg_file.parent)  # the checkout: the job folder beside it is not the repository's
     prepare_tools(lc.config.profiling.nvcc)
     made = len(runs_created())
+    # the corpus records go where only the worker writes, beside `work`: the code could forge them there
+    corpus = work.parent / "control" / "corpus.jsonl"
+    corpus.parent.mkdir(exist_ok=True)
     with sandboxed([work], [cache_root()]) as box:
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
         try:
-            outcome = pipeline(lc, work / "runs")[1]
+            outcome = pipeline(lc, work / "runs", corpus=corpus)[1]
         except OptimasError:
             # the pipeline's own failure: every command had ended and been swept; the runs say why
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
-            keep_runs(work / "runs", runs_folder(), runs_created()[made:])
+            keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus)
             raise
         # Anything else (the job's timeout, an interrupt) cut a command short: nothing of the job's
         # folder is read or kept, as something of the code might still be running there.
         box.sweep()
-        keep_runs(work / "runs", runs_folder(), runs_created()[made:])
+        keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus)
         return outcome
 
 
@@ -367,13 +371,13 @@ def prepare_tools(nvcc: str) -> None:
         log.info("no tracer: %s", e)  # the pipeline says what that costs where it needs one
 
 
-def pipeline(lc, runs: Path, diagnostics: str | None = None) -> tuple[Any, dict[str, Any]]:
+def pipeline(lc, runs: Path, diagnostics: str | None = None, corpus: Path | None = None) -> tuple[Any, dict[str, Any]]:
     """One Optimas run (runner.flows.optimize: recorded profiles in the config, else the closed loop
-    on this GPU): its result, and what to publish of it."""
+    on this GPU): its result, and what to publish of it. `corpus`: where its corpus records go."""
     from runner.analysis.stage import profile_inputs
     from runner.flows.optimize import optimize
 
-    result = optimize(lc, runs, profile_inputs(lc), diagnostics)
+    result = optimize(lc, runs, profile_inputs(lc), diagnostics, corpus=corpus)
     outcome = (loop_outcome if result.loop is not None else recorded_outcome)(result, lc, lc.path.parent)
     outcome["compat"] = result.run.manifest.get("compat_headers", [])
     return result, outcome

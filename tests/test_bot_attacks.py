@@ -456,6 +456,14 @@ def test_only_runs_are_kept_and_only_as_plain_files(tmp_path):
     (runs / "corpus.jsonl").rmdir()
     keep_runs(work, tmp_path / "worker" / "runs", made)
     assert (runs / "corpus.jsonl").read_text() == '{"app": "x"}\n'
+    # the App's jobs write their corpus records where only the worker writes: the code's forgeries in
+    # the run folders (an attacker's pass) are not added
+    private = tmp_path / "job" / "control" / "corpus.jsonl"
+    private.parent.mkdir(parents=True)
+    private.write_text('{"app": "ours"}\n')
+    (work / "corpus.jsonl").write_text('{"app": "forged", "improvement": 9.9}\n')
+    keep_runs(work, runs, made, private)
+    assert (runs / "corpus.jsonl").read_text() == '{"app": "x"}\n{"app": "ours"}\n'
 
 
 # A marker copied into someone else's comment or review is not the bot's.

@@ -41,24 +41,25 @@ class Optimization:
 
 def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | None = None,
              diagnostics: str | None = None, configuration: str | None = None,
-             run: Run | None = None, diag: Diagnostics | None = None) -> Optimization:
+             run: Run | None = None, diag: Diagnostics | None = None, corpus: Path | None = None) -> Optimization:
     """Recorded profiles (`inputs`, or the evidence `diag` of an existing `run`): one iteration.
     Neither: the closed loop on this machine's GPU, in a new run under `runs_dir`. `diagnostics`
-    and `configuration` override evaluation.diagnostics and app.profile_configuration; the run's
-    context (RunContext) is made here and handed to every stage."""
+    and `configuration` override evaluation.diagnostics and app.profile_configuration; `corpus`:
+    where the corpus records go (default corpus.jsonl beside the run); the run's context
+    (RunContext) is made here and handed to every stage."""
     original = read_context(lc)  # a candidate may edit a kernel in an included header too
     if run is None and has_profiles(inputs or {}):
         diag = analyze(lc, inputs or {})  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)
         write_analysis(run, lc, inputs or {}, diag)
     if run is not None and diag is not None:
-        it = one_iteration(RunContext(lc, run, diagnostics, configuration), diag)
+        it = one_iteration(RunContext(lc, run, diagnostics, configuration, corpus=corpus), diag)
         # the kept candidate's run: a later candidate's is under <run>/candidates/ (llm.candidates)
         return Optimization("recorded", it.run or run, diag, original, iteration=it)
     run = create_run(runs_dir)
     progress(f"run {run.id} in {run.path}: closed loop, up to {lc.config.evaluation.max_iterations} iterations")
     try:
-        done = run_loop(RunContext(lc, run, diagnostics, configuration))
+        done = run_loop(RunContext(lc, run, diagnostics, configuration, corpus=corpus))
     except OptimasError as e:
         run.stage_failed("loop", str(e))
         raise
