@@ -199,9 +199,11 @@ def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = 
     The job's code could write in `source`: only the run folders this process made (`made`, from
     runstore.runs_created) are kept, named as runs, with a manifest, that the runs folder does not
     hold yet; only regular files and folders are copied (links dropped; setuid, setgid, execute and
-    write-for-others bits off: nothing kept is run again); only JSON objects are added to the
-    corpus. What cannot be kept is logged: the job's outcome stands."""
+    write-for-others bits off: nothing kept is run again; a file over KEEP_FILE_BYTES is left out,
+    and once KEEP_JOB_BYTES are kept the job's other runs are not); only JSON objects are added to
+    the corpus. What cannot be kept is logged: the job's outcome stands."""
     ours = {p.name for p in made if p.parent == source}
+    budget = [KEEP_JOB_BYTES]
     try:
         runs.mkdir(parents=True, exist_ok=True, mode=0o750)
         for entry in sorted(source.iterdir()) if source.is_dir() and not source.is_symlink() else []:
@@ -213,6 +215,12 @@ def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = 
             manifest = entry / "manifest.json"
             if not manifest.is_file() or manifest.is_symlink() or (runs / entry.name).exists():
                 continue
+            size = _kept_size(entry)
+            if size > budget[0]:
+                log.warning("%s: %d bytes, more than the %d this job may still keep; not kept", entry.name, size,
+                            budget[0])
+                continue
+            budget[0] -= size
             shutil.copytree(entry, runs / entry.name, symlinks=True, ignore=_not_regular,
                             copy_function=_copy_plain)
         _add_corpus(corpus or source / "corpus.jsonl", runs / "corpus.jsonl")
@@ -220,14 +228,33 @@ def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = 
         log.warning("the job's run folders could not all be kept in %s: %s", runs, e)
 
 
+# What a job keeps on the worker's runs volume: the code under test writes in its run folders and
+# could fill the volume (and the dashboard, which reads them).
+KEEP_FILE_BYTES = 64 << 20
+KEEP_JOB_BYTES = 1 << 30
+
+
 def _not_regular(folder: str, names: list[str]) -> set[str]:
-    """copytree's ignore: links and anything that is neither a regular file nor a folder."""
+    """copytree's ignore: links, anything that is neither a regular file nor a folder, and files
+    over KEEP_FILE_BYTES."""
     out = set()
     for name in names:
-        mode = os.lstat(os.path.join(folder, name)).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        info = os.lstat(os.path.join(folder, name))
+        regular = stat.S_ISREG(info.st_mode)
+        if not (regular or stat.S_ISDIR(info.st_mode)) or (regular and info.st_size > KEEP_FILE_BYTES):
             out.add(name)
     return out
+
+
+def _kept_size(folder: Path) -> int:
+    """The bytes copytree would keep of a run folder (_not_regular's files left out), links not followed."""
+    total = 0
+    for top, _, files in os.walk(folder):
+        for name in files:
+            info = os.lstat(os.path.join(top, name))
+            if stat.S_ISREG(info.st_mode) and info.st_size <= KEEP_FILE_BYTES:
+                total += info.st_size
+    return total
 
 
 def _copy_plain(src: str, dst: str) -> None:

@@ -466,6 +466,30 @@ def test_only_runs_are_kept_and_only_as_plain_files(tmp_path):
     assert (runs / "corpus.jsonl").read_text() == '{"app": "x"}\n{"app": "ours"}\n'
 
 
+def test_what_a_job_keeps_on_the_runs_volume_is_bounded(tmp_path, monkeypatch):
+    """The code under test writes in its run folders: a file over the limit is left out, and once
+    the job's budget is spent its other runs are not kept (limits made smaller here)."""
+    from bot import gpu_job
+    from bot.gpu_job import keep_runs
+
+    monkeypatch.setattr(gpu_job, "KEEP_FILE_BYTES", 1000)
+    monkeypatch.setattr(gpu_job, "KEEP_JOB_BYTES", 3000)
+    work, runs = tmp_path / "job" / "work" / "runs", tmp_path / "worker" / "runs"
+    made = []
+    for n, size in enumerate((2000, 2000)):
+        run = work / f"20261206T120000Z-0f0e0d0c-0b0a-4908-8706-05040302010{n}"
+        (run / "profile").mkdir(parents=True)
+        (run / "manifest.json").write_text("{}")
+        (run / "profile" / "a.log").write_bytes(b"x" * (size // 2))
+        (run / "profile" / "b.log").write_bytes(b"y" * (size // 2))
+        (run / "profile" / "huge.out").write_bytes(b"z" * 5000)
+        made.append(run)
+    keep_runs(work, runs, made)
+    first, second = (runs / r.name for r in made)
+    assert (first / "profile" / "a.log").is_file() and not (first / "profile" / "huge.out").exists()
+    assert not second.exists()  # 2002 bytes kept of 3000: the next 2002 do not fit
+
+
 # A marker copied into someone else's comment or review is not the bot's.
 
 def test_markers_in_other_peoples_comments_do_not_stand_for_the_bots(monkeypatch, tmp_path):
