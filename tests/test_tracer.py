@@ -501,6 +501,11 @@ def test_a_program_whose_kernels_fault_is_refused_with_what_failed(tmp_path: Pat
                                   "launches": [trace.launches[0].model_copy(update={"end_ns": 900})]})
     assert device_fault([ok]) is None
     _refuse_failed_gpu_work([ok], ["/x/app"])
+    # a launch the GPU refused ran nothing: whatever its code, that is the GPU's work failing
+    refused = ok.model_copy(update={"errors": [trace.errors[0].model_copy(update={"api": "cudaLaunchKernel",
+                                                                                   "code": 9})]})
+    assert device_fault([refused]).startswith("cudaLaunchKernel returned cudaErrorInvalidConfiguration (9: the "
+                                              "grid or block is out of the GPU's limits")
     # no watched call after the fault: the unfinished launches alone say it
     silent = trace.model_copy(update={"errors": []})
     with pytest.raises(ProfilingError, match="no kernel launch finished"):
@@ -532,3 +537,10 @@ def test_a_kernel_that_faults_in_a_program_that_checks_nothing_is_caught(tmp_pat
     refused = validate(lc, bad, good, tmp_path / "v2")
     assert refused.cases[0].status == "baseline-failed" and "original program's GPU work failed" in \
         refused.cases[0].detail, refused.cases[0]
+    # a launch configuration the GPU refuses (a candidate's launch edit): the launch ran nothing
+    wide = tmp_path / "wide"
+    subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-DFAULT=0", "-DBLOCK=2048", "-o", str(wide), str(FAULT)],
+                   check=True)
+    caught = validate(lc, good, wide, tmp_path / "v3")
+    assert caught.cases[0].status == "failed" and "cudaErrorInvalidConfiguration" in caught.cases[0].detail, \
+        caught.cases[0]

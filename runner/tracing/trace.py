@@ -9,7 +9,7 @@ A record file is tab-separated text, one record per line, its first field the re
   D  seq  api  bytes  hash  offset  kept  a copy into host memory, once complete
   M  seq  managed  bytes  hash  offset  kept   a managed allocation's contents when freed or at exit
   U  seq  api                             an asynchronous copy never synchronized before exit
-  E  seq  api  code                       a watched call (a copy, a synchronization) returned an error
+  E  seq  api  code                       a watched call (a copy, a synchronization, a launch) returned an error
                                           (the first 16; seq: copies issued before it)
   X  kernels  results  dropped            the process ended normally; no X: it crashed or was killed
 """
@@ -86,20 +86,35 @@ DEVICE_FAULTS = {
 }
 
 
+# Errors a launch returns when it runs nothing: the execution configuration or the arguments are refused.
+LAUNCH_ERRORS = {
+    1: ("cudaErrorInvalidValue", "a launch argument is out of range (dynamic shared memory over the limit?)"),
+    9: ("cudaErrorInvalidConfiguration", "the grid or block is out of the GPU's limits (more than 1024 threads "
+                                         "per block, a zero or too large dimension, too much shared memory)"),
+    **DEVICE_FAULTS,
+}
+
+
 class ApiError(BaseModel):
-    """A runtime call the tracer watches (a copy, a synchronization) that returned an error."""
+    """A runtime call the tracer watches (a copy, a synchronization, a launch) that returned an error."""
 
     seq: int  # copies issued before it
     api: str
     code: int  # the cudaError_t value
 
     @property
+    def launch(self) -> bool:
+        return self.api.lstrip("_").startswith("cudaLaunch")
+
+    @property
     def device_fault(self) -> bool:
-        """Whether the GPU's work failed (a faulted kernel, no kernel image), not only this call."""
-        return self.code in DEVICE_FAULTS
+        """Whether the GPU's work failed (a faulted kernel, no kernel image, a launch that ran
+        nothing), not only this call."""
+        return self.code in DEVICE_FAULTS or self.launch
 
     def describe(self) -> str:
-        name, meaning = DEVICE_FAULTS.get(self.code, (f"cudaError {self.code}", ""))
+        known = LAUNCH_ERRORS if self.launch else DEVICE_FAULTS
+        name, meaning = known.get(self.code, (f"cudaError {self.code}", ""))
         return f"{self.api} returned {name} ({self.code}{': ' + meaning if meaning else ''})"
 
 

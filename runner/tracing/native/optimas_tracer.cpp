@@ -3,8 +3,9 @@
 //   - every kernel execution (CUPTI concurrent-kernel activity records, CUDA graph kernels included),
 //   - every device-to-host result: the size and a 64-bit hash of each copy into host memory, in the
 //     order the program issued them, and the final contents of managed allocations,
-//   - the first failures of the runtime calls it watches (copies, synchronizations), so that a
-//     program whose kernels fault but which never checks an error is seen to have failed,
+//   - the first failures of the runtime calls it watches (copies, synchronizations, launches), so
+//     that a program whose kernels fault, or fail to launch, but which never checks an error is
+//     seen to have failed,
 // and, with OPTIMAS_TRACE_KEEP_BYTES=N, the first N bytes of those results (trace-<pid>.bin) so that
 // float tolerances can be applied; OPTIMAS_TRACE_KEEP_EACH=M keeps at most the first M bytes of each
 // result, so that a late result is kept too after large early ones. The record format is read by runner/tracing/trace.py.
@@ -340,6 +341,18 @@ const CUpti_CallbackId kOthers[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000,
     CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
     CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+    // launches: only their failures are noted (a launch that fails runs nothing, and a program that
+    // checks no error goes on: an execution configuration the GPU refuses, say)
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+#if CUPTI_API_VERSION >= 130000
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+#endif
 };
 
 bool succeeded(const CUpti_CallbackData* cb) {
