@@ -108,9 +108,10 @@ class ApiError(BaseModel):
 
     @property
     def device_fault(self) -> bool:
-        """Whether the GPU's work failed (a faulted kernel, no kernel image, a launch that ran
-        nothing), not only this call."""
-        return self.code in DEVICE_FAULTS or self.launch
+        """Whether the GPU's work failed (a faulted kernel, no kernel image): every later call of
+        the process fails too. A refused launch ran nothing, but the process goes on (a program
+        may try a launch and fall back): see device_fault(launches=True)."""
+        return self.code in DEVICE_FAULTS and not self.launch
 
     def describe(self) -> str:
         known = LAUNCH_ERRORS if self.launch else DEVICE_FAULTS
@@ -131,9 +132,10 @@ class ProcessTrace(BaseModel):
     complete: bool = False  # the process reached its normal exit
     dropped: int = 0  # activity records CUPTI dropped (buffers full): launches are missing
 
-    def device_fault(self) -> ApiError | None:
-        """The first failure saying the GPU's work failed (a kernel faulted), if there was one."""
-        return next((e for e in self.errors if e.device_fault), None)
+    def device_fault(self, launches: bool = False) -> ApiError | None:
+        """The first failure saying the GPU's work failed (a kernel faulted; with `launches`, also a
+        launch that ran nothing), if there was one."""
+        return next((e for e in self.errors if e.device_fault or (launches and e.launch)), None)
 
     def kernel_ns(self) -> dict[str, int]:
         """Total execution time per kernel (demangled name), in ns."""
@@ -213,12 +215,13 @@ def read_trace(path: Path) -> ProcessTrace:
     return trace
 
 
-def device_fault(traces: list[ProcessTrace]) -> str | None:
+def device_fault(traces: list[ProcessTrace], launches: bool = False) -> str | None:
     """What says the GPU's work failed in these processes, in words (None when nothing did): the
-    first failure of a watched call that means a kernel faulted, with the kernels launched before it.
-    A program that checks no error still exits 0 then, and its results are not its results."""
+    first failure of a watched call that means a kernel faulted (with `launches`, or a launch was
+    refused), with the kernels launched before it. A program that checks no error still exits 0
+    then, and its results are not its results."""
     for t in traces:
-        fault = t.device_fault()
+        fault = t.device_fault(launches)
         if fault is not None:
             ran = sorted({k.kernel.split("(")[0] for k in t.launches})
             zero = sum(1 for k in t.launches if k.duration_ns <= 0)
