@@ -167,9 +167,10 @@ def _q(s: str) -> str:
     return json.dumps(s)
 
 
-def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple[str, str, list[str], str]:
+def detect_build(root: Path, kernel_files: list[str], mains: list[str],
+                 texts: dict[str, str]) -> tuple[str, str, list[str], str]:
     """(kind, build command template, notes, run arguments found in the build file) for the project
-    in root."""
+    in root; `texts`: its sources, as _source_texts reads them."""
     if (found := _cmake_target(root, kernel_files)) is not None:
         where, t, targets = found
         # the binary is found by name: CMAKE_RUNTIME_OUTPUT_DIRECTORY or a subfolder's target puts it
@@ -200,7 +201,7 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
         notes.append(f"several files define main() ({', '.join(mains)}); the build uses {mains[0]}")
     if not mains:
         notes.append("no .cu file defines main(): give the build command that links your program")
-    extra = _include_folders(root, units or cu)
+    extra = _include_folders(texts, units or cu)
     if extra:
         notes.append(f"headers the sources include are under {', '.join(extra)}: the build adds "
                      + " ".join(f"-I{d}" for d in extra))
@@ -209,42 +210,32 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str]) -> tuple
     return "nvcc", build, notes, ""
 
 
-def _include_folders(root: Path, units: list[str], depth: int = 4) -> list[str]:
-    """The folders under root (relative) that a quoted #include of these sources, or of the local
-    headers they include, resolves from when it does not resolve beside its file or at root: a
-    vendored library (`#include "CLI11/CLI11.hpp"` found in 3rd-party/CLI11/) that a build file
-    outside init's reach (a suite's CMake function) adds with -I."""
+def _include_folders(texts: dict[str, str], units: list[str]) -> list[str]:
+    """The folders (relative to the project, as `texts` names its sources) that a quoted #include of
+    these sources, or of the local headers they include, resolves from when it does not resolve
+    beside its file or at the top, shallowest first: a vendored library (`#include
+    "CLI11/CLI11.hpp"` found in 3rd-party/CLI11/) that a build file outside init's reach (a
+    suite's CMake function) adds with -I."""
     folders: list[str] = []
-    seen: set[Path] = set()
-    pending = [root / u for u in units]
-    candidates: list[Path] | None = None
+    seen: set[str] = set()
+    pending = list(units)
     while pending:
-        path = pending.pop()
-        if path in seen or not path.is_file():
+        name = pending.pop()
+        if name in seen or name not in texts:
             continue
-        seen.add(path)
-        for inc in _QUOTED_INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace")):
-            beside = [path.parent / inc, root / inc, *(root / d / inc for d in folders)]
-            found = next((b for b in beside if b.is_file()), None)
+        seen.add(name)
+        for inc in _QUOTED_INCLUDE.findall(texts[name]):
+            where = [posixpath.dirname(name), "", *folders]
+            found = next((f for d in where if (f := posixpath.normpath(posixpath.join(d, inc))) in texts), None)
             if found is None:
-                if candidates is None:
-                    candidates = [d for d in _folders(root, depth)]
-                where = next((d for d in candidates if (d / inc).is_file()), None)
-                if where is None:
+                under = sorted((n[:-len(inc) - 1] for n in texts if n.endswith("/" + inc)),
+                               key=lambda d: (d.count("/"), d))
+                if not under:
                     continue
-                folders.append(where.relative_to(root).as_posix())
-                found = where / inc
+                folders.append(under[0])
+                found = f"{under[0]}/{inc}"
             pending.append(found)
     return folders
-
-
-def _folders(root: Path, depth: int) -> list[Path]:
-    """The folders under root, `depth` levels deep, hidden ones left out, shallowest first."""
-    out, level = [], [root]
-    for _ in range(depth):
-        level = sorted(d for f in level for d in f.iterdir() if d.is_dir() and not d.name.startswith("."))
-        out += level
-    return out
 
 
 _ASSIGNMENT = re.compile(r"^[ \t]*(?:override[ \t]+|export[ \t]+)?([A-Za-z_]\w*)[ \t]*"
@@ -714,11 +705,11 @@ def inspect(root: Path, build: str | None = None) -> Project:
         raise ConfigError(root, [f"{len(programs)} separate programs under {root}, each built by its own build file "
                                  f"and none at the top: {shown}. A config is for one program: run optimas init on "
                                  "the one to optimize (optimas init <its folder>)"])
+    texts = _source_texts(root)
     if build:
         kind, notes, run_args = "the command given", [], ""
     else:
-        kind, build, notes, run_args = detect_build(root, files, mains)
-    texts = _source_texts(root)
+        kind, build, notes, run_args = detect_build(root, files, mains, texts)
     own = {name: text for name, text in texts.items() if not _VENDORED.search(name)}
     fail_pattern, where = printed_verdict(own)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
