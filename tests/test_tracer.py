@@ -527,7 +527,7 @@ def test_a_kernel_that_faults_in_a_program_that_checks_nothing_is_caught(tmp_pat
     r = run_process([str(bad)], tmp_path, 120, env=child_environment(trace_environment(library, traces)))
     assert r.returncode == 0 and "done" in r.output, r.output  # the program itself sees nothing wrong
     (t,) = read_traces(traces)
-    assert t.errors and t.errors[0].api == "cudaMemcpy" and t.errors[0].device_fault, t.errors
+    assert t.errors and t.errors[0].api == "cudaMemcpy" and t.errors[0].sticky, t.errors
     assert "cudaErrorIllegalAddress" in device_fault([t]) or "cudaErrorLaunchFailure" in device_fault([t])
     (tmp_path / "optimas.yml").write_text(
         f"app:\n  workdir: {tmp_path}\n  run: '{{exe}}'\n  configurations: [default]\n  seeds: [1]\n")

@@ -436,6 +436,9 @@ def _judge_candidate(case: CaseResult, runs: _CaseRuns, base: _Baseline) -> list
     printed = lc.config.app.stdout
     mode, spec = results_mode(lc), lc.config.app.gpu_results
     results, gpu_results = [], []
+    # a launch the GPU refused fails the candidate unless the original's run had one too (a
+    # program may try a launch and fall back)
+    launches = not any(e.launch for t in base.results for e in t.errors)
     for attempt in (1, 2):
         out = runs.work / f"candidate-{runs.tag}-{attempt}.out"
         for _, p in _outputs(lc, out):
@@ -447,9 +450,6 @@ def _judge_candidate(case: CaseResult, runs: _CaseRuns, base: _Baseline) -> list
         if r.returncode != 0:
             case.status, case.detail = "failed", _why(r)
             return None
-        # a launch the GPU refused fails the candidate unless the original's run had one too (a
-        # program may try a launch and fall back)
-        launches = not any(e.launch for t in base.results for e in t.errors)
         failed = device_fault(found, launches) if runs.traced else None
         if failed is not None:
             case.status, case.detail = "failed", f"the candidate's GPU work failed in its run {attempt}: {failed}"

@@ -103,11 +103,10 @@ def _refuse_failed_gpu_work(traces: list[ProcessTrace], argv: list[str]) -> None
     if fault is None and all(k.duration_ns <= 0 for t in traces for k in t.launches):
         fault = "no kernel launch finished (every one has zero duration), and no watched call reported why"
     if fault is not None:
-        command = " ".join(argv)
         raise ProfilingError(f"the original program's GPU work failed in its traced run: {fault}. The program "
                              "checks no CUDA error, so it went on (and may have exited 0), but there is nothing "
                              "correct to profile or to compare a candidate with. Run it under compute-sanitizer "
-                             f"to find the failing access: compute-sanitizer {command}")
+                             f"to find the failing access: compute-sanitizer {shlex.join(argv)}")
 
 
 class NothingProfiled(ProfilingError):

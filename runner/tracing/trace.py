@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from runner.base.cuda_source import short_kernel_name
 from runner.base.errors import OptimasError
 
 FORMAT = "# optimas-trace 1"
@@ -104,13 +105,14 @@ class ApiError(BaseModel):
 
     @property
     def launch(self) -> bool:
+        """Whether a launch returned it: the launch ran nothing, but the process goes on (a program
+        may try a launch and fall back)."""
         return self.api.lstrip("_").startswith("cudaLaunch")
 
     @property
-    def device_fault(self) -> bool:
+    def sticky(self) -> bool:
         """Whether the GPU's work failed (a faulted kernel, no kernel image): every later call of
-        the process fails too. A refused launch ran nothing, but the process goes on (a program
-        may try a launch and fall back): see device_fault(launches=True)."""
+        the process fails too."""
         return self.code in DEVICE_FAULTS and not self.launch
 
     def describe(self) -> str:
@@ -132,10 +134,10 @@ class ProcessTrace(BaseModel):
     complete: bool = False  # the process reached its normal exit
     dropped: int = 0  # activity records CUPTI dropped (buffers full): launches are missing
 
-    def device_fault(self, launches: bool = False) -> ApiError | None:
-        """The first failure saying the GPU's work failed (a kernel faulted; with `launches`, also a
+    def first_failure(self, launches: bool = False) -> ApiError | None:
+        """The first error saying the GPU's work failed (a sticky one; with `launches`, also a
         launch that ran nothing), if there was one."""
-        return next((e for e in self.errors if e.device_fault or (launches and e.launch)), None)
+        return next((e for e in self.errors if e.sticky or (launches and e.launch)), None)
 
     def kernel_ns(self) -> dict[str, int]:
         """Total execution time per kernel (demangled name), in ns."""
@@ -221,9 +223,9 @@ def device_fault(traces: list[ProcessTrace], launches: bool = False) -> str | No
     refused), with the kernels launched before it. A program that checks no error still exits 0
     then, and its results are not its results."""
     for t in traces:
-        fault = t.device_fault(launches)
+        fault = t.first_failure(launches)
         if fault is not None:
-            ran = sorted({k.kernel.split("(")[0] for k in t.launches})
+            ran = sorted({short_kernel_name(k.kernel) for k in t.launches})
             zero = sum(1 for k in t.launches if k.duration_ns <= 0)
             where = f"; kernels launched: {', '.join(ran[:4])}{' ...' if len(ran) > 4 else ''}" if ran else ""
             unfinished = f" ({zero} of {len(t.launches)} launches never finished)" if zero else ""
