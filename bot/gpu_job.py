@@ -193,6 +193,12 @@ def replace_file(path: Path, text: str) -> None:
         f.write(text)
 
 
+# What a job keeps on the worker's runs volume: the code under test writes in its run folders and
+# could fill the volume (and the dashboard, which reads them).
+KEEP_FILE_BYTES = 64 << 20
+KEEP_JOB_BYTES = 1 << 30
+
+
 def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = None) -> None:
     """Copy the job's run folders into the worker's runs folder and add the job's corpus records
     (`corpus`, written where the code cannot write; default corpus.jsonl in `source`) to its corpus.
@@ -203,7 +209,7 @@ def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = 
     and once KEEP_JOB_BYTES are kept the job's other runs are not); only JSON objects are added to
     the corpus. What cannot be kept is logged: the job's outcome stands."""
     ours = {p.name for p in made if p.parent == source}
-    budget = [KEEP_JOB_BYTES]
+    budget = KEEP_JOB_BYTES
     try:
         runs.mkdir(parents=True, exist_ok=True, mode=0o750)
         for entry in sorted(source.iterdir()) if source.is_dir() and not source.is_symlink() else []:
@@ -216,22 +222,16 @@ def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = 
             if not manifest.is_file() or manifest.is_symlink() or (runs / entry.name).exists():
                 continue
             size = _kept_size(entry)
-            if size > budget[0]:
+            if size > budget:
                 log.warning("%s: %d bytes, more than the %d this job may still keep; not kept", entry.name, size,
-                            budget[0])
+                            budget)
                 continue
-            budget[0] -= size
+            budget -= size
             shutil.copytree(entry, runs / entry.name, symlinks=True, ignore=_not_regular,
                             copy_function=_copy_plain)
         _add_corpus(corpus or source / "corpus.jsonl", runs / "corpus.jsonl")
     except OSError as e:
         log.warning("the job's run folders could not all be kept in %s: %s", runs, e)
-
-
-# What a job keeps on the worker's runs volume: the code under test writes in its run folders and
-# could fill the volume (and the dashboard, which reads them).
-KEEP_FILE_BYTES = 64 << 20
-KEEP_JOB_BYTES = 1 << 30
 
 
 def _not_regular(folder: str, names: list[str]) -> set[str]:

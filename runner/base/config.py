@@ -141,9 +141,8 @@ class AppConfig(_Strict):
     size_constants: list[Annotated[str, Field(pattern=r"^[A-Za-z_]\w*$")]] = Field(
         default_factory=list, description="constants in the host code that set the problem size (`#define N 4096`, "
         "`const int N = 4096;`, `n = 4096;` assigned once, or a #define per dataset: each scaled), for a program "
-        "whose run takes no size "
-        "argument: the counter runs rebuild the program with each one times profiling.counter_scales (in a copy; "
-        "your files are never changed)")
+        "whose run takes no size argument: the counter runs rebuild the program with each one times "
+        "profiling.counter_scales (in a copy; your files are never changed)")
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels and "
                                 "the device functions holding a salient stall line, editable by default) whose "
                                 "definitions the model may edit, e.g. __device__ helpers they call; '!name' keeps "

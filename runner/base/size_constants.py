@@ -105,8 +105,7 @@ def definition_problem(name: str, texts: dict[str, str], found: list[SizeConstan
     where = ("found " + "; ".join(f"{d.file}:{d.line}" for d in found)) if found else "found none"
     return (f"app.size_constants: {name!r} needs exactly one definition in the workspace's sources (a "
             f"`#define {name} value`, a declaration `int {name} = value;` or one statement `{name} = number;`), "
-            f"or only `#define`s of it (one per "
-            f"branch), {where}")
+            f"or only `#define`s of it (one per branch), {where}")
 
 
 def integer_value(expr: str) -> int | None:
