@@ -7,12 +7,7 @@
 #   benchmarks/device/fault_check.sh
 # Output under $OUT: device.txt, gpu-tests.txt, srad-sanitizer.txt, survey-rows.jsonl, survey.err
 set -uo pipefail
-out=${OUT:?set OUT to the folder whose files come back}
-tar xJf .devpack/site.tar.xz -C /tmp
-cp -r /tmp/site/*.data/purelib/* /tmp/site/ 2>/dev/null
-export PATH=/usr/local/cuda/bin:$PATH PYTHONPATH=/tmp/site:$PWD OPTIMAS_CACHE_DIR=/tmp/oc
-mkdir -p "$out"
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/device.txt"
+source benchmarks/device/env.sh
 timeout 120 python -m pytest -q -m gpu tests/test_tracer.py -k fault -p no:cacheprovider --basetemp=/tmp/pt \
   > "$out/gpu-tests.txt" 2>&1
 tail -3 "$out/gpu-tests.txt"

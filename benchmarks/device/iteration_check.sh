@@ -7,12 +7,7 @@
 #   benchmarks/device/iteration_check.sh "adjacent,extrema"
 # Output under $OUT: device.txt, srad.jsonl, srad.err, srad-keep.tar.gz, iteration/iteration-time.{json,md}
 set -uo pipefail
-out=${OUT:?set OUT to the folder whose files come back}
-tar xJf .devpack/site.tar.xz -C /tmp
-cp -r /tmp/site/*.data/purelib/* /tmp/site/ 2>/dev/null
-export PATH=/usr/local/cuda/bin:$PATH PYTHONPATH=/tmp/site:$PWD OPTIMAS_CACHE_DIR=/tmp/oc
-mkdir -p "$out"
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/device.txt"
+source benchmarks/device/env.sh
 timeout 120 python benchmarks/method_survey.py --no-evaluation --out /tmp/srad.json --keep /tmp/keep \
   --only srad_v2 > "$out/srad.jsonl" 2> "$out/srad.err"
 echo "srad survey exit $?"; cut -c1-300 "$out/srad.jsonl"

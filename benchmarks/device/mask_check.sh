@@ -4,12 +4,7 @@
 # Usage (the device tool, carry [".devpack"], from the repository root): benchmarks/device/mask_check.sh
 # Output under $OUT: device.txt, survey-rows.jsonl, survey.err, mask-keep.tar.gz
 set -uo pipefail
-out=${OUT:?set OUT to the folder whose files come back}
-tar xJf .devpack/site.tar.xz -C /tmp
-cp -r /tmp/site/*.data/purelib/* /tmp/site/ 2>/dev/null
-export PATH=/usr/local/cuda/bin:$PATH PYTHONPATH=/tmp/site:$PWD OPTIMAS_CACHE_DIR=/tmp/oc
-mkdir -p "$out"
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/device.txt"
+source benchmarks/device/env.sh
 timeout "${1:-330}" python benchmarks/method_survey.py --out /tmp/survey.json --keep /tmp/keep --only mask \
   > "$out/survey-rows.jsonl" 2> "$out/survey.err"
 echo "survey exit $?"

@@ -11,12 +11,7 @@
 # Output under $OUT: survey-rows.jsonl (one JSON row per program), survey.json, survey.err,
 # keep/<program>/ (each run's config, prompt, analysis, logs and timing tables), gpu-tests.txt
 set -uo pipefail
-out=${OUT:?set OUT to the folder whose files come back}
-tar xJf .devpack/site.tar.xz -C /tmp
-cp -r /tmp/site/*.data/purelib/* /tmp/site/ 2>/dev/null
-export PATH=/usr/local/cuda/bin:$PATH PYTHONPATH=/tmp/site:$PWD OPTIMAS_CACHE_DIR=/tmp/oc
-mkdir -p "$out"
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/device.txt"
+source benchmarks/device/env.sh
 timeout "${1:-420}" python benchmarks/method_survey.py ${2:-} --out "$out/survey.json" --keep "$out/keep" \
   --only BlackScholes sortingNetworks histogram convolutionSeparable transpose streamcluster srad_v2 \
   > "$out/survey-rows.jsonl" 2> "$out/survey.err"
