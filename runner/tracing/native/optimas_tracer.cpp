@@ -341,8 +341,12 @@ const CUpti_CallbackId kOthers[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000,
     CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
     CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
-    // launches: only their failures are noted (a launch that fails runs nothing, and a program that
-    // checks no error goes on: an execution configuration the GPU refuses, say)
+};
+
+// Launches: only their failures are noted (a launch that fails runs nothing, and a program that
+// checks no error goes on: an execution configuration the GPU refuses, say). The hottest calls a
+// program makes: a launch that succeeds takes no lock.
+const CUpti_CallbackId kLaunches[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
@@ -389,6 +393,12 @@ void on_copy(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   // streams: their copies are complete too.
   if (!c.async) complete([&](const Pending& p) { return p.stream == c.stream || (c.stream == nullptr && is_blocking(p.stream)); });
   write_result('D', seq, cb->functionName, c.rows);
+}
+
+void on_launch(const CUpti_CallbackData* cb) {
+  if (cb->callbackSite != CUPTI_API_EXIT || succeeded(cb)) return;
+  std::lock_guard<std::mutex> g(lock);
+  note_failure(cb);
 }
 
 void on_other(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
@@ -478,6 +488,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
   auto cb = static_cast<const CUpti_CallbackData*>(data);
+  for (CUpti_CallbackId id : kLaunches)
+    if (id == cbid) return on_launch(cb);
   for (CUpti_CallbackId id : kCopies)
     if (id == cbid) return on_copy(cbid, cb);
   on_other(cbid, cb);
@@ -576,6 +588,7 @@ int start() {
   CUPTI_OK(cuptiSubscribe(&subscriber, on_callback, nullptr));
   for (CUpti_CallbackId id : kCopies) CUPTI_OK(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id));
   for (CUpti_CallbackId id : kOthers) CUPTI_OK(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+  for (CUpti_CallbackId id : kLaunches) CUPTI_OK(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id));
   CUPTI_OK(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
   atexit(finish);
   return 0;
