@@ -288,6 +288,7 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     and read the tracer and nvcc shim that the worker prepares (and checks) beforehand. Its runs
     are kept, whatever the outcome, once the job's folder passed the last sweep."""
     from runner.base.config import load_config
+    from runner.base.gpu import sandbox_devices
     from runner.base.processes import cache_root
     from runner.base.sandbox import sandboxed
 
@@ -298,7 +299,9 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     # the corpus records go where only the worker writes, beside `work`: the code could forge them there
     corpus = work.parent / "control" / "corpus.jsonl"
     corpus.parent.mkdir(exist_ok=True)
-    with sandboxed([work], [cache_root()]) as box:
+    # the worker's GPU only: its node, the driver's shared ones, and CUDA_VISIBLE_DEVICES by UUID
+    devices = sandbox_devices(lc.config.profiling.nvidia_smi, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    with sandboxed([work], [cache_root()], devices) as box:
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
         try:
             outcome = pipeline(lc, work / "runs", corpus=corpus)[1]

@@ -195,6 +195,67 @@ def test_a_mig_instance_builds_for_the_gpu_it_belongs_to(tmp_path: Path, monkeyp
         detect_gpu(str(smi))
 
 
+def _fake_host(tmp_path: Path, minors: dict[str, int]) -> tuple[str, Path, Path]:
+    """A stand-in nvidia-smi listing two GPUs (with their PCI bus ids, as the query asks), a /dev
+    folder with the driver's nodes as plain files, and the driver's folder of GPUs, each with the
+    `information` file the driver writes ("Device Minor:" among its lines)."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nif [ \"$1\" = -L ]; then\n"
+                   "echo 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa1111-0000)'\n"
+                   "echo 'GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-bbbb2222-0000)'\n"
+                   "echo '  MIG 1g.10gb     Device  0: (UUID: MIG-dddd4444-0000)'\nelse\n"
+                   "echo '0, GPU-aaaa1111-0000, NVIDIA H100 80GB HBM3, 9.0, 580.159.04, 00000000:18:00.0'\n"
+                   "echo '1, GPU-bbbb2222-0000, NVIDIA H100 80GB HBM3, 9.0, 580.159.04, 00000000:2A:00.0'\nfi\n")
+    smi.chmod(0o755)
+    dev, driver = tmp_path / "dev", tmp_path / "gpus"
+    dev.mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-nvswitch0", "null"):
+        (dev / name).write_text("")
+    for bus, minor in minors.items():
+        (driver / bus).mkdir(parents=True)
+        (driver / bus / "information").write_text(f"Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 62\n"
+                                                  f"GPU UUID: \t GPU-x\nDevice Minor: \t {minor}\nBus Type: \t PCIe\n")
+    return str(smi), dev, driver
+
+
+def test_a_sandbox_gets_only_the_gpu_its_worker_is_pinned_to(tmp_path: Path):
+    """A worker pinned to one GPU hands the code that GPU's node alone (with the driver's shared
+    nodes), and CUDA_VISIBLE_DEVICES by UUID: an index would name no GPU inside, where the one GPU
+    is the only one, and a program that unsets the variable still finds no other GPU. The node is
+    the driver's minor number for the GPU's PCI bus id, not nvidia-smi's index."""
+    from runner.base.gpu import sandbox_devices
+    from runner.base.sandbox import Sandbox, SandboxError
+
+    smi, dev, driver = _fake_host(tmp_path, {"0000:18:00.0": 1, "0000:2a:00.0": 0})  # minors swapped
+    shared = [str(dev / n) for n in ("nvidia-uvm", "nvidia-uvm-tools", "nvidiactl")]
+    got = sandbox_devices(smi, "1", dev, driver)
+    assert got.nodes == (*shared, str(dev / "nvidia0")) and got.visible == "GPU-bbbb2222-0000"
+    got = sandbox_devices(smi, "GPU-aaaa1111, 1", dev, driver)
+    assert got.nodes == (*shared, str(dev / "nvidia0"), str(dev / "nvidia1"))
+    assert got.visible == "GPU-aaaa1111-0000,GPU-bbbb2222-0000"
+    got = sandbox_devices(smi, "MIG-dddd4444-0000", dev, driver)  # under GPU 1: its node, the MIG instance named
+    assert got.nodes == (*shared, str(dev / "nvidia0")) and got.visible == "MIG-dddd4444-0000"
+    got = sandbox_devices(smi, None, dev, driver)  # a worker not pinned uses every GPU
+    assert got.nodes == (*shared, str(dev / "nvidia0"), str(dev / "nvidia1")) and got.visible is None
+    with pytest.raises(SandboxError, match="'7' names no GPU"):
+        sandbox_devices(smi, "7", dev, driver)
+    (driver / "0000:2a:00.0" / "information").write_text("Model: NVIDIA H100\n")
+    with pytest.raises(SandboxError, match="GPU 1 .*gives no 'Device Minor'.*every GPU of this host"):
+        sandbox_devices(smi, "1", dev, driver)
+    for n in ("nvidia0", "nvidia1"):
+        (dev / n).unlink()
+    assert sandbox_devices(smi, "1", dev, driver).nodes == tuple(shared)  # no GPU here: nothing to choose
+
+    (tmp_path / "b").mkdir()
+    smi, dev, driver = _fake_host(tmp_path / "b", {"0000:18:00.0": 0, "0000:2a:00.0": 1})
+    args = Sandbox("bwrap", [tmp_path], devices=sandbox_devices(smi, "0", dev, driver)).wrap(["./app"], None)
+    binds = [args[i + 1] for i, a in enumerate(args) if a == "--dev-bind"]
+    assert [Path(b).name for b in binds] == ["nvidia-uvm", "nvidia-uvm-tools", "nvidiactl", "nvidia0"]
+    at = args.index("--setenv")
+    assert args[at:at + 3] == ["--setenv", "CUDA_VISIBLE_DEVICES", "GPU-aaaa1111-0000"]
+    assert "--dev-bind" not in Sandbox("bwrap", [tmp_path]).wrap(["./app"], None)  # no devices unless given
+
+
 def test_counter_runs_sweep_sizes_only_when_the_program_can_be_scaled():
     from runner.base.config import parse_config
     from runner.profiling.agent import counter_scales

@@ -11,6 +11,7 @@
 #   tar xJf .devpack/site.tar.xz -C /tmp && cp -r /tmp/site/*.data/purelib/* /tmp/site/
 #   tar xJf .devpack/redis.tar.xz -C /tmp   # then: LD_LIBRARY_PATH=/tmp/.redis /tmp/.redis/redis-server --daemonize yes
 #   export PYTHONPATH=/tmp/site:$PWD
+#   dpkg -x .devpack/bubblewrap_*.deb /tmp/bw   # then PATH=/tmp/bw/usr/bin:$PATH
 # Carry it with the run tool's carry: [".devpack"] (add /.devpack/ to .git/info/exclude).
 set -euo pipefail
 
@@ -42,4 +43,6 @@ for lib in liblzf.so.1 libjemalloc.so.2 libatomic.so.1; do
   cp -L "/lib/x86_64-linux-gnu/$lib" "$work/.redis/" 2>/dev/null || true
 done
 tar -C "$work" -cf - .redis | xz -9 > "$here/.devpack/redis.tar.xz"
+# bubblewrap, for the GPU job's sandbox (the device image has none): Debian's package, unpacked there
+(cd "$here/.devpack" && rm -f bubblewrap_*.deb && apt-get download -q bubblewrap >/dev/null)
 du -sh "$here/.devpack"/*

@@ -12,6 +12,7 @@ from pathlib import Path
 from runner.base.config import DEFAULT_ARCH, LoadedConfig
 from runner.base.errors import ProfilingError
 from runner.base.processes import run_process
+from runner.base.sandbox import GpuDevices, SandboxError, current
 from runner.base.workspace import build_compiler
 
 
@@ -22,6 +23,7 @@ class Gpu:
     driver: str
     index: str
     uuid: str
+    bus_id: str = ""  # PCI, as nvidia-smi writes it: 00000000:18:00.0
 
     @property
     def arch(self) -> str:
@@ -44,7 +46,8 @@ def require_tool(name: str, configured: str) -> str:
 def list_gpus(nvidia_smi: str) -> list[Gpu]:
     """Every GPU nvidia-smi lists, in its order; ProfilingError when there is none."""
     exe = require_tool("nvidia-smi", nvidia_smi)
-    r = run_process([exe, "--query-gpu=index,uuid,name,compute_cap,driver_version", "--format=csv,noheader"],
+    r = run_process([exe, "--query-gpu=index,uuid,name,compute_cap,driver_version,pci.bus_id",
+                     "--format=csv,noheader"],
                     timeout_s=60, merge_stderr=False, what="nvidia-smi")
     if r.timed_out:
         raise ProfilingError("nvidia-smi did not answer within 60 s; is the GPU driver healthy?")
@@ -53,15 +56,18 @@ def list_gpus(nvidia_smi: str) -> list[Gpu]:
         detail = (r.output + r.errors).strip().splitlines()
         said = detail[-1] if detail else f"exit {r.returncode}"
         raise ProfilingError(f"no NVIDIA GPU found: nvidia-smi says {said}")
-    return [Gpu(index=i, uuid=u, name=n, compute_capability=cc, driver=d) for i, u, n, cc, d, *_ in rows]
+    return [Gpu(index=i, uuid=u, name=n, compute_capability=cc, driver=d, bus_id=(rest or [""])[0])
+            for i, u, n, cc, d, *rest in rows]
 
 
 def detect_gpu(nvidia_smi: str) -> Gpu:
     """The GPU this process runs on: the first one CUDA_VISIBLE_DEVICES names (an index, a UUID, or
     a MIG instance's UUID, as a worker pinned to one GPU has it), else the first one nvidia-smi lists. nvidia-smi itself
-    ignores CUDA_VISIBLE_DEVICES, so without this a pinned process would build for GPU 0."""
+    ignores CUDA_VISIBLE_DEVICES, so without this a pinned process would build for GPU 0. In a
+    sandbox that gives its commands GPUs by UUID, those name it (nvidia-smi runs there too)."""
     gpus = list_gpus(nvidia_smi)
-    setting = os.environ.get("CUDA_VISIBLE_DEVICES")
+    box = current()
+    setting = box.devices.visible if box is not None and box.devices.visible else os.environ.get("CUDA_VISIBLE_DEVICES")
     if setting is None:
         return gpus[0]
     visible = setting.split(",")[0].strip()
@@ -78,6 +84,69 @@ def detect_gpu(nvidia_smi: str) -> Gpu:
 
 
 _UUID = re.compile(r"\(UUID: ((?:GPU|MIG)-[^)\s]+)\)")
+
+
+DRIVER_GPUS = Path("/proc/driver/nvidia/gpus")  # a folder per GPU, named by its PCI bus id
+# The driver's nodes every CUDA process opens, whichever GPU it uses (nvidia-caps: MIG instances'
+# access); the nvidia-nvswitch and nvlink nodes are the fabric manager's, not a program's.
+SHARED_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps")
+_GPU_NODE = re.compile(r"nvidia(\d+)")
+_BUS_ID = re.compile(r"([0-9a-f]{1,8}):([0-9a-f]{2}:[0-9a-f]{2}\.[0-7])")
+_MINOR = re.compile(r"^Device Minor:\s*(\d+)", re.M)
+
+
+def sandbox_devices(nvidia_smi: str, setting: str | None, dev: Path = Path("/dev"),
+                    driver: Path = DRIVER_GPUS) -> GpuDevices:
+    """The device nodes a job's sandbox binds: the driver's shared ones and, of the GPUs' own
+    /dev/nvidiaN, those of the GPUs that `setting` (the worker's CUDA_VISIBLE_DEVICES) names, which
+    the commands then see by UUID; every GPU's when it is unset. A host without GPU nodes gets
+    none. SandboxError when a GPU named cannot be matched to its node (the sandbox would otherwise
+    hand the code every GPU of the host)."""
+    present = sorted(p.name for p in dev.glob("nvidia*"))
+    gpu_nodes = [n for n in present if _GPU_NODE.fullmatch(n)]
+    shared = [str(dev / n) for n in present if n in SHARED_NODES]
+    if not gpu_nodes:
+        return GpuDevices(tuple(shared))
+    if setting is None:
+        return GpuDevices(tuple(shared + [str(dev / n) for n in gpu_nodes]))
+    try:
+        gpus = list_gpus(nvidia_smi)
+    except ProfilingError as e:
+        raise SandboxError(f"the sandbox cannot find the GPUs CUDA_VISIBLE_DEVICES={setting!r} names: {e}") from None
+    nodes: list[str] = []
+    visible: list[str] = []
+    for entry in (e.strip() for e in setting.split(",")):
+        if not entry or entry == "-1":
+            break  # CUDA reads the list up to its first entry that names no GPU
+        parent = _mig_parent(nvidia_smi, entry) if entry.startswith("MIG-") else entry
+        gpu = next((g for g in gpus if parent in (g.index, g.uuid) or (len(parent) > 4 and g.uuid.startswith(parent))),
+                   None)
+        if gpu is None:
+            raise SandboxError(f"CUDA_VISIBLE_DEVICES={setting!r}: {entry!r} names no GPU that nvidia-smi lists")
+        # one GPU node on the host (or in the container): no other GPU to keep from the code
+        node = dev / (gpu_nodes[0] if len(gpu_nodes) == 1 else f"nvidia{_device_minor(gpu, driver)}")
+        if node.name not in gpu_nodes:
+            raise SandboxError(f"GPU {gpu.index} ({gpu.uuid}) has no device node {node}")
+        nodes.append(str(node))
+        visible.append(entry if entry.startswith("MIG-") else gpu.uuid)
+    return GpuDevices(tuple(shared + sorted(set(nodes))), ",".join(visible))
+
+
+def _device_minor(gpu: Gpu, driver: Path) -> int:
+    """The minor number of a GPU's /dev/nvidiaN, from the driver's folder for its PCI bus id
+    (nvidia-smi writes the domain with 8 digits, the driver's folder with 4: 00000000:18:00.0 is
+    0000:18:00.0)."""
+    m = _BUS_ID.fullmatch(gpu.bus_id.strip().lower())
+    info = driver / f"{int(m.group(1), 16):04x}:{m.group(2)}" / "information" if m else None
+    try:
+        found = _MINOR.search(info.read_text()) if info else None
+    except OSError:
+        found = None
+    if found is None:
+        raise SandboxError(f"the device node of GPU {gpu.index} ({gpu.uuid}, PCI {gpu.bus_id or 'unknown'}) could not "
+                           f"be found: {info or driver} gives no 'Device Minor'; the sandbox would otherwise hand the "
+                           f"code every GPU of this host")
+    return int(found.group(1))
 
 
 def _mig_parent(nvidia_smi: str, mig: str) -> str:

@@ -6,9 +6,12 @@ Inside a `sandboxed(...)` block every command that runner.base.processes starts 
 
 - a view of the host that is read-only and partial: the system folders (/usr, /bin, /lib*, /etc,
   /opt), the Python that runs Optimas and Optimas itself (the nvcc shim imports it), the cache of
-  the tracer and the shim (read-only: a job cannot rewrite what later jobs execute), /sys, the
-  NVIDIA device nodes, and the folders the operator names in OPTIMAS_SANDBOX_READ. The worker's home,
-  its other files and every other job's folder are not there;
+  the tracer and the shim (read-only: a job cannot rewrite what later jobs execute), /sys, and the
+  folders the operator names in OPTIMAS_SANDBOX_READ. The worker's home, its other files and every
+  other job's folder are not there;
+- the device nodes of the job's own GPU only (`GpuDevices`: the driver's shared nodes and the
+  /dev/nvidiaN of each GPU that the worker's CUDA_VISIBLE_DEVICES names, which the commands see
+  by UUID): a program that unsets CUDA_VISIBLE_DEVICES still finds no other GPU of the host;
 - one writable area: the job's own folder (its checkout, copies, runs, HOME and TMPDIR), and a
   fresh /tmp;
 - its own process namespace (no view of the worker's processes: /proc/$PPID is the sandbox's own),
@@ -55,14 +58,26 @@ class SandboxError(OptimasError):
     exit_code = 4
 
 
+@dataclass(frozen=True)
+class GpuDevices:
+    """The GPU device nodes a sandbox binds, and the CUDA_VISIBLE_DEVICES its commands get (the
+    GPUs' UUIDs: inside, the one GPU of a worker pinned to GPU 1 is the only one, so its index
+    would name none). `visible` None: the commands keep the worker's setting."""
+
+    nodes: tuple[str, ...] = ()
+    visible: str | None = None
+
+
 @dataclass
 class Sandbox:
-    """Where the sandboxed commands may write (`writable`) and what else they may read."""
+    """Where the sandboxed commands may write (`writable`), what else they may read, and which GPUs
+    they may use (`devices`; none by default)."""
 
     bwrap: str
     writable: list[Path]
     readable: list[Path] = field(default_factory=list)
     keep_caps: bool = False
+    devices: GpuDevices = field(default_factory=GpuDevices)
 
     def wrap(self, argv: Sequence[str], cwd: Path | None) -> list[str]:
         """`argv` as a command that runs inside the sandbox, in `cwd`."""
@@ -79,8 +94,10 @@ class Sandbox:
         for path, target in links:  # /bin -> usr/bin on a merged-/usr system
             args += ["--symlink", target, path]
         args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
-        for node in sorted(Path("/dev").glob("nvidia*")) + sorted(Path("/dev").glob("dri")):
-            args += ["--dev-bind", str(node), str(node)]
+        for node in self.devices.nodes:
+            args += ["--dev-bind", node, node]
+        if self.devices.visible is not None:
+            args += ["--setenv", "CUDA_VISIBLE_DEVICES", self.devices.visible]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
         if cwd is not None:
@@ -218,12 +235,15 @@ def operator_paths(env: dict[str, str] | None = None) -> list[Path]:
 
 
 @contextlib.contextmanager
-def sandboxed(writable: Sequence[Path], readable: Sequence[Path] = ()) -> Iterator[Sandbox]:
-    """Run every command started inside this block in a sandbox that may write `writable` only
-    and read, besides the system, `readable` and the operator's folders."""
+def sandboxed(writable: Sequence[Path], readable: Sequence[Path] = (), devices: GpuDevices | None = None
+              ) -> Iterator[Sandbox]:
+    """Run every command started inside this block in a sandbox that may write `writable` only,
+    read, besides the system, `readable` and the operator's folders, and use the GPUs of `devices`
+    (runner.base.gpu.sandbox_devices; none when not given)."""
     global _open
     box = Sandbox(find_bwrap(), [Path(p).resolve() for p in writable],
-                  [Path(p) for p in readable] + operator_paths(), keep_caps=os.environ.get(KEEP_CAPS) == "1")
+                  [Path(p) for p in readable] + operator_paths(), keep_caps=os.environ.get(KEEP_CAPS) == "1",
+                  devices=devices or GpuDevices())
     token = _current.set(box)
     with _open_lock:
         _open += 1
