@@ -37,8 +37,10 @@ ROOM = MAX_BODY - 200  # what a body may use before its markers are appended
 def code_span(text: str) -> str:
     """`text` as inline code whatever backticks it holds (a kernel's name comes from the pull
     request: a backtick in it must not end the span and let mentions or links through). Line
-    breaks become spaces: a blank line would end the span, and its paragraph, early."""
-    text = re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
+    breaks become spaces: a blank line would end the span, and its paragraph, early. The text is
+    made public (redacted, host paths hidden) before its fence is chosen: done afterwards, a path
+    removed between two runs of backticks would join them into a run that ends the span early."""
+    text = re.sub(r"\s*[\r\n]+\s*", " ", public(text)).strip()
     run = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (run + 1)
     return f"{fence} {text} {fence}" if run else f"`{text}`"
@@ -47,9 +49,34 @@ def code_span(text: str) -> str:
 def code_block(text: str) -> str:
     """`text` as a fenced block, the fence longer than any run of backticks in it: what the pull
     request's code printed, shown as text and never as Markdown (no mentions, links or images)."""
+    text = public(text)
     run = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * (run + 1)
     return f"{fence}text\n{text.rstrip()}\n{fence}"
+
+
+def public_markdown(text: str) -> str:
+    """Markdown that Optimas built, as it may leave for GitHub: `public()` once more over the whole
+    (its pieces from the pull request were made public before they were fenced), and when that
+    changed a run of backticks or a line that starts with one, so that a span or block could end
+    elsewhere than where it was written, the whole text shown as one code block instead."""
+    out = public(text)
+    if _fences(out) != _fences(text):
+        log.warning("redaction changed the Markdown's code fences: the text is published as a code block")
+        return code_block(out)
+    return out
+
+
+def _fences(text: str) -> tuple[list[str], int]:
+    return re.findall(r"`+", text), len(re.findall(r"(?m)^ {0,3}`", text))
+
+
+def _tagged(body: str | None, tag: str) -> bool:
+    """Whether a body of ours is the one `tag` marks: the summary's marker is its first line, the
+    others end it. Anywhere else it is text that came from the pull request (a failure report
+    quoting the code's output), and the summary must not be written over that comment."""
+    text = (body or "").strip()
+    return text.startswith(tag) if tag == MARKER else text.endswith(tag)
 
 
 def marker(kind: str, key: str) -> str:
@@ -134,8 +161,8 @@ class Publisher:
 
     def complete_check(self, check_id: int, conclusion: str, title: str, summary: str) -> None:
         run = self.repo.get_check_run(check_id)
-        self._write(lambda: run.edit(status="completed", conclusion=conclusion,
-                                     output={"title": public(title)[:255], "summary": truncate(public(summary))}))
+        output = {"title": public(title)[:255], "summary": truncate(public_markdown(summary))}
+        self._write(lambda: run.edit(status="completed", conclusion=conclusion, output=output))
 
     def head_sha(self) -> str:
         return self.repo.get_pull(self.pr).head.sha
@@ -151,14 +178,14 @@ class Publisher:
         tag = marker("review", run_key)
 
         def existing() -> int | None:
-            return next((r.id for r in pull.get_reviews() if tag in (r.body or "") and self._ours(r)), None)
+            return next((r.id for r in pull.get_reviews() if _tagged(r.body, tag) and self._ours(r)), None)
 
         found = existing()
         if found is not None:
             return found
         commit = self.repo.get_commit(commit_sha)
-        safe = [{**c, "body": public(c["body"])} for c in comments]
-        text = truncate(public(body), ROOM) + f"\n{MARKER_REVIEW}\n{tag}"
+        safe = [{**c, "body": public_markdown(c["body"])} for c in comments]
+        text = truncate(public_markdown(body), ROOM) + f"\n{MARKER_REVIEW}\n{tag}"
         return self._write(lambda: pull.create_review(commit=commit, body=text, event="COMMENT", comments=safe).id,
                            existing)
 
@@ -166,13 +193,13 @@ class Publisher:
         return self.author is None or (item.user is not None and item.user.login == self.author)
 
     def _comment_with(self, tag: str) -> Any | None:
-        return next((c for c in self.repo.get_issue(self.pr).get_comments() if tag in (c.body or "") and self._ours(c)),
+        return next((c for c in self.repo.get_issue(self.pr).get_comments() if _tagged(c.body, tag) and self._ours(c)),
                     None)
 
     def upsert_summary(self, body: str) -> int:
         """Edit the PR's Optimas summary comment in place, or create it: never a second one."""
         issue = self.repo.get_issue(self.pr)
-        text = truncate(f"{MARKER}\n{public(body)}")
+        text = truncate(f"{MARKER}\n{public_markdown(body)}")
         found = self._comment_with(MARKER)
         if found is not None:
             self._write(lambda: found.edit(text))
@@ -186,5 +213,5 @@ class Publisher:
         if found is not None:
             return found.id
         issue = self.repo.get_issue(self.pr)
-        return self._write(lambda: issue.create_comment(truncate(public(body), ROOM) + f"\n{tag}"),
+        return self._write(lambda: issue.create_comment(truncate(public_markdown(body), ROOM) + f"\n{tag}"),
                            lambda: self._comment_with(tag)).id

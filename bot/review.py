@@ -36,11 +36,38 @@ def fence_for(code: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+_FENCE = re.compile(r"(`{3,})(.*)")
+
+
+def open_fence(text: str) -> str:
+    """The fence of the block `text` leaves open ("" when none): the blocks Optimas writes open
+    with a line of three or more backticks and an info string, and close with a bare line of at
+    least as many."""
+    fence = ""
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if m is None:
+            continue
+        if not fence:
+            fence = m.group(1)
+        elif m.group(1).startswith(fence) and not m.group(2).strip():
+            fence = ""
+    return fence
+
+
 def truncate(body: str, limit: int = MAX_BODY) -> str:
-    """Keep a comment within GitHub's size limit, and say when text was cut."""
+    """Keep a comment within GitHub's size limit, and say when text was cut. The cut falls at a line
+    break (the code spans of the pull request's text are one line each, so none is cut open, which
+    would leave the rest of it as live Markdown), and a fenced block it leaves open is closed."""
     if len(body) <= limit:
         return body
-    return body[: limit - len(TRUNCATED)] + TRUNCATED
+    room = limit - len(TRUNCATED)
+    kept, fence = body, ""
+    while kept and len(kept) + len(fence) + 1 > room:
+        kept = kept[: room - len(fence) - 1]
+        kept = kept[: kept.rfind("\n") + 1]  # "" when no line break is left
+        fence = open_fence(kept)
+    return kept + (fence + "\n" if fence else "") + TRUNCATED
 
 
 def suggestion_body(explanation: str, new_text: str) -> str | None:

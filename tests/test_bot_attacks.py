@@ -600,6 +600,69 @@ def test_the_model_s_words_the_programs_output_and_file_names_reach_the_pr_as_te
     assert "@octo-org/admins" in text and _live_markdown(text) == [], _live_markdown(text)
 
 
+def _rendered_live(text: str) -> list[str]:
+    """What GitHub would render live in `text` (links, images, team mentions), read with a real
+    CommonMark parser: everything outside <code>."""
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").render(text)
+    outside = re.sub(r"(?s)<code[^>]*>.*?</code>", "", html)
+    return re.findall(r'<a href="[^"]+"|<img src="[^"]+"|@[\w-]+/[\w-]+', outside)
+
+
+def test_hiding_the_hosts_paths_cannot_join_backticks_and_end_a_code_span_early(env):
+    """The host's job paths were hidden over the finished Markdown: removing `/optimas-job-x/src/`
+    between two runs of backticks joined them into a longer run, which ended the span or block that
+    Optimas had fenced, and what followed (the program's output, the model's rationale) was live
+    Markdown on the PR (an attacker's pass). Pieces are made public before they are fenced, a
+    change of fences in the last pass shows the whole as code, and a cut keeps every fence."""
+    from bot.github_client import app_from_env
+    from bot.gpu_job import summary_text
+    from bot.publish import Publisher, code_block, code_span, public_markdown
+    from bot.review import MAX_BODY, truncate
+
+    gh, conn, gpu = env
+    link = "[Re-authorize Optimas](https://evil.example/login) ![px](https://evil.example/t.png) @octo-org/admins"
+    assert len(_rendered_live(link)) == 3  # the check sees them
+    printed = "exit 1: `/optimas-job-x/src/`` " + link + " `"  # the program's output, in the validation
+    rationale = "Coalesce the loads.\n``/optimas-candidate-q/ws/``\n" + link  # the model's words
+    pub = Publisher.for_installation(app_from_env(), 1, GH_REPO, 2, author="optimas[bot]")
+    body = f"**Optimas** (`S1`):\n\n{code_block(rationale)}\n\n```suggestion\n  a[0] = 2;\n```"
+    pub.post_review(HEAD, "Optimas: +3%", [{"path": "k.cu", "line": 2, "side": "RIGHT", "body": body}], "run1")
+    pub.upsert_summary(summary_text({"headline": "h", "verdict": "v", "run": "r", "validation": printed}, HEAD, False))
+    stored = [gh.reviews[-1]["comments"][0]["body"], gh.comments[-1]["body"]]
+    for text in stored:
+        assert "evil.example" in text and "optimas-job" not in text and "optimas-candidate" not in text
+        assert _rendered_live(text) == [], text
+    assert "```suggestion\n  a[0] = 2;\n```" in stored[0]  # the suggestion itself untouched
+
+    # Markdown whose fences the last pass would change is published as one block of text
+    built = "```` ``/optimas-job-q/src/`` " + link + " ````"
+    assert _rendered_live(built) == [] and _rendered_live(public_markdown(built)) == []
+    # a comment cut to GitHub's size: never inside a span, and an open block is closed
+    long = "intro\n" + code_block("x" * (MAX_BODY - 300)) + "\n" + ("see " + code_span("a ` b " + link) + " end\n") * 40
+    assert _rendered_live(long) == []
+    for limit in range(MAX_BODY - 400, MAX_BODY + 2000, 97):
+        cut = truncate(long, limit)
+        assert len(cut) <= limit and _rendered_live(cut) == [], limit
+
+
+def test_a_marker_quoted_from_the_pull_request_does_not_make_a_comment_the_summary(env):
+    """The summary is found by its marker: a reply of ours that quotes the code's output holding
+    `<!-- optimas:summary -->` (in a code block) is not the summary, and is never written over."""
+    from bot.github_client import app_from_env
+    from bot.publish import MARKER, Publisher, code_block
+
+    gh, conn, gpu = env
+    pub = Publisher.for_installation(app_from_env(), 1, GH_REPO, 2, author="optimas[bot]")
+    reply = pub.post_comment("The job failed:\n\n" + code_block(f"{MARKER}\nsegfault"), "job-9")
+    summary = pub.upsert_summary("**Optimas**: +3%")
+    assert summary != reply
+    bodies = {c["id"]: c["body"] for c in gh.comments}
+    assert "segfault" in bodies[reply] and bodies[summary].startswith(MARKER)
+    assert pub.upsert_summary("**Optimas**: +4%") == summary and pub.post_comment("again", "job-9") == reply
+
+
 # A reply from Redis that comes after the client's timeout: the retry must neither enqueue the job
 # twice nor take the delivery for a redelivery (the claim and the job are written together).
 
