@@ -24,6 +24,7 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,13 +143,18 @@ def pin(ctx: JobContext, current: str, head_sha: str | None, trigger: str,
                   f"check it and comment `/optimas run {current}`.")
 
 
-def _writer_or_quiet(ctx: JobContext, sender: str) -> tuple[str, bool]:
+def _writer_or_quiet(ctx: JobContext, sender: str, refused: Callable[[], object] | None = None) -> tuple[str, bool]:
     """(the sender's permission, whether they may use Optimas here). Anyone else gets one reply per
     pull request and interval (OPTIMAS_REPLY_INTERVAL_S), whatever they ask and however often:
-    a non-writer cannot make the bot talk at will."""
+    a non-writer cannot make the bot talk at will; an account of an app (`name[bot]`) gets none.
+    `refused` runs first when the sender may not (before a reply that may be slow or fail)."""
     permission = ctx.app.permission(ctx.installation_id, ctx.repo, sender)
     if permission in WRITE_PERMISSIONS:
         return permission, True
+    if refused is not None:
+        refused()
+    if sender.endswith("[bot]"):
+        return permission, False
     fresh = ctx.conn.set(ctx.key("replied", f"{ctx.repo}#{ctx.pr}"), 1, nx=True,
                          ex=max(1, int(ctx.settings.reply_interval_s)))
     if fresh:
@@ -162,10 +168,11 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
     ctx = JobContext.create(repo, installation_id, pr)
     ws, conn = ctx.settings, ctx.conn
     voided = ctx.key("voided", f"{repo}#{pr}")
-    permission, allowed = _writer_or_quiet(ctx, sender)
+    # someone who may not start runs pushed (a person, or an app's account such as a fork's
+    # github-actions[bot]): the PR's approval no longer holds, from before any reply is tried
+    void = (lambda: conn.set(voided, 1, ex=JOB_KEY_TTL_S * 4)) if trigger == "synchronize" else None
+    permission, allowed = _writer_or_quiet(ctx, sender, void)
     if not allowed:
-        if trigger == "synchronize":  # someone who may not start runs pushed: the PR's approval no longer holds
-            conn.set(voided, 1, ex=JOB_KEY_TTL_S * 4)
         return {"status": "not allowed", "permission": permission}
     if trigger == "synchronize" and conn.exists(voided):
         ctx.reply(reply_text("approval-needed", sender=sender, head=head_sha[:12] if head_sha else "?"))

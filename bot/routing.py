@@ -239,9 +239,9 @@ class EventError(PayloadError):
 
 def decide(event: str, payload: Any, settings: Settings) -> Decision:
     """Route one delivery by its event and the payload's action; events from bots (the app itself
-    included) are ignored. A malformed event name raises EventError, a payload of the wrong shape
-    PayloadError. The header is not signed: it only selects a handler, and the handler runs only
-    for the action its payload (which is signed) states."""
+    included) are ignored, except another app's push to a pull request. A malformed event name
+    raises EventError, a payload of the wrong shape PayloadError. The header is not signed: it only
+    selects a handler, and the handler runs only for the action its payload (which is signed) states."""
     if not EVENT_NAME.fullmatch(event):
         raise EventError(f"X-GitHub-Event {event[:40]!r}: expected an event name as GitHub sends it "
                          "(e.g. pull_request)")
@@ -253,7 +253,12 @@ def decide(event: str, payload: Any, settings: Settings) -> Decision:
         return Decision(reason=f"no handler for {event}" + (f".{action[:40]}" if action else ""))
     sender = field_of(payload, "sender", dict, default={})
     login = field_of(payload, "sender.login", str, default="")
-    if event != "ping" and (sender.get("type") == "Bot" or login == f"{settings.app_slug}[bot]"):
+    from_bot = sender.get("type") == "Bot" or login.endswith("[bot]")
+    # Another app's push still changes the code a writer approved (a fork's workflow can push with
+    # its github-actions[bot]): it goes to the trigger's job, which voids the approval unless the
+    # app may write here. Every other event of an app, this one's above all, is ignored.
+    pushed = (event, action) == ("pull_request", "synchronize") and login != f"{settings.app_slug}[bot]"
+    if event != "ping" and from_bot and not pushed:
         return Decision(reason=f"ignoring an event from the bot {login[:60]}")
     installation = field_of(payload, "installation.id", int, default=None)
     repo = field_of(payload, "repository.full_name", str, default="")

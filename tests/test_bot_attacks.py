@@ -511,15 +511,22 @@ def test_markers_in_other_peoples_comments_do_not_stand_for_the_bots(monkeypatch
 
 # An approval holds for the commits writers push, not for a push by anyone else.
 
-def test_a_push_by_a_non_writer_voids_the_approval_until_a_writer_approves_again(served):
+@pytest.mark.parametrize("pusher", [("forker", "User"), ("github-actions[bot]", "Bot")])
+def test_a_push_by_a_non_writer_voids_the_approval_until_a_writer_approves_again(served, pusher):
+    """A push by an app's account voids it too: a fork's workflow pushes as github-actions[bot], and
+    events from bots were dropped before any handler ran (an attacker's pass). No reply to a bot."""
     srv, gh, conn, gpu = served
     labels = [{"name": "optimas"}]
     srv.deliver("pull_request", pull_request("labeled", B, "2026-12-04T10:00:00Z", label="optimas", labels=labels))
     srv.work()
     assert [j.kwargs["head_sha"] for j in gpu.jobs] == [B]
     gh.add_pull(GH_REPO, 2, M)  # the fork pushes M
-    srv.deliver("pull_request", pull_request("synchronize", M, "2026-12-04T10:01:00Z", sender="forker", labels=labels))
+    push = pull_request("synchronize", M, "2026-12-04T10:01:00Z", sender=pusher[0], labels=labels)
+    push["sender"]["type"] = pusher[1]
+    replies = len(gh.comments)
+    assert srv.deliver("pull_request", push)[0] == 202
     srv.work()
+    assert len(gh.comments) == replies + (pusher[1] == "User")  # the person is told once, the app never
     e = "e" * 40  # a writer's "update branch" merges the base into it: a head holding M
     gh.add_pull(GH_REPO, 2, e)
     srv.deliver("pull_request", pull_request("synchronize", e, "2026-12-04T10:02:00Z", labels=labels))
