@@ -68,6 +68,19 @@ def test_a_scaled_value_divides_first_and_stays_an_integer(scale: float, expecte
     assert integer_value(got) == int(64 * 1048576 * scale)
 
 
+def test_an_expression_from_the_pull_request_is_read_never_run():
+    """A size's value is the pull request's text: read as numbers and C's integer operators only,
+    within 64 bits, so that a file holding `N = 9**9**9**9;` (which Python's eval would compute
+    for hours in the worker, outside the sandbox) or a huge shift is no size (an attacker's pass)."""
+    for expr in ("9**9**9**9", "1 << (1 << 40)", "2 ** 64", "(1 << 63) * (1 << 63)", "(" * 120 + "1" + ")" * 120,
+                 "99999999999999999999999", "3 % 0", "1e5", "4 >> -1"):
+        assert integer_value(expr) is None, expr
+    texts = {"unused.c": "void f() { N = 9**9**9**9; }\n", "main.cu": "#define M (1 << 20)\nint main() { return M; }\n"}
+    assert definitions_of("N", texts) == [] and len(definitions_of("M", texts)) == 1
+    assert [integer_value(e) for e in ("64 * 1048576", "1024UL*1024", "(1 << 10) * sizeof(float)", "10/3", "-5+2",
+                                       "0x100", "1'000'000")] == [67108864, 1048576, 4096, 3, -3, 256, 1000000]
+
+
 def test_scaling_rewrites_only_the_definition_and_refuses_an_ambiguous_name():
     texts = {"a.cu": "// N is the size\n#define N (1 << 20)   \nint x = N;\n",
              "b.cpp": "const unsigned int M = 4096, K = 16;\nvoid f() { int y = M; }\n"}

@@ -11,6 +11,8 @@ code (a tile, a table, launch bounds).
 
 from __future__ import annotations
 
+import ast
+import operator
 import os
 import re
 from dataclasses import dataclass
@@ -108,10 +110,18 @@ def definition_problem(name: str, texts: dict[str, str], found: list[SizeConstan
             f"or only `#define`s of it (one per branch), {where}")
 
 
+MAX_EXPRESSION = 200  # characters: a size is written shortly
+_LIMIT = 1 << 64  # every operand and result below this: a C integer of 64 bits at most
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+              ast.Mod: operator.mod, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+
+
 def integer_value(expr: str) -> int | None:
     """The value of an integer constant expression made of numbers and operators (None when it
-    names anything, or is not an integer)."""
-    if not _INTEGER_EXPR.match(expr) or not re.search(r"\d", expr):
+    names anything, is not an integer, or leaves 64 bits). The text is the pull request's: it is
+    read as a tree of these operators alone, never evaluated (`9**9**9**9` or `1 << (1 << 40)`
+    would hold the worker for hours)."""
+    if len(expr) > MAX_EXPRESSION or not _INTEGER_EXPR.match(expr) or not re.search(r"\d", expr):
         return None
     py = re.sub(r"sizeof\s*\(\s*(?:unsigned\s+)?(?:char|u?int8_t)\s*\)", "1", expr)
     py = re.sub(r"sizeof\s*\([^)]*\)", "4", py)  # a size's exact bytes do not matter for a ratio
@@ -119,10 +129,26 @@ def integer_value(expr: str) -> int | None:
     if re.search(r"\b0\d", py):
         return None  # octal, rare in sizes
     try:
-        value = eval(py, {"__builtins__": {}}, {})  # noqa: S307 (digits and operators only, checked above)
-    except (SyntaxError, ZeroDivisionError, TypeError, ValueError):
+        return _value(ast.parse(py.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError, MemoryError):
         return None
-    return value if isinstance(value, int) else None
+
+
+def _value(node: ast.AST) -> int | None:
+    """An integer from a tree of numbers, + - * / % << >> and unary signs; None for anything else."""
+    if isinstance(node, ast.Constant):
+        value = node.value if type(node.value) is int else None
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _value(node.operand)
+        value = None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    elif isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _value(node.left), _value(node.right)
+        if left is None or right is None or (isinstance(node.op, (ast.LShift, ast.RShift)) and not 0 <= right < 64):
+            return None
+        value = _OPERATORS[type(node.op)](left, right)
+    else:
+        return None
+    return value if value is not None and -_LIMIT < value < _LIMIT else None
 
 
 def scaled_value(value: str, scale: float) -> str:
