@@ -447,7 +447,7 @@ def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
     for e in proposed.proposal.edits:
         cited = "\n".join(f"{i}: {texts[i][:160]}" for i in e.cites if i in texts) or "no evidence cited"
         effect = f"Measured: {measured}." if measured else f"Not measured on this worker: {code_span(why)}."
-        path = str((workdir / e.file).resolve().relative_to(root.resolve()))
+        path = pr_path(workdir, e.file, root)
         edits.append({"file": path, "start_line": e.start_line, "end_line": e.end_line, "new_text": e.new_text,
                       # the model's words and the evidence (source lines of the pull request) as text,
                       # never as Markdown: no mention, link or image reaches the review from them
@@ -503,6 +503,17 @@ def edit_diff(path: str, original: str, start: int, end: int, new_text: str) -> 
     return unified_diff({path: original}, {path: new + ("\n" if original.endswith("\n") else "")}).rstrip("\n")
 
 
+def pr_path(workdir: Path, name: str, root: Path) -> str:
+    """The pull request's path of a source the config names (`name`, in the app's `workdir`), from
+    the names alone: the checkout was the code's to write by now, and a link it put in place of
+    k.cu would, resolved, move k.cu's validated edit onto the file the link points at."""
+    path = os.path.normpath(os.path.join(os.path.abspath(workdir), name))
+    rel = os.path.relpath(path, os.path.normpath(os.path.abspath(root)))
+    if rel == ".." or rel.startswith("../") or os.path.isabs(rel):
+        raise RepositoryConfigError(f"{REPOSITORY_CONFIG}: {name}: outside the checkout; no suggestion is made for it")
+    return rel
+
+
 def loop_edits(original: dict[str, str], final: dict[str, str], workdir: Path, root: Path,
                explanation: str) -> list[dict[str, Any]]:
     """Review edits (PR-root paths, PR-head line numbers) that turn the original sources into the
@@ -513,7 +524,7 @@ def loop_edits(original: dict[str, str], final: dict[str, str], workdir: Path, r
     for name, text in original.items():
         if name not in final or final[name] == text:
             continue
-        path = str((workdir / name).resolve().relative_to(root.resolve()))
+        path = pr_path(workdir, name, root)
         for e in diff_edits(name, text, final[name]):
             out.append({"file": path, "start_line": e.start_line, "end_line": e.end_line, "new_text": e.new_text,
                         "explanation": explanation,

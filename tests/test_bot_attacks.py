@@ -670,6 +670,27 @@ def test_a_marker_quoted_from_the_pull_request_does_not_make_a_comment_the_summa
     assert pub.upsert_summary("**Optimas**: +4%") == summary and pub.post_comment("again", "job-9") == reply
 
 
+def test_a_link_the_code_puts_in_place_of_a_source_does_not_move_its_suggestion(tmp_path):
+    """A suggestion goes on the file the edit was validated for: the pull request's code, run after
+    the checkout was read, can put a link to victim.cu in place of k.cu, and the path resolved
+    through it posted k.cu's edit on victim.cu's lines (an attacker's pass)."""
+    from bot.gpu_job import RepositoryConfigError, loop_edits, pr_path
+    from bot.review import plan_review
+
+    root = tmp_path / "src"
+    (root / "app").mkdir(parents=True)
+    k = "__global__ void k(float *a) {\n  a[0] = 1;\n}\n"
+    (root / "victim.cu").write_text("int check_auth(User u) {\n  return verify(u);\n}\n")
+    (root / "app" / "k.cu").symlink_to("../victim.cu")  # what the code left in place of k.cu
+    edits = loop_edits({"k.cu": k}, {"k.cu": k.replace("a[0] = 1;", "a[0] = 2;")}, root / "app", root, "+12%")
+    assert [e["file"] for e in edits] == ["app/k.cu"]
+    comments, _ = plan_review(edits, {"victim.cu": "@@ -1,3 +1,3 @@\n int check_auth(User u) {\n-  x\n+  y\n }",
+                                      "app/k.cu": "@@ -1,3 +1,3 @@\n a\n-b\n+c\n d"})
+    assert [c["path"] for c in comments] == ["app/k.cu"]
+    with pytest.raises(RepositoryConfigError, match="outside the checkout"):
+        pr_path(root / "app", "../../etc/k.cu", root)
+
+
 # A reply from Redis that comes after the client's timeout: the retry must neither enqueue the job
 # twice nor take the delivery for a redelivery (the claim and the job are written together).
 
