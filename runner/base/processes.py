@@ -122,7 +122,10 @@ def child_environment(declared: Mapping[str, str] | None = None, source: Mapping
     """The environment of a child process: the allowed part of `source` (default: os.environ),
     a HOME of its own, then the `declared` values (the config's `app.env`)."""
     src = os.environ if source is None else source
-    env = {k: v for k, v in src.items() if k in PASSED or k.startswith(PASSED_PREFIXES)}
+    # the prefixes' names too pass the secret-name check: NVIDIA_API_KEY or NV_TOKEN is a key for a
+    # service, not a setting of the toolkit, and the code would print it into the PR (an attacker's pass)
+    env = {k: v for k, v in src.items()
+           if k in PASSED or (k.startswith(PASSED_PREFIXES) and not _NEVER.search(k))}
     env.update({n: src[n] for n in operator_names(src) if n in src})
     env.setdefault("PATH", os.defpath)
     home = _default_home()

@@ -21,7 +21,7 @@ _secrets: set[str] = set()
 
 # Environment variables whose values are secrets wherever they are set.
 SECRET_ENV = ("OPTIMAS_WEBHOOK_SECRET", "OPTIMAS_PRIVATE_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-              "ANTHROPIC_API_KEY", "OLLAMA_API_KEY", "GITHUB_TOKEN", "GH_TOKEN")
+              "ANTHROPIC_API_KEY", "OLLAMA_API_KEY", "NVIDIA_API_KEY", "GITHUB_TOKEN", "GH_TOKEN")
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S), MASK),
