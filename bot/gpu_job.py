@@ -197,6 +197,8 @@ def replace_file(path: Path, text: str) -> None:
 # could fill the volume (and the dashboard, which reads them).
 KEEP_FILE_BYTES = 64 << 20
 KEEP_JOB_BYTES = 1 << 30
+ENTRY_BYTES = 4096  # what each kept file or folder costs besides its bytes (a block and an inode):
+# empty files cost the volume too, and a job kept millions of them within its bytes (an attacker's pass)
 
 
 def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = None) -> None:
@@ -206,7 +208,8 @@ def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = 
     runstore.runs_created) are kept, named as runs, with a manifest, that the runs folder does not
     hold yet; only regular files and folders are copied (links dropped; setuid, setgid, execute and
     write-for-others bits off: nothing kept is run again; a file over KEEP_FILE_BYTES is left out,
-    and once KEEP_JOB_BYTES are kept the job's other runs are not); only JSON objects are added to
+    and once KEEP_JOB_BYTES are kept, each file and folder counted ENTRY_BYTES more than its size,
+    the job's other runs are not); only JSON objects are added to
     the corpus. What cannot be kept is logged: the job's outcome stands."""
     ours = {p.name for p in made if p.parent == source}
     budget = KEEP_JOB_BYTES
@@ -221,10 +224,10 @@ def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = 
             manifest = entry / "manifest.json"
             if not manifest.is_file() or manifest.is_symlink() or (runs / entry.name).exists():
                 continue
-            size = _kept_size(entry)
-            if size > budget:
-                log.warning("%s: %d bytes, more than the %d this job may still keep; not kept", entry.name, size,
-                            budget)
+            size = _kept_size(entry, budget)
+            if size is None:
+                log.warning("%s: more than the %d bytes this job may still keep (counting %d per file and folder); "
+                            "not kept", entry.name, budget, ENTRY_BYTES)
                 continue
             budget -= size
             shutil.copytree(entry, runs / entry.name, symlinks=True, ignore=_not_regular,
@@ -246,14 +249,19 @@ def _not_regular(folder: str, names: list[str]) -> set[str]:
     return out
 
 
-def _kept_size(folder: Path) -> int:
-    """The bytes copytree would keep of a run folder (_not_regular's files left out), links not followed."""
+def _kept_size(folder: Path, budget: int) -> int | None:
+    """What keeping a run folder costs: the bytes copytree would keep (_not_regular's files left
+    out, links not followed) and ENTRY_BYTES per file and folder; None, as soon as it is seen to be
+    over `budget` (the walk stops there)."""
     total = 0
-    for top, _, files in os.walk(folder):
+    for top, dirs, files in os.walk(folder):
+        total += ENTRY_BYTES * (len(dirs) + len(files))
         for name in files:
             info = os.lstat(os.path.join(top, name))
             if stat.S_ISREG(info.st_mode) and info.st_size <= KEEP_FILE_BYTES:
                 total += info.st_size
+        if total > budget:
+            return None
     return total
 
 

@@ -468,12 +468,14 @@ def test_only_runs_are_kept_and_only_as_plain_files(tmp_path):
 
 def test_what_a_job_keeps_on_the_runs_volume_is_bounded(tmp_path, monkeypatch):
     """The code under test writes in its run folders: a file over the limit is left out, and once
-    the job's budget is spent its other runs are not kept (limits made smaller here)."""
+    the job's budget is spent (bytes, and a cost per file and folder) its other runs are not kept
+    (limits made smaller here)."""
     from bot import gpu_job
     from bot.gpu_job import keep_runs
 
     monkeypatch.setattr(gpu_job, "KEEP_FILE_BYTES", 1000)
     monkeypatch.setattr(gpu_job, "KEEP_JOB_BYTES", 3000)
+    monkeypatch.setattr(gpu_job, "ENTRY_BYTES", 10)
     work, runs = tmp_path / "job" / "work" / "runs", tmp_path / "worker" / "runs"
     made = []
     for n, size in enumerate((2000, 2000)):
@@ -487,7 +489,15 @@ def test_what_a_job_keeps_on_the_runs_volume_is_bounded(tmp_path, monkeypatch):
     keep_runs(work, runs, made)
     first, second = (runs / r.name for r in made)
     assert (first / "profile" / "a.log").is_file() and not (first / "profile" / "huge.out").exists()
-    assert not second.exists()  # 2002 bytes kept of 3000: the next 2002 do not fit
+    assert not second.exists()  # 2052 of 3000 kept (2002 bytes, 5 entries): the next 2052 do not fit
+    # files of no bytes cost the volume too: a run of 400 empty ones is 4000 (an attacker's pass)
+    empty = tmp_path / "job2" / "runs" / "20261206T120000Z-0f0e0d0c-0b0a-4908-8706-050403020109"
+    (empty / "profile").mkdir(parents=True)
+    (empty / "manifest.json").write_text("{}")
+    for i in range(400):
+        (empty / "profile" / f"e{i}").touch()
+    keep_runs(empty.parent, runs, [empty])
+    assert not (runs / empty.name).exists()
 
 
 # A marker copied into someone else's comment or review is not the bot's.
