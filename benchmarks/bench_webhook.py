@@ -9,7 +9,8 @@ run (`--rates 200,300,500 --seconds 20`). Records one JSON file, benchmarks/resu
 Deliveries. Every request carries a distinct X-GitHub-Delivery, except a fraction (--redeliveries,
 default 0.1) that resend an earlier delivery of the same rate (same id, same body), as GitHub's
 "Redeliver" does. The bodies are GitHub's example `pull_request.labeled` payload for --prs different
-pull requests (each its own number and head SHA), built and signed (X-Hub-Signature-256) once, before
+pull requests (each its own number and head SHA, and each delivery its own `updated_at`: the receiver
+takes a body sent again under a new id for a replay), built and signed (X-Hub-Signature-256) before
 any clock starts. Checked at every rate: each distinct delivery got exactly one 202 and each
 redelivery a 200; the control queue holds exactly one job per distinct delivery (the delivery ids in
 the jobs' meta, read back from Redis), no more, no fewer.
@@ -66,6 +67,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import hashlib
 import hmac
 import io
@@ -517,8 +519,8 @@ def _answers(port: int) -> bool:
 
 # --- the load generator (a separate process) ------------------------------------------------------
 
-def _bodies(prs: int) -> list[tuple[bytes, str]]:
-    """(body, X-Hub-Signature-256) of a `pull_request.labeled` delivery for each of `prs` pull requests."""
+def _bodies(prs: int) -> list[dict]:
+    """A `pull_request.labeled` payload for each of `prs` pull requests."""
     payload = json.loads(FIXTURE.read_text())
     payload["label"]["name"] = "optimas"
     out = []
@@ -526,8 +528,23 @@ def _bodies(prs: int) -> list[tuple[bytes, str]]:
         payload["pull_request"]["number"] = 1 + k
         payload["number"] = 1 + k
         payload["pull_request"]["head"]["sha"] = hashlib.sha1(f"head {k}".encode()).hexdigest()
+        out.append(json.loads(json.dumps(payload)))
+    return out
+
+
+def _signed(schedule, payloads: list[dict]) -> dict[str, tuple[bytes, str]]:
+    """(body, X-Hub-Signature-256) of each distinct delivery: its PR's payload with a time of its own
+    (GitHub never sends two events with one body, and the receiver takes one sent again for a
+    replay), a redelivery the same bytes again. Made before the clock starts."""
+    out: dict[str, tuple[bytes, str]] = {}
+    for d, pr in schedule:
+        if d in out:
+            continue
+        payload = payloads[pr]
+        when = dt.datetime(2026, 12, 6, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=len(out))
+        payload["pull_request"]["updated_at"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
         raw = json.dumps(payload).encode()
-        out.append((raw, "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()))
+        out[d] = (raw, "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest())
     return out
 
 
@@ -543,10 +560,11 @@ async def _generate(port: int, bodies, rate: float, schedule, keepalive: bool, t
     loop = asyncio.get_running_loop()
     addr = ("127.0.0.1", port)
     connection = b"keep-alive" if keepalive else b"close"
+    signed = _signed(schedule, bodies)
     heads = [b"POST /webhook HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUser-Agent: GitHub-Hookshot/bench\r\n"
              b"Content-Type: application/json\r\nX-GitHub-Event: pull_request\r\nX-GitHub-Delivery: %s\r\n"
              b"X-Hub-Signature-256: %s\r\nContent-Length: %d\r\nConnection: %s\r\n\r\n"
-             % (port, d.encode(), bodies[pr][1].encode(), len(bodies[pr][0]), connection) for d, pr in schedule]
+             % (port, d.encode(), signed[d][1].encode(), len(signed[d][0]), connection) for d, pr in schedule]
     n = len(schedule)
     latency = [0.0] * n
     from_send = [0.0] * n
@@ -569,7 +587,7 @@ async def _generate(port: int, bodies, rate: float, schedule, keepalive: bool, t
                     t.close()
                 if transport is None:
                     transport, proto = await loop.create_connection(_Exchange, *addr)
-                status[i], reusable = await proto.exchange(heads[i] + bodies[schedule[i][1]][0])
+                status[i], reusable = await proto.exchange(heads[i] + signed[schedule[i][0]][0])
             done = loop.time()
             latency[i] = (done - due) * 1000
             from_send[i] = (done - began) * 1000

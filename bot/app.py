@@ -9,8 +9,10 @@ POST /webhook
      control job (202 with the job id) that checks the sender's permission and the PR, and
      schedules the GPU job. Pull-request events also record the head they show, with GitHub's
      timestamp, so that `/optimas run` can pin a commit that existed when it was written;
-  4. drop redeliveries: X-GitHub-Delivery is claimed in Redis (a key with a TTL) by a script that
-     writes the job only when the claim is new, in the same round trip as the head;
+  4. drop redeliveries and replays: X-GitHub-Delivery and the body's SHA-256 are claimed in Redis
+     (keys with a TTL) by a script that writes the job only when both claims are new, in the same
+     round trip as the head. The delivery header is not signed: a signed body sent again under
+     another id (or none) is a replay, and GitHub never sends two events with one body;
   5. Redis unreachable or stopped: 503 within about 0.7 s (two tries of 0.3 s), so GitHub records a
      failed delivery that can be redelivered.
 GET /healthz answers 200 when Redis answers.
@@ -121,14 +123,15 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
                     _head_commands(p, settings.key_prefix, decision.head)
                 if decision.job is not None:
                     job, commands = _job_commands(control, decision, delivery)
-                    claim = f"{settings.key_prefix}:delivery:{delivery}" if delivery else None
-                    _claim_then(p, claim, settings.delivery_ttl_s, job.id, commands)
+                    claims = [f"{settings.key_prefix}:body:{hashlib.sha256(body).hexdigest()}"]
+                    claims += [f"{settings.key_prefix}:delivery:{delivery}"] if delivery else []
+                    _claim_then(p, claims, settings.delivery_ttl_s, job.id, commands)
                 answers = p.execute() if len(p) else []
         except redis.exceptions.RedisError:
             return jsonify(error="queue unavailable; redeliver later"), 503
         if job is None:
             return jsonify(status="ignored", reason=decision.reason), 200
-        if answers[-1] not in (job.id, job.id.encode()):  # another job owns the delivery: a redelivery
+        if answers[-1] not in (job.id, job.id.encode()):  # another job owns the body or delivery: sent before
             return jsonify(status="duplicate delivery", delivery=delivery), 200
         return jsonify(status="queued", job=job.id, reason=decision.reason), 202
 
@@ -149,13 +152,14 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
     return app
 
 
-# KEYS[1] (if any): the delivery's claim; ARGV[1]: its TTL; ARGV[2]: the job's id; then each command
-# as its number of words and the words. A claim that exists is answered with its value (the id of the
-# job that the delivery made); else the commands run and the claim is written last, with the job's id,
-# so that a command that fails leaves the delivery unclaimed for GitHub's redelivery.
+# KEYS: the claims (the body's, the delivery's); ARGV[1]: their TTL; ARGV[2]: the job's id; then
+# each command as its number of words and the words. A claim that exists is answered with its value
+# (the id of the job that the body or delivery made); else the commands run and the claims are
+# written last, with the job's id, so that a command that fails leaves them unclaimed for GitHub's
+# redelivery.
 CLAIM_THEN = """
-if #KEYS == 1 then
-  local owner = redis.call('GET', KEYS[1])
+for k = 1, #KEYS do
+  local owner = redis.call('GET', KEYS[k])
   if owner then return owner end
 end
 local i = 3
@@ -164,7 +168,7 @@ while i <= #ARGV do
   redis.call(unpack(ARGV, i + 1, i + n))
   i = i + n + 1
 end
-if #KEYS == 1 then redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[1]) end
+for k = 1, #KEYS do redis.call('SET', KEYS[k], ARGV[2], 'EX', ARGV[1]) end
 return ARGV[2]
 """
 
@@ -181,11 +185,10 @@ def _job_commands(queue: Queue, decision: Decision, delivery: str):
         return job, [args for args, _options in p.command_stack]
 
 
-def _claim_then(pipe, claim: str | None, ttl: int, job_id: str, commands) -> None:
-    """Queue on `pipe` the script that runs `commands` unless `claim` exists, then writes the claim; it
-    answers the id of the job that owns the delivery."""
+def _claim_then(pipe, claims: list[str], ttl: int, job_id: str, commands) -> None:
+    """Queue on `pipe` the script that runs `commands` unless one of `claims` exists, then writes
+    them; it answers the id of the job that owns the body or delivery."""
     argv: list = [ttl, job_id]
     for words in commands:
         argv += [len(words), *words]
-    keys = [claim] if claim else []
-    pipe.eval(CLAIM_THEN, len(keys), *keys, *argv)
+    pipe.eval(CLAIM_THEN, len(claims), *claims, *argv)

@@ -38,7 +38,8 @@ def conn():
 
 @pytest.fixture
 def server(conn):
-    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}")
+    tag = uuid.uuid4().hex[:8]  # a namespace of its own: the bodies' claims outlive a test
+    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{tag}", key_prefix=f"test-{tag}")
     app = create_app(settings, conn)
     srv = make_server("127.0.0.1", 0, app, threaded=True)
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -48,6 +49,8 @@ def server(conn):
     srv.shutdown()
     queue.empty()
     queue.delete(delete_jobs=True)
+    for key in conn.scan_iter(f"test-{tag}:*"):
+        conn.delete(key)
 
 
 def post(url: str, event: str, body: dict | bytes, delivery: str | None = None, sign: bool | str = True):
@@ -123,6 +126,32 @@ def test_the_same_delivery_ten_times_makes_one_job(server):
     assert queue.count == 1
 
 
+def test_a_signed_body_sent_again_under_another_delivery_id_or_none_is_a_replay(server):
+    """The delivery header is not signed: whoever holds one signed body (a proxy's log) could send
+    it again and again under new ids, or none. GitHub never sends two events with one body: the
+    body's digest is claimed with the delivery (an attacker's pass)."""
+    url, queue = server
+    raw = json.dumps(labeled()).encode()
+    assert post(url, "pull_request", raw)[0] == 202
+    for status, body in (post(url, "pull_request", raw, delivery=str(uuid.uuid4())), _post_without_delivery(url, raw)):
+        assert (status, body["status"]) == (200, "duplicate delivery")
+    assert queue.count == 1
+    other = json.loads(raw)
+    other["pull_request"]["updated_at"] = "2026-12-06T10:00:00Z"  # the next event differs
+    assert post(url, "pull_request", other)[0] == 202 and queue.count == 2
+
+
+def _post_without_delivery(url: str, raw: bytes) -> tuple[int, dict]:
+    req = urllib.request.Request(url + "/webhook", data=raw, method="POST", headers={
+        "Content-Type": "application/json", "X-GitHub-Event": "pull_request",
+        "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
 def test_synchronize_unlabel_and_close(server):
     url, queue = server
     sync = payload("pull_request/synchronize.payload.json")
@@ -173,7 +202,8 @@ def test_body_that_is_not_json(server):
 
 
 def test_redis_down_answers_503_and_redelivery_works_later(conn):
-    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}")
+    tag = uuid.uuid4().hex[:8]
+    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{tag}", key_prefix=f"test-{tag}")
     # the same few, short retries as the app's own client (create_app)
     down = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2,
                        retry=RedisRetry(ExponentialBackoff(cap=0.2, base=0.05), 2))
@@ -186,6 +216,8 @@ def test_redis_down_answers_503_and_redelivery_works_later(conn):
             "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig})
         assert r.status_code == expected
     Queue(settings.control_queue, connection=conn).delete(delete_jobs=True)
+    for key in conn.scan_iter(f"test-{tag}:*"):
+        conn.delete(key)
     assert create_app(settings, down).test_client().get("/healthz").status_code == 503
 
 
