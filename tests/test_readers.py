@@ -222,6 +222,19 @@ def test_truncated_files_are_rejected(tmp_path: Path, h200: Path, reader, fixtur
     assert says in msg
 
 
+def test_a_report_of_empty_blocks_is_refused_without_reading_it_whole(tmp_path: Path):
+    """The check walks the block sizes through the file (a report of the pull request's run is its
+    code's to write): millions of empty blocks are no report."""
+    from runner.profiles.readers.report import MAX_BLOCKS, REPORT_MAGIC, check_report_file
+
+    f = tmp_path / "empty.ncu-rep"
+    f.write_bytes(REPORT_MAGIC + b"\0" * 4 * (MAX_BLOCKS + 2))
+    with pytest.raises(ProfileFormatError, match=f"more than {MAX_BLOCKS} blocks"):
+        check_report_file(f)
+    f.write_bytes(REPORT_MAGIC + b"\0" * 4 * 10)  # ten empty blocks: whole
+    check_report_file(f)
+
+
 @pytest.mark.parametrize("reader, fixture, says", [
     (NcuRawCsvReader, "probe_full_details.csv", "this is an `ncu --csv --page details` export; expected an "
                                                 "`ncu --csv --page raw` export"),

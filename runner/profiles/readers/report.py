@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import re
 import struct
 from pathlib import Path
@@ -39,6 +40,9 @@ def exported_spelling(name: str) -> str:
     return _LITERAL_CAST.sub("", name)
 
 
+MAX_BLOCKS = 1_000_000  # a report of many profiled launches has thousands; a file of empty blocks is not one
+
+
 def check_report_file(path: Path) -> None:
     """Raise unless `path` is a whole .ncu-rep file.
 
@@ -47,22 +51,24 @@ def check_report_file(path: Path) -> None:
     truncated report is detected here by walking the block sizes to the end of the file.
     """
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:  # the block sizes only: a report may be hundreds of MB
+            size_of_file = os.fstat(f.fileno()).st_size
+            if f.read(len(REPORT_MAGIC)) != REPORT_MAGIC:
+                raise ProfileFormatError(path, "not an Nsight Compute report (no NVR header)", "a .ncu-rep file "
+                                         "written by ncu -o", _HOW)
+            pos, blocks = len(REPORT_MAGIC), 0
+            while pos + 4 <= size_of_file and blocks <= MAX_BLOCKS:
+                f.seek(pos)
+                (size,) = struct.unpack("<I", f.read(4))
+                pos, blocks = pos + 4 + size, blocks + 1
     except FileNotFoundError:
         raise ProfileFormatError(path, "file not found", "a path to an existing .ncu-rep report") from None
     except IsADirectoryError:
         raise ProfileFormatError(path, "is a directory", "a .ncu-rep file") from None
-    if not data.startswith(REPORT_MAGIC):
-        raise ProfileFormatError(path, "not an Nsight Compute report (no NVR header)", "a .ncu-rep file "
-                                 "written by ncu -o", _HOW)
-    pos = len(REPORT_MAGIC)
-    while pos < len(data):
-        if pos + 4 > len(data):
-            break
-        (size,) = struct.unpack_from("<I", data, pos)
-        pos += 4 + size
-    if pos != len(data):
-        raise ProfileFormatError(path, f"the report is cut off ({len(data)} bytes; its last block needs {pos})",
+    if blocks > MAX_BLOCKS:
+        raise ProfileFormatError(path, f"more than {MAX_BLOCKS} blocks", "a .ncu-rep file written by ncu -o", _HOW)
+    if pos != size_of_file:
+        raise ProfileFormatError(path, f"the report is cut off ({size_of_file} bytes; its last block needs {pos})",
                                  "a complete .ncu-rep file (was the copy or the profiling run interrupted?)", _HOW)
 
 
