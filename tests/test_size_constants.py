@@ -77,8 +77,15 @@ def test_an_expression_from_the_pull_request_is_read_never_run():
         assert integer_value(expr) is None, expr
     texts = {"unused.c": "void f() { N = 9**9**9**9; }\n", "main.cu": "#define M (1 << 20)\nint main() { return M; }\n"}
     assert definitions_of("N", texts) == [] and len(definitions_of("M", texts)) == 1
+    # nor does a pattern run over its text: a character check on the value took 2^n steps on n
+    # digits, and the declaration pattern run over a whole file n^2 steps on n type words (hours
+    # for a file of the pull request's; both an attacker's pass)
+    assert integer_value("1" * 60 + "z") is None and definitions_of("N", {"a.c": "N = " + "1" * 60 + "z;"}) == []
+    (found,) = definitions_of("N", {"a.c": "int " * 200_000 + "N = 5;\n"})
+    assert found.value == "5" and found.line == 1 and not found.macro
     assert [integer_value(e) for e in ("64 * 1048576", "1024UL*1024", "(1 << 10) * sizeof(float)", "10/3", "-5+2",
-                                       "0x100", "1'000'000")] == [67108864, 1048576, 4096, 3, -3, 256, 1000000]
+                                       "0x100", "1'000'000", "-7/2", "-7%2")] == [67108864, 1048576, 4096, 3, -3, 256,
+                                                                                  1000000, -3, -1]  # C's / and %
 
 
 def test_scaling_rewrites_only_the_definition_and_refuses_an_ambiguous_name():

@@ -21,19 +21,24 @@ from pathlib import Path
 
 from runner.base.cuda_source import functions, strip_comments_and_strings
 
-# An integer constant expression as sizes are written: numbers (with C's suffixes), + - * / % << >>,
-# parentheses and sizeof(type). No identifiers: a value computed from other names is not a root.
-_INTEGER_EXPR = re.compile(r"^(?:\s|\d[\dxXa-fA-FuUlL']*|[-+*/%()]|<<|>>|sizeof\s*\(\s*[\w\s*]+\))+$")
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*)[ \t]+(?P<value>[^\n]*?)[ \t]*$", re.M)
+# A definition of a name, read around each place the name is written (never by a pattern run over
+# the whole file: a file of the pull request's could make that take hours). Before the name: the
+# text back to the statement's start; after it: the value and its end.
+_BEFORE = 160  # characters read back from the name
+_AFTER = 400  # characters read on from it
+# `#define name value`
+_DEFINE_BEFORE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\Z", re.M)
+_DEFINE_AFTER = re.compile(r"[ \t]+(?P<value>[^\n]*?)[ \t]*$", re.M)
 # A declaration with an initializer: type words before the name (`const int`, `static const uint`,
 # `constexpr size_t`, `unsigned int`), then `= value;` (or `,` for the next declarator).
 _TYPE_WORDS = (r"(?:(?:const|constexpr|static|unsigned|signed|volatile|int|long|short|char|size_t|uint|"
                r"u?int\d+_t|auto)\s+)+")
-_DECLARATION = re.compile(r"(?<![\w.>])" + _TYPE_WORDS + r"(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>[^;,{}]+?)\s*[;,]")
+_DECLARATION_BEFORE = re.compile(r"(?<![\w.>])" + _TYPE_WORDS + r"\Z")
+_DECLARATION_AFTER = re.compile(r"\s*=\s*(?P<value>[^;,{}]+?)\s*[;,]")
 # A statement assigning a number to a variable declared without one (`int n1, n2; n1 = 784;`):
 # kept only when the value is an integer constant expression.
-_ASSIGNMENT = re.compile(r"(?:^|(?<=[;{}]))[ \t]*(?P<name>[A-Za-z_]\w*)[ \t]*=[ \t]*(?P<value>[^;,{}=\n]+?)[ \t]*;",
-                         re.M)
+_ASSIGNMENT_BEFORE = re.compile(r"(?:^|(?<=[;{}]))[ \t]*\Z", re.M)
+_ASSIGNMENT_AFTER = re.compile(r"[ \t]*=[ \t]*(?P<value>[^;,{}=\n]+?)[ \t]*;")
 # Calls whose arguments are allocation sizes, and `new T[n]`.
 _ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|malloc|calloc|realloc|aligned_alloc|posix_memalign)\s*\(")
 _NEW_ARRAY = re.compile(r"\bnew\s+[\w:<>\s*]+?\[([^\]]+)\]")
@@ -64,14 +69,24 @@ def definitions_of(name: str, texts: dict[str, str]) -> list[SizeConstant]:
     """Every definition of `name` in these sources (file name -> text): a `#define name value`, a
     declaration `... name = value;`, or a statement `name = number;` outside comments and strings."""
     found = []
+    word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
     for file, text in texts.items():
         clean = strip_comments_and_strings(text)
-        for rx in (_DEFINE, _DECLARATION, _ASSIGNMENT):
-            for m in rx.finditer(clean):
-                if m.group("name") == name and (rx is not _ASSIGNMENT or integer_value(m.group("value")) is not None):
-                    value = text[m.start("value"):m.end("value")].rstrip()
-                    found.append(SizeConstant(name, file, m.start("value"), m.start("value") + len(value), value,
-                                              clean.count("\n", 0, m.start("value")) + 1, rx is _DEFINE))
+        for m in word.finditer(clean):
+            lo, hi = max(0, m.start() - _BEFORE), min(len(clean), m.end() + _AFTER)
+            # a window that starts mid-line does not start a line: a mark no pattern takes for one
+            before, after = ("" if lo == 0 or clean[lo - 1] == "\n" else "\0") + clean[lo:m.start()], clean[m.end():hi]
+            for kind, (ahead, behind) in enumerate(((_DEFINE_BEFORE, _DEFINE_AFTER),
+                                                    (_DECLARATION_BEFORE, _DECLARATION_AFTER),
+                                                    (_ASSIGNMENT_BEFORE, _ASSIGNMENT_AFTER))):
+                v = behind.match(after) if ahead.search(before) else None
+                if v is None or (kind == 2 and integer_value(v.group("value")) is None):
+                    continue
+                start = m.end() + v.start("value")
+                value = text[start:m.end() + v.end("value")].rstrip()
+                found.append(SizeConstant(name, file, start, start + len(value), value,
+                                          clean.count("\n", 0, start) + 1, kind == 0))
+                break
     return found
 
 
@@ -112,8 +127,16 @@ def definition_problem(name: str, texts: dict[str, str], found: list[SizeConstan
 
 MAX_EXPRESSION = 200  # characters: a size is written shortly
 _LIMIT = 1 << 64  # every operand and result below this: a C integer of 64 bits at most
-_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-              ast.Mod: operator.mod, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+
+
+def _c_div(a: int, b: int) -> int:
+    """C's integer division: toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: _c_div,
+              ast.Mod: lambda a, b: a - b * _c_div(a, b), ast.LShift: operator.lshift, ast.RShift: operator.rshift}
 
 
 def integer_value(expr: str) -> int | None:
@@ -121,7 +144,7 @@ def integer_value(expr: str) -> int | None:
     names anything, is not an integer, or leaves 64 bits). The text is the pull request's: it is
     read as a tree of these operators alone, never evaluated (`9**9**9**9` or `1 << (1 << 40)`
     would hold the worker for hours)."""
-    if len(expr) > MAX_EXPRESSION or not _INTEGER_EXPR.match(expr) or not re.search(r"\d", expr):
+    if len(expr) > MAX_EXPRESSION or not re.search(r"\d", expr):  # (no pattern over it: see _value)
         return None
     py = re.sub(r"sizeof\s*\(\s*(?:unsigned\s+)?(?:char|u?int8_t)\s*\)", "1", expr)
     py = re.sub(r"sizeof\s*\([^)]*\)", "4", py)  # a size's exact bytes do not matter for a ratio
@@ -135,7 +158,9 @@ def integer_value(expr: str) -> int | None:
 
 
 def _value(node: ast.AST) -> int | None:
-    """An integer from a tree of numbers, + - * / % << >> and unary signs; None for anything else."""
+    """An integer from a tree of numbers, + - * / % << >> and unary signs; None for anything else
+    (names, calls, `**`). The text is read by Python's parser and this walk only: a pattern that
+    checked its characters first took exponential time on a long run of digits."""
     if isinstance(node, ast.Constant):
         value = node.value if type(node.value) is int else None
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
