@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from github_server import FakeGitHub
+from rq import Queue
 
 from bot.manifest import EVENTS, PERMISSIONS, app_manifest
 
@@ -114,7 +115,9 @@ def test_compose_reads_exactly_what_convert_writes_and_the_receiver_starts_from_
     dotenv = {"OPTIMAS_DASHBOARD_TOKEN": "0123456789abcdef" * 2}  # the one line the checklist adds to .env
     app_env = service_env("app")
     assert app_env["OPTIMAS_DASHBOARD_RUNS_DIR"] == service_env("gpu-worker")["OPTIMAS_RUNS_DIR"]  # one volume
-    settings = Settings.from_env({**app_env, "OPTIMAS_CONTROL_QUEUE": f"test-compose-{uuid.uuid4().hex[:8]}"})
+    tag = uuid.uuid4().hex[:8]  # (a namespace of its own: the example body's claim outlives the test)
+    settings = Settings.from_env({**app_env, "OPTIMAS_CONTROL_QUEUE": f"test-compose-{tag}",
+                                  "OPTIMAS_KEY_PREFIX": f"test-{tag}"})
     assert settings.webhook_secret == b"whsec-77" and settings.app_slug == "optimas-acme"
     for worker in ("control-worker", "gpu-worker"):
         env = service_env(worker)
@@ -126,4 +129,8 @@ def test_compose_reads_exactly_what_convert_writes_and_the_receiver_starts_from_
     r = client.post("/webhook", data=body, headers={"X-GitHub-Event": "installation", "X-Hub-Signature-256": sig,
                                                     "X-GitHub-Delivery": str(uuid.uuid4()),
                                                     "Content-Type": "application/json"})
+    conn = redis_or_fail()
+    Queue(settings.control_queue, connection=conn).delete(delete_jobs=True)
+    for key in conn.scan_iter(f"test-{tag}:*"):
+        conn.delete(key)
     assert r.status_code == 202 and r.get_json()["status"] == "queued"

@@ -261,12 +261,15 @@ def raw_post(port: int, body: bytes, headers: dict, chunked: bool = False, send:
 @pytest.fixture
 def small_server(conn):
     """The app with a 1 MiB body cap, served by werkzeug."""
-    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{uuid.uuid4().hex[:8]}",
+    tag = uuid.uuid4().hex[:8]
+    settings = Settings(webhook_secret=SECRET, control_queue=f"test-control-{tag}", key_prefix=f"test-{tag}",
                         max_body_bytes=1024 * 1024)
     srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
     threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     yield srv.server_port, Queue(settings.control_queue, connection=conn)
     srv.shutdown()
+    for key in conn.scan_iter(f"test-{tag}:*"):
+        conn.delete(key)
 
 
 def test_a_body_over_the_cap_is_refused_with_413_before_it_is_read(small_server):
