@@ -424,7 +424,6 @@ def pipeline(lc, runs: Path, diagnostics: str | None = None, corpus: Path | None
 def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
     """What to publish of one iteration from recorded profiles: its edits as suggestions, each
     with the evidence it cites and what was measured (or why nothing was)."""
-    from runner.base.workspace import workspace_dirs
 
     it, diag, run = result.iteration, result.diag, result.run
     proposed = it.proposed
@@ -449,7 +448,7 @@ def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
         from runner.evaluation.ear import scores
 
         ear = scores(proposed.proposal, diag, proposed.evidence_ids, result.original)
-    _, workdir = workspace_dirs(lc)
+    workdir = lc.resolve(lc.config.app.workdir)  # as written: links in it are the code's by now (pr_path)
     texts = {e.id: e.text for e in diag.evidence}
     edits = []
     for e in proposed.proposal.edits:
@@ -475,7 +474,6 @@ def loop_outcome(result, lc, root: Path) -> dict[str, Any]:
     directional consistency; the hot kernels and evidence of the first profile; the kept
     iteration's (else the last one's) validation, per-configuration timings and EAR; and the kept
     candidate as edits of the PR head's files."""
-    from runner.base.workspace import workspace_dirs
 
     loop, diag, ev = result.loop, result.diag, result.shown
     per_iteration = []
@@ -494,7 +492,7 @@ def loop_outcome(result, lc, root: Path) -> dict[str, Any]:
         "ear": ev.ear if ev else None}
     if result.final is None:
         return outcome
-    _, workdir = workspace_dirs(lc)
+    workdir = lc.resolve(lc.config.app.workdir)  # as written: links in it are the code's by now (pr_path)
     headline = (f"Optimas: {loop.cumulative_improvement:+.1%} over {loop.kept} iteration(s), each significant "
                 "at 95%")
     outcome.update(postable=True, headline=headline,

@@ -701,6 +701,38 @@ def test_a_link_the_code_puts_in_place_of_a_source_does_not_move_its_suggestion(
         pr_path(root / "app", "../../etc/k.cu", root)
 
 
+def test_a_link_the_code_puts_in_place_of_the_working_folder_does_not_move_a_suggestion(tmp_path):
+    """Nor a link in place of the config's `app.workdir` (kernels -> victim): the working folder
+    is the config's, as written (an attacker's second pass)."""
+    from bot.gpu_job import recorded_outcome
+    from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
+    from runner.base.config import load_config
+    from runner.base.runstore import create_run
+    from runner.flows.loop import Iteration
+    from runner.flows.optimize import Optimization
+    from runner.proposal.parser import Edit, Proposal
+    from runner.proposal.stage import ProposeResult
+
+    root = tmp_path / "src"
+    (root / "kernels").mkdir(parents=True)
+    (root / "victim").mkdir()
+    k = "__global__ void k(float *a) {\n  a[0] = 1;\n}\n"
+    (root / "kernels" / "k.cu").write_text(k)
+    (root / "victim" / "k.cu").write_text("int check_auth() {\n  return verify();\n}\n")
+    (root / ".optimas.yml").write_text("app:\n  name: k\n  workdir: kernels\n  sources: [k.cu]\n")
+    lc = load_config(root / ".optimas.yml")
+    (root / "kernels").rename(root / "kernels.moved")  # what the code did while it ran
+    (root / "kernels").symlink_to("victim")
+    diag = Diagnostics(gpu=GpuInfo(), alpha=0.8, kernels=[], evidence=[Evidence(id="S1", kind="stall", kernel="k",
+                                                                                text="k.cu:2 holds 40% of stalls")])
+    edit = Edit(file="k.cu", start_line=2, end_line=2, new_text="  a[0] = 2;", cites=["S1"], rationale="r")
+    proposed = ProposeResult(status="accepted", diagnostics="PC",
+                             proposal=Proposal(shape="structured", raw="", edits=[edit]))
+    result = Optimization("recorded", create_run(tmp_path / "runs"), diag, {"k.cu": k},
+                          iteration=Iteration(proposed, None, "no GPU here"))
+    assert [e["file"] for e in recorded_outcome(result, lc, root)["edits"]] == ["kernels/k.cu"]
+
+
 # A reply from Redis that comes after the client's timeout: the retry must neither enqueue the job
 # twice nor take the delivery for a redelivery (the claim and the job are written together).
 
