@@ -168,10 +168,19 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
     ctx = JobContext.create(repo, installation_id, pr)
     ws, conn = ctx.settings, ctx.conn
     voided = ctx.key("voided", f"{repo}#{pr}")
-    # someone who may not start runs pushed (a person, or an app's account such as a fork's
-    # github-actions[bot]): the PR's approval no longer holds, from before any reply is tried
+    # someone who may not start runs pushed: the PR's approval no longer holds, from before any reply
+    # is tried. An app's account (a fork's github-actions[bot]) never approves, whatever GitHub says
+    # of its permission, and a push whose pusher could not be looked up voids it too (fails closed).
     void = (lambda: conn.set(voided, 1, ex=JOB_KEY_TTL_S * 4)) if trigger == "synchronize" else None
-    permission, allowed = _writer_or_quiet(ctx, sender, void)
+    if void is not None and sender.endswith("[bot]"):
+        void()
+        return {"status": "not allowed", "permission": "an app's push"}
+    try:
+        permission, allowed = _writer_or_quiet(ctx, sender, void)
+    except BaseException:
+        if void is not None:
+            void()
+        raise
     if not allowed:
         return {"status": "not allowed", "permission": permission}
     if trigger == "synchronize" and conn.exists(voided):

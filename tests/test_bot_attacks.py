@@ -521,22 +521,32 @@ def test_markers_in_other_peoples_comments_do_not_stand_for_the_bots(monkeypatch
 
 # An approval holds for the commits writers push, not for a push by anyone else.
 
-@pytest.mark.parametrize("pusher", [("forker", "User"), ("github-actions[bot]", "Bot")])
+@pytest.mark.parametrize("pusher", [("forker", "User", "none"), ("github-actions[bot]", "Bot", "none"),
+                                    ("github-actions[bot]", "Bot", "write"), ("forker", "User", "lookup fails")])
 def test_a_push_by_a_non_writer_voids_the_approval_until_a_writer_approves_again(served, pusher):
-    """A push by an app's account voids it too: a fork's workflow pushes as github-actions[bot], and
-    events from bots were dropped before any handler ran (an attacker's pass). No reply to a bot."""
+    """A push by an app's account voids it too, whatever GitHub says of the app's permission: a
+    fork's workflow pushes as github-actions[bot], and events from bots were dropped before any
+    handler ran (an attacker's pass). No reply to an app. A push whose pusher's permission cannot
+    be looked up voids it as well (an attacker's second pass: it failed open)."""
     srv, gh, conn, gpu = served
+    login, kind, permission = pusher
     labels = [{"name": "optimas"}]
     srv.deliver("pull_request", pull_request("labeled", B, "2026-12-04T10:00:00Z", label="optimas", labels=labels))
     srv.work()
     assert [j.kwargs["head_sha"] for j in gpu.jobs] == [B]
     gh.add_pull(GH_REPO, 2, M)  # the fork pushes M
-    push = pull_request("synchronize", M, "2026-12-04T10:01:00Z", sender=pusher[0], labels=labels)
-    push["sender"]["type"] = pusher[1]
+    push = pull_request("synchronize", M, "2026-12-04T10:01:00Z", sender=login, labels=labels)
+    push["sender"]["type"] = kind
+    if permission == "write":
+        gh.permissions[login] = "write"
+    elif permission == "lookup fails":
+        gh.faults.append(("GET", rf"/repos/{GH_REPO}/collaborators/{re.escape(login)}/permission", 403,
+                          {"message": "Forbidden"}, {}))
     replies = len(gh.comments)
     assert srv.deliver("pull_request", push)[0] == 202
     srv.work()
-    assert len(gh.comments) == replies + (pusher[1] == "User")  # the person is told once, the app never
+    # a person is told (and a job that failed says so), an app never
+    assert len(gh.comments) == replies + ((permission == "none" and kind == "User") or permission == "lookup fails")
     e = "e" * 40  # a writer's "update branch" merges the base into it: a head holding M
     gh.add_pull(GH_REPO, 2, e)
     srv.deliver("pull_request", pull_request("synchronize", e, "2026-12-04T10:02:00Z", labels=labels))
