@@ -674,6 +674,23 @@ def test_hiding_the_hosts_paths_cannot_join_backticks_and_end_a_code_span_early(
         assert len(cut) <= limit and _rendered_live(cut) == [], limit
 
 
+def test_output_that_redaction_turns_into_a_key_header_hides_nothing_of_the_bots_text():
+    """Hiding a host path could join the halves of a private key's header that redaction had not
+    seen as one; the summary's last pass then masked from there to its end, the verdict and the
+    validation included (an attacker's second pass). public() now runs to a fixed point."""
+    from bot.gpu_job import summary_text
+    from bot.publish import public_markdown
+    from runner.base.redaction import public
+
+    printed = "-----BEGIN /w/optimas-job-abc/src/PRIVATE KEY-----"
+    assert public(printed) == public(public(printed)) == "***"
+    text = public_markdown(summary_text({"headline": "No usable candidate", "details": "nvcc: error: " + printed,
+                                         "hot": ["k1"], "verdict": "validation failed", "evidence": 3, "run": "r1",
+                                         "validation": "FAILED on default/seed 1: outputs differ"}, HEAD, False))
+    assert "validation failed" in text and "outputs differ" in text and "PRIVATE KEY" not in text
+    assert _rendered_live(text) == []
+
+
 def test_a_marker_quoted_from_the_pull_request_does_not_make_a_comment_the_summary(env):
     """The summary is found by its marker: a reply of ours that quotes the code's output holding
     `<!-- optimas:summary -->` (in a code block) is not the summary, and is never written over."""

@@ -86,8 +86,18 @@ def register_host_path(path: str | os.PathLike[str], shown_as: str) -> None:
 
 
 def public(text: str) -> str:
-    """`text` as it may leave for GitHub: redacted, and with the worker host's folders hidden."""
-    text = redact(text)
+    """`text` as it may leave for GitHub: redacted, and with the worker host's folders hidden, again
+    until nothing changes (a path removed can join the two halves of a key's header that the
+    first redaction did not see as one; and public(public(x)) must be public(x))."""
+    for _ in range(8):
+        done = _hide_host_paths(redact(text))
+        if done == text:
+            break
+        text = done
+    return text
+
+
+def _hide_host_paths(text: str) -> str:
     if not text:
         return text
     for pattern, replacement in _HOST_PATTERNS:
