@@ -232,6 +232,9 @@ def test_every_process_runner_uses_the_minimal_environment(monkeypatch, tmp_path
     # the toolkit's prefixes pass, but not a name of theirs that holds a key (an attacker's pass)
     monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-key-text-1357")
     monkeypatch.setenv("NV_LICENSE_TOKEN", "nv-token-text-2468")
+    monkeypatch.setenv("NVIDIA_NGC_KEY", "ngc-key-text-3579")  # (the second pass: a denied list missed these)
+    monkeypatch.setenv("NV_AUTH", "nv-auth-text-4680")
+    monkeypatch.setenv("CUDA_SIGNING_KEY", "cuda-key-text-5791")
     monkeypatch.setenv("CUDA_CACHE_MAXSIZE", "1048576")
     with child_home(tmp_path / "home"):
         outputs = [run_once(["sh", "-c", "env"], tmp_path, 30).stdout,
@@ -239,7 +242,7 @@ def test_every_process_runner_uses_the_minimal_environment(monkeypatch, tmp_path
                    run_once(["sh", "-c", "env"], tmp_path, 30, child_environment({"DECLARED": "yes"})).stdout]
     for out in outputs:
         assert "private-key-text-9876" not in out and "gemini-key-text-5432" not in out
-        assert "nvapi-key-text-1357" not in out and "nv-token-text-2468" not in out
+        assert not [v for v in ("nvapi-key", "nv-token", "ngc-key", "nv-auth", "cuda-key") if v in out]
         assert f"HOME={tmp_path / 'home'}" in out and "PATH=" in out and "CUDA_CACHE_MAXSIZE=1048576" in out
     assert "DECLARED=yes" in outputs[2]
 

@@ -1,10 +1,11 @@
 """The environment of every process Optimas starts: builds, the application, nvcc, ncu and probes.
 
 Commands come from a repository's config and run that repository's code, so they get an explicit
-minimal environment, never the caller's: PATH, the locale, the CUDA and NVIDIA driver variables,
-CUDA_VISIBLE_DEVICES, a HOME of their own, the variables the operator lists in
-OPTIMAS_CHILD_ENV (names, comma-separated) and the values the config declares (`app.env`). Tokens,
-keys, the webhook secret and the Redis URL of a worker are therefore never inherited.
+minimal environment, never the caller's: PATH, the locale, the CUDA variables (CUDA_VISIBLE_DEVICES
+included) but those named like credentials, three of the NVIDIA container's, a HOME of their own,
+the variables the operator lists in OPTIMAS_CHILD_ENV (names, comma-separated) and the values the
+config declares (`app.env`). Tokens, keys, the webhook secret and the Redis URL of a worker are
+therefore never inherited.
 """
 
 from __future__ import annotations
@@ -32,12 +33,17 @@ from runner.base.errors import ProfilingError
 from runner.base.progress import Progress
 
 # Passed through from the caller's environment when set.
-PASSED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "TERM")
-PASSED_PREFIXES = ("CUDA_", "NVIDIA_", "NV_")
+PASSED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "TERM", "NVIDIA_VISIBLE_DEVICES",
+          "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_TF32_OVERRIDE")
+# The CUDA runtime's and driver's settings (CUDA_VISIBLE_DEVICES, CUDA_CACHE_PATH, CUDA_MODULE_LOADING,
+# ...), less any name that looks like a credential: a list of names denied misses some (NVIDIA_NGC_KEY,
+# NV_AUTH), so other NVIDIA_ and NV_ names pass only when the operator lists them (an attacker's pass)
+PASSED_PREFIXES = ("CUDA_",)
 OPERATOR_LIST = "OPTIMAS_CHILD_ENV"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Names the operator's list may not pass on, whatever it says.
 _NEVER = re.compile(r"(?i)(secret|token|passw|private|api_?key|credential|^optimas_)")
+_NEVER_PREFIXED = re.compile(r"(?i)(secret|token|pass|pwd|private|key|auth|credential|bearer|sign|cert)")
 
 _home: contextvars.ContextVar[Path | None] = contextvars.ContextVar("optimas_child_home", default=None)
 _groups: contextvars.ContextVar[Path | None] = contextvars.ContextVar("optimas_process_groups", default=None)
@@ -122,10 +128,8 @@ def child_environment(declared: Mapping[str, str] | None = None, source: Mapping
     """The environment of a child process: the allowed part of `source` (default: os.environ),
     a HOME of its own, then the `declared` values (the config's `app.env`)."""
     src = os.environ if source is None else source
-    # the prefixes' names too pass the secret-name check: NVIDIA_API_KEY or NV_TOKEN is a key for a
-    # service, not a setting of the toolkit, and the code would print it into the PR (an attacker's pass)
     env = {k: v for k, v in src.items()
-           if k in PASSED or (k.startswith(PASSED_PREFIXES) and not _NEVER.search(k))}
+           if k in PASSED or (k.startswith(PASSED_PREFIXES) and not _NEVER_PREFIXED.search(k))}
     env.update({n: src[n] for n in operator_names(src) if n in src})
     env.setdefault("PATH", os.defpath)
     home = _default_home()
