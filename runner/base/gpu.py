@@ -3,6 +3,7 @@ the GPU stages need."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -14,6 +15,8 @@ from runner.base.errors import ProfilingError
 from runner.base.processes import run_process
 from runner.base.sandbox import GpuDevices, SandboxError, current
 from runner.base.workspace import build_compiler
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,11 @@ def sandbox_devices(nvidia_smi: str, setting: str | None, dev: Path = Path("/dev
             raise SandboxError(f"GPU {gpu.index} ({gpu.uuid}) has no device node {node}")
         nodes.append(str(node))
         visible.append(entry if entry.startswith("MIG-") else gpu.uuid)
+        if entry.startswith("MIG-"):
+            # /dev/nvidia-caps is bound whole (the instance's own capability files are not matched to
+            # it here): code that unsets CUDA_VISIBLE_DEVICES may open the GPU's other instances
+            log.warning("sandbox: %s is a MIG instance; its job may reach the other instances of GPU %s (pin "
+                        "workers to whole GPUs where pull requests are untrusted)", entry, gpu.index)
     return GpuDevices(tuple(shared + sorted(set(nodes))), ",".join(visible))
 
 
