@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from runner.analysis.counters import CounterSelection, select_counters
+from runner.analysis.counters import CounterSelection, SelectedCounter, select_counters
 from runner.analysis.hot import KernelTime, in_profile_spelling, select_hot_kernels, widen_to_editable
 from runner.analysis.launch import LaunchConfig, launch_config, launch_text
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
@@ -347,10 +347,12 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _counter_text(c) -> str:
+def _counter_text(c, compact: bool = False) -> str:
+    """A counter's line: its weight, correlation and frequency, NVIDIA's description and (unless
+    `compact`, for a prompt short of room) the counters that move with it."""
     desc = f"{c.description_by}: {c.description}" if c.description else "no description"
     group = ""
-    if c.moves_with:
+    if c.moves_with and not compact:
         group = (f" Stands for {c.moves_with} more counter{'s that move' if c.moves_with != 1 else ' that moves'} "
                  f"with it across the runs, e.g. {', '.join(c.moves_with_examples[:2])}.")
     role = (" (the work done, chosen first: the runs differ mainly in size, the other counters explain the "
@@ -363,8 +365,9 @@ def render_markdown(d: Diagnostics, max_bytes: int | None = None) -> str:
     """The evidence as compact Markdown for a prompt.
 
     With `max_bytes`, the least salient items give way until the text fits: first stall lines
-    beyond each kernel's top one (from the least hot kernel up), then counters, then the remaining
-    stall lines. Omitted ids are named in a note; diagnostics.json keeps them all.
+    beyond each kernel's top one (from the least hot kernel up), then the counters' lists of the
+    counters that move with them (each keeps its numbers and NVIDIA's description), then counters,
+    then the remaining stall lines. Omitted ids are named in a note; diagnostics.json keeps them all.
     """
     shown = list(d.evidence)
     text = _render(d, shown, [])
@@ -372,11 +375,19 @@ def render_markdown(d: Diagnostics, max_bytes: int | None = None) -> str:
         return text
     firsts = {e.kernel: e.id for e in reversed(shown) if e.kind == "stall"}
     order = ([e for e in reversed(shown) if e.kind == "stall" and firsts[e.kernel] != e.id]
+             + [None]  # the counters made compact here
              + [e for e in reversed(shown) if e.kind == "counter"]
              + [e for e in reversed(shown) if e.kind == "stall"])
     omitted: list[str] = []
     for e in order:
-        if e.id in omitted:
+        if e is None:
+            shown = [_compact(x) for x in shown]
+            text = _render(d, shown, omitted)
+            if len(text.encode()) <= max_bytes:
+                break
+            continue
+        e = next((x for x in shown if x.id == e.id), None)
+        if e is None or e.id in omitted:
             continue
         shown.remove(e)
         omitted.append(e.id)
@@ -384,6 +395,13 @@ def render_markdown(d: Diagnostics, max_bytes: int | None = None) -> str:
         if len(text.encode()) <= max_bytes:
             break
     return text
+
+
+def _compact(e: Evidence) -> Evidence:
+    """A counter's evidence without the counters that move with it; anything else as it is."""
+    if e.kind != "counter" or not e.counter:
+        return e
+    return e.model_copy(update={"text": _counter_text(SelectedCounter.model_validate(e.counter), compact=True)})
 
 
 _SECTIONS = (("launch", "Launch configuration (L)"), ("roofline", "Roofline (R)"),
