@@ -66,6 +66,19 @@ def refuse_fork(event: dict, repo: str) -> None:
                           "whose branch is in the repository itself")
 
 
+def _comment_pull_request(event: dict, repo: str, pr: int, token: str, env: dict[str, str]) -> tuple[dict, str]:
+    """A comment's event with the pull request it is on, as GitHub has it now (the comment names the
+    pull request, not where its branch lives: without this a fork's pull request ran on the
+    comment of anyone; an attacker's pass), and its head."""
+    if not token:
+        raise ActionError("a comment's workflow needs `github-token` (the workflow's GITHUB_TOKEN by default): the "
+                          "Action asks GitHub where the pull request's branch lives before it runs its code")
+    api = token_client(token, env.get("GITHUB_API_URL", "https://api.github.com"))
+    pull = api.get_repo(repo, lazy=True).get_pull(pr)
+    origin = {"full_name": pull.head.repo.full_name} if pull.head.repo is not None else None
+    return {**event, "pull_request": {"number": pr, "head": {"sha": pull.head.sha, "repo": origin}}}, pull.head.sha
+
+
 def outputs(result, outcome: dict[str, Any]) -> dict[str, str]:
     """The step's outputs: verdict, improvement and its interval, EAR scores, run id and folder."""
     out = {"verdict": str(outcome["verdict"]), "run-id": result.run.id, "run-dir": str(result.run.path),
@@ -123,6 +136,8 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     event = json.loads(Path(event_path).read_text())
     pr, head = pull_request(event)
     repo = env.get("GITHUB_REPOSITORY", "")
+    if "pull_request" not in event:
+        event, head = _comment_pull_request(event, repo, pr, token, env)
     refuse_fork(event, repo)
     if args.publish and not token:
         raise ActionError("publishing needs a token: pass `github-token` (the workflow's GITHUB_TOKEN by default), "

@@ -113,6 +113,15 @@ def test_the_failure_policy_and_the_inputs_it_refuses(tmp_path: Path):
         r, outputs, _ = _action(tmp_path, gh, ws, fork)
         assert not gh.requests and sorted((tmp_path / "runner" / "optimas-runs").iterdir()) == runs
     assert r.returncode == 2 and "comes from mallory/probe, not octo/probe" in r.stdout and not outputs
+    # nor on a comment, whose event names the pull request but not where its branch lives: GitHub is
+    # asked (the check read the event alone, and a comment's workflow ran the fork; an attacker's pass)
+    comment = {"action": "created", "issue": {"number": 2, "pull_request": {"url": "x"}}, "comment": {"body": "go"}}
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head, head_repo="mallory/probe")
+        r, outputs, _ = _action(tmp_path, gh, ws, comment)
+        assert [q["method"] for q in gh.requests] == ["GET"] and "/pulls/2" in gh.requests[0]["path"]
+        assert sorted((tmp_path / "runner" / "optimas-runs").iterdir()) == runs
+    assert r.returncode == 2 and "comes from mallory/probe, not octo/probe" in r.stdout and not outputs
     bad = subprocess.run([sys.executable, "-m", "bot.action", "--fail-on", "sometimes"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "invalid choice: 'sometimes'" in bad.stderr
