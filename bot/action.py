@@ -24,7 +24,7 @@ from typing import Any
 
 from bot.github_client import token_author, token_client
 from bot.gpu_job import pipeline, publish_outcome, refuse_key_redirection, summary_text
-from bot.publish import Publisher
+from bot.publish import Publisher, code_block
 from runner.base.config import BACKENDS, DIAGNOSTICS, REPOSITORY_CONFIG
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.processes import child_environment
@@ -182,8 +182,9 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         publish_outcome(pub, check, outcome, analysed, summary, run_key, suggest=not moved)
     out = outputs(result, outcome)
     evidence = result.run.path / "analysis" / "diagnostics.md"
+    # the evidence quotes the pull request's code (kernel names, source lines): shown as text
     details = (["", "<details><summary>Evidence (R*, S*, C*, L*: what the model was shown)</summary>", "",
-                evidence.read_text(), "", "</details>"] if evidence.is_file() else [])
+                code_block(evidence.read_text()), "", "</details>"] if evidence.is_file() else [])
     _write_lines(env.get("GITHUB_STEP_SUMMARY"), [summary, *details, "", f"Run folder: `{out['run-dir']}`"])
     _write_lines(env.get("GITHUB_OUTPUT"), [f"{k}={v}" for k, v in out.items()])
     print(summary)
