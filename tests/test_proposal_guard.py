@@ -286,6 +286,58 @@ def test_a_launch_through_a_function_pointer_is_shown_with_what_it_points_to():
     assert not r.ok  # which kernel the pointer runs is host code, not the launch's configuration
 
 
+IN_A_MACRO = """\
+__global__ void scale(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2; }
+__global__ void shift(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] += 1; }
+#define LAUNCH(k, a, n) \\
+  do { \\
+    k<<<(n + 255) / 256, 256>>>(a, n); \\
+  } while (0)
+int main() {
+  float* d;
+  int n = 1 << 20;
+  cudaMalloc(&d, n * sizeof(float));
+  LAUNCH(scale, d, n);
+  LAUNCH(shift, d, n);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_launch_written_in_a_macro_is_a_launch_site(tmp_path):
+    """Some programs launch through a macro (1.5% of HeCBench's CUDA programs): its definition is
+    shown for the hot kernel its uses pass, and the launch's configuration in it may change, the
+    rest of the macro as before."""
+    from runner.analysis.evidence import Diagnostics, GpuInfo
+    from runner.analysis.hot import KernelTime
+    from runner.proposal.prompt import build_prompt
+
+    diag = Diagnostics(gpu=GpuInfo(), alpha=0.8, kernels=[KernelTime(kernel="scale(float *, int)", total_ns=1,
+                                                                     launches=1, share=1, cumulative_share=1,
+                                                                     hot=True)], evidence=[])
+    prompt = build_prompt("macro", diag, {"main.cu": IN_A_MACRO}, "none")
+    assert "### Launch of k in the macro LAUNCH, which its uses pass scale (host code:" in prompt.user
+    assert "(main.cu, lines 3-6)" in prompt.user
+    assert prompt.editable["main.cu"] == [(1, 1), (5, 5)]  # the kernel; the launch's line in the macro
+    line = IN_A_MACRO.splitlines()[4]
+
+    def edit(new: str) -> Edit:
+        return Edit(file="main.cu", start_line=5, end_line=5, new_text=new)
+
+    smaller = apply_proposal(Proposal(shape="structured", raw="", edits=[edit(line.replace(
+        "(n + 255) / 256, 256", "(n + 127) / 128, 128"))]), {"main.cu": IN_A_MACRO}, prompt.editable)
+    assert smaller.ok, smaller.reasons()
+    (tmp_path / "main.cu").write_text(smaller.files["main.cu"])
+    built = subprocess.run(["nvcc", "-arch=sm_90", "-o", str(tmp_path / "app"), str(tmp_path / "main.cu")],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    for refused in (line.replace("(a, n)", "(a, n / 2)"), line.replace("k<<<", "shift<<<")):
+        r = apply_proposal(Proposal(shape="structured", raw="", edits=[edit(refused)]), {"main.cu": IN_A_MACRO},
+                           prompt.editable)
+        assert not r.ok and {v.rule for v in r.violations} == {"launch-config"}, r.reasons()
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_a_launch_configuration_edit_compiles(tmp_path):
     prompt = _launch_prompt()

@@ -3,7 +3,9 @@ lines that compute its execution configuration: the launch as an edit the model 
 
 A launch site's editable lines are its statement and the one-line declarations, earlier in the
 same host function, of the variables its grid, block and dynamic shared memory use (`dim3
-grid(n / 256);`, `int threads = 256;`). What may change there is the execution configuration
+grid(n / 256);`, `int threads = 256;`). A launch written in a macro (`#define LAUNCH(k, ...)`
+... `k<<<grid, block>>>(...)`) is a site too: its lines in the macro, for the kernels the macro's
+uses pass it. What may change there is the execution configuration
 only: `masked` blanks the first three configuration arguments of every launch and the
 initializers of those declarations, and a candidate's host code must be the original's once both
 are masked (so the stream, the arguments and every other statement stay as they are).
@@ -34,10 +36,15 @@ class LaunchSite:
     # a launch through a function pointer (`kernel<<<g, b>>>(...)` after `kernel = &transposeNaive;`):
     # the kernels the host function assigns to it, in order; empty for a launch by the kernel's name
     targets: list[str] = field(default_factory=list)
+    macro: str = ""  # the macro whose definition holds the launch ("": host code)
+    shown: tuple[int, int] | None = None  # the lines to show around it (the whole macro), where not the launch's
 
     @property
     def title(self) -> str:
         """The launch named for the prompt: the kernel, or the pointer and what it may point to."""
+        if self.macro:
+            used = f", which its uses pass {', '.join(self.targets)}" if self.targets else ""
+            return f"{self.kernel} in the macro {self.macro}{used}"
         if not self.targets:
             return self.kernel
         return f"{self.kernel} (a function pointer set to {', '.join(self.targets)}: its configuration is theirs)"
@@ -78,6 +85,57 @@ def _launches(clean: str) -> list[tuple[re.Match, int, int, int]]:
     return out
 
 
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?:\(([^)\n]*)\))?", re.M)
+
+
+@dataclass(frozen=True)
+class LaunchMacro:
+    """A `#define` whose body launches a kernel: its name, parameters, span (characters of the
+    stripped text) and lines."""
+
+    name: str
+    params: tuple[str, ...]
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+
+
+def launch_macros(clean: str) -> list[LaunchMacro]:
+    """The macros of a text (comments and strings stripped) whose definitions hold a launch."""
+    out = []
+    for m in _DEFINE.finditer(clean):
+        end = clean.find("\n", m.end())
+        while end >= 0 and clean[:end].rstrip(" \t").endswith("\\"):  # continued on the next line
+            end = clean.find("\n", end + 1)
+        end = len(clean) if end < 0 else end
+        if "<<<" in clean[m.end():end]:
+            params = tuple(p.strip() for p in (m.group(2) or "").split(",") if p.strip())
+            out.append(LaunchMacro(m.group(1), params, m.start(), end, _line_of(clean, m.start()),
+                                   _line_of(clean, end)))
+    return out
+
+
+def _macro_targets(clean: str, macro: LaunchMacro, name: str, known: set[str]) -> list[str]:
+    """The kernels a macro's uses pass for its parameter `name` (the launched name), in order."""
+    if name not in macro.params:
+        return []
+    at = macro.params.index(name)
+    found: list[str] = []
+    for use in re.finditer(rf"\b{re.escape(macro.name)}\s*\(", clean):
+        if macro.start <= use.start() < macro.end:
+            continue
+        depth, i = 1, use.end()
+        while i < len(clean) and depth:
+            depth += {"(": 1, ")": -1}.get(clean[i], 0)
+            i += 1
+        args = _top_level_split(clean[use.end():i - 1])
+        word = args[at].split("<")[0].strip() if at < len(args) else ""
+        if word.split("::")[-1] in known and word not in found:
+            found.append(word)
+    return found
+
+
 def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Function] | None = None) -> list[LaunchSite]:
     """The launches in host code of `kernels` (short names; None: any), with the lines that compute
     their configuration."""
@@ -85,28 +143,62 @@ def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Functio
     funcs = functions(text) if funcs is None else funcs
     known = {f.name.split("::")[-1] for f in funcs if f.is_kernel} if kernels is None else kernels
     lines = clean.splitlines()
+    macros = launch_macros(clean)
     out = []
-    for m, open_end, close, end in _launches(clean):
-        name = m.group(1)
-        start, stop = _line_of(clean, m.start()), _line_of(clean, end - 1)
+    for launch in _launches(clean):
+        start = _line_of(clean, launch[0].start())
         host = next((f for f in funcs if not f.is_device and f.body_start_line <= start <= f.end_line), None)
-        if host is None:
-            continue
-        short = name.split("::")[-1]
-        targets = [] if short in known else _pointer_targets(lines[host.body_start_line - 1:host.end_line], name)
-        if kernels is not None and short not in kernels and not any(t.split("::")[-1] in kernels for t in targets):
-            continue
-        config = _top_level_split(clean[open_end:close])
-        used = {i for arg in config[:3] for i in _IDENT.findall(arg)} - _KEYWORDS
-        declared = []
-        for ident in sorted(used):
-            pattern = re.compile(_DECL.format(name=re.escape(ident)))
-            for n in range(start - 1, host.body_start_line - 1, -1):
-                if pattern.search(lines[n - 1]) and lines[n - 1].rstrip().endswith(";"):
-                    declared.append(n)
-                    break
-        out.append(LaunchSite(name, start, stop, config, sorted(set(declared)), targets))
+        macro = next((d for d in macros if d.start <= launch[0].start() < d.end), None)
+        if host is not None:
+            site = _host_site(clean, lines, host, launch, known, kernels)
+        elif macro is not None:
+            site = _macro_site(clean, macro, launch, known, kernels)
+        else:
+            site = None
+        if site is not None:
+            out.append(site)
     return out
+
+
+def _host_site(clean: str, lines: list[str], host: Function, launch: tuple[re.Match, int, int, int], known: set[str],
+               kernels: set[str] | None) -> LaunchSite | None:
+    """A launch in a host function, with the one-line declarations earlier in it of the variables
+    its configuration uses; None when it launches none of `kernels`."""
+    m, open_end, close, end = launch
+    name = m.group(1)
+    start, stop = _line_of(clean, m.start()), _line_of(clean, end - 1)
+    short = name.split("::")[-1]
+    targets = [] if short in known else _pointer_targets(lines[host.body_start_line - 1:host.end_line], name)
+    if kernels is not None and short not in kernels and not any(t.split("::")[-1] in kernels for t in targets):
+        return None
+    config = _top_level_split(clean[open_end:close])
+    used = {i for arg in config[:3] for i in _IDENT.findall(arg)} - _KEYWORDS
+    declared = []
+    for ident in sorted(used):
+        pattern = re.compile(_DECL.format(name=re.escape(ident)))
+        for n in range(start - 1, host.body_start_line - 1, -1):
+            if pattern.search(lines[n - 1]) and lines[n - 1].rstrip().endswith(";"):
+                declared.append(n)
+                break
+    return LaunchSite(name, start, stop, config, sorted(set(declared)), targets)
+
+
+def _macro_site(clean: str, macro: LaunchMacro, launch: tuple[re.Match, int, int, int], known: set[str],
+                kernels: set[str] | None) -> LaunchSite | None:
+    """A launch in a macro's definition: its lines there (to its `;`, or the macro's end), for the
+    kernel it names or the hot kernels the macro's uses pass it; None when it launches none of
+    `kernels`."""
+    m, open_end, close, end = launch
+    name = m.group(1)
+    short = name.split("::")[-1]
+    targets = [] if short in known else _macro_targets(clean, macro, name, known)
+    if kernels is not None:
+        targets = [t for t in targets if t.split("::")[-1] in kernels]
+        if short not in kernels and not targets:
+            return None
+    stop = _line_of(clean, min(end, macro.end) - 1)
+    return LaunchSite(name, _line_of(clean, m.start()), stop, _top_level_split(clean[open_end:close]), [], targets,
+                      macro=macro.name, shown=(macro.start_line, macro.end_line))
 
 
 def _pointer_targets(body: list[str], name: str) -> list[str]:

@@ -16,7 +16,7 @@ import unidiff
 from pydantic import BaseModel, Field
 
 from runner.base.cuda_source import Function, functions, strip_comments_and_strings
-from runner.base.launch_sites import launch_sites, masked
+from runner.base.launch_sites import launch_macros, launch_sites, masked
 from runner.proposal.parser import Edit, Proposal
 
 
@@ -148,17 +148,24 @@ def _applied(files: dict[str, str], edits: list[Edit]) -> dict[str, str]:
     return new_files
 
 
+def _host_ranges(text: str) -> list[tuple[int, int]]:
+    """The lines of `text`'s host functions and of its macros that launch a kernel."""
+    macros = launch_macros(strip_comments_and_strings(text))
+    return ([(f.start_line, f.end_line) for f in functions(text) if not f.is_device]
+            + [(d.start_line, d.end_line) for d in macros])
+
+
 def _host_code(text: str) -> str:
-    """The host functions of `text`, one after another."""
+    """The host functions of `text` and its macros that launch a kernel, one after another."""
     lines = text.splitlines()
-    return "\n".join("\n".join(lines[f.start_line - 1:f.end_line]) for f in functions(text) if not f.is_device)
+    return "\n".join("\n".join(lines[a - 1:b]) for a, b in _host_ranges(text))
 
 
 def _launch_rule(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:
-    """Host code the edits touched differs from the original only in launch configurations."""
-    host = [f for f in functions(old) if not f.is_device]
+    """Host code the edits touched (a macro that launches a kernel included) differs from the
+    original only in launch configurations."""
     touched = [e for e in edits if e.file == name
-               and any(f.start_line <= e.end_line and e.start_line <= f.end_line for f in host)]
+               and any(a <= e.end_line and e.start_line <= b for a, b in _host_ranges(old))]
     if not touched:
         return []
     sites = launch_sites(old)

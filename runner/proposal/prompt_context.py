@@ -198,10 +198,12 @@ def _launch_blocks(files: dict[str, str], parsed: dict[str, list[Function]],
         for site in launch_sites(text, hot_names, parsed[name]):
             if len(blocks) >= MAX_LAUNCH_SITES:
                 break
-            first = min([site.start_line, *site.declarations])
-            if site.end_line - first + 1 > MAX_LAUNCH_LINES:  # declared far above: the launch alone
+            first, last = min([site.start_line, *site.declarations]), site.end_line
+            if site.shown and site.shown[1] - site.shown[0] < MAX_LAUNCH_LINES:  # a macro's launch: the macro
+                first, last = site.shown
+            if last - first + 1 > MAX_LAUNCH_LINES:  # declared far above: the launch alone
                 first, site.declarations = site.start_line, []
-            blocks.append(_block(LAUNCH_TITLE.format(kernel=site.title), name, text, first, site.end_line))
+            blocks.append(_block(LAUNCH_TITLE.format(kernel=site.title), name, text, first, last))
             editable.setdefault(name, []).extend(site.editable)
     return blocks
 
