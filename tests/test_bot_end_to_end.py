@@ -27,7 +27,7 @@ from werkzeug.serving import make_server
 
 from bot.app import create_app
 from bot.github_client import app_from_env
-from bot.publish import MARKER
+from bot.publish import MARKER, code_span
 from bot.settings import Settings
 
 GH_REPO = "Codertocat/Hello-World"
@@ -202,7 +202,8 @@ def test_gpu_worker_runs_the_closed_loop_and_publishes(monkeypatch, tmp_path):
     body = summary["body"]
     loop = json.loads(next((tmp_path / "worker-runs").glob("*/evaluation/loop.json")).read_text())
     if loop["best"] is None:  # the summary says what the loop did: kept nothing, and why it stopped
-        assert f"Closed loop: {loop['stopped_because']}" in body and gh.reviews == []
+        # (the stop reason quotes the model's words: shown as code)
+        assert f"Closed loop: {code_span(loop['stopped_because'])}" in body and gh.reviews == []
     else:
         assert f"over {loop['best']} iteration(s), each significant" in body and len(gh.reviews) == 1
     assert "- iteration 1:" in body and "Hot kernels:" in body and "EAR: evidence coverage" in body

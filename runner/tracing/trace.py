@@ -89,7 +89,9 @@ DEVICE_FAULTS = {
 
 # Errors a launch returns when it runs nothing: the execution configuration or the arguments are refused.
 LAUNCH_ERRORS = {
-    1: ("cudaErrorInvalidValue", "a launch argument is out of range (dynamic shared memory over the limit?)"),
+    # CUDA 13's runtime answers a block of more than 1024 threads with this one too (H100, 2026-12-06)
+    1: ("cudaErrorInvalidValue", "a launch argument is out of range (more than 1024 threads per block, or dynamic "
+                                 "shared memory over the limit?)"),
     9: ("cudaErrorInvalidConfiguration", "the grid or block is out of the GPU's limits (more than 1024 threads "
                                          "per block, a zero or too large dimension, too much shared memory)"),
     **DEVICE_FAULTS,
