@@ -4,6 +4,7 @@ control, ncu's failure messages; and analysis of what the agent captured on the 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -330,6 +331,38 @@ def test_a_workspace_with_dangling_links_is_copied_without_them(tmp_path):
     cwd = copy_workspace(load_config(app / "optimas.yml"), dest)
     assert (cwd / "k.cu").is_file() and (dest / "linked.h").read_text() == "// shared\n"
     assert not (dest / "other" / "data.txt").exists() and not (dest / "other" / "Make.inc").exists()
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+def test_links_to_folders_that_loop_are_copied_as_links_and_the_build_runs(tmp_path, monkeypatch):
+    """Two committed links `a -> .` and `b -> .` made the copy (and the build cache's walk of what
+    it copies) follow 2^40 paths, holding the worker outside the sandbox and filling its disk (an
+    attacker's pass). Links to folders in the workspace, or up the copy's own path, stay links;
+    links to files are still copied as files; a copy too large stops with a clear error."""
+    from runner.build import cache
+    from runner.build.cache import WorkspaceCopyError, compile_candidate, copy_workspace
+
+    app = tmp_path / "app"
+    (app / "inc").mkdir(parents=True)
+    (app / "inc" / "twice.h").write_text("#define TWICE(x) (2 * (x))\n")
+    (app / "k.cu").write_text('#include "linked/twice.h"\n__global__ void k(float *a) { a[0] = TWICE(a[0]); }\n'
+                              "int main() { return 0; }\n")
+    (app / "a").symlink_to(".")
+    (app / "b").symlink_to(".")
+    (app / "up").symlink_to("..")
+    (app / "linked").symlink_to("inc")
+    (app / "twice.h").symlink_to("inc/twice.h")
+    (app / "optimas.yml").write_text("app: {name: k, sources: [k.cu], build: 'nvcc -arch={arch} -o {exe} k.cu', "
+                                     "run: '{exe}'}\n")
+    lc = load_config(app / "optimas.yml")
+    cwd = copy_workspace(lc, tmp_path / "copy")
+    assert [os.readlink(cwd / n) for n in ("a", "b", "up", "linked")] == [".", ".", "..", "inc"]
+    assert not (cwd / "twice.h").is_symlink() and (cwd / "twice.h").read_text().startswith("#define")
+    built = compile_candidate(lc, {}, "sm_90", cache=tmp_path / "cache")
+    assert built.ok, built.output
+    monkeypatch.setattr(cache, "MAX_COPY_FILES", 3)
+    with pytest.raises(WorkspaceCopyError, match="app.workspace .*more than 3 files"):
+        copy_workspace(lc, tmp_path / "copy2")
 
 
 def test_scales_that_give_the_same_command_are_profiled_once(tmp_path: Path):

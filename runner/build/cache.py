@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner.base.config import LoadedConfig
+from runner.base.errors import OptimasError
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import scratch
 from runner.base.size_constants import scaled_sources
@@ -34,19 +35,71 @@ def _left_out(folder: str, names: list[str]) -> set[str]:
     return set(COPY_IGNORED(folder, names)) | dangling
 
 
+# What one copy of a workspace may hold: a repository's links or files could make it endless or fill
+# the disk (two committed links `a -> .`, `b -> .` made 2^40 paths; an attacker's pass).
+MAX_COPY_FILES = 100_000
+MAX_COPY_BYTES = 4 << 30
+
+
+class WorkspaceCopyError(OptimasError):
+    """A workspace too large to copy for a build."""
+
+    exit_code = 2
+
+
+def _kept_as_link(space: str, folder: str, name: str) -> bool:
+    """Whether a copy keeps `folder/name` as a link rather than copying what it leads to: a link to
+    a folder inside the workspace (the copy holds that folder: a relative link finds it there), to
+    a folder holding the workspace, or to one on the copy's own path down to it (a loop). Links to
+    files, and to other folders outside, are followed as before."""
+    path = os.path.join(folder, name)
+    if not os.path.islink(path) or not os.path.isdir(path):
+        return False
+    target = os.path.realpath(path)
+    if target == space or target.startswith(space.rstrip(os.sep) + os.sep) or space.startswith(target + os.sep):
+        return True  # into the workspace, or to a folder holding it
+    chain, walked = set(), folder
+    while True:  # the folders on the way down from the workspace, as they really are
+        chain.add(os.path.realpath(walked))
+        if len(walked) <= len(space) or os.path.dirname(walked) == walked:
+            break
+        walked = os.path.dirname(walked)
+    return target in chain
+
+
 def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = None) -> Path:
     """Copy the app's workspace to `dest` (which must not exist), with `files` (names relative to
     app.workdir) written over the copy's; returns the copy's workdir. Builds run in such a copy,
-    never in the user's folder (a `make -B` there would leave objects built by the nvcc shim)."""
+    never in the user's folder (a `make -B` there would leave objects built by the nvcc shim).
+    Links to files are copied as files; links to folders in the workspace, or back up the copy's
+    path, stay links; a copy of more than MAX_COPY_FILES files or MAX_COPY_BYTES bytes stops with
+    WorkspaceCopyError."""
     space, workdir = workspace_dirs(lc)
     target = dest.resolve()
+    root = str(space)
+    links: list[tuple[str, Path]] = []
+    counted = [0, 0]
 
     def ignored(folder: str, names: list[str]) -> set[str]:
         # a copy made inside the workspace (a run folder there) must not copy itself
         inside = {n for n in names if (Path(folder) / n).resolve() in (target, *target.parents)}
-        return _left_out(folder, names) | inside
+        kept = {n for n in names if _kept_as_link(root, folder, n)}
+        links.extend((os.readlink(os.path.join(folder, n)), dest / os.path.relpath(os.path.join(folder, n), root))
+                     for n in kept)
+        return _left_out(folder, names) | inside | kept
 
-    shutil.copytree(space, dest, ignore=ignored)
+    def copy(src: str, dst: str) -> str:
+        counted[0] += 1
+        counted[1] += os.stat(src).st_size
+        if counted[0] > MAX_COPY_FILES or counted[1] > MAX_COPY_BYTES:
+            raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files or "
+                                     f"{MAX_COPY_BYTES >> 30} GiB to copy for a build (links followed); set "
+                                     "app.workspace to the folder the build reads")
+        return shutil.copy2(src, dst)
+
+    shutil.copytree(space, dest, ignore=ignored, copy_function=copy)
+    for link, at in links:
+        at.symlink_to(link)
     cwd = dest / workdir.relative_to(space)
     for name, text in (files or {}).items():
         write_source(cwd / name, text)
@@ -117,13 +170,22 @@ def _copied_files(space: Path, workdir: Path, files: dict[str, str]) -> dict[str
     """The files copy_workspace would write, by path relative to the copy, each with how to read
     its bytes (links followed, as the copy follows them)."""
     out: dict[str, Callable[[], bytes]] = {}
+    root = str(space)
     for folder, dirs, names in os.walk(space, followlinks=True):
         left = _left_out(folder, dirs + names)
-        dirs[:] = [d for d in dirs if d not in left]
         rel = os.path.relpath(folder, space)
+        for d in dirs:
+            if d not in left and _kept_as_link(root, folder, d):  # as the copy keeps it: a link
+                link = os.readlink(os.path.join(folder, d)).encode()
+                out[os.path.normpath(os.path.join(rel, d))] = lambda link=link: b"link\0" + link
+                left.add(d)
+        dirs[:] = [d for d in dirs if d not in left]
         for n in names:
             if n not in left:
                 out[os.path.normpath(os.path.join(rel, n))] = Path(folder, n).read_bytes
+        if len(out) > MAX_COPY_FILES:
+            raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files to copy for a build "
+                                     "(links followed); set app.workspace to the folder the build reads")
     for name, text in files.items():
         path = os.path.normpath(os.path.join(workdir, name))
         data = source_bytes(Path(path), text)
