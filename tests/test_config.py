@@ -227,3 +227,22 @@ def test_the_tolerances_a_candidate_is_held_to(app, expected):
     from runner.base.config import AppConfig
 
     assert AppConfig.model_validate({"name": "x", **app}).tolerances() == expected
+
+
+def test_a_config_with_aliases_or_of_any_size_is_refused_before_anything_reads_it():
+    """A chain of YAML aliases in a few hundred bytes expanded to gigabytes where the value was
+    written into an error (an attacker's pass: the App's worker reads a repository's config); a
+    config needs no aliases and holds no data."""
+    from runner.base.config import MAX_CONFIG_BYTES, parse_config
+
+    levels = ['a0: &a0 ["xxxxxxxx", "xxxxxxxx", "xxxxxxxx", "xxxxxxxx", "xxxxxxxx", "xxxxxxxx"]']
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    bomb = "\n".join(levels) + "\napp:\n  name: *a9\n"
+    assert len(bomb) < 1000
+    with pytest.raises(ConfigError, match=r"line 2, column .*aliases \(\*name\) are not read"):
+        parse_config(bomb, "bomb.yml")
+    with pytest.raises(ConfigError, match="a config is at most"):
+        parse_config("app:\n  name: k\n" + "#" * MAX_CONFIG_BYTES + "\n", "big.yml")
+    with pytest.raises(ConfigError) as e:  # a value of the wrong type is named, not written out whole
+        parse_config("app:\n  name: [" + ", ".join(["123456789"] * 5000) + "]\n", "long.yml")
+    assert len(str(e.value)) < 500

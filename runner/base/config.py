@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import reprlib
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -412,7 +413,7 @@ def _describe(err: dict) -> str:
         return (f"{loc}: unknown key (check the spelling; every key is in docs/configuration.md, or run "
                 "`python -m runner.base.config_reference`)")
     got = err.get("input")
-    shown = repr(got) if not isinstance(got, dict) else "a mapping"
+    shown = reprlib.repr(got) if not isinstance(got, dict) else "a mapping"
     ctx = err.get("ctx") or {}
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         bounds = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
@@ -583,10 +584,29 @@ def paths_outside(lc: LoadedConfig, root: Path) -> list[str]:
             if not (str(path) == top or str(path).startswith(top.rstrip(os.sep) + os.sep))]
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML's safe loader without aliases (`*name`): a config has no use for them, and a chain of
+    them in a few hundred bytes expands to gigabytes wherever the value is written out (an
+    attacker's pass: a repository's config is read by the App's worker)."""
+
+    def compose_node(self, parent, index):  # noqa: ANN001 (PyYAML's own signature)
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not read in an Optimas config",
+                                              event.start_mark)
+        return super().compose_node(parent, index)
+
+
+MAX_CONFIG_BYTES = 256 << 10
+
+
 def parse_config(text: str, path: Path | str) -> Config:
     """Parse and validate YAML text; `path` only names the source in errors."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(path, [f"{len(text)} characters; a config is at most {MAX_CONFIG_BYTES} (it names commands "
+                                 "and files; it holds no data)"])
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader, less aliases)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
