@@ -479,3 +479,16 @@ def test_a_source_that_is_not_utf8_is_read_and_written_back_byte_for_byte(tmp_pa
     write_source(tmp_path / "new.cu", "// \u00b5s\n")  # a new file is UTF-8
     assert (tmp_path / "new.cu").read_bytes() == "// \u00b5s\n".encode()
 
+
+
+def test_the_scanner_reads_a_heads_end_only_so_crafted_source_takes_no_long():
+    """The patterns anchored at a function head's end ran over the whole head: 40 KB of letters
+    before `+(){}` took a minute in the worker, outside the sandbox, in every stage that reads the
+    sources (an attacker's pass). They read the head's last kilobyte; the functions found are the
+    same."""
+    for payload in ("a" * 200_000 + "+(){}", "namespace " * 20_000 + "({}", "struct a " * 20_000 + "({}",
+                    " " * 200_000 + "void f() {}"):
+        functions(payload)  # (minutes to hours each before)
+    text = "namespace ns {\nstruct S { __device__ float operator()(float x) const { return x; } };\n" \
+           "template <int B = (1 << 8)> __global__ void k(float *a) { a[0] = 1; }\n}\n"
+    assert [(f.name, f.is_kernel) for f in functions(text)] == [("S::operator()", False), ("k", True)]

@@ -12,6 +12,12 @@ from dataclasses import dataclass, field
 LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 _QUALIFIERS = ("__global__", "__device__", "__host__")
+# How much of a head's end the patterns anchored there read: a name, a namespace's or a class's
+# head is far shorter, and the text is the pull request's (patterns over a whole head took n^2
+# steps on a run of letters or spaces, minutes for 40 KB; an attacker's pass).
+_TAIL = 1024
+_TRAILING_QUALIFIER = re.compile(r"\s*(const|noexcept|override|final)\s*\Z")
+_NAME_AT_END = re.compile(r"(operator\s*\(\s*\)|[A-Za-z_]\w*(?:::\w+)*)\Z")
 
 
 @dataclass(frozen=True)
@@ -234,9 +240,10 @@ def functions(text: str) -> list[Function]:
                 stmt_start = i
                 continue
             # the string of `extern "C" {` is blanked by now: `extern "     "`
-            is_ns = bool(re.search(r"\b(namespace\b[\w:\s]*|extern\s*(?:\"[^\"\n]*\")?\s*)$", head.strip()))
+            scope_head = head.strip()[-_TAIL:]
+            is_ns = bool(re.search(r"\b(namespace\b[\w:\s]*|extern\s*(?:\"[^\"\n]*\")?\s*)$", scope_head))
             cls = re.search(r"\b(?:struct|class)\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_]\w*)[^;{()]*$",
-                            head.strip())
+                            scope_head)
             scope_kind.append("ns" if is_ns else f"class:{cls.group(1)}" if cls and visible else "other")
             depth += 1
             stmt_start = i + 1
@@ -267,8 +274,10 @@ def _as_function(text: str, clean: str, head: str, head_pos: int, brace_pos: int
     """(name, qualifiers, start offset, params) if the text before `{` is a function head."""
     h = head.rstrip()
     # Trailing "const", "noexcept", "-> T", initializer lists are not expected in kernels; accept
-    # a head that ends with the parameter list's ')'.
-    h2 = re.sub(r"\s*(const|noexcept|override|final)\s*$", "", h)
+    # a head that ends with the parameter list's ')'. (Patterns anchored at the end read a bounded
+    # tail: searched over the whole head, a long run of spaces or letters took n^2 steps.)
+    trailing = _TRAILING_QUALIFIER.search(h[-_TAIL:])
+    h2 = h[:len(h) - len(h[-_TAIL:]) + trailing.start()] if trailing else h
     if not h2.endswith(")"):
         return None
     depth, k = 0, len(h2) - 1
@@ -282,14 +291,15 @@ def _as_function(text: str, clean: str, head: str, head_pos: int, brace_pos: int
         k -= 1
     if k < 0:
         return None
-    before = h2[:k]
-    m = re.search(r"(operator\s*\(\s*\)|[A-Za-z_]\w*(?:::\w+)*)\s*$", before)
+    before = h2[:k].rstrip()
+    tail = before[-_TAIL:]
+    m = _NAME_AT_END.search(tail)
     if not m:
         return None
     name = re.sub(r"\s+", "", m.group(1))
     if name in ("if", "for", "while", "switch", "return", "sizeof", "catch") or name.startswith("__launch_bounds"):
         return None
-    prefix = before[: m.start()]
+    prefix = before[: len(before) - len(tail) + m.start()]
     # A template head may hold defaults and parentheses (`template <int B = (1 << 8)>`).
     t = re.match(r"\s*template\s*<", prefix)
     rest = prefix[_closing_angle(prefix, t.end() - 1) + 1:] if t else prefix
