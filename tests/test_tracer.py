@@ -547,3 +547,28 @@ def test_a_kernel_that_faults_in_a_program_that_checks_nothing_is_caught(tmp_pat
     assert caught.cases[0].status == "failed" and ("cudaErrorInvalidConfiguration" in caught.cases[0].detail or
                                                    "more than 1024 threads per block" in caught.cases[0].detail), \
         caught.cases[0]
+
+
+def test_files_the_code_writes_are_read_only_up_to_a_size(tmp_path):
+    """The tracer's records, the shim's records and the declared outputs are written by the code
+    under test; a sparse file of gigabytes costs no disk but was read whole into the worker (an
+    attacker's pass). Each is refused past its size, naming the file, before any of it is read."""
+    import os
+
+    from runner.base.workspace import FileTooLargeError, read_capped
+    from runner.build.compiler import RECORDS_LIMIT, read_records
+    from runner.tracing.trace import TRACE_LIMIT, TraceFormatError, read_trace
+
+    trace, records = tmp_path / "trace-1.tsv", tmp_path / "nvcc.jsonl"
+    for path, size in ((trace, TRACE_LIMIT + 1), (records, RECORDS_LIMIT + 1)):
+        with open(path, "wb") as f:
+            f.truncate(size)  # sparse: no disk, all of it in memory if read
+    assert os.stat(trace).st_blocks == 0
+    with pytest.raises(TraceFormatError, match=r"trace-1.tsv \(a trace\) is \d+ bytes; Optimas reads at most"):
+        read_trace(trace)
+    with pytest.raises(FileTooLargeError, match="the nvcc shim's records"):
+        read_records(records)
+    (tmp_path / "small").write_bytes(b"abc")
+    assert read_capped(tmp_path / "small", 3, "x") == b"abc"
+    with pytest.raises(FileTooLargeError):
+        read_capped(tmp_path / "small", 2, "x")

@@ -23,6 +23,24 @@ def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:
     return space, workdir
 
 
+class FileTooLargeError(OptimasError):
+    """A file the code under test wrote is larger than Optimas reads."""
+
+    exit_code = 7
+
+
+def read_capped(path: Path, limit: int, what: str) -> bytes:
+    """A file's bytes, or FileTooLargeError (naming it and `what` it is) when it is larger than
+    `limit`: the code under test writes its outputs and the tracer's and shim's records, and a
+    sparse file costs no disk but its whole size in the worker's memory (an attacker's pass)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:
+        raise FileTooLargeError(f"{path} ({what}) is {max(size, len(data))} bytes; Optimas reads at most {limit}")
+    return data
+
+
 def read_source(path: Path) -> str:
     """A source file's text: UTF-8, or Latin-1 where the file is not valid UTF-8 (older sources carry
     a Latin-1 copyright sign, byte 0xa9, in their license comment). Latin-1 maps every byte to one

@@ -16,6 +16,7 @@ from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.processes import render, run_process
 from runner.base.sandbox import scratch
+from runner.base.workspace import read_capped
 from runner.build.nvcc_shim import COMPAT_RECORD, NVCC_RECORD, PTXAS_REPORT, build_environment
 
 
@@ -168,6 +169,7 @@ def read_compat(path: Path) -> list[dict]:
 
 
 MAX_PREPROCESSED = 16  # sources preprocessed again for their macros, at most
+RECORDS_LIMIT = 64 << 20  # bytes of a record file of the shim's read at most (the build could write it)
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 # nvcc options that change what the preprocessor sees (their value the next argument, or after "=")
 _PREPROCESSOR_OPTIONS = frozenset({"-D", "-U", "-I", "-isystem", "-include", "--pre-include", "--define-macro",
@@ -189,7 +191,7 @@ def read_records(path: Path, **fields: type) -> list[dict]:
     """The JSON-object lines of a record file the shim appends to that hold each of `fields` with
     its type; none when the file is missing (nothing was recorded)."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_capped(path, RECORDS_LIMIT, "the nvcc shim's records").decode("utf-8", "replace").splitlines()
     except OSError:
         return []
     out = []

@@ -29,6 +29,7 @@ from runner.base.config import AppConfig, LoadedConfig, OutputSpec, StdoutSpec
 from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
+from runner.base.workspace import read_capped
 from runner.evaluation.statistics import Improvement, improvement
 from runner.tracing.compare import (
     MISMATCH_BYTES,
@@ -216,6 +217,15 @@ def results_mode(lc: LoadedConfig) -> Literal["bitwise", "tolerance", "off"]:
     return lc.config.app.gpu_results_mode()
 
 
+OUTPUT_LIMIT = 1 << 30  # bytes of an output file compared at most (FileTooLargeError beyond)
+
+
+def _output_bytes(path: Path) -> bytes:
+    """An output file's bytes, at most OUTPUT_LIMIT of them (the program writes it: a sparse file
+    of a terabyte costs no disk)."""
+    return read_capped(path, OUTPUT_LIMIT, "an output the config declares (app.outputs)")
+
+
 def _outputs(lc: LoadedConfig, out: Path) -> list[tuple[OutputSpec, Path]]:
     """Each app.outputs file of a run whose {out} is `out`; a relative path is the program's, in
     app.workdir where it runs (not wherever Optimas was started)."""
@@ -323,7 +333,7 @@ def _validate_case(runs: _CaseRuns) -> CaseResult:
     if fault is not None:
         case.status, case.detail = "baseline-failed", fault
         return case
-    files = {str(p): p.read_bytes() for _, p in _outputs(lc, base_out) if p.exists()}
+    files = {str(p): _output_bytes(p) for _, p in _outputs(lc, base_out) if p.exists()}
     base = _Baseline(base_out, base_values, base_results, files)
     on_gpu = _judge_candidate(case, runs, base)
     if case.status in ("mismatch", "nondeterministic"):
@@ -458,7 +468,7 @@ def _judge_candidate(case: CaseResult, runs: _CaseRuns, base: _Baseline) -> list
         if not ok:
             case.status, case.detail = ("mismatch" if why.startswith("app.stdout.values") else "failed"), why
             return None
-        results.append([(o, p.read_bytes() if p.exists() else None) for o, p in _outputs(lc, out)])
+        results.append([(o, _output_bytes(p) if p.exists() else None) for o, p in _outputs(lc, out)])
         gpu_results.append(found)
     fault = _output_files_fault(lc, results, base.files, base.out)
     if fault is not None:
@@ -508,8 +518,8 @@ def _original_varies(runs: _CaseRuns, base: _Baseline) -> OriginalVariation:
     if r.returncode != 0:
         return OriginalVariation(f"a second run of it {'timed out' if r.returncode is None else 'failed: ' + _why(r)}")
     for (o, first), (_, second) in zip(_outputs(lc, base.out), _outputs(lc, out), strict=True):
-        ok, _ = compare(second.read_bytes() if second.exists() else b"", first.read_bytes() if first.exists() else b"",
-                        o)
+        ok, _ = compare(_output_bytes(second) if second.exists() else b"",
+                        _output_bytes(first) if first.exists() else b"", o)
         if not ok:
             return OriginalVariation(f"{o.path} is not the same")
     ok, why = check_output(r.stdout, lc.config.app.stdout, base.values)

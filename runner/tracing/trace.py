@@ -23,8 +23,10 @@ from pydantic import BaseModel, Field
 
 from runner.base.cuda_source import short_kernel_name
 from runner.base.errors import OptimasError
+from runner.base.workspace import FileTooLargeError, read_capped
 
 FORMAT = "# optimas-trace 1"
+TRACE_LIMIT = 1 << 30  # bytes of one process's trace read at most (the code under test could write it)
 
 
 class TraceFormatError(OptimasError):
@@ -175,9 +177,11 @@ def _ints(text: str) -> tuple[int, int, int]:
 def read_trace(path: Path) -> ProcessTrace:
     """One process's record file; TraceFormatError naming the file and line when it is malformed."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_capped(path, TRACE_LIMIT, "a trace").decode("utf-8", errors="replace").splitlines()
     except OSError as e:
         raise TraceFormatError(f"cannot read the trace {path}: {e.strerror}") from None
+    except FileTooLargeError as e:
+        raise TraceFormatError(str(e)) from None
     if not lines or lines[0] != FORMAT:
         raise TraceFormatError(f"{path} is not an Optimas trace (expected a first line {FORMAT!r})")
     names: dict[str, tuple[str, str]] = {}
@@ -209,9 +213,9 @@ def read_trace(path: Path) -> ProcessTrace:
             elif f[0] == "X":
                 trace.complete, trace.dropped = True, int(f[3])
             else:
-                raise ValueError(f"unknown record kind {f[0]!r}")
+                raise ValueError(f"unknown record kind {f[0][:20]!r}")
         except (ValueError, IndexError, KeyError) as e:
-            raise TraceFormatError(f"{path}:{number}: malformed {f[0]!r} record ({e})") from None
+            raise TraceFormatError(f"{path}:{number}: malformed {f[0][:20]!r} record ({str(e)[:200]})") from None
     if trace is None:
         raise TraceFormatError(f"{path} has no P (process) record")
     trace.results.sort(key=lambda r: r.seq)
