@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from runner.base.processes import CommandResult, child_environment, child_home, 
 from runner.base.redaction import describe, redact, register_secret
 from runner.base.runstore import RUN_ID, runs_created
 from runner.base.sandbox import scratch
+from runner.base.workspace import FileTooLargeError, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +63,9 @@ def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: st
     dest.mkdir(parents=True)
     env = git_environment(token)
 
-    def git(*args: str) -> CommandResult:
+    def git(*args: str, stdout: Path | None = None) -> CommandResult:
         r = run_process(["git", "-C", str(dest), *args], timeout_s=timeout_s, env=env, merge_stderr=False,
-                        what=f"git {args[0]}")
+                        what=f"git {args[0]}", stdout=stdout)
         if r.timed_out:
             raise FetchError(f"git {args[0]} of {repo}#{pr} did not finish within {timeout_s:g} s", transient=True)
         return r
@@ -75,7 +77,34 @@ def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: st
     got = git("rev-parse", "FETCH_HEAD").output.strip()
     if got != head_sha:
         raise FetchError(f"the head of {repo}#{pr} moved on to {got[:7]} since {head_sha[:7]} was pinned")
-    git("checkout", "-q", "FETCH_HEAD")
+    _refuse_a_large_tree(dest, git, f"{repo}#{pr}")
+    r = git("checkout", "-q", "FETCH_HEAD")
+    if r.returncode != 0:
+        raise FetchError(f"checking out {repo}#{pr} failed: {redact(r.errors.strip())[-500:]}")
+
+
+# What a checkout may write: a commit's tree can name one compressed blob thousands of times (a
+# "git bomb": 336 KB fetched, 2 GB written in 3 s; an attacker's pass). Counted before checking out.
+MAX_CHECKOUT_FILES = 200_000
+MAX_CHECKOUT_BYTES = 8 << 30
+
+
+def _refuse_a_large_tree(dest: Path, git: Callable[..., CommandResult], what: str) -> None:
+    """FetchError when FETCH_HEAD's tree holds more than MAX_CHECKOUT_FILES entries or
+    MAX_CHECKOUT_BYTES bytes (each file counted as often as the tree names it)."""
+    listing = dest.parent / f"{dest.name}.tree"
+    try:
+        git("ls-tree", "-r", "-l", "-z", "--full-tree", "FETCH_HEAD", stdout=listing)
+        data = read_capped(listing, MAX_CHECKOUT_FILES * 400, "the commit's tree")
+    except FileTooLargeError:
+        raise FetchError(f"{what}: its tree names more than {MAX_CHECKOUT_FILES} files; not checked out") from None
+    finally:
+        listing.unlink(missing_ok=True)
+    entries = [e for e in data.split(b"\0") if e]
+    total = sum(int(size) for e in entries if (size := e.split(b"\t", 1)[0].split()[-1]).isdigit())
+    if len(entries) > MAX_CHECKOUT_FILES or total > MAX_CHECKOUT_BYTES:
+        raise FetchError(f"{what}: its tree holds {len(entries)} files of {total} bytes in all, more than a checkout "
+                         f"may write ({MAX_CHECKOUT_FILES} files, {MAX_CHECKOUT_BYTES >> 30} GiB); not checked out")
 
 
 def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_sha: str, fork: bool,

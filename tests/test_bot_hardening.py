@@ -525,3 +525,42 @@ def test_a_text_setting_set_but_empty_is_its_default():
     worker = WorkerSettings.from_env(empty)
     assert receiver.label == worker.label == "optimas" and receiver.control_queue == "optimas-control"
     assert worker.git_url == "https://github.com/{repo}.git" and receiver.api_url == Settings.api_url
+
+
+@pytest.mark.skipif(__import__("shutil").which("git") is None, reason="git not installed")
+def test_a_commit_whose_tree_names_one_blob_thousands_of_times_is_not_checked_out(tmp_path, monkeypatch):
+    """A "git bomb": a tree naming one compressed blob many times fetches in kilobytes and checks
+    out in gigabytes, outside the sandbox (an attacker's pass: 2 GB in 3 s). The tree is counted
+    before the checkout (limits made smaller here); a tree within them is checked out."""
+    from bot import gpu_job
+    from bot.gpu_job import FetchError, fetch
+
+    def commit(files: int, blob_bytes: int) -> str:
+        src = tmp_path / f"src-{files}"
+        git = ["git", "-C", str(src)]
+        subprocess.run(["git", "init", "-q", str(src)], check=True)
+        blob = subprocess.run([*git, "hash-object", "-w", "--stdin"], input=b"A" * blob_bytes, capture_output=True,
+                              check=True).stdout.decode().strip()
+        listing = "".join(f"100644 blob {blob}\tf{i:05d}\n" for i in range(files))
+        tree = subprocess.run([*git, "mktree"], input=listing.encode(), capture_output=True, check=True)
+        sha = subprocess.run([*git, "-c", "user.email=a@b", "-c", "user.name=a", "commit-tree",
+                              tree.stdout.decode().strip(), "-m", "bomb"], capture_output=True, check=True)
+        sha = sha.stdout.decode().strip()
+        subprocess.run([*git, "push", "-q", str(remote), f"{sha}:refs/pull/{files}/head"], check=True)
+        return sha
+
+    remote = tmp_path / "remotes" / "o" / "r.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    monkeypatch.setattr(gpu_job, "MAX_CHECKOUT_FILES", 1000)
+    monkeypatch.setattr(gpu_job, "MAX_CHECKOUT_BYTES", 10 << 20)
+    url = f"file://{tmp_path}/remotes/{{repo}}.git"
+    bomb = commit(2000, 1 << 10)  # too many names
+    with pytest.raises(FetchError, match="more than a checkout may write"):
+        fetch("o/r", 2000, bomb, "ghs_token", tmp_path / "job1" / "src", url, 60)
+    heavy = commit(100, 1 << 20)  # 100 MiB from one blob of 1 MiB
+    with pytest.raises(FetchError, match=r"100 files of 104857600 bytes"):
+        fetch("o/r", 100, heavy, "ghs_token", tmp_path / "job2" / "src", url, 60)
+    assert not list((tmp_path / "job2" / "src").glob("f*"))  # nothing was written
+    fine = commit(10, 1 << 10)
+    fetch("o/r", 10, fine, "ghs_token", tmp_path / "job3" / "src", url, 60)
+    assert len(list((tmp_path / "job3" / "src").glob("f*"))) == 10
