@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -353,3 +354,12 @@ def test_the_ncu_report_of_an_nsight_compute_install_is_named_in_a_warning(tmp_p
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert "Nsight Compute install" not in plain.stderr  # the pinned package: no warning
+
+
+def test_a_long_run_of_digits_is_read_in_one_pass():
+    """A cell's number pattern could split a run of digits many ways (20,000 digits and a letter
+    took 16 s; an attacker's pass): the digits after a point are read only after one."""
+    from runner.profiles.readers.ncu_csv import parse_number
+
+    assert math.isnan(parse_number("1" * 200_000 + "x"))  # (hours before)
+    assert [parse_number(t) for t in ("1,234.5", "12.", ".5", "-3.2E-4")] == [1234.5, 12.0, 0.5, -0.00032]

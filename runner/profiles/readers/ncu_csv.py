@@ -142,7 +142,9 @@ def unit_scale(unit: str) -> tuple[float, str]:
     return (f[0], f[1]) if f else (1.0, u)
 
 
-_NUMBER = re.compile(r"^[+-]?(\d[\d,]*\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+# (the digits after the point only after a point: `\d[\d,]*\.?\d*` could split a run of digits n
+# ways, n^2 steps on a long one in a cell the program's text reaches)
+_NUMBER = re.compile(r"^[+-]?(\d[\d,]*(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 def parse_number(text: str) -> float:
