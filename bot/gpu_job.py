@@ -63,9 +63,11 @@ def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: st
     dest.mkdir(parents=True)
     env = git_environment(token)
 
-    def git(*args: str, stdout: Path | None = None) -> CommandResult:
-        r = run_process(["git", "-C", str(dest), *args], timeout_s=timeout_s, env=env, merge_stderr=False,
-                        what=f"git {args[0]}", stdout=stdout)
+    def git(*args: str, stdout: Path | None = None, max_bytes: int | None = None) -> CommandResult:
+        argv = ["git", "-C", str(dest), *args]
+        if max_bytes is not None:  # the file it writes stops there (the shell's limit, in 512-byte blocks)
+            argv = ["sh", "-c", 'ulimit -f "$1" && shift && exec "$@"', "sh", str(max_bytes // 512), *argv]
+        r = run_process(argv, timeout_s=timeout_s, env=env, merge_stderr=False, what=f"git {args[0]}", stdout=stdout)
         if r.timed_out:
             raise FetchError(f"git {args[0]} of {repo}#{pr} did not finish within {timeout_s:g} s", transient=True)
         return r
@@ -78,6 +80,10 @@ def fetch(repo: str, pr: int, head_sha: str, token: str, dest: Path, git_url: st
     if got != head_sha:
         raise FetchError(f"the head of {repo}#{pr} moved on to {got[:7]} since {head_sha[:7]} was pinned")
     _refuse_a_large_tree(dest, git, f"{repo}#{pr}")
+    # the files as the commit holds them: the tree's own .gitattributes could have checkout expand
+    # them (ident, working-tree-encoding=UTF-32LE, eol: 47 times what the tree counts; an attacker's pass)
+    (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)
+    (dest / ".git" / "info" / "attributes").write_text("* -ident -text -eol -working-tree-encoding -filter -diff\n")
     r = git("checkout", "-q", "FETCH_HEAD")
     if r.returncode != 0:
         raise FetchError(f"checking out {repo}#{pr} failed: {redact(r.errors.strip())[-500:]}")
@@ -92,10 +98,11 @@ MAX_CHECKOUT_BYTES = 8 << 30
 def _refuse_a_large_tree(dest: Path, git: Callable[..., CommandResult], what: str) -> None:
     """FetchError when FETCH_HEAD's tree holds more than MAX_CHECKOUT_FILES entries or
     MAX_CHECKOUT_BYTES bytes (each file counted as often as the tree names it)."""
-    listing = dest.parent / f"{dest.name}.tree"
+    listing, cap = dest.parent / f"{dest.name}.tree", MAX_CHECKOUT_FILES * 400
     try:
-        git("ls-tree", "-r", "-l", "-z", "--full-tree", "FETCH_HEAD", stdout=listing)
-        data = read_capped(listing, MAX_CHECKOUT_FILES * 400, "the commit's tree")
+        # written up to the cap only: a tree of 10^10 names listed gigabytes before the count
+        git("ls-tree", "-r", "-l", "-z", "--full-tree", "FETCH_HEAD", stdout=listing, max_bytes=cap)
+        data = read_capped(listing, cap - 512, "the commit's tree")
     except FileTooLargeError:
         raise FetchError(f"{what}: its tree names more than {MAX_CHECKOUT_FILES} files; not checked out") from None
     finally:

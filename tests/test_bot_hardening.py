@@ -557,6 +557,10 @@ def test_a_commit_whose_tree_names_one_blob_thousands_of_times_is_not_checked_ou
     bomb = commit(2000, 1 << 10)  # too many names
     with pytest.raises(FetchError, match="more than a checkout may write"):
         fetch("o/r", 2000, bomb, "ghs_token", tmp_path / "job1" / "src", url, 60)
+    monkeypatch.setattr(gpu_job, "MAX_CHECKOUT_FILES", 10)  # the listing itself stops at its cap
+    with pytest.raises(FetchError, match="its tree names more than 10 files"):
+        fetch("o/r", 2000, bomb, "ghs_token", tmp_path / "job1b" / "src", url, 60)
+    monkeypatch.setattr(gpu_job, "MAX_CHECKOUT_FILES", 1000)
     heavy = commit(100, 1 << 20)  # 100 MiB from one blob of 1 MiB
     with pytest.raises(FetchError, match=r"100 files of 104857600 bytes"):
         fetch("o/r", 100, heavy, "ghs_token", tmp_path / "job2" / "src", url, 60)
@@ -564,3 +568,18 @@ def test_a_commit_whose_tree_names_one_blob_thousands_of_times_is_not_checked_ou
     fine = commit(10, 1 << 10)
     fetch("o/r", 10, fine, "ghs_token", tmp_path / "job3" / "src", url, 60)
     assert len(list((tmp_path / "job3" / "src").glob("f*"))) == 10
+    # the tree's own .gitattributes may not have checkout expand what it counted (an attacker's
+    # second pass: `ident` and `working-tree-encoding=UTF-32LE` wrote 47 times the blob)
+    src = tmp_path / "src-attr"
+    subprocess.run(["git", "init", "-q", str(src)], check=True)
+    git = ["git", "-C", str(src), "-c", "user.email=a@b", "-c", "user.name=a"]
+    (src / "k.cu").write_text("$Id$ " * 1000)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "the file"], check=True)
+    (src / ".gitattributes").write_text("k.cu ident working-tree-encoding=UTF-32LE\n")  # then its attributes
+    subprocess.run([*git, "add", ".gitattributes"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "attributes"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([*git, "push", "-q", str(remote), f"{sha}:refs/pull/7/head"], check=True)
+    fetch("o/r", 7, sha, "ghs_token", tmp_path / "job4" / "src", url, 60)
+    assert (tmp_path / "job4" / "src" / "k.cu").read_bytes() == b"$Id$ " * 1000  # as committed (not 188,000 bytes)

@@ -241,6 +241,8 @@ def test_a_config_with_aliases_or_of_any_size_is_refused_before_anything_reads_i
     assert len(bomb) < 1000
     with pytest.raises(ConfigError, match=r"line 2, column .*aliases \(\*name\) are not read"):
         parse_config(bomb, "bomb.yml")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        parse_config("app:\n  name: " + "[" * 100_000 + "\n", "deep.yml")
     with pytest.raises(ConfigError, match="a config is at most"):
         parse_config("app:\n  name: k\n" + "#" * MAX_CONFIG_BYTES + "\n", "big.yml")
     with pytest.raises(ConfigError) as e:  # a value of the wrong type is named, not written out whole

@@ -607,6 +607,8 @@ def parse_config(text: str, path: Path | str) -> Config:
                                  "and files; it holds no data)"])
     try:
         data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader, less aliases)
+    except RecursionError:
+        raise ConfigError(path, ["nested too deeply (a config's values are a few levels deep)"]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
