@@ -361,3 +361,17 @@ def test_the_file_that_launches_a_hot_kernel_is_read_with_the_sources(tmp_path):
     (tmp_path / "optimas.yml").write_text("app:\n  sources: [scale.cuh]\n  build: nvcc -o {exe} main.cu\n")
     files = read_context(load_config(tmp_path / "optimas.yml"))
     assert sorted(files) == ["main.cu", "scale.cuh"]  # other.cu launches nothing
+
+
+def test_launch_sites_are_found_in_one_pass_on_crafted_source():
+    """Uses of a launching macro whose `(` never closes, thousands of launching macros, and names
+    followed by `<` took n^2 steps over the pull request's text (16 KiB: 12 s; an attacker's pass):
+    each is read a bounded span, and the sites found are the same."""
+    from runner.base.launch_sites import MAX_LAUNCH_MACROS, launch_sites
+
+    for text in ("#define M(f) f<<<1,1>>>();\n" + "M(" * 100_000,
+                 "".join(f"#define M{i}(f) f<<<1,1>>>();\n" for i in range(20_000)),
+                 "a<" * 100_000):
+        found = launch_sites(text)  # (minutes to hours before)
+        assert len(found) <= MAX_LAUNCH_MACROS
+    assert [(s.kernel, s.targets) for s in launch_sites(IN_A_MACRO, {"scale"})] == [("k", ["scale"])]

@@ -13,12 +13,19 @@ are masked (so the stream, the arguments and every other statement stay as they 
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.base.cuda_source import Function, _line_of, functions, strip_comments_and_strings
 
-_LAUNCH = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<[^;{}]*?>)?\s*<<<")
+# (a template's arguments read up to 512 characters: unbounded, the lazy span ran to the end of
+# the text from every name followed by `<`, n^2 steps on crafted source; an attacker's pass)
+_LAUNCH = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<[^;{}]{0,512}?>)?\s*<<<")
+MAX_LAUNCH_MACROS = 64  # macros that launch, read per file
+MAX_MACRO_USES = 256  # uses of one read for the kernels they pass
+MAX_USE = 4096  # characters of a use's arguments read
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 _KEYWORDS = frozenset({"sizeof", "static_cast", "int", "unsigned", "size_t", "float", "double", "dim3", "min", "max",
                        "std", "const", "long", "char", "short", "true", "false", "nullptr"})
@@ -105,35 +112,52 @@ def launch_macros(clean: str) -> list[LaunchMacro]:
     """The macros of a text (comments and strings stripped) whose definitions hold a launch."""
     out = []
     for m in _DEFINE.finditer(clean):
-        end = clean.find("\n", m.end())
-        while end >= 0 and clean[:end].rstrip(" \t").endswith("\\"):  # continued on the next line
-            end = clean.find("\n", end + 1)
+        start, end = m.start(), clean.find("\n", m.end())
+        while end >= 0 and clean[start:end].rstrip(" \t").endswith("\\"):  # continued on the next line
+            start, end = end + 1, clean.find("\n", end + 1)
         end = len(clean) if end < 0 else end
         if "<<<" in clean[m.end():end]:
             params = tuple(p.strip() for p in (m.group(2) or "").split(",") if p.strip())
             out.append(LaunchMacro(m.group(1), params, m.start(), end, _line_of(clean, m.start()),
                                    _line_of(clean, end)))
+            if len(out) >= MAX_LAUNCH_MACROS:
+                break
     return out
 
 
-def _macro_targets(clean: str, macro: LaunchMacro, name: str, known: set[str]) -> list[str]:
+def _macro_uses(clean: str, macro: LaunchMacro) -> list[list[str]]:
+    """The arguments of a macro's uses outside its definition (the first MAX_MACRO_USES, each read
+    up to MAX_USE characters: a use whose `(` never closes would be read to the end)."""
+    found = (u for u in re.finditer(rf"\b{re.escape(macro.name)}\s*\(", clean)
+             if not macro.start <= u.start() < macro.end)
+    out = []
+    for _, use in zip(range(MAX_MACRO_USES), found, strict=False):
+        depth, i, stop = 1, use.end(), min(len(clean), use.end() + MAX_USE)
+        while i < stop and depth:
+            depth += {"(": 1, ")": -1}.get(clean[i], 0)
+            i += 1
+        out.append(_top_level_split(clean[use.end():i - 1]))
+    return out
+
+
+def _macro_targets(uses: list[list[str]], macro: LaunchMacro, name: str, known: set[str]) -> list[str]:
     """The kernels a macro's uses pass for its parameter `name` (the launched name), in order."""
     if name not in macro.params:
         return []
     at = macro.params.index(name)
     found: list[str] = []
-    for use in re.finditer(rf"\b{re.escape(macro.name)}\s*\(", clean):
-        if macro.start <= use.start() < macro.end:
-            continue
-        depth, i = 1, use.end()
-        while i < len(clean) and depth:
-            depth += {"(": 1, ")": -1}.get(clean[i], 0)
-            i += 1
-        args = _top_level_split(clean[use.end():i - 1])
+    for args in uses:
         word = args[at].split("<")[0].strip() if at < len(args) else ""
         if word.split("::")[-1] in known and word not in found:
             found.append(word)
     return found
+
+
+def _line_index(clean: str) -> Callable[[int], int]:
+    """The line (1-based) of an offset of `clean`, by bisection over its line breaks (counting them
+    again for each of many launches was n^2 steps)."""
+    breaks = [m.start() for m in re.finditer("\n", clean)]
+    return lambda pos: bisect.bisect_left(breaks, pos) + 1
 
 
 def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Function] | None = None) -> list[LaunchSite]:
@@ -144,15 +168,19 @@ def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Functio
     known = {f.name.split("::")[-1] for f in funcs if f.is_kernel} if kernels is None else kernels
     lines = clean.splitlines()
     macros = launch_macros(clean)
+    uses: dict[str, list[list[str]]] = {}
+    line_of = _line_index(clean)
     out = []
     for launch in _launches(clean):
-        start = _line_of(clean, launch[0].start())
+        start = line_of(launch[0].start())
         host = next((f for f in funcs if not f.is_device and f.body_start_line <= start <= f.end_line), None)
         macro = next((d for d in macros if d.start <= launch[0].start() < d.end), None)
         if host is not None:
-            site = _host_site(clean, lines, host, launch, known, kernels)
+            site = _host_site(lines, line_of, host, launch, known, kernels)
         elif macro is not None:
-            site = _macro_site(clean, macro, launch, known, kernels)
+            if macro.name not in uses:
+                uses[macro.name] = _macro_uses(clean, macro)
+            site = _macro_site(clean, line_of, macro, uses[macro.name], launch, known, kernels)
         else:
             site = None
         if site is not None:
@@ -160,13 +188,14 @@ def launch_sites(text: str, kernels: set[str] | None = None, funcs: list[Functio
     return out
 
 
-def _host_site(clean: str, lines: list[str], host: Function, launch: tuple[re.Match, int, int, int], known: set[str],
-               kernels: set[str] | None) -> LaunchSite | None:
+def _host_site(lines: list[str], line_of: Callable[[int], int], host: Function, launch: tuple[re.Match, int, int, int],
+               known: set[str], kernels: set[str] | None) -> LaunchSite | None:
     """A launch in a host function, with the one-line declarations earlier in it of the variables
     its configuration uses; None when it launches none of `kernels`."""
     m, open_end, close, end = launch
+    clean = m.string
     name = m.group(1)
-    start, stop = _line_of(clean, m.start()), _line_of(clean, end - 1)
+    start, stop = line_of(m.start()), line_of(end - 1)
     short = name.split("::")[-1]
     targets = [] if short in known else _pointer_targets(lines[host.body_start_line - 1:host.end_line], name)
     if kernels is not None and short not in kernels and not any(t.split("::")[-1] in kernels for t in targets):
@@ -183,21 +212,21 @@ def _host_site(clean: str, lines: list[str], host: Function, launch: tuple[re.Ma
     return LaunchSite(name, start, stop, config, sorted(set(declared)), targets)
 
 
-def _macro_site(clean: str, macro: LaunchMacro, launch: tuple[re.Match, int, int, int], known: set[str],
-                kernels: set[str] | None) -> LaunchSite | None:
+def _macro_site(clean: str, line_of: Callable[[int], int], macro: LaunchMacro, uses: list[list[str]],
+                launch: tuple[re.Match, int, int, int], known: set[str], kernels: set[str] | None) -> LaunchSite | None:
     """A launch in a macro's definition: its lines there (to its `;`, or the macro's end), for the
     kernel it names or the hot kernels the macro's uses pass it; None when it launches none of
     `kernels`."""
     m, open_end, close, end = launch
     name = m.group(1)
     short = name.split("::")[-1]
-    targets = [] if short in known else _macro_targets(clean, macro, name, known)
+    targets = [] if short in known else _macro_targets(uses, macro, name, known)
     if kernels is not None:
         targets = [t for t in targets if t.split("::")[-1] in kernels]
         if short not in kernels and not targets:
             return None
-    stop = _line_of(clean, min(end, macro.end) - 1)
-    return LaunchSite(name, _line_of(clean, m.start()), stop, _top_level_split(clean[open_end:close]), [], targets,
+    stop = line_of(min(end, macro.end) - 1)
+    return LaunchSite(name, line_of(m.start()), stop, _top_level_split(clean[open_end:close]), [], targets,
                       macro=macro.name, shown=(macro.start_line, macro.end_line))
 
 
