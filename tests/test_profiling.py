@@ -360,6 +360,18 @@ def test_links_to_folders_that_loop_are_copied_as_links_and_the_build_runs(tmp_p
     assert not (cwd / "twice.h").is_symlink() and (cwd / "twice.h").read_text().startswith("#define")
     built = compile_candidate(lc, {}, "sm_90", cache=tmp_path / "cache")
     assert built.ok, built.output
+    # links from folder to folder outside the workspace, without a loop, made 2^k paths (an
+    # attacker's second pass): a folder is followed once, its other links stay links
+    outside = tmp_path / "o"
+    for i in range(40):
+        (outside / f"d{i}").mkdir(parents=True)
+        for side in ("x", "y"):
+            (outside / f"d{i}" / side).symlink_to(f"../d{i + 1}")
+    (outside / "d40").mkdir()
+    (app / "graph").symlink_to("../o/d0")
+    cwd = copy_workspace(lc, tmp_path / "copy3")  # (2^40 folders before)
+    assert sum(1 for _ in (tmp_path / "copy3").rglob("*")) < 200
+    assert compile_candidate(lc, {}, "sm_90", cache=tmp_path / "cache").ok
     monkeypatch.setattr(cache, "MAX_COPY_FILES", 3)
     with pytest.raises(WorkspaceCopyError, match="app.workspace .*more than 3 files"):
         copy_workspace(lc, tmp_path / "copy2")

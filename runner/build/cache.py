@@ -67,6 +67,24 @@ def _kept_as_link(space: str, folder: str, name: str) -> bool:
     return target in chain
 
 
+def _links_kept(space: str, folder: str, names: list[str], followed: set[str]) -> set[str]:
+    """The names in `folder` a copy keeps as links (_kept_as_link), and the links to a folder
+    already followed once elsewhere in the copy (links from folder to folder outside the workspace
+    made a graph of 2^k paths without a loop; an attacker's pass). Adds the folders it follows now
+    to `followed`."""
+    kept = set()
+    for n in names:
+        path = os.path.join(folder, n)
+        if _kept_as_link(space, folder, n):
+            kept.add(n)
+        elif os.path.islink(path) and os.path.isdir(path):
+            real = os.path.realpath(path)
+            if real in followed:
+                kept.add(n)
+            followed.add(real)
+    return kept
+
+
 def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = None) -> Path:
     """Copy the app's workspace to `dest` (which must not exist), with `files` (names relative to
     app.workdir) written over the copy's; returns the copy's workdir. Builds run in such a copy,
@@ -80,16 +98,21 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
     links: list[tuple[str, Path]] = []
     counted = [0, 0]
 
+    followed: set[str] = set()
+
     def ignored(folder: str, names: list[str]) -> set[str]:
         # a copy made inside the workspace (a run folder there) must not copy itself
         inside = {n for n in names if (Path(folder) / n).resolve() in (target, *target.parents)}
-        kept = {n for n in names if _kept_as_link(root, folder, n)}
+        kept = _links_kept(root, folder, names, followed)
+        counted[0] += len(names)
+        if counted[0] > MAX_COPY_FILES:
+            raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files and folders to copy "
+                                     "for a build (links followed); set app.workspace to the folder the build reads")
         links.extend((os.readlink(os.path.join(folder, n)), dest / os.path.relpath(os.path.join(folder, n), root))
                      for n in kept)
         return _left_out(folder, names) | inside | kept
 
     def copy(src: str, dst: str) -> str:
-        counted[0] += 1
         counted[1] += os.stat(src).st_size
         if counted[0] > MAX_COPY_FILES or counted[1] > MAX_COPY_BYTES:
             raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files or "
@@ -171,21 +194,25 @@ def _copied_files(space: Path, workdir: Path, files: dict[str, str]) -> dict[str
     its bytes (links followed, as the copy follows them)."""
     out: dict[str, Callable[[], bytes]] = {}
     root = str(space)
+    followed: set[str] = set()
+    entries = size = 0
     for folder, dirs, names in os.walk(space, followlinks=True):
         left = _left_out(folder, dirs + names)
         rel = os.path.relpath(folder, space)
-        for d in dirs:
-            if d not in left and _kept_as_link(root, folder, d):  # as the copy keeps it: a link
-                link = os.readlink(os.path.join(folder, d)).encode()
-                out[os.path.normpath(os.path.join(rel, d))] = lambda link=link: b"link\0" + link
-                left.add(d)
+        for d in _links_kept(root, folder, [d for d in dirs if d not in left], followed):  # as the copy keeps them
+            link = os.readlink(os.path.join(folder, d)).encode()
+            out[os.path.normpath(os.path.join(rel, d))] = lambda link=link: b"link\0" + link
+            left.add(d)
         dirs[:] = [d for d in dirs if d not in left]
         for n in names:
             if n not in left:
                 out[os.path.normpath(os.path.join(rel, n))] = Path(folder, n).read_bytes
-        if len(out) > MAX_COPY_FILES:
-            raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files to copy for a build "
-                                     "(links followed); set app.workspace to the folder the build reads")
+                size += os.stat(os.path.join(folder, n)).st_size
+        entries += len(dirs) + len(names)
+        if entries > MAX_COPY_FILES or size > MAX_COPY_BYTES:
+            raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files and folders or "
+                                     f"{MAX_COPY_BYTES >> 30} GiB to copy for a build (links followed); set "
+                                     "app.workspace to the folder the build reads")
     for name, text in files.items():
         path = os.path.normpath(os.path.join(workdir, name))
         data = source_bytes(Path(path), text)
