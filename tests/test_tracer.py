@@ -568,6 +568,14 @@ def test_files_the_code_writes_are_read_only_up_to_a_size(tmp_path):
         read_trace(trace)
     with pytest.raises(FileTooLargeError, match="the nvcc shim's records"):
         read_records(records)
+    from runner.tracing.trace import MAX_TRACES, read_traces
+
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(MAX_TRACES + 1):
+        (many / f"trace-{i}.tsv").write_text("# optimas-trace 1\n")
+    with pytest.raises(TraceFormatError, match=f"{MAX_TRACES + 1} traces of .*at most {MAX_TRACES}"):
+        read_traces(many)
     (tmp_path / "small").write_bytes(b"abc")
     assert read_capped(tmp_path / "small", 3, "x") == b"abc"
     with pytest.raises(FileTooLargeError):

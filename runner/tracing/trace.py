@@ -16,6 +16,7 @@ A record file is tab-separated text, one record per line, its first field the re
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -23,10 +24,13 @@ from pydantic import BaseModel, Field
 
 from runner.base.cuda_source import short_kernel_name
 from runner.base.errors import OptimasError
-from runner.base.workspace import FileTooLargeError, read_capped
 
 FORMAT = "# optimas-trace 1"
-TRACE_LIMIT = 1 << 30  # bytes of one process's trace read at most (the code under test could write it)
+# What the worker reads of the traces, which the code under test could write: each record becomes
+# an object of some tens of times its bytes (an attacker's pass measured 24-34x).
+TRACE_LIMIT = 256 << 20  # bytes of one process's trace
+TRACE_TOTAL = 512 << 20  # bytes of one run's traces in all
+MAX_TRACES = 256  # processes of one run
 
 
 class TraceFormatError(OptimasError):
@@ -177,17 +181,23 @@ def _ints(text: str) -> tuple[int, int, int]:
 def read_trace(path: Path) -> ProcessTrace:
     """One process's record file; TraceFormatError naming the file and line when it is malformed."""
     try:
-        lines = read_capped(path, TRACE_LIMIT, "a trace").decode("utf-8", errors="replace").splitlines()
+        with open(path, encoding="utf-8", errors="replace", newline="\n") as records:
+            size = os.fstat(records.fileno()).st_size
+            if size > TRACE_LIMIT:
+                raise TraceFormatError(f"{path} (a trace) is {size} bytes; Optimas reads at most {TRACE_LIMIT}")
+            if records.readline(len(FORMAT) + 2).rstrip("\n") != FORMAT:  # before reading the rest
+                raise TraceFormatError(f"{path} is not an Optimas trace (expected a first line {FORMAT!r})")
+            return _records(path, records)
     except OSError as e:
         raise TraceFormatError(f"cannot read the trace {path}: {e.strerror}") from None
-    except FileTooLargeError as e:
-        raise TraceFormatError(str(e)) from None
-    if not lines or lines[0] != FORMAT:
-        raise TraceFormatError(f"{path} is not an Optimas trace (expected a first line {FORMAT!r})")
+
+
+def _records(path: Path, records) -> ProcessTrace:  # noqa: ANN001 (an open text file)
+    """The process's trace from its records after the first line, read line by line."""
     names: dict[str, tuple[str, str]] = {}
     trace: ProcessTrace | None = None
-    for number, line in enumerate(lines[1:], start=2):
-        f = line.split("\t")
+    for number, line in enumerate(records, start=2):
+        f = line.rstrip("\n").split("\t")
         try:
             if f[0] == "P":
                 trace = ProcessTrace(path=path, pid=int(f[1]), cupti_version=int(f[2]))
@@ -240,5 +250,11 @@ def device_fault(traces: list[ProcessTrace], launches: bool = False) -> str | No
 
 
 def read_traces(folder: Path) -> list[ProcessTrace]:
-    """Every process's trace in a folder (a program may start several CUDA processes), by pid."""
-    return sorted((read_trace(p) for p in folder.glob("trace-*.tsv")), key=lambda t: t.pid)
+    """Every process's trace in a folder (a program may start several CUDA processes), by pid; at
+    most MAX_TRACES files of TRACE_TOTAL bytes in all (the program writes in that folder)."""
+    paths = sorted(folder.glob("trace-*.tsv"))
+    total = sum(p.stat().st_size for p in paths[:MAX_TRACES + 1])
+    if len(paths) > MAX_TRACES or total > TRACE_TOTAL:
+        raise TraceFormatError(f"{folder}: {len(paths)} traces of {total} bytes; Optimas reads at most {MAX_TRACES} "
+                               f"of {TRACE_TOTAL} bytes in all")
+    return sorted((read_trace(p) for p in paths), key=lambda t: t.pid)
