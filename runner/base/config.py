@@ -111,7 +111,9 @@ class AppConfig(_Strict):
     name: str = Field(default="app", description="the app's name in runs, prompts and reports")
     workdir: str = Field(default=".", description="folder the commands run in, relative to the config")
     workspace: str | None = Field(default=None, description="folder copied to build a candidate (it must hold "
-                                  "everything the build reads, e.g. shared headers); default: workdir")
+                                  "everything the build reads, e.g. shared headers; links to files are copied as "
+                                  "files, links to folders in it stay links; at most 100,000 files and folders, "
+                                  "4 GiB); default: workdir")
     sources: list[str] = Field(default_factory=list, description="CUDA source files, relative to workdir")
     # Profiles name sources by the path they had where they were captured; map those to local files.
     source_map: dict[str, str] = Field(default_factory=dict, description="a source path as recorded profiles "
