@@ -25,6 +25,7 @@ from typing import Any
 from runner import __version__
 from runner.base.errors import OptimasError
 from runner.base.processes import run_process
+from runner.base.workspace import RECORD_LIMIT, read_capped
 
 STAGES = ("profile", "analysis", "prompt", "llm", "candidates", "evaluation")
 
@@ -187,7 +188,8 @@ def open_run(path: Path) -> Run:
     """An existing run directory, to add stages to."""
     manifest = path / "manifest.json"
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        # (the code under test runs with the run folders in reach: read up to a size)
+        data = json.loads(read_capped(manifest, RECORD_LIMIT, "a run's manifest").decode("utf-8"))
     except FileNotFoundError:
         raise OptimasError(f"{path}: not a run directory (no manifest.json)") from None
     return Run(path, data)

@@ -23,6 +23,9 @@ def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:
     return space, workdir
 
 
+RECORD_LIMIT = 64 << 20  # bytes of a record Optimas wrote in a run folder (a manifest, a result) read at most
+
+
 class FileTooLargeError(OptimasError):
     """A file the code under test wrote is larger than Optimas reads."""
 
