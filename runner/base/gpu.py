@@ -76,10 +76,7 @@ def detect_gpu(nvidia_smi: str) -> Gpu:
     visible = setting.split(",")[0].strip()
     if not visible or visible == "-1":
         raise ProfilingError(f"CUDA_VISIBLE_DEVICES={setting!r} hides every GPU from this process")
-    if visible.startswith("MIG-"):
-        visible = _mig_parent(nvidia_smi, visible)
-    found = next((g for g in gpus if visible in (g.index, g.uuid) or (len(visible) > 4 and g.uuid.startswith(visible))),
-                 None)
+    found = _named_gpu(gpus, nvidia_smi, visible)
     if found is None:
         raise ProfilingError(f"CUDA_VISIBLE_DEVICES={visible!r} names no GPU that nvidia-smi lists "
                              f"({', '.join(g.index + ': ' + g.uuid for g in gpus)})")
@@ -96,6 +93,13 @@ SHARED_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset",
 _GPU_NODE = re.compile(r"nvidia(\d+)")
 _BUS_ID = re.compile(r"([0-9a-f]{1,8}):([0-9a-f]{2}:[0-9a-f]{2}\.[0-7])")
 _MINOR = re.compile(r"^Device Minor:\s*(\d+)", re.M)
+
+
+def _named_gpu(gpus: list[Gpu], nvidia_smi: str, entry: str) -> Gpu | None:
+    """The GPU one entry of CUDA_VISIBLE_DEVICES names: an index, a UUID or its prefix, or a MIG
+    instance's UUID (its GPU)."""
+    name = _mig_parent(nvidia_smi, entry) if entry.startswith("MIG-") else entry
+    return next((g for g in gpus if name in (g.index, g.uuid) or (len(name) > 4 and g.uuid.startswith(name))), None)
 
 
 def sandbox_devices(nvidia_smi: str, setting: str | None, dev: Path = Path("/dev"),
@@ -121,9 +125,7 @@ def sandbox_devices(nvidia_smi: str, setting: str | None, dev: Path = Path("/dev
     for entry in (e.strip() for e in setting.split(",")):
         if not entry or entry == "-1":
             break  # CUDA reads the list up to its first entry that names no GPU
-        parent = _mig_parent(nvidia_smi, entry) if entry.startswith("MIG-") else entry
-        gpu = next((g for g in gpus if parent in (g.index, g.uuid) or (len(parent) > 4 and g.uuid.startswith(parent))),
-                   None)
+        gpu = _named_gpu(gpus, nvidia_smi, entry)
         if gpu is None:
             raise SandboxError(f"CUDA_VISIBLE_DEVICES={setting!r}: {entry!r} names no GPU that nvidia-smi lists")
         # one GPU node on the host (or in the container): no other GPU to keep from the code
