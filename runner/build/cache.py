@@ -47,41 +47,22 @@ class WorkspaceCopyError(OptimasError):
     exit_code = 2
 
 
-def _kept_as_link(space: str, folder: str, name: str) -> bool:
-    """Whether a copy keeps `folder/name` as a link rather than copying what it leads to: a link to
-    a folder inside the workspace (the copy holds that folder: a relative link finds it there), to
-    a folder holding the workspace, or to one on the copy's own path down to it (a loop). Links to
-    files, and to other folders outside, are followed as before."""
-    path = os.path.join(folder, name)
-    if not os.path.islink(path) or not os.path.isdir(path):
-        return False
-    target = os.path.realpath(path)
-    if target == space or target.startswith(space.rstrip(os.sep) + os.sep) or space.startswith(target + os.sep):
-        return True  # into the workspace, or to a folder holding it
-    chain, walked = set(), folder
-    while True:  # the folders on the way down from the workspace, as they really are
-        chain.add(os.path.realpath(walked))
-        if len(walked) <= len(space) or os.path.dirname(walked) == walked:
-            break
-        walked = os.path.dirname(walked)
-    return target in chain
-
-
 def _links_kept(space: str, folder: str, names: list[str], followed: set[str]) -> set[str]:
-    """The names in `folder` a copy keeps as links (_kept_as_link), and the links to a folder
-    already followed once elsewhere in the copy (links from folder to folder outside the workspace
-    made a graph of 2^k paths without a loop; an attacker's pass). Adds the folders it follows now
-    to `followed`."""
+    """The names in `folder` that a copy keeps as links rather than copying what they lead to:
+    links to a folder inside the workspace (the copy holds it: a relative link finds it there), to
+    a folder holding the workspace, or to one the copy has followed a link to already (a loop, or
+    links from folder to folder outside making 2^k paths; an attacker's pass). Links to files are
+    copied as files; the folders followed now are added to `followed`."""
     kept = set()
+    inside = space.rstrip(os.sep) + os.sep
     for n in names:
         path = os.path.join(folder, n)
-        if _kept_as_link(space, folder, n):
+        if not os.path.islink(path) or not os.path.isdir(path):
+            continue
+        target = os.path.realpath(path)
+        if target == space or target.startswith(inside) or space.startswith(target + os.sep) or target in followed:
             kept.add(n)
-        elif os.path.islink(path) and os.path.isdir(path):
-            real = os.path.realpath(path)
-            if real in followed:
-                kept.add(n)
-            followed.add(real)
+        followed.add(target)
     return kept
 
 
@@ -89,9 +70,8 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
     """Copy the app's workspace to `dest` (which must not exist), with `files` (names relative to
     app.workdir) written over the copy's; returns the copy's workdir. Builds run in such a copy,
     never in the user's folder (a `make -B` there would leave objects built by the nvcc shim).
-    Links to files are copied as files; links to folders in the workspace, or back up the copy's
-    path, stay links; a copy of more than MAX_COPY_FILES files or MAX_COPY_BYTES bytes stops with
-    WorkspaceCopyError."""
+    Links to files are copied as files; links to folders stay links where _links_kept says; a copy
+    of more than MAX_COPY_FILES files or MAX_COPY_BYTES bytes stops with WorkspaceCopyError."""
     space, workdir = workspace_dirs(lc)
     target = dest.resolve()
     root = str(space)
