@@ -146,15 +146,14 @@ def pin(ctx: JobContext, current: str, head_sha: str | None, trigger: str,
 def _writer_or_quiet(ctx: JobContext, sender: str, refused: Callable[[], object] | None = None) -> tuple[str, bool]:
     """(the sender's permission, whether they may use Optimas here). Anyone else gets one reply per
     pull request and interval (OPTIMAS_REPLY_INTERVAL_S), whatever they ask and however often:
-    a non-writer cannot make the bot talk at will; an account of an app (`name[bot]`) gets none.
-    `refused` runs first when the sender may not (before a reply that may be slow or fail)."""
+    a non-writer cannot make the bot talk at will (an app's account never gets here: routing
+    passes on only its pushes, which handle_trigger refuses first). `refused` runs first when the
+    sender may not (before a reply that may be slow or fail)."""
     permission = ctx.app.permission(ctx.installation_id, ctx.repo, sender)
     if permission in WRITE_PERMISSIONS:
         return permission, True
     if refused is not None:
         refused()
-    if sender.endswith("[bot]"):
-        return permission, False
     fresh = ctx.conn.set(ctx.key("replied", f"{ctx.repo}#{ctx.pr}"), 1, nx=True,
                          ex=max(1, int(ctx.settings.reply_interval_s)))
     if fresh:
