@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from runner.base.workspace import FileTooLargeError, read_capped
 from runner.profiles.model import short_kernel_name
 
 log = logging.getLogger(__name__)
@@ -48,12 +49,12 @@ class RunSummary(BaseModel):
 def _json(path: Path) -> Any:
     """A JSON file's value; None when it is missing, larger than JSON_LIMIT or not JSON."""
     try:
-        if path.stat().st_size > JSON_LIMIT:
-            log.warning("%s: larger than %d bytes; not read", path, JSON_LIMIT)
-            return None
-        return json.loads(path.read_text(errors="replace"))
+        return json.loads(read_capped(path, JSON_LIMIT, "a run's record").decode("utf-8", errors="replace"))
+    except FileTooLargeError as e:
+        log.warning("%s; not read", e)
     except (OSError, ValueError, RecursionError):
-        return None
+        pass
+    return None
 
 
 def _object(path: Path) -> dict:
