@@ -1,13 +1,16 @@
 """RQ job functions of the control queue: module-level, small serializable arguments; their
 dependencies (Redis, the GitHub App) come from the worker's environment (WorkerSettings).
 
-- handle_trigger: may who asked trigger (write, maintain or admin)? A push by anyone else voids
-  the pull request's approval: later pushes, a writer's "update branch" included, run only after a
-  new label or `/optimas run <sha>`. Pin a commit the writer
+- handle_trigger: may who asked trigger (write, maintain or admin)? Pin a commit the writer
   approved (the label event's head; `/optimas run <sha>`; or, for plain `/optimas run`, the head
-  the bot had seen before the comment was written), read the repo's Optimas config from the default
-  branch, and, atomically per PR (a Redis lock): skip a run of the same commit and config that is
-  still queued or running, stop the PR's superseded run, enqueue the GPU job, record it.
+  the bot had seen before the comment was written) and record it as the pull request's approved
+  head. A writer's push runs only when it continues that head (the push's `before` is the approved
+  head, which then moves to the pushed one): a push by anyone else deletes the approval, and a head
+  nobody approved (a label added by a triage user or an app, a push made while the pull request was
+  closed, an approval older than APPROVAL_TTL_S) never runs on a writer's "update branch". Read the
+  repo's Optimas config from the default branch, and, atomically per PR (a Redis lock): skip a run
+  of the same commit and config that is still queued or running, stop the PR's superseded run,
+  enqueue the GPU job, record it.
 - cancel_pr, post_help, post_status; report_failure (the failure callback: a job that fails says
   so on the PR, once) and report_stopped (the stopped callback: a cancelled or superseded run
   completes its check run as cancelled, with the reason).
@@ -51,10 +54,17 @@ log = logging.getLogger(__name__)
 CONFIG_PATH = REPOSITORY_CONFIG
 GPU_JOB = "bot.gpu_job.optimize_pr"
 JOB_KEY_TTL_S = 7 * 24 * 3600
+# How long a writer's approval of a pull request's head holds for their later pushes; after it, a
+# push runs only after a new approval (it fails closed).
+APPROVAL_TTL_S = 30 * 24 * 3600
 ACTIVE = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 
 # Compare-and-delete: release a key only if it still names this job.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+# Compare-and-set: move the approved head to the pushed one only if the push continues it (ARGV[1],
+# the push's `before`; empty where the payload names none: then any approval).
+_CONTINUE = ("local h = redis.call('get', KEYS[1]) if h and (ARGV[1] == '' or h == ARGV[1]) then "
+             "redis.call('set', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1 end return 0")
 
 
 def settings() -> WorkerSettings:
@@ -162,15 +172,16 @@ def _writer_or_quiet(ctx: JobContext, sender: str, refused: Callable[[], object]
 
 
 def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_sha: str | None,
-                   trigger: str, approved_at: str | None = None) -> dict[str, Any]:
-    """Decide whether and what to run for a trigger (see the module docstring)."""
+                   trigger: str, approved_at: str | None = None, before_sha: str | None = None) -> dict[str, Any]:
+    """Decide whether and what to run for a trigger (see the module docstring). `before_sha`: the
+    head a push replaced (a synchronize event's `before`)."""
     ctx = JobContext.create(repo, installation_id, pr)
-    ws, conn = ctx.settings, ctx.conn
-    voided = ctx.key("voided", f"{repo}#{pr}")
+    conn = ctx.conn
+    approval = ctx.key("approved", f"{repo}#{pr}")
     # someone who may not start runs pushed: the PR's approval no longer holds, from before any reply
     # is tried. An app's account (a fork's github-actions[bot]) never approves, whatever GitHub says
     # of its permission, and a push whose pusher could not be looked up voids it too (fails closed).
-    void = (lambda: conn.set(voided, 1, ex=JOB_KEY_TTL_S * 4)) if trigger == "synchronize" else None
+    void = (lambda: conn.delete(approval)) if trigger == "synchronize" else None
     if void is not None and sender.endswith("[bot]"):
         void()
         return {"status": "not allowed", "permission": "an app's push"}
@@ -182,9 +193,17 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
         raise
     if not allowed:
         return {"status": "not allowed", "permission": permission}
-    if trigger == "synchronize" and conn.exists(voided):
-        ctx.reply(reply_text("approval-needed", sender=sender, head=head_sha[:12] if head_sha else "?"))
+    if trigger == "synchronize" and head_sha and not conn.eval(_CONTINUE, 1, approval, before_sha or "", head_sha,
+                                                               APPROVAL_TTL_S):
+        ctx.reply(reply_text("approval-needed", sender=sender, head=head_sha[:12], days=APPROVAL_TTL_S // 86400))
         return {"status": "approval needed", "head_sha": head_sha}
+    return _enqueue(ctx, sender, head_sha, trigger, approved_at, approval)
+
+
+def _enqueue(ctx: JobContext, sender: str, head_sha: str | None, trigger: str, approved_at: str | None,
+             approval: str) -> dict[str, Any]:
+    """handle_trigger for a writer whose trigger may run: pin the head, record the approval, enqueue."""
+    repo, pr, installation_id, ws, conn = ctx.repo, ctx.pr, ctx.installation_id, ctx.settings, ctx.conn
     repository = ctx.client.get_repo(repo)
     pull = repository.get_pull(pr)
     if pull.state != "open":
@@ -196,7 +215,7 @@ def handle_trigger(repo: str, installation_id: int, sender: str, pr: int, head_s
             return {"status": "refused", "head_sha": pull.head.sha}
         return {"status": "stale", "head_sha": pull.head.sha}
     if trigger != "synchronize":
-        conn.delete(voided)  # a writer approved this head: later pushes by writers run again
+        conn.set(approval, head, ex=APPROVAL_TTL_S)  # a writer approved this head: their pushes on it run
     config = ctx.app.config_from_default_branch(installation_id, repo, CONFIG_PATH)
     if config is None:
         ctx.reply(reply_text("no-config", config=CONFIG_PATH, branch=repository.default_branch))

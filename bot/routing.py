@@ -165,8 +165,12 @@ def synchronize(ctx: Context) -> Decision:
     if ctx.settings.label not in _labels(ctx.payload):
         return _with_head(ctx, Decision(reason=f"new commits on a PR without the {ctx.settings.label!r} label"),
                           number, sha)
+    # `before`: the head this push replaced; the push runs only if a writer approved that one
+    before = field_of(ctx.payload, "before", str, default=None)
+    if before is not None and not re.fullmatch(r"[0-9a-f]{40}", before):
+        raise PayloadError("payload.before: expected a 40-digit hexadecimal commit SHA")
     return _with_head(ctx, ctx.job(JOB_TRIGGER, f"{ctx.repo}#{number} has a new head {sha[:7]}", pr=number,
-                                   head_sha=sha, trigger="synchronize"), number, sha)
+                                   head_sha=sha, trigger="synchronize", before_sha=before), number, sha)
 
 
 @on("pull_request", "unlabeled")

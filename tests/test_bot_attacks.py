@@ -97,9 +97,14 @@ def served(env) -> Iterator[tuple[Served, object, object, Queue]]:
 
 
 def pull_request(action: str, sha: str, at: str, sender: str = "writer", labels: list | None = None,
-                 label: object = None) -> dict:
+                 label: object = None, before: str | None = None) -> dict:
+    """A pull_request event; `before`: a push's replaced head (the example's `before` is left out
+    without it)."""
     p = json.loads((PAYLOADS / "pull_request" / "synchronize.payload.json").read_text())
     p["action"] = action
+    p.pop("before", None)
+    if before is not None:
+        p["before"] = before
     p["pull_request"].update(number=2, updated_at=at, labels=labels or [])
     p["pull_request"]["head"]["sha"] = sha
     p["sender"]["login"] = sender
@@ -535,7 +540,7 @@ def test_a_push_by_a_non_writer_voids_the_approval_until_a_writer_approves_again
     srv.work()
     assert [j.kwargs["head_sha"] for j in gpu.jobs] == [B]
     gh.add_pull(GH_REPO, 2, M)  # the fork pushes M
-    push = pull_request("synchronize", M, "2026-12-04T10:01:00Z", sender=login, labels=labels)
+    push = pull_request("synchronize", M, "2026-12-04T10:01:00Z", sender=login, labels=labels, before=B)
     push["sender"]["type"] = kind
     if permission == "write":
         gh.permissions[login] = "write"
@@ -549,7 +554,7 @@ def test_a_push_by_a_non_writer_voids_the_approval_until_a_writer_approves_again
     assert len(gh.comments) == replies + ((permission == "none" and kind == "User") or permission == "lookup fails")
     e = "e" * 40  # a writer's "update branch" merges the base into it: a head holding M
     gh.add_pull(GH_REPO, 2, e)
-    srv.deliver("pull_request", pull_request("synchronize", e, "2026-12-04T10:02:00Z", labels=labels))
+    srv.deliver("pull_request", pull_request("synchronize", e, "2026-12-04T10:02:00Z", labels=labels, before=M))
     srv.work()
     assert [j.kwargs["head_sha"] for j in gpu.jobs] == [B] and "was not run" in gh.comments[-1]["body"]
     # the writer reads the changes and approves the head by its SHA: it runs, and so do their later pushes
@@ -558,9 +563,53 @@ def test_a_push_by_a_non_writer_voids_the_approval_until_a_writer_approves_again
     assert gpu.jobs[-1].kwargs["head_sha"] == e
     f = "f" * 40
     gh.add_pull(GH_REPO, 2, f)
-    srv.deliver("pull_request", pull_request("synchronize", f, "2026-12-04T10:04:00Z", labels=labels))
+    srv.deliver("pull_request", pull_request("synchronize", f, "2026-12-04T10:04:00Z", labels=labels, before=e))
     srv.work()
     assert gpu.jobs[-1].kwargs["head_sha"] == f  # (e's run, superseded, left the queue)
+
+
+# A writer's push runs only on a head a writer approved (an attacker's sixth pass: the approval was
+# only the absence of a void, so a head nobody approved ran on a writer's "update branch").
+
+@pytest.mark.parametrize("how", ["labelled by a triage user", "labelled by an app", "approval expired",
+                                 "pushed while closed"])
+def test_a_writers_push_runs_only_on_a_head_a_writer_approved(served, how):
+    srv, gh, conn, gpu = served
+    labels = [{"name": "optimas"}]
+    e = "e" * 40
+    if how == "labelled by a triage user":
+        srv.deliver("pull_request", pull_request("labeled", M, "2026-12-04T10:00:00Z", sender="triager",
+                                                 label="optimas", labels=labels))
+    elif how == "labelled by an app":
+        p = pull_request("labeled", M, "2026-12-04T10:00:00Z", sender="github-actions[bot]", label="optimas",
+                         labels=labels)
+        p["sender"]["type"] = "Bot"
+        srv.deliver("pull_request", p)
+    else:
+        # a writer approves B: their push on B runs
+        gh.add_pull(GH_REPO, 2, B)
+        srv.deliver("pull_request", pull_request("labeled", B, "2026-12-04T10:00:00Z", label="optimas", labels=labels))
+        srv.work()
+        assert [j.kwargs["head_sha"] for j in gpu.jobs] == [B]
+        if how == "approval expired":
+            conn.delete(f"{jobs.key_prefix()}:approved:{GH_REPO}#2")  # what its TTL does after APPROVAL_TTL_S
+            gh.add_pull(GH_REPO, 2, M)  # the fork's push M (before the expiry, its run since finished)
+        else:
+            # the fork closes the pull request, pushes M (GitHub sends no synchronize then), reopens it
+            srv.deliver("pull_request", pull_request("closed", B, "2026-12-04T10:01:00Z", sender="forker"))
+            gh.add_pull(GH_REPO, 2, M)
+            srv.deliver("pull_request", pull_request("reopened", M, "2026-12-04T10:02:00Z", sender="forker",
+                                                     labels=labels))
+    srv.work()
+    before = [j.kwargs["head_sha"] for j in gpu.jobs]
+    assert M not in before
+    gh.add_pull(GH_REPO, 2, e)  # the writer's "update branch" merges the base into M
+    srv.deliver("pull_request", pull_request("synchronize", e, "2026-12-04T10:03:00Z", labels=labels, before=M))
+    srv.work()
+    assert [j.kwargs["head_sha"] for j in gpu.jobs] == before and "was not run" in gh.comments[-1]["body"]
+    srv.deliver("issue_comment", comment(f"/optimas run {e}", "2026-12-04T10:04:00Z"))
+    srv.work()
+    assert gpu.jobs[-1].kwargs["head_sha"] == e  # a writer's approval of the head runs it
 
 
 # What the pull request's code decides (kernel names, what it prints) is shown as code, never as Markdown.

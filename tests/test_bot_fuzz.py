@@ -13,7 +13,8 @@ bot.routing decides what is allowed):
   write, maintain or admin permission, the pull request is open, and the delivery is one of
     - `X-GitHub-Event: pull_request`, action "labeled", label.name the configured label, and the
       head it shows is the PR's current head;
-    - `pull_request`, action "synchronize", the PR's labels carry the label, and the head is current;
+    - `pull_request`, action "synchronize", the PR's labels carry the label, and the head is current
+      (the bot also wants a writer's approval of the head the push replaced: this check allows more);
     - `issue_comment`, action "created", on a pull request, whose body is `/optimas run` (plain: a
       head shown by a pull_request delivery timestamped before the comment is the current head) or
       `/optimas run <the full 40-hex SHA of the current head>`;
@@ -148,11 +149,12 @@ def allowed(d: Delivery, world: World, shown: dict[tuple[str, int, str], float])
 
 def may_be_voided(sent: list[Delivery], answers: dict[int, Answer], world: World,
                   verdicts: dict[int, Allowed | None]) -> set[int]:
-    """Indices of synchronize deliveries whose PR's approval a non-writer's push may have voided:
-    a queued (202) synchronize by a sender without write access in the same round or earlier, and
-    no label or `/optimas run <sha>` approval queued in a round strictly between the two."""
+    """Indices of synchronize deliveries that may find no approval of the PR's head: a writer's push
+    runs only on a head a writer approved, so one is demanded only after a label or `/optimas run
+    <sha>` approval queued in an earlier round, with no queued (202) synchronize by a sender without
+    write access (which deletes the approval) in that round or any since."""
     voids: dict[int, list[int]] = defaultdict(list)  # PR -> rounds of voiding pushes
-    clears: dict[int, list[int]] = defaultdict(list)  # PR -> rounds of approvals that surely pin
+    approvals: dict[int, list[int]] = defaultdict(list)  # PR -> rounds of approvals that surely pin
     for d in sent:
         p = _payload(d) if d.signature == "good" and d.index in answers and answers[d.index].status == 202 else None
         number, login = _at(p, "pull_request", "number"), _at(p, "sender", "login")
@@ -161,14 +163,14 @@ def may_be_voided(sent: list[Delivery], answers: dict[int, Answer], world: World
             voids[number].append(d.index // ROUND)
         v = verdicts.get(d.index)
         if v is not None and v.rule in ("label", "run-sha") and p is not None:
-            clears[v.pr].append(d.index // ROUND)
+            approvals[v.pr].append(d.index // ROUND)
     out = set()
     for d in sent:
         v = verdicts.get(d.index)
         if v is None or v.rule != "synchronize":
             continue
         r = d.index // ROUND
-        if any(vr <= r and not any(vr < c < r for c in clears[v.pr]) for vr in voids[v.pr]):
+        if not any(c < r and not any(c <= vr <= r for vr in voids[v.pr]) for c in approvals[v.pr]):
             out.add(d.index)
     return out
 
@@ -308,10 +310,10 @@ def test_fuzzed_deliveries_get_no_5xx_and_enqueue_only_the_gpu_jobs_the_rules_al
                         (f"\n  and {len(unaccounted)} GPU jobs that no control job run here made" if unaccounted
                          else ""))
 
-    # 4. The other way: valid deliveries that the rules allow did run. A push by someone without
-    # write access voids the PR's approval until a writer labels it again or approves a SHA, so a
-    # synchronize that such a push may have preceded (in its round of concurrent deliveries, or
-    # earlier without an approval since) is not demanded.
+    # 4. The other way: valid deliveries that the rules allow did run. A writer's push runs only on
+    # an approved head, and a push by someone without write access deletes the approval until a
+    # writer labels the PR again or approves a SHA, so a synchronize is demanded only after a sure
+    # approval with no such push since (in its round of concurrent deliveries, or between).
     may_void = may_be_voided(sent, answers, world, verdicts)
     wanted = {d.delivery_id: v for d in sent if d.mutation == "valid" and (v := verdicts[d.index])
               and not (v.rule == "synchronize" and d.index in may_void)}

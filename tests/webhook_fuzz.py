@@ -210,6 +210,8 @@ def _valid(rng: random.Random, world: World, index: int) -> tuple[str, str, dict
         p["number"] = p["pull_request"]["number"] = number
         p["pull_request"]["head"]["sha"] = head
         p["pull_request"]["updated_at"] = when
+        if action == "synchronize":
+            p["before"] = p["after"] = head  # the heads stand still here: a push continues the one approved
         labels = p["pull_request"]["labels"]
         if action in ("labeled", "unlabeled"):
             p["label"]["name"] = _pick(rng, {world.label: 70, "bug": 20, "enhancement": 10})
