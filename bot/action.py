@@ -170,7 +170,7 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         result, outcome = pipeline(lc, Path(env.get("RUNNER_TEMP") or workspace) / "optimas-runs", args.diagnostics)
     except Exception as e:
         if pub and check is not None:
-            pub.complete_check(check, "failure", "Optimas failed", describe(e))
+            pub.complete_check(check, "failure", "Optimas failed", code_block(describe(e)))
         raise
     summary = summary_text(outcome, analysed, False)
     if pub:

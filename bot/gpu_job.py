@@ -132,7 +132,7 @@ def optimize_pr(repo: str, installation_id: int, pr: int, head_sha: str, config_
         # The check run must not stay "in progress"; the failure callback tells the PR why, and RQ
         # retries what may pass. The original error is re-raised whatever happens here.
         with contextlib.suppress(GithubException, requests.RequestException):
-            pub.complete_check(check, "failure", "Optimas failed", describe(e))
+            pub.complete_check(check, "failure", "Optimas failed", code_block(describe(e)))
         raise
     summary = summary_text(outcome, head_sha, sha != config_sha, ctx.settings.artifacts_url)
     current = pub.head_sha()
@@ -603,7 +603,7 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
     if artifacts_url and outcome.get("run"):  # the dashboard's page of the run
         lines.append(f"The run on the dashboard: {artifacts_url.rstrip('/')}/runs/{outcome['run']}")
     for c in outcome.get("compat") or []:
-        lines.append(f"Built with Optimas's compatibility header `{c['header']}` pre-included into "
+        lines.append(f"Built with Optimas's compatibility header {code_span(c['header'])} pre-included into "
                      f"{', '.join(code_span(s) for s in c['sources'])} (app.compat_headers, for "
                      f"{', '.join(code_span(n) for n in c['names'])}): it changes what that code means, and your own "
                      "CUDA 13 toolchain does not build it without the same change.")

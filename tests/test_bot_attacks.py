@@ -1010,3 +1010,78 @@ def test_a_job_folder_is_removed_without_changing_the_mode_of_what_its_links_poi
         assert r.stdout.strip() == "0o400"
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# An attacker's sixth pass: two ways the pull request's words reached GitHub as Markdown.
+
+LOOP_CONFIG = """app:
+  name: probe
+  workdir: examples/h200-probe
+  sources: [probe_kernels.cu]
+  build: nvcc -O3 -arch={arch} {lineinfo} -o {exe} probe_kernels.cu
+  run: "{exe} 4194304 4096 1024"
+llm: {backend: offline}
+evaluation: {max_iterations: 1}
+"""
+
+
+def test_a_failed_runs_check_run_shows_the_build_error_as_code(monkeypatch, tmp_path):
+    """The job's own completion of its check run (before the failure callback, which found it
+    completed) put the failure text there as Markdown: a `#error` line became a link, an image and
+    a mention."""
+    from test_bot_end_to_end import deliver_and_work, git
+
+    if not shutil.which("nvcc"):
+        pytest.skip("needs nvcc")
+    fake = tmp_path / "bin"  # this host has no GPU: a GPU and ncu as their command lines answer
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\necho '0, GPU-11111111-2222-3333-4444-555555555555, "
+                                     "NVIDIA H100 80GB HBM3, 9.0, 580.00, 00000000:18:00.0'\n")
+    (fake / "ncu").write_text("#!/bin/sh\nexit 1\n")
+    for f in fake.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    monkeypatch.setenv("OPTIMAS_SANDBOX_READ", str(fake))
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    work = tmp_path / "work"
+    shutil.copytree(ROOT / "examples/h200-probe", work / "examples/h200-probe")
+    src = work / "examples/h200-probe/probe_kernels.cu"
+    src.write_text('#error "[re-authorize](https://evil.example/login) ![](https://evil.example/px.png) '
+                   '@octo-org/maintainers"\n' + src.read_text())
+    git(tmp_path, "init", "-q", str(work))
+    git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A")
+    git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "x")
+    sha = git(work, "rev-parse", "HEAD")
+    bare = tmp_path / "remotes" / f"{GH_REPO}.git"
+    bare.parent.mkdir(parents=True)
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    git(bare, "update-ref", "refs/pull/2/head", sha)
+    gh, _, _ = deliver_and_work(monkeypatch, (tmp_path / "remotes", sha), config=LOOP_CONFIG)
+    (check,) = gh.check_runs.values()
+    summary = check["output"]["summary"]
+    assert check["conclusion"] == "failure" and "evil.example" in summary
+    outside = re.sub(r"(`{3,})text\n.*?\n\1", "", summary, flags=re.S)  # what is not in a code block
+    assert "evil.example" not in outside and "@octo-org" not in outside
+
+
+def test_a_compat_record_the_build_wrote_cannot_put_markdown_in_the_summary(tmp_path):
+    """The compat record is a file the sandboxed build can write: a header or names that are not
+    Optimas's own are dropped, and the header is shown as code all the same."""
+    from bot.gpu_job import summary_text
+    from runner.build.compiler import read_compat
+
+    record = tmp_path / "compat.jsonl"
+    evil = "x` **[Optimas: re-authorize](https://evil.example/login)** @octo-org/maintainers `y"
+    record.write_text("\n".join(json.dumps(r) for r in (
+        {"header": evil, "names": ["__shfl_down"], "sources": ["k.cu"], "cwd": "."},
+        {"header": "cuda_legacy_warp.h", "names": [evil], "sources": ["k.cu"], "cwd": "."},
+        {"header": "cuda_legacy_warp.h", "sources": ["k.cu"], "cwd": "."},  # no names (a KeyError before)
+        {"header": "cuda_legacy_warp.h", "names": ["__shfl_down"], "sources": [evil], "cwd": "."},
+    )) + "\n")
+    compat = read_compat(record)
+    assert [c["header"] for c in compat] == ["cuda_legacy_warp.h"]
+    outcome = {"verdict": "no change", "postable": False, "edits": [], "run": "r", "headline": "no change",
+               "compat": compat + [{"header": evil, "names": ["__shfl_down"], "sources": [], "cwd": "."}]}
+    text = summary_text(outcome, "a" * 40, False)
+    spans = re.sub(r"(`+).*?\1", "", text)
+    assert "evil.example" not in spans and "@octo-org" not in spans

@@ -17,7 +17,7 @@ from runner.base.errors import OptimasError
 from runner.base.processes import render, run_process
 from runner.base.sandbox import scratch
 from runner.base.workspace import read_capped
-from runner.build.nvcc_shim import COMPAT_RECORD, NVCC_RECORD, PTXAS_REPORT, build_environment
+from runner.build.nvcc_shim import COMPAT_RECORD, COMPATS, NVCC_RECORD, PTXAS_REPORT, build_environment
 
 
 class KernelResources(BaseModel):
@@ -157,11 +157,18 @@ def _relative(folder: str, workdir: Path) -> str:
 def read_compat(path: Path) -> list[dict]:
     """The compatibility headers the shim pre-included (lines that are not such a record are skipped),
     each once: the same source compiled again (its preprocessing for the macros in effect) records
-    the same header again."""
+    the same header again. The build can write the file too: a record whose header is not one of
+    COMPATS, or whose names are not that header's, is skipped (its text reaches the pull request)."""
+    known = {c.header.name: set(c.names) for c in COMPATS}
     seen: set[str] = set()
     out = []
-    for record in read_records(path, header=str, sources=list):
-        key = json.dumps([record["header"], record["sources"], record.get("cwd")])
+    for record in read_records(path, header=str, sources=list, names=list):
+        names, sources = record["names"], record["sources"]
+        if record["header"] not in known or not names or not all(isinstance(n, str) and n in known[record["header"]]
+                                                                  for n in names) \
+                or not all(isinstance(s, str) for s in sources) or not isinstance(record.get("cwd", ""), str):
+            continue
+        key = json.dumps([record["header"], sources, record.get("cwd")])
         if key not in seen:
             seen.add(key)
             out.append(record)
