@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from test_evaluation import APP, _diag, _proposed
 from runner.base.config import load_config
 from runner.base.context import RunContext
 from runner.base.runstore import create_run
+from runner.base.sandbox import sandboxed
 from runner.flows.candidates import Candidate, evaluate_candidates
 from runner.flows.optimize import optimize
 
@@ -103,3 +105,37 @@ def not_faster(outcomes) -> str:
     verdict = outcomes[3].verdict
     assert verdict in ("no-significant-gain", "slower")
     return verdict
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_build_that_rewrites_the_users_sources_changes_no_candidate(tmp_path: Path, monkeypatch):
+    """The build and the program run with the code's folder writable: a build that rewrites a
+    source there made the later candidates (and the loop's published diff) hold text the model
+    never wrote (an attacker's sixth pass). Candidates are made from the sources read before
+    anything ran."""
+    samples = REPO / "benchmarks/external/cuda-samples"
+    shutil.copytree(samples / "Common", tmp_path / "cs" / "Common")
+    app = tmp_path / "cs" / "Samples/5_Domain_Specific/BlackScholes"
+    shutil.copytree(BLACKSCHOLES.parent, app)
+    kernel = app / "BlackScholes_kernel.cuh"
+    rewrite = f"grep -q ATTACKER {kernel} || echo '// ATTACKER: never in the pull request' >> {kernel}; "
+    text = (app / "optimas.yml").read_text().replace('build: "nvcc', f'build: "sh -c \\"{rewrite}\\" && nvcc')
+    (app / "optimas.yml").write_text(text)
+    lc = _with_candidates(app / "optimas.yml", 3)
+    llm = lc.config.llm.model_copy(update={"backend": "offline"})  # (the replayed answers' prompt had no ATTACKER)
+    lc = lc.model_copy(update={"config": lc.config.model_copy(update={"llm": llm})})
+    assert "ATTACKER" in lc.config.app.build
+    inputs = {"timing": [CAPTURE / "timing_trace.tsv"], "report": [CAPTURE / "hot0.ncu-rep"],
+              "counters": [CAPTURE / "counters" / "scale_1.ncu-rep"]}
+    # as in the App's worker: the code's commands in a sandbox that may write the job's folder, and
+    # so the candidates proposed one after another
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    with sandboxed([tmp_path]):
+        optimize(lc, tmp_path / "runs", inputs)
+    assert "ATTACKER" in kernel.read_text()  # the build did rewrite it
+    results = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("candidates/result.json")]
+    assert sorted(r["status"] for r in results) == ["accepted"] * 3
+    assert not any("ATTACKER" in r["diff"] for r in results)
+    made = [p for p in (tmp_path / "runs").rglob("candidates/*/src/*") if p.is_file()]
+    assert made and not any("ATTACKER" in p.read_text() for p in made)

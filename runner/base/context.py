@@ -23,6 +23,11 @@ class RunContext:
     configuration: the app configuration profiled (None: app.profile_configuration).
     iteration: the closed loop's iteration this run belongs to (1 outside the loop).
     corpus: the corpus file evaluations append to (None: corpus.jsonl beside the run folder).
+    sources: the code's source texts (read_context's names) as read before any of its commands ran,
+        which the proposal and the evaluation's baseline use rather than reading app.workdir again:
+        the program and its build run with that folder writable and could rewrite what a candidate
+        is made from, so that text the model never wrote would be published as its edit (an
+        attacker's pass). None: read from app.workdir.
     """
 
     lc: LoadedConfig
@@ -31,15 +36,19 @@ class RunContext:
     configuration: str | None = None
     iteration: int = 1
     corpus: Path | None = None
+    sources: dict[str, str] | None = None
 
     @property
     def corpus_file(self) -> Path:
         """Where this run's corpus records go: the loop's top-level file, else beside the run."""
         return self.corpus or self.run.path.parent / "corpus.jsonl"
 
-    def on(self, run: Run, lc: LoadedConfig | None = None, iteration: int | None = None) -> RunContext:
+    def on(self, run: Run, lc: LoadedConfig | None = None, iteration: int | None = None,
+           sources: dict[str, str] | None = None) -> RunContext:
         """The same run settings on another run folder (a later candidate's, the next iteration's),
-        with the configuration and the iteration number given where they change. The corpus stays."""
+        with the configuration, the iteration number and the sources given where they change (a new
+        configuration without sources reads its own). The corpus stays."""
+        kept = self.sources if lc is None else None
         return dataclasses.replace(self, run=run, lc=lc or self.lc,
                                    iteration=self.iteration if iteration is None else iteration,
-                                   corpus=self.corpus_file)
+                                   corpus=self.corpus_file, sources=sources if sources is not None else kept)

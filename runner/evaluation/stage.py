@@ -67,7 +67,8 @@ def evaluate(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult) -> Eva
     lc, run = ctx.lc, ctx.run
     work = run.stage_dir("evaluation")
     _, workdir = workspace_dirs(lc)
-    original = read_sources(workdir, lc.config.app.sources)
+    # the texts read before the code ran, where the run has them (RunContext.sources)
+    original = dict(ctx.sources) if ctx.sources is not None else read_sources(workdir, lc.config.app.sources)
     arch = target_arch(lc)
     seconds: dict[str, float] = {}
     t0 = time.monotonic()

@@ -224,7 +224,8 @@ def run_loop(ctx: RunContext) -> LoopRun:
         results[k] = after.result
         if stop:
             break
-        it_ctx, inputs, diag = it_ctx.on(after.run, lc=after.config), after.inputs, after.diag
+        it_ctx, inputs, diag = (it_ctx.on(after.run, lc=after.config, sources=proposed.files), after.inputs,
+                                after.diag)
     best_it, total = cumulative(history)
     loop = LoopResult(iterations=history, best=best_it, cumulative_improvement=total, stopped_because=stop)
     run.write_json("evaluation", "loop.json", json.loads(loop.model_dump_json()))

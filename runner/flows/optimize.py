@@ -53,13 +53,13 @@ def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | N
         run = create_run(runs_dir)
         write_analysis(run, lc, inputs or {}, diag)
     if run is not None and diag is not None:
-        it = one_iteration(RunContext(lc, run, diagnostics, configuration, corpus=corpus), diag)
+        it = one_iteration(RunContext(lc, run, diagnostics, configuration, corpus=corpus, sources=original), diag)
         # the kept candidate's run: a later candidate's is under <run>/candidates/ (llm.candidates)
         return Optimization("recorded", it.run or run, diag, original, iteration=it)
     run = create_run(runs_dir)
     progress(f"run {run.id} in {run.path}: closed loop, up to {lc.config.evaluation.max_iterations} iterations")
     try:
-        done = run_loop(RunContext(lc, run, diagnostics, configuration, corpus=corpus))
+        done = run_loop(RunContext(lc, run, diagnostics, configuration, corpus=corpus, sources=original))
     except OptimasError as e:
         run.stage_failed("loop", str(e))
         raise

@@ -115,7 +115,7 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
     """
     lc, run, cfg = ctx.lc, ctx.run, ctx.lc.config
     diagnostics = ctx.diagnostics or cfg.evaluation.diagnostics
-    files = read_context(lc)
+    files = dict(ctx.sources) if ctx.sources is not None else read_context(lc)
     check_sources(lc, diag, files)
     compiler = build_compiler(lc)
     have_nvcc = compiler is not None and shutil.which(compiler) is not None
