@@ -16,6 +16,7 @@ import argparse
 import json
 import logging
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -191,9 +192,22 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     improved = outcome["postable"] if result.loop is not None else outcome["verdict"] == "improvement"
     failure = policy_failure(args.fail_on, outcome, improved)
     if failure:
-        print(f"::error title=Optimas::{failure}")
+        workflow_error(failure)
         return 1
     return 0
+
+
+# The token of `::stop-commands::` (main): until it is given back, no line printed is a workflow
+# command, since the pull request's code decides some of what is printed (its output, kernel names).
+_COMMANDS_TOKEN = secrets.token_hex(16)
+
+
+def workflow_error(text: str) -> None:
+    """An error annotation on the workflow run: commands resumed for this one line, the text with
+    GitHub's escapes (a newline in it would end the command and print the rest as a plain line),
+    then stopped again."""
+    data = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    print(f"::{_COMMANDS_TOKEN}::\n::error title=Optimas::{data}\n::stop-commands::{_COMMANDS_TOKEN}", flush=True)
 
 
 def _bool(text: str) -> bool:
@@ -216,10 +230,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.diagnostics = args.diagnostics or None
     logging.basicConfig(level=logging.INFO, format="[optimas %(asctime)s] %(message)s", datefmt="%H:%M:%S")
+    print(f"::stop-commands::{_COMMANDS_TOKEN}", flush=True)
     try:
         return run(args, dict(os.environ))
     except OptimasError as e:
-        print(f"::error title=Optimas::{redact(str(e))}")
+        workflow_error(redact(str(e)))
         return e.exit_code
 
 

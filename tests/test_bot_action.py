@@ -102,6 +102,13 @@ def test_the_failure_policy_and_the_inputs_it_refuses(tmp_path: Path):
         r, outputs, _ = _action(tmp_path, gh, ws, event, "--publish", "false", "--fail-on", "no-improvement")
         assert not gh.requests  # publish: false writes nothing on the pull request
     assert r.returncode == 1 and "::error title=Optimas::no validated improvement (not measured" in r.stdout
+    # workflow commands are stopped from the first line (the code under test decides some of what is
+    # printed); our own annotation resumes them for its line only
+    lines = r.stdout.splitlines()
+    token = lines[0].removeprefix("::stop-commands::")
+    assert lines[0].startswith("::stop-commands::") and len(token) == 32
+    at = next(i for i, line in enumerate(lines) if line.startswith("::error"))
+    assert lines[at - 1] == f"::{token}::" and lines[at + 1] == lines[0]
     assert outputs["verdict"] == "not measured"  # the outputs are set before the step fails
     with FakeGitHub() as gh:
         r, outputs, _ = _action(tmp_path, gh, ws, {"action": "opened", "issue": {"number": 3}})
