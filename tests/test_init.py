@@ -274,6 +274,13 @@ def test_the_run_arguments_come_from_the_makefiles_run_target_unless_given(tmp_p
     (root / "Makefile").write_text(mk.replace("8192 -i 10", "8192 | tee log.txt"))
     init(str(root), "--force")
     assert load_config(root / "optimas.yml").config.app.run == "{exe}"  # more than a run: not taken
+    # a recipe line starting with `#` is a shell comment: it runs nothing (HeCBench's gelu keeps its
+    # larger size that way, and init took it: 128 times the work of the size that runs)
+    (root / "Makefile").write_text(mk.replace("\t$(LAUNCHER) ./$(program) 8192 -i 10",
+                                              "\t#$(LAUNCHER) ./$(program) 524288 -i 10\n\t@# ./$(program) 1\n"
+                                              "\t$(LAUNCHER) ./$(program) 8192 -i 10"))
+    r = init(str(root), "--force")
+    assert "the run arguments are the ones the Makefile's run target gives: 8192 -i 10" in r.stdout
 
 
 def test_a_makefile_whose_first_target_only_names_others_finds_the_binary_they_make(tmp_path: Path):

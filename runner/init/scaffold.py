@@ -354,7 +354,10 @@ def _parse_rules(text: str, variables: dict[str, str]) -> tuple[dict[str, list[s
         name = _expand(m.group(1).split()[0], variables) if m.group(1).split() else ""
         body = text[m.end():heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         lines = body.splitlines() or [""]
-        recipe = [ln.strip().lstrip("@-+").strip() for ln in lines[1:] if ln.startswith("\t")]
+        # a recipe line that starts with `#` goes to the shell, for which it is a comment: it runs
+        # nothing (a suite's `run` target keeps its other sizes that way)
+        recipe = [c for c in (ln.strip().lstrip("@-+").strip() for ln in lines[1:] if ln.startswith("\t"))
+                  if not c.startswith("#")]
         # A target may head several rules: one has the recipe, the prerequisites add up, and a
         # target-specific variable (`release: export FLAGS := ...`) is no prerequisite.
         rules[name] = rules.get(name) or recipe
