@@ -253,6 +253,21 @@ def results_variation(first: list[ProcessTrace], again: list[ProcessTrace]) -> R
     return ResultsVariation(varies=True, why=f"{diff.why}; {spread}")
 
 
+def repeated_but_different(candidate: list[ProcessTrace], baseline: list[ProcessTrace],
+                           spread: RoundingSpread) -> set[int]:
+    """The numbers of the results that the original repeated bit for bit in the runs `spread` came
+    from (so it holds them to their bits) and the candidate's differ in; empty when the two runs
+    cannot be paired (within_rounding says why)."""
+    paired = _paired(candidate, baseline, "the baseline")
+    return set() if isinstance(paired, Difference) else {i for i, _, _ in paired if i not in spread.dtypes}
+
+
+def widened(spread: RoundingSpread, more: RoundingSpread) -> RoundingSpread:
+    """Two spreads of the original's runs against the same first run as one: every result that
+    varied in either, by the larger distance."""
+    return RoundingSpread({**more.dtypes, **spread.dtypes}, max(spread.ulps, more.ulps))
+
+
 def within_rounding(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spread: RoundingSpread,
                     dtype_hint: str = "float32") -> Difference:
     """A candidate's GPU results against the original's when the original's own vary by rounding:
