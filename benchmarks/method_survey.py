@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import shutil
 import sys
@@ -54,6 +55,10 @@ PROGRAMS: dict[str, tuple[str, str | None, str]] = {
     # its Makefile's run target gives 512 512 512 100: 134M elements a tensor, and a CPU reference
     # over them: its row (profile and evaluation) did not finish in 290 s on the H100
     "mask": (f"{HECBENCH}/mask-cuda", None, "256 256 256 100"),
+    # HeCBench programs never surveyed before (2026-12-06, third session), run as their Makefile's run
+    # target runs them ("": init's own choice of arguments)
+    **{name: (f"{HECBENCH}/{name}-cuda", None, "") for name in (
+        "adam", "atan2", "gelu", "heat2d", "lif", "softmax", "stencil3d", "md5hash", "jacobi", "bitpermute")},
     "reduction": (f"{SAMPLES}/2_Concepts_and_Techniques/reduction", NVCC + "reduction.cpp reduction_kernel.cu",
                   "--n=1048576"),
     "matrixMul": (f"{SAMPLES}/0_Introduction/matrixMul", NVCC + "matrixMul.cu",
@@ -72,25 +77,23 @@ PROGRAMS: dict[str, tuple[str, str | None, str]] = {
 
 
 class ProcessCount:
-    """Counts the program runs the evaluation makes (its two ways of running a binary)."""
+    """Counts the program runs the evaluation makes. Every run goes through measure.run_once
+    (run_traced calls it with the tracer's environment), so only that one is counted: counting
+    run_traced as well counted each traced run twice (the records before 2026-12-06c did)."""
 
     def __init__(self) -> None:
         self.n = 0
-        self._once, self._traced = measure.run_once, measure.run_traced
+        self._once = measure.run_once
 
     def __enter__(self) -> ProcessCount:
         def once(*a, **k):
             self.n += 1
             return self._once(*a, **k)
-
-        def traced(*a, **k):
-            self.n += 1
-            return self._traced(*a, **k)
-        measure.run_once, measure.run_traced = once, traced
+        measure.run_once = once
         return self
 
     def __exit__(self, *exc) -> None:
-        measure.run_once, measure.run_traced = self._once, self._traced
+        measure.run_once = self._once
 
 
 APP_RUNS = re.compile(r"^(trace|timing|targeted|counters)")  # the profiling commands that run the program
@@ -187,6 +190,8 @@ def main() -> int:
     p.add_argument("--keep", type=Path, default=None,
                    help="copy each run's small files (config, prompt, analysis, logs, timing tables) under here")
     a = p.parse_args()
+    # the stages' progress on stderr, timed: where a slow row spent its time
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (folder, build, args) in PROGRAMS.items():
