@@ -507,6 +507,79 @@ def test_init_widens_the_workspace_to_what_the_build_reads_and_the_pipelines_cop
     assert not compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90").ok
 
 
+SIZED_KERNEL = ('#include "scale.h"\n#include <cstdio>\n'
+                "__global__ void twice(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "  if (i < n) a[i] = scale2(a[i]); }\n"
+                "int main() {\n  const int N = 1 << 20;\n  float* a;\n  cudaMalloc(&a, N * sizeof(float));\n"
+                "  twice<<<(N + 255) / 256, 256>>>(a, N);\n  cudaDeviceSynchronize();\n  printf(\"done\\n\");\n"
+                "  return 0;\n}\n")
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_one_program_of_a_suite_copies_and_searches_only_what_its_build_reads(tmp_path, monkeypatch):
+    """HeCBench's layout: src/<program>/ with `-I../include`. The workspace is then src/, every
+    program of the suite: each build copied and hashed all of them (15,000 files there), and a size
+    constant (N) defined again by another program could not be scaled. app.workspace_paths names the
+    parts a build reads: only those are copied, hashed and searched."""
+    from runner.build.cache import compile_candidate, copy_workspace
+
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "src"
+    (src / "include").mkdir(parents=True)
+    (src / "include" / "scale.h").write_text("__device__ inline float scale2(float v) { return 2.0f * v; }\n")
+    prog = src / "twice-cuda"
+    prog.mkdir()
+    (prog / "main.cu").write_text(SIZED_KERNEL)
+    (prog / "Makefile").write_text("main: main.cu\n\tnvcc -I../include -o main main.cu\n")
+    other = src / "other-cuda"  # another program of the suite, with its own N and a large input
+    other.mkdir()
+    (other / "main.cu").write_text("#define N 4096\n__global__ void k(float* a) { a[0] = N; }\nint main() { return 0; }\n")
+    (other / "input.bin").write_bytes(b"\0" * (1 << 20))
+    r = run_cli("init", str(prog))
+    assert r.returncode == 0, r.stderr
+    text = (prog / "optimas.yml").read_text()
+    assert 'workspace: ".."' in text and 'workspace_paths: ["include", "twice-cuda"]' in text
+    assert "size_constants: [N]" in text  # defined twice in the suite, once in what the build copies
+    assert run_cli("check-config", "--config", str(prog / "optimas.yml")).returncode == 0
+    lc = load_config(prog / "optimas.yml")
+    cwd = copy_workspace(lc, tmp_path / "copy")
+    assert cwd == tmp_path / "copy" / "twice-cuda"
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["include", "twice-cuda"]
+    built = compile_candidate(lc, {"main.cu": SIZED_KERNEL.replace("1 << 20", "1 << 18")}, "sm_90")
+    assert built.ok, built.output
+    # the other program is not part of the build's key: changing it finds the build cached
+    (other / "main.cu").write_text("#define N 8192\n")
+    again = compile_candidate(lc, {"main.cu": SIZED_KERNEL.replace("1 << 20", "1 << 18")}, "sm_90",
+                              cache=tmp_path / "keyed")
+    (other / "input.bin").write_bytes(b"\1")
+    assert compile_candidate(lc, {"main.cu": SIZED_KERNEL.replace("1 << 20", "1 << 18")}, "sm_90",
+                             cache=tmp_path / "keyed").cached and again.ok
+    # what the build reads must be named: without include/ the copy cannot build
+    (prog / "optimas.yml").write_text(text.replace('["include", "twice-cuda"]', '["twice-cuda"]'))
+    assert not compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90").ok
+
+
+@pytest.mark.parametrize("value", ["../elsewhere", "/etc", "~/x", "a/../../b", ""])
+def test_workspace_paths_must_stay_inside_the_workspace(tmp_path, value):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "optimas.yml").write_text(
+        f"app: {{workdir: app, build: 'nvcc -o {{exe}} k.cu', run: '{{exe}}', workspace_paths: [{value!r}]}}\n")
+    r = run_cli("check-config", "--config", str(tmp_path / "optimas.yml"))
+    assert r.returncode == 2 and "app.workspace_paths" in r.stderr + r.stdout
+
+
+def test_a_workspace_path_that_is_missing_or_links_out_is_named(tmp_path):
+    (tmp_path / "ws" / "app").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "ws" / "out").symlink_to(tmp_path / "outside")
+    (tmp_path / "ws" / "app" / "optimas.yml").write_text(
+        "app: {workspace: .., build: 'nvcc -o {exe} k.cu', run: '{exe}', workspace_paths: [missing, out]}\n")
+    r = run_cli("check-config", "--config", str(tmp_path / "ws" / "app" / "optimas.yml"))
+    said = r.stderr + r.stdout
+    assert r.returncode == 2 and "'missing'" in said and "does not exist" in said
+    assert "'out' leads to" in said and "outside app.workspace" in said
+
+
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make") and shutil.which("git")),
                     reason="nvcc, make and git not installed")
 def test_init_in_a_repository_says_where_the_app_and_the_action_read_the_config(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.base.errors import ConfigError
 from runner.base.processes import placeholders, product_placeholder
@@ -98,6 +98,14 @@ class StdoutSpec(_Strict):
         return any((self.pass_pattern, self.fail_pattern, self.values))
 
 
+def _inside_path(value: str) -> str:
+    """A path that stays inside the folder it is relative to: not empty, not absolute, no `..`."""
+    parts = value.replace("\\", "/").split("/")
+    if not value.strip() or value.startswith(("/", "~")) or ".." in parts:
+        raise ValueError(f"{value!r}: expected a path relative to app.workspace, inside it (no leading /, ~ or ..)")
+    return value
+
+
 class AppConfig(_Strict):
     """The application under optimization.
 
@@ -114,6 +122,11 @@ class AppConfig(_Strict):
                                   "everything the build reads, e.g. shared headers; links to files are copied as "
                                   "files, links to folders in it stay links; at most 100,000 files and folders, "
                                   "4 GiB); default: workdir")
+    workspace_paths: list[Annotated[str, AfterValidator(_inside_path)]] = Field(
+        default_factory=list, description="the parts of app.workspace a build reads, relative to it (a shared "
+        "include folder, the folder of an included common.mk): only these and app.workdir are copied for a build, "
+        "hashed for its cache and searched for size constants, so that one program of a large suite does not copy "
+        "the suite; default: all of app.workspace")
     sources: list[str] = Field(default_factory=list, description="CUDA source files, relative to workdir")
     # Profiles name sources by the path they had where they were captured; map those to local files.
     source_map: dict[str, str] = Field(default_factory=dict, description="a source path as recorded profiles "
@@ -529,6 +542,21 @@ def semantic_problems(cfg: Config) -> list[str]:
     return out
 
 
+def copied_parts(space: Path, workdir: Path, paths: list[str]) -> list[Path]:
+    """What a build's copy of the workspace `space` holds: `workdir` and `paths` (app.workspace_paths,
+    relative to `space`), none inside another, or `space` whole when `paths` is empty. Resolved
+    paths; one leading out of `space` is left out (path_problems names it)."""
+    top = space.resolve()
+    if not paths:
+        return [top]
+    wanted = sorted({workdir.resolve(), *((space / p).resolve() for p in paths)}, key=lambda q: len(q.parts))
+    parts: list[Path] = []
+    for q in wanted:
+        if q.is_relative_to(top) and not any(q.is_relative_to(k) for k in parts):
+            parts.append(q)
+    return parts
+
+
 def path_problems(lc: LoadedConfig) -> list[str]:
     """Files and folders the config names that are not there (checked by check-config, and before a
     command that builds, profiles or prompts starts any work)."""
@@ -548,8 +576,15 @@ def path_problems(lc: LoadedConfig) -> list[str]:
     if md and not lc.resolve(md).is_file():
         out.append(f"analysis.counters.metric_dictionary: file {lc.resolve(md)} does not exist")
     space = lc.resolve(app.workspace) if app.workspace else workdir
+    for part in app.workspace_paths:
+        where = space / part
+        if not where.exists():
+            out.append(f"app.workspace_paths: {part!r}: {where} does not exist")
+        elif not where.resolve().is_relative_to(space.resolve()):
+            out.append(f"app.workspace_paths: {part!r} leads to {where.resolve()}, outside app.workspace "
+                       f"{space.resolve()}")
     if app.size_constants and space.is_dir() and workdir.is_dir():
-        texts = workspace_texts(space, workdir)
+        texts = workspace_texts(space, workdir, copied_parts(space, workdir, app.workspace_paths))
         out += [p for name in app.size_constants if (p := definition_problem(name, texts))]
     return out
 
@@ -563,6 +598,8 @@ def named_paths(lc: LoadedConfig) -> list[tuple[str, str, Path]]:
                                         ("runs_dir", cfg.runs_dir, lc.resolve(cfg.runs_dir))]
     if app.workspace:
         out.append(("app.workspace", app.workspace, lc.resolve(app.workspace)))
+    space = lc.resolve(app.workspace) if app.workspace else workdir
+    out += [("app.workspace_paths", p, space / p) for p in app.workspace_paths]
     out += [("app.sources", s, workdir / Path(s).expanduser()) for s in app.sources]
     # {out} is a file the pipeline names in its run folder (under runs_dir): what follows it must
     # stay there, as the rest of a path must stay where it is written

@@ -90,20 +90,28 @@ def definitions_of(name: str, texts: dict[str, str]) -> list[SizeConstant]:
     return found
 
 
-def workspace_texts(space: Path, workdir: Path) -> dict[str, str]:
-    """The C, C++ and CUDA sources under the workspace folder, by path relative to `workdir` (as
-    a build's overridden files are named), hidden folders, run folders and links that lead out of
-    the workspace left out."""
+def workspace_texts(space: Path, workdir: Path, parts: list[Path] | None = None) -> dict[str, str]:
+    """The C, C++ and CUDA sources under the workspace folder (under `parts` of it, when given: what
+    a build's copy holds, config.copied_parts), by path relative to `workdir` (as a build's
+    overridden files are named), hidden folders, run folders and links that lead out of the
+    workspace left out."""
     texts = {}
     top = space.resolve()
-    for folder, dirs, names in os.walk(space):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("runs", "__pycache__"))
-        for n in sorted(names):
-            path = Path(folder, n)
-            # a link leading out of the workspace is not the program's source (and its text would
-            # be written into the build's copy)
-            if n.endswith(SOURCE_SUFFIXES) and path.is_file() and path.resolve().is_relative_to(top):
-                texts[os.path.relpath(path, workdir)] = path.read_text(encoding="utf-8", errors="replace")
+    base = workdir.resolve() if parts else workdir  # parts are resolved paths
+
+    def add(path: Path) -> None:
+        # a link leading out of the workspace is not the program's source (and its text would be
+        # written into the build's copy)
+        if path.name.endswith(SOURCE_SUFFIXES) and path.is_file() and path.resolve().is_relative_to(top):
+            texts[os.path.relpath(path, base)] = path.read_text(encoding="utf-8", errors="replace")
+
+    for part in parts or [space]:
+        if part.is_file():
+            add(part)
+        for folder, dirs, names in os.walk(part):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("runs", "__pycache__"))
+            for n in sorted(names):
+                add(Path(folder, n))
     return texts
 
 

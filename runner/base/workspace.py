@@ -7,7 +7,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from runner.base.config import DEFAULT_ARCH, LoadedConfig
+from runner.base.config import DEFAULT_ARCH, LoadedConfig, copied_parts
 from runner.base.cuda_source import LOCAL_INCLUDE, functions, strip_comments_and_strings
 from runner.base.errors import OptimasError
 from runner.base.processes import render
@@ -21,6 +21,13 @@ def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:
     if workdir != space and space not in workdir.parents:
         raise ValueError(f"app.workdir {workdir} is not inside app.workspace {space}")
     return space, workdir
+
+
+def workspace_parts(lc: LoadedConfig) -> list[Path]:
+    """What a build's copy of the workspace holds (absolute): app.workdir and app.workspace_paths, or
+    the whole workspace when those name none."""
+    space, workdir = workspace_dirs(lc)
+    return copied_parts(space, workdir, lc.config.app.workspace_paths)
 
 
 RECORD_LIMIT = 64 << 20  # bytes of a record Optimas wrote in a run folder (a manifest, a result) read at most

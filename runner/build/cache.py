@@ -16,7 +16,7 @@ from runner.base.errors import OptimasError
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import scratch
 from runner.base.size_constants import scaled_sources
-from runner.base.workspace import build_compiler, source_bytes, workspace_dirs, write_source
+from runner.base.workspace import build_compiler, source_bytes, workspace_dirs, workspace_parts, write_source
 from runner.build.compiler import CompileResult, build
 from runner.build.nvcc_shim import SHIM_VERSION
 
@@ -47,34 +47,38 @@ class WorkspaceCopyError(OptimasError):
     exit_code = 2
 
 
-def _links_kept(space: str, folder: str, names: list[str], followed: set[str]) -> set[str]:
+def _links_kept(held: list[str], folder: str, names: list[str], followed: set[str]) -> set[str]:
     """The names in `folder` that a copy keeps as links rather than copying what they lead to:
-    links to a folder inside the workspace (the copy holds it: a relative link finds it there), to
-    a folder holding the workspace, or to one the copy has followed a link to already (a loop, or
-    links from folder to folder outside making 2^k paths; an attacker's pass). Links to files are
-    copied as files; the folders followed now are added to `followed`."""
+    links to a folder inside what the copy holds (`held`: the workspace, or the parts of it
+    app.workspace_paths names; a relative link finds it there), to a folder holding one of those,
+    or to one the copy has followed a link to already (a loop, or links from folder to folder
+    outside making 2^k paths; an attacker's pass). Links to files are copied as files; the folders
+    followed now are added to `followed`."""
     kept = set()
-    inside = space.rstrip(os.sep) + os.sep
     for n in names:
         path = os.path.join(folder, n)
         if not os.path.islink(path) or not os.path.isdir(path):
             continue
         target = os.path.realpath(path)
-        if target == space or target.startswith(inside) or space.startswith(target + os.sep) or target in followed:
+        if target in followed or any(target == h or target.startswith(h + os.sep) or h.startswith(target + os.sep)
+                                     for h in held):
             kept.add(n)
         followed.add(target)
     return kept
 
 
 def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = None) -> Path:
-    """Copy the app's workspace to `dest` (which must not exist), with `files` (names relative to
-    app.workdir) written over the copy's; returns the copy's workdir. Builds run in such a copy,
-    never in the user's folder (a `make -B` there would leave objects built by the nvcc shim).
-    Links to files are copied as files; links to folders stay links where _links_kept says; a copy
-    of more than MAX_COPY_FILES files or MAX_COPY_BYTES bytes stops with WorkspaceCopyError."""
+    """Copy the app's workspace (the parts of it workspace_parts names) to `dest` (which must not
+    exist), with `files` (names relative to app.workdir) written over the copy's; returns the
+    copy's workdir. Builds run in such a copy, never in the user's folder (a `make -B` there would
+    leave objects built by the nvcc shim). Links to files are copied as files; links to folders stay
+    links where _links_kept says; a copy of more than MAX_COPY_FILES files or MAX_COPY_BYTES bytes
+    stops with WorkspaceCopyError."""
     space, workdir = workspace_dirs(lc)
+    parts = workspace_parts(lc)
+    held = [str(q) for q in parts]
     target = dest.resolve()
-    root = str(space)
+    root = space.resolve()
     links: list[tuple[str, Path]] = []
     counted = [0, 0]
 
@@ -83,11 +87,12 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
     def ignored(folder: str, names: list[str]) -> set[str]:
         # a copy made inside the workspace (a run folder there) must not copy itself
         inside = {n for n in names if (Path(folder) / n).resolve() in (target, *target.parents)}
-        kept = _links_kept(root, folder, names, followed)
+        kept = _links_kept(held, folder, names, followed)
         counted[0] += len(names)
         if counted[0] > MAX_COPY_FILES:
             raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files and folders to copy "
-                                     "for a build (links followed); set app.workspace to the folder the build reads")
+                                     "for a build (links followed); set app.workspace to the folder the build reads, "
+                                     "or app.workspace_paths to the parts of it that it reads")
         links.extend((os.readlink(os.path.join(folder, n)), dest / os.path.relpath(os.path.join(folder, n), root))
                      for n in kept)
         return _left_out(folder, names) | inside | kept
@@ -97,10 +102,18 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
         if counted[0] > MAX_COPY_FILES or counted[1] > MAX_COPY_BYTES:
             raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files or "
                                      f"{MAX_COPY_BYTES >> 30} GiB to copy for a build (links followed); set "
-                                     "app.workspace to the folder the build reads")
+                                     "app.workspace to the folder the build reads, or app.workspace_paths to the "
+                                     "parts of it that it reads")
         return shutil.copy2(src, dst)
 
-    shutil.copytree(space, dest, ignore=ignored, copy_function=copy)
+    dest.mkdir(parents=True)
+    for part in parts:
+        at = dest / part.relative_to(root)
+        if part.is_dir():
+            shutil.copytree(part, at, ignore=ignored, copy_function=copy, dirs_exist_ok=True)
+        else:  # a file app.workspace_paths names
+            at.parent.mkdir(parents=True, exist_ok=True)
+            copy(str(part), str(at))
     for link, at in links:
         at.symlink_to(link)
     cwd = dest / workdir.relative_to(space)
@@ -163,36 +176,44 @@ def _build_key(lc: LoadedConfig, files: dict[str, str], arch: str, macros: bool 
     h.update(json.dumps([lc.config.app.build, arch, str(workdir.relative_to(space)), sorted(lc.config.app.env.items()),
                          *tools, SHIM_VERSION, macros, configuration, sorted(values.items()),
                          lc.config.app.compat_headers]).encode())
-    for rel, read in sorted(_copied_files(space, workdir, files).items()):
+    for rel, read in sorted(_copied_files(lc, files).items()):
         h.update(rel.encode() + b"\0")
         h.update(hashlib.sha256(read()).digest())
     return h.hexdigest()
 
 
-def _copied_files(space: Path, workdir: Path, files: dict[str, str]) -> dict[str, Callable[[], bytes]]:
+def _copied_files(lc: LoadedConfig, files: dict[str, str]) -> dict[str, Callable[[], bytes]]:
     """The files copy_workspace would write, by path relative to the copy, each with how to read
     its bytes (links followed, as the copy follows them)."""
+    space, workdir = workspace_dirs(lc)
+    parts = workspace_parts(lc)
+    held = [str(q) for q in parts]
     out: dict[str, Callable[[], bytes]] = {}
-    root = str(space)
+    root = space.resolve()
     followed: set[str] = set()
     entries = size = 0
-    for folder, dirs, names in os.walk(space, followlinks=True):
-        left = _left_out(folder, dirs + names)
-        rel = os.path.relpath(folder, space)
-        for d in _links_kept(root, folder, [d for d in dirs if d not in left], followed):  # as the copy keeps them
-            link = os.readlink(os.path.join(folder, d)).encode()
-            out[os.path.normpath(os.path.join(rel, d))] = lambda link=link: b"link\0" + link
-            left.add(d)
-        dirs[:] = [d for d in dirs if d not in left]
-        for n in names:
-            if n not in left:
-                out[os.path.normpath(os.path.join(rel, n))] = Path(folder, n).read_bytes
-                size += os.stat(os.path.join(folder, n)).st_size
-        entries += len(dirs) + len(names)
-        if entries > MAX_COPY_FILES or size > MAX_COPY_BYTES:
-            raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files and folders or "
-                                     f"{MAX_COPY_BYTES >> 30} GiB to copy for a build (links followed); set "
-                                     "app.workspace to the folder the build reads")
+    for part in parts:
+        if part.is_file():
+            out[os.path.relpath(part, root)] = part.read_bytes
+            continue
+        for folder, dirs, names in os.walk(part, followlinks=True):
+            left = _left_out(folder, dirs + names)
+            rel = os.path.relpath(folder, root)
+            for d in _links_kept(held, folder, [d for d in dirs if d not in left], followed):  # as the copy keeps
+                link = os.readlink(os.path.join(folder, d)).encode()
+                out[os.path.normpath(os.path.join(rel, d))] = lambda link=link: b"link\0" + link
+                left.add(d)
+            dirs[:] = [d for d in dirs if d not in left]
+            for n in names:
+                if n not in left:
+                    out[os.path.normpath(os.path.join(rel, n))] = Path(folder, n).read_bytes
+                    size += os.stat(os.path.join(folder, n)).st_size
+            entries += len(dirs) + len(names)
+            if entries > MAX_COPY_FILES or size > MAX_COPY_BYTES:
+                raise WorkspaceCopyError(f"app.workspace {space}: more than {MAX_COPY_FILES} files and folders or "
+                                         f"{MAX_COPY_BYTES >> 30} GiB to copy for a build (links followed); set "
+                                         "app.workspace to the folder the build reads, or app.workspace_paths to "
+                                         "the parts of it that it reads")
     for name, text in files.items():
         path = os.path.normpath(os.path.join(workdir, name))
         data = source_bytes(Path(path), text)

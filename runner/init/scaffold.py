@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from runner.base.config import LoadedConfig, parse_config, path_problems
+from runner.base.config import LoadedConfig, copied_parts, parse_config, path_problems
 from runner.base.cuda_source import functions, strip_comments_and_strings
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.runstore import atomic_write_text
@@ -672,6 +672,22 @@ def smallest_workspace(root: Path, outside: list[tuple[Path, str]]) -> Path:
     return Path(os.path.commonpath(paths))
 
 
+def read_parts(root: Path, outside: list[tuple[Path, str]], space: Path) -> list[str]:
+    """The parts of the workspace `space` a build reads (app.workspace_paths), relative to it: the
+    program folder and the folder of each path in `outside` (a header's folder, since headers
+    include their neighbours); none inside another. Empty when one of them is the workspace
+    itself: then the whole of it is copied anyway."""
+    folders = sorted({root.resolve(), *((p if p.is_dir() else p.parent).resolve() for p, _ in outside)},
+                     key=lambda q: len(q.parts))
+    parts: list[Path] = []
+    for q in folders:
+        if not any(q.is_relative_to(k) for k in parts):
+            parts.append(q)
+    if any(q == space for q in parts):
+        return []
+    return sorted(q.relative_to(space).as_posix() for q in parts)
+
+
 def _has_build_file(folder: Path) -> bool:
     return _makefile(folder) is not None or (folder / "CMakeLists.txt").is_file()
 
@@ -810,10 +826,11 @@ def size_arguments(run_args: str, usage: list[str] | None = None) -> SizeArgumen
     return SizeArguments(" ".join(run), " ".join(profile), values)
 
 
-def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".", workspace: str | None = None
-                  ) -> str:
+def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".", workspace: str | None = None,
+                  workspace_paths: list[str] | None = None) -> str:
     """The commented optimas.yml for project `p` (`workdir`: the project folder, relative to where
-    the file goes; `workspace`: the folder a candidate's build copies, when it is larger)."""
+    the file goes; `workspace`: the folder a candidate's build copies, when it is larger;
+    `workspace_paths`: the parts of it the build reads, when not all of it)."""
     sizes = size_arguments(run_args, p.usage)
     run = "{exe}" + (f" {sizes.run if sizes else run_args}" if run_args else "")
     lines = [
@@ -828,6 +845,10 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
         lines += [f"  # The build reads files outside the program folder: {why}" for why in _outside_notes(p)]
         lines += ["  # A candidate is built in a copy of this folder, which holds them all:",
                   f"  workspace: {_q(workspace)}"]
+        if workspace_paths:
+            lines += ["  # Only the parts of it the build reads are copied (and searched for size constants):",
+                      "  # add a folder here if a build in the copy misses a file.",
+                      f"  workspace_paths: [{', '.join(_q(x) for x in workspace_paths)}]"]
     lines += [
         f"  # The files that define the {count_of(len(p.kernels), 'kernel')} found: "
         f"{', '.join(p.kernels[:6])}"
@@ -936,6 +957,7 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
     where = out.resolve()
     workdir = os.path.relpath(root.resolve(), where.parent)
     workspace = None
+    parts: list[str] = []
     if project.outside:
         space = smallest_workspace(root, project.outside)
         if space == Path(space.anchor) or Path.home().resolve().is_relative_to(space):
@@ -944,13 +966,14 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
                                  f"{space}, too large to copy for every candidate: set app.workspace yourself")
         else:
             workspace = os.path.relpath(space, where.parent)
-    # a name defined again elsewhere in a larger workspace (another program of the suite) cannot be
-    # scaled: leave it out
+            parts = read_parts(root, project.outside, space)
+    # a name defined again elsewhere in what a build copies (another program of the suite) cannot
+    # be scaled: leave it out
     space_dir = (where.parent / workspace).resolve() if workspace else root.resolve()
     if project.size_constants and not size_arguments(run_args, project.usage):
-        texts = workspace_texts(space_dir, root.resolve())
+        texts = workspace_texts(space_dir, root.resolve(), copied_parts(space_dir, root.resolve(), parts))
         project.size_constants = [c for c in project.size_constants if definition_problem(c.name, texts) is None]
-    text = render_config(project, name or root.resolve().name, run_args, workdir, workspace)
+    text = render_config(project, name or root.resolve().name, run_args, workdir, workspace, parts)
     cfg = parse_config(text, where)
     lc = LoadedConfig(path=where, config=cfg, sha256="")
     problems = path_problems(lc)

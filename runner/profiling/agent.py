@@ -52,7 +52,7 @@ from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import sandbox_open
 from runner.base.size_constants import workspace_texts
-from runner.base.workspace import read_context, workspace_dirs
+from runner.base.workspace import read_context, workspace_dirs, workspace_parts
 from runner.build.cache import build_at_scale, compile_candidate, copy_workspace
 from runner.build.compiler import CompileResult
 from runner.build.nvcc_shim import build_environment
@@ -477,7 +477,7 @@ class ProfilingAgent:
         sources are read (the sweep's first scaled build, in the stage's thread): the result, its
         manifest entry, the binary and the scale. It records nothing."""
         if self._scaling_texts is None:
-            self._scaling_texts = workspace_texts(*workspace_dirs(self.lc))
+            self._scaling_texts = workspace_texts(*workspace_dirs(self.lc), workspace_parts(self.lc))
         label = f"scale_{scale:g}".replace(".", "_")
         log = self.dir / "logs" / f"build-counters-{label}.log"
         progress(f"build at scale {scale:g}: {', '.join(self.cfg.app.size_constants)} times {scale:g} (a copy of "
