@@ -38,6 +38,12 @@ def make_suite(src: Path, programs: int, files: int, size: int) -> Path:
     return first
 
 
+def copy_once(lc, dest: Path) -> None:
+    """One build's copy of the workspace, removed again."""
+    copy_workspace(lc, dest)
+    shutil.rmtree(dest)
+
+
 def timed(what, repeat: int) -> list[float]:
     out = []
     for _ in range(repeat):
@@ -62,16 +68,8 @@ def main() -> int:
             (prog / "optimas.yml").write_text(
                 f"app: {{workspace: .., {paths}sources: [f0.cu], build: 'make main', run: ./main}}\n")
             lc = load_config(prog / "optimas.yml")
-            n = [0]
-
-            def copy() -> None:
-                n[0] += 1
-                dest = Path(tmp) / f"copy{n[0]}"
-                copy_workspace(lc, dest)
-                shutil.rmtree(dest)
-
-            copies = timed(copy, a.repeat)
-            keys = timed(lambda: _build_key(lc, {}, "sm_90"), a.repeat)
+            copies = timed(lambda lc=lc, name=name: copy_once(lc, Path(tmp) / "copies" / name), a.repeat)
+            keys = timed(lambda lc=lc: _build_key(lc, {}, "sm_90"), a.repeat)
             rows[name] = {"copy_s_median": round(statistics.median(copies), 3),
                           "key_s_median": round(statistics.median(keys), 3),
                           "copy_s": [round(x, 3) for x in copies], "key_s": [round(x, 3) for x in keys]}

@@ -533,7 +533,8 @@ def test_one_program_of_a_suite_copies_and_searches_only_what_its_build_reads(tm
     (prog / "Makefile").write_text("main: main.cu\n\tnvcc -I../include -o main main.cu\n")
     other = src / "other-cuda"  # another program of the suite, with its own N and a large input
     other.mkdir()
-    (other / "main.cu").write_text("#define N 4096\n__global__ void k(float* a) { a[0] = N; }\nint main() { return 0; }\n")
+    (other / "main.cu").write_text("#define N 4096\n__global__ void k(float* a) { a[0] = N; }\n"
+                                   "int main() { return 0; }\n")
     (other / "input.bin").write_bytes(b"\0" * (1 << 20))
     r = run_cli("init", str(prog))
     assert r.returncode == 0, r.stderr
