@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
@@ -122,10 +124,25 @@ def keep(run_path: Path, into: Path | None) -> None:
             shutil.copy2(f, into / rel)
 
 
-def survey(name: str, folder: str, build: str | None, args: str, scratch: Path, evaluation: bool = True) -> dict:
+def with_profiling(cfg_path: Path, settings: list[str]) -> None:
+    """Set profiling.KEY: VALUE (each `KEY=VALUE`, the value read as YAML) in the config init wrote."""
+    if not settings:
+        return
+    data = yaml.safe_load(cfg_path.read_text())
+    for item in settings:
+        key, _, value = item.partition("=")
+        data.setdefault("profiling", {})[key] = yaml.safe_load(value)
+    cfg_path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def survey(name: str, folder: str, build: str | None, args: str, scratch: Path, evaluation: bool = True,
+           profiling: list[str] | None = None) -> dict:
     row: dict = {"program": name}
     cfg_path = scratch / f"{name}.yml"
     write_config(REPO / folder, cfg_path, name=name, run_args=args, build=build, force=True)
+    with_profiling(cfg_path, profiling or [])
+    if profiling:
+        row["profiling_settings"] = profiling
     lc = load_config(cfg_path)
     row["workspace"] = lc.config.app.workspace
     row["profile_run"] = lc.config.app.profile_run
@@ -138,6 +155,7 @@ def survey(name: str, folder: str, build: str | None, args: str, scratch: Path, 
     row["profile_s"] = round(time.monotonic() - t0, 1)
     commands = run.manifest.get("commands", [])
     row["profile_process_runs"] = sum(1 for c in commands if APP_RUNS.match(c.get("name", "")))
+    row["profile_commands_s"] = {c["name"]: c.get("seconds") for c in commands if APP_RUNS.match(c.get("name", ""))}
     row["counter_plan"] = run.manifest.get("counter_plan")
     t0 = time.monotonic()
     diag = analyze(lc, inputs)
@@ -187,6 +205,8 @@ def main() -> int:
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--no-evaluation", action="store_true",
                    help="stop after the proposal (profile, analysis and prompt only)")
+    p.add_argument("--profiling", action="append", default=[], metavar="KEY=VALUE",
+                   help="a profiling setting over init's config, e.g. stop_when_profiled=false (repeatable)")
     p.add_argument("--keep", type=Path, default=None,
                    help="copy each run's small files (config, prompt, analysis, logs, timing tables) under here")
     a = p.parse_args()
@@ -199,7 +219,8 @@ def main() -> int:
                 continue
             t0 = time.monotonic()
             try:
-                row = survey(name, folder, build, args, Path(tmp), evaluation=not a.no_evaluation)
+                row = survey(name, folder, build, args, Path(tmp), evaluation=not a.no_evaluation,
+                             profiling=a.profiling)
             except Exception as e:  # a survey reports every program: the failure is the row
                 row = {"program": name, "error": f"{type(e).__name__}: {str(e)[:800]}"}
             row["total_s"] = round(time.monotonic() - t0, 1)

@@ -88,6 +88,20 @@ def test_ncu_failures_say_what_to_do(tmp_path: Path, output, rc, says):
         check_ncu_output(CommandResult(["ncu"], rc, 1.0, output), tmp_path / "log", "timing pass")
 
 
+def test_a_pass_that_ends_the_program_once_profiled_succeeds_by_its_report(tmp_path: Path):
+    """profiling.stop_when_profiled (ncu --kill): the program is stopped after the launches a pass
+    counts, so its exit code is not its own; the report holding them is the pass's success, and a
+    pass with no report still fails as before."""
+    stopped = CommandResult(["ncu", "--kill", "yes"], 137, 1.0, "==PROF== Connected\n==PROF== Profiling \"k\"\n")
+    report = tmp_path / "counters.ncu-rep"
+    with pytest.raises(ProfilingError, match="failed with exit code 137"):
+        check_ncu_output(stopped, tmp_path / "log", "counter run at scale 1", report)  # none written
+    with pytest.raises(ProfilingError, match="failed with exit code 137"):
+        check_ncu_output(stopped, tmp_path / "log", "counter run at scale 1")  # not a stopping pass
+    report.write_bytes(b"NVIDIA Nsight Compute report")
+    check_ncu_output(stopped, tmp_path / "log", "counter run at scale 1", report)
+
+
 def test_agent_validates_the_app_config(tmp_path: Path):
     cfg = tmp_path / "c.yml"
     cfg.write_text("app: {name: x, configurations: [a]}\n")

@@ -322,6 +322,10 @@ class ProfilingConfig(_Strict):
     counter_scales: list[Annotated[float, Field(gt=0)]] = Field(
         default_factory=lambda: [0.25, 0.5, 0.75, 1.0, 1.5, 2.0],
         description="problem-size factors of the N counter runs (eOMP needs N > kappa)")
+    stop_when_profiled: bool = Field(default=True, description="end the program once ncu has profiled the "
+                                     "launches a pass asks for (ncu --kill): what the program does after them (its "
+                                     "CPU check, more iterations) is not run under the profiler; the traced run and "
+                                     "every validation run still run it whole")
     timeout_s: Annotated[float, Field(gt=0)] = 900.0
 
 

@@ -113,13 +113,18 @@ class NothingProfiled(ProfilingError):
     """ncu ran the program but no launch matched its kernel filter."""
 
 
-def check_ncu_output(result: CommandResult, log: Path, what: str) -> None:
-    """Turn ncu's failure modes into errors that say what to do."""
+def check_ncu_output(result: CommandResult, log: Path, what: str, report: Path | None = None) -> None:
+    """Turn ncu's failure modes into errors that say what to do. `report`: the report of a pass that
+    ends the program once its launches are profiled (ncu --kill): the program's exit code then says
+    it was stopped, and the report holding its launches is the pass's success."""
     out = result.output
     if "ERR_NVGPUCTRPERM" in out:
         raise ProfilingError(PERM_HELP)
     if "No kernels were profiled" in out:
         raise NothingProfiled(f"{what}: no kernel matched the filter, so nothing was profiled (log: {log})")
+    if result.returncode not in (0, None) and report is not None and report.is_file() and report.stat().st_size:
+        progress(f"{what}: ncu ended the program once its launches were profiled (exit code {result.returncode})")
+        return
     if result.returncode != 0:
         tail = "\n".join(out.strip().splitlines()[-8:])
         raise ProfilingError(f"{what} failed with exit code {result.returncode}; the application or ncu failed "
@@ -162,9 +167,11 @@ class ProfilingAgent:
                                  f"app.configurations {app.configurations}")
 
     def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False,
-              env: dict[str, str] | None = None, build: bool = False, cwd: Path | None = None) -> CommandResult:
+              env: dict[str, str] | None = None, build: bool = False, cwd: Path | None = None,
+              stopped: Path | None = None) -> CommandResult:
         """Run a command of the collection (in app.workdir, else `cwd`), recorded in the manifest; a
-        failure is a ProfilingError saying what failed."""
+        failure is a ProfilingError saying what failed. `stopped`: the report of an ncu pass that
+        ends the program once its launches are profiled (_stop_when_profiled)."""
         cwd = cwd or self.workdir
         log = self.dir / "logs" / f"{name}.log"
         progress(f"{what}: {shlex.join(argv)}")
@@ -175,11 +182,16 @@ class ProfilingAgent:
         result = run_command(argv, cwd, timeout_s, log, progress, what, environment)
         self._record(result.manifest_entry(name, cwd, self.run.path))
         if ncu:
-            check_ncu_output(result, log, what)
+            check_ncu_output(result, log, what, stopped)
         elif result.returncode != 0:
             tail = "\n".join(result.output.strip().splitlines()[-8:])
             raise ProfilingError(f"{what} failed with exit code {result.returncode} (log: {log}):\n{tail}")
         return result
+
+    def _stop_when_profiled(self) -> list[str]:
+        """ncu's --kill where profiling.stop_when_profiled asks for it: the program ends once the pass
+        has profiled the launches it counts (a CPU check after them, often most of a run, is skipped)."""
+        return ["--kill", "yes"] if self.cfg.profiling.stop_when_profiled else []
 
     def _app_argv(self, exe: Path, scale: float = 1.0) -> list[str]:
         app = self.cfg.app
@@ -320,10 +332,12 @@ class ProfilingAgent:
             out = self.dir / f"hot{i}"
             argv = [ncu, "--clock-control", "none", *self._kernel_filter(pending, mangled),
                     "--launch-skip", str(prof.launch_skip), "--launch-count", str(prof.launch_count * len(pending)),
-                    *sections, "--import-source", "yes", "-f", "-o", str(out), *self._app_argv(exe)]
+                    *self._stop_when_profiled(), *sections, "--import-source", "yes", "-f", "-o", str(out),
+                    *self._app_argv(exe)]
             names = pending[0] if len(pending) == 1 else f"{len(pending)} hot kernels"
-            self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}", ncu=True)
             rep = out.with_suffix(".ncu-rep")
+            self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}", ncu=True,
+                       stopped=rep if prof.stop_when_profiled else None)
             reports.append(rep)
             sources.append(self._export(ncu, rep, "source"))  # for the record; the analysis reads the report
             captured = report_kernel_names(rep)  # symbol -> ncu's name
@@ -512,11 +526,14 @@ class ProfilingAgent:
         prof = self.cfg.profiling
         for n, kernel_filter in enumerate(filters):
             argv = [ncu, "--clock-control", "none", *kernel_filter, "--launch-skip", str(prof.launch_skip),
-                    "--launch-count", "1", *self._sections(prof.counter_sections), "-f", "-o", str(out),
-                    *self._app_argv(exe, scale)]
+                    "--launch-count", "1", *self._stop_when_profiled(), *self._sections(prof.counter_sections),
+                    "-f", "-o", str(out), *self._app_argv(exe, scale)]
             name = f"counters-{scale:g}" + ("-template" if n else "")
+            report = out.with_suffix(".ncu-rep")
+            report.unlink(missing_ok=True)  # the template filter's try must not pass on the first one's report
             try:
-                self._exec(argv, name, prof.timeout_s, f"counter run at scale {scale:g}", ncu=True)
+                self._exec(argv, name, prof.timeout_s, f"counter run at scale {scale:g}", ncu=True,
+                           stopped=report if prof.stop_when_profiled else None)
                 return
             except NothingProfiled:
                 if n + 1 == len(filters):
