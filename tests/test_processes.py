@@ -143,6 +143,22 @@ def test_a_size_scales_with_the_scale_placeholder():
         render("{exe} {m*scale}", exe="app", scale=1)
 
 
+def test_each_of_several_sizes_takes_a_root_of_the_scale():
+    """k sizes share a counter scale: each is multiplied by its k-th root in sixteenths, so a
+    problem whose work is their product does about the scale's work (1 stays 1)."""
+    from runner.base.processes import size_share
+
+    scales = (0.25, 0.5, 0.75, 1, 1.5, 2)
+    assert [size_share(s, 1) for s in scales] == list(scales)
+    assert [size_share(s, 2) for s in scales] == [0.5, 0.6875, 0.875, 1, 1.25, 1.4375]
+    assert [size_share(s, 3) for s in scales] == [0.625, 0.8125, 0.9375, 1, 1.125, 1.25]
+    for k in (2, 3, 4, 5):
+        work = [size_share(s, k) ** k for s in scales]
+        assert all(abs(w - s) / s < 0.25 for w, s in zip(work, scales)), (k, work)
+        assert work == sorted(work) and len(set(work)) == len(scales), (k, work)
+    assert size_share(1e-8, 4) == 1 / 16  # never zero
+
+
 def test_a_command_cut_short_from_outside_is_killed_before_the_error_goes_on(tmp_path):
     """RQ's job timeout raises inside the wait: the command (and its process group) must be dead
     before the caller unwinds and cleans up or reads what it writes."""

@@ -410,3 +410,24 @@ def test_scales_that_give_the_same_command_are_profiled_once(tmp_path: Path):
     agent.gpu = Gpu(name="NVIDIA H200", compute_capability="9.0", driver="580", index="0", uuid="GPU-0")
     # n = 2 becomes 1 at 0.25 and 0.5, 2 at 0.75 (as at 1), 3 at 1.5 and 4 at 2
     assert agent._distinct_scales(tmp_path / "exe", scales) == [1.0, 0.25, 1.5, 2.0]
+
+
+def test_a_command_scaling_several_sizes_gives_each_a_root_of_the_scale(tmp_path: Path):
+    """The counter runs' command: two sizes at scale 2 are each times 1.4375 (about twice the work,
+    not four times), three at 0.25 each times 0.625, then rounded to whole multiples of 256 or 128
+    as one size is (scaled_size); a bare {scale} is passed as it is."""
+    from runner.base.gpu import Gpu
+
+    def argv(profile_run: str, scale: float) -> list[str]:
+        cfg = tmp_path / "c.yml"
+        cfg.write_text(f"app: {{name: x, build: b, run: '{{exe}}', profile_run: '{profile_run}',\n"
+                       "      configurations: {a: {n: 1024, m: 2048, k: 512}}}\n")
+        agent = ProfilingAgent(RunContext(load_config(cfg), create_run(tmp_path / "runs")))
+        agent.gpu = Gpu(name="NVIDIA H200", compute_capability="9.0", driver="580", index="0", uuid="GPU-0")
+        return agent._app_argv(Path("exe"), scale)[1:]
+
+    assert argv("{exe} {n*scale}", 2.0) == ["2048"]
+    assert argv("{exe} {n*scale} {m*scale}", 2.0) == ["1536", "3072"]  # 1472 and 2944, rounded
+    assert argv("{exe} {n*scale} {m*scale} {k*scale}", 0.25) == ["512", "1280", "256"]  # 640, 1280, 320
+    assert argv("{exe} {n*scale} {m*scale} --scale {scale}", 2.0) == ["2048", "4096", "--scale", "2.0"]
+    assert argv("{exe} {n*scale} {m*scale}", 1.0) == ["1024", "2048"]

@@ -157,8 +157,9 @@ class AppConfig(_Strict):
     size_constants: list[Annotated[str, Field(pattern=r"^[A-Za-z_]\w*$")]] = Field(
         default_factory=list, description="constants in the host code that set the problem size (`#define N 4096`, "
         "`const int N = 4096;`, `n = 4096;` assigned once, or a #define per dataset: each scaled), for a program "
-        "whose run takes no size argument: the counter runs rebuild the program with each one times "
-        "profiling.counter_scales (in a copy; your files are never changed)")
+        "whose run takes no size argument: the counter runs rebuild the program with them scaled by each of "
+        "profiling.counter_scales (k constants each by the scale's k-th root; in a copy; your files are never "
+        "changed)")
     editable: list[str] = Field(default_factory=list, description="functions (besides the hot kernels and "
                                 "the device functions holding a salient stall line, editable by default) whose "
                                 "definitions the model may edit, e.g. __device__ helpers they call; '!name' keeps "
@@ -321,7 +322,9 @@ class ProfilingConfig(_Strict):
     launch_count: Annotated[int, Field(ge=1)] = 1
     counter_scales: list[Annotated[float, Field(gt=0)]] = Field(
         default_factory=lambda: [0.25, 0.5, 0.75, 1.0, 1.5, 2.0],
-        description="problem-size factors of the N counter runs (eOMP needs N > kappa)")
+        description="problem-size factors of the N counter runs (eOMP needs N > kappa): factors "
+        "of the work, so a command scaling k sizes ({n*scale}, or k size constants) multiplies each by the "
+        "scale's k-th root, in sixteenths")
     stop_when_profiled: bool = Field(default=True, description="end the program once ncu has profiled the "
                                      "launches a pass asks for (ncu --kill): what the program does after them (its "
                                      "CPU check, more iterations) is not run under the profiler; the traced run and "

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
+from runner.base.processes import size_share
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import scratch
 from runner.base.size_constants import scaled_sources
@@ -151,11 +152,13 @@ def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: P
 def build_at_scale(lc: LoadedConfig, arch: str, texts: dict[str, str], scale: float, exe: Path,
                    log: Path | None = None, cache: Path | None = None, configuration: str | None = None
                    ) -> CompileResult:
-    """The program with app.size_constants times `scale` (scaled_sources over `texts`, the
+    """The program with app.size_constants times `scale` (each of k constants times the scale's
+    k-th root, size_share, so the work follows the scale; scaled_sources over `texts`, the
     workspace's sources as workspace_texts reads them), built into `exe` in a copy of the
     workspace through the build cache: the counter runs' build at another problem size. A
     ValueError when a constant has no definition to rewrite (definition_problem)."""
-    files = scaled_sources(lc.config.app.size_constants, texts, scale)
+    names = lc.config.app.size_constants
+    files = scaled_sources(names, texts, size_share(scale, len(names)))
     return compile_candidate(lc, files, arch, log, exe=exe, cache=cache, configuration=configuration)
 
 

@@ -907,8 +907,9 @@ def _problem_size_lines(p: Project, sizes: SizeArguments | None) -> list[str]:
             "  # arguments are this one's values, so another size is another entry.",
             f"  configurations: {{default: {{{values}}}}}",
             "  # Counter runs (eOMP) profile the program at several problem sizes: {n*scale} is n times",
-            "  # each of profiling.counter_scales. Optimas checks on the GPU that the hot kernel's work",
-            "  # follows the scale (instructions executed), and leaves out a size the program fails at.",
+            "  # each of profiling.counter_scales (with k sizes scaled, times its k-th root, so the work",
+            "  # follows the scale). Optimas checks on the GPU that the hot kernel's work follows the scale",
+            "  # (instructions executed), and leaves out a size the program fails at.",
             f"  profile_run: {_q('{exe} ' + sizes.profile)}",
         ]
     lines = ["  configurations: [default]   # one entry per problem size, passed to the commands as {config}"]
@@ -917,7 +918,8 @@ def _problem_size_lines(p: Project, sizes: SizeArguments | None) -> list[str]:
         lines += [
             "  # The run takes no size argument; these constants of the host code size its allocations:",
             f"  # {found}. Counter runs (eOMP) rebuild the program with them times each of",
-            "  # profiling.counter_scales (in a copy of the workspace), and Optimas checks on the GPU that the",
+            "  # profiling.counter_scales (k constants times its k-th root, so the work follows the scale; in a",
+            "  # copy of the workspace), and Optimas checks on the GPU that the",
             "  # hot kernel's work follows (instructions executed). Remove the line if they are not sizes.",
             f"  size_constants: [{', '.join(c.name for c in p.size_constants)}]",
         ]

@@ -47,6 +47,7 @@ from runner.base.processes import (
     render,
     run_command,
     run_process,
+    size_share,
 )
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
@@ -93,6 +94,15 @@ def scaled_inputs(cfg: Config) -> list[str]:
     names = placeholders(cfg.app.profile_run or cfg.app.run or "")
     takes_scale = any(n == "scale" or "scale" in (product_placeholder(n) or ()) for n in names)
     return (["{scale}"] if takes_scale else []) + list(cfg.app.size_constants)
+
+
+def scaled_sizes(template: str) -> int:
+    """How many sizes a command template scales (`{n*scale}` each), or 0 when it passes the bare
+    `{scale}` too: then the program maps the scale to its sizes itself and gets it as it is."""
+    names = placeholders(template)
+    if "scale" in names:
+        return 0
+    return sum(1 for n in names if "scale" in (product_placeholder(n) or ()))
 
 
 def _refuse_failed_gpu_work(traces: list[ProcessTrace], argv: list[str]) -> None:
@@ -194,9 +204,13 @@ class ProfilingAgent:
         return ["--kill", "yes"] if self.cfg.profiling.stop_when_profiled else []
 
     def _app_argv(self, exe: Path, scale: float = 1.0) -> list[str]:
+        """The profiled command at counter scale `scale`: k sizes it scales ({n*scale}) each take
+        the scale's k-th root (size_share), so the problem's work follows the scale."""
         app = self.cfg.app
-        return render(app.profile_run or app.run, exe=exe, config=self.configuration, seed=app.seeds[0],
-                      scale=scale, out=self.dir / "outputs" / "profiled.out", arch=self.gpu.arch, lineinfo="",
+        template = app.profile_run or app.run
+        share = size_share(scale, scaled_sizes(template))
+        return render(template, exe=exe, config=self.configuration, seed=app.seeds[0],
+                      scale=scale if share == scale else share, out=self.dir / "outputs" / "profiled.out", arch=self.gpu.arch, lineinfo="",
                       **app.values(self.configuration))
 
     def _record(self, entry: dict) -> None:
@@ -494,8 +508,9 @@ class ProfilingAgent:
             self._scaling_texts = workspace_texts(*workspace_dirs(self.lc), workspace_parts(self.lc))
         label = f"scale_{scale:g}".replace(".", "_")
         log = self.dir / "logs" / f"build-counters-{label}.log"
-        progress(f"build at scale {scale:g}: {', '.join(self.cfg.app.size_constants)} times {scale:g} (a copy of "
-                 "the workspace)")
+        names = self.cfg.app.size_constants
+        progress(f"build at scale {scale:g}: {', '.join(names)} times {size_share(scale, len(names)):g} "
+                 "(a copy of the workspace)")
         t0 = time.monotonic()
         scaled = exe.with_name(f"{exe.name}-{label}")
         try:
