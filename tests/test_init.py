@@ -454,6 +454,19 @@ def test_positional_arguments_are_named_by_the_programs_usage_line_and_a_repeat_
     assert app.values("default") == {"size": "65536"}
 
 
+def test_time_steps_repetitions_and_trials_are_counts_not_sizes():
+    """Named by the usage line or a flag, counts of steps, repetitions, trials and epochs stay as
+    given: they change how many launches run, not one launch's work."""
+    from runner.init.scaffold import size_arguments
+
+    got = size_arguments("4096 4096 500", ["dim_x", "dim_y", "number_of_time_steps"])
+    assert got.run == "{dim_x} {dim_y} 500" and got.values == {"dim_x": 4096, "dim_y": 4096}
+    assert size_arguments("65536 100", ["numelements", "nrepetitions"]).run == "{numelements} 100"
+    # a name ending the pattern ("reps$", "steps$") is read without the flag's = (it read "--steps=")
+    assert size_arguments("-n 65536 --trials 50 --epochs 20 --steps=64 --reps=32", []).run == \
+        "-n {n} --trials 50 --epochs 20 --steps=64 --reps=32"
+
+
 def test_a_makefile_without_rules_is_refused_unless_the_build_command_is_given(tmp_path: Path):
     """Parboil's benchmark Makefiles only set variables for a common Makefile its driver runs: a
     guessed `make -B app` would fail at every build, so init asks for the command instead."""

@@ -766,7 +766,8 @@ _NUMBER_ARG = re.compile(r"^(?P<flag>-{1,2}[A-Za-z][\w-]*=)?(?P<value>\d+)$")
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][\w-]*$")
 # Numbers under these names are not problem sizes: scaling them changes no launch's work, or
 # breaks the run (a block of 2048 threads).
-_NOT_SIZE = re.compile(r"seed|dev|gpu|iter|repeat|reps?$|warm|loop|verbose|thread|block|bs$|tpb", re.I)
+_NOT_SIZE = re.compile(r"seed|dev|gpu|iter|repeat|repetit|reps?$|steps?$|trial|epoch|warm|loop|verbose|thread|block|bs$|tpb",
+                       re.I)
 MIN_SIZE = 16  # smaller numbers are counts, flags and ids more often than sizes
 RESERVED = frozenset({"exe", "arch", "lineinfo", "config", "seed", "scale", "out"})
 
@@ -810,7 +811,7 @@ def size_arguments(run_args: str, usage: list[str] | None = None) -> SizeArgumen
         m = _NUMBER_ARG.match(word)
         flag = m and (m.group("flag") or (words[i - 1] if i and _FLAG.match(words[i - 1]) else "")
                       or (usage[i] if not any(w.startswith("-") for w in words) and i < len(usage) else ""))
-        if not m or int(m.group("value")) < MIN_SIZE or (flag and _NOT_SIZE.search(flag)):
+        if not m or int(m.group("value")) < MIN_SIZE or (flag and _NOT_SIZE.search(flag.strip("-="))):
             run.append(shlex.quote(word))
             profile.append(shlex.quote(word))
             continue
