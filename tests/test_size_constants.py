@@ -94,6 +94,9 @@ def test_scaling_rewrites_only_the_definition_and_refuses_an_ambiguous_name():
     out = scaled_sources(["N", "M"], texts, 0.5)
     assert out["a.cu"] == "// N is the size\n#define N (((1 << 20)) / 2)   \nint x = N;\n"
     assert out["b.cpp"].startswith("const unsigned int M = ((4096) / 2), K = 16;")
+    # a later declarator of one declaration is a definition too
+    both = scaled_sources(["W", "H"], {"g.cu": "const int W = 1024, H = 768;\nint x = W * H;\n"}, 0.5)
+    assert both["g.cu"].startswith("const int W = ((1024) / 2), H = ((768) / 2);")
     texts["c.h"] = "static const int N = 8;\n"
     with pytest.raises(ValueError, match=r"'N' needs exactly one definition.*a.cu:2; c.h:1"):
         scaled_sources(["N"], texts, 2.0)

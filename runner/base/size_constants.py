@@ -30,10 +30,11 @@ _AFTER = 400  # characters read on from it
 _DEFINE_BEFORE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\Z", re.M)
 _DEFINE_AFTER = re.compile(r"[ \t]+(?P<value>[^\n]*?)[ \t]*$", re.M)
 # A declaration with an initializer: type words before the name (`const int`, `static const uint`,
-# `constexpr size_t`, `unsigned int`), then `= value;` (or `,` for the next declarator).
+# `constexpr size_t`, `unsigned int`), maybe earlier declarators (`const int W = 1024, H = 768;`:
+# each value ends at its comma, so the pattern reads the window once), then `= value;` (or `,`).
 _TYPE_WORDS = (r"(?:(?:const|constexpr|static|unsigned|signed|volatile|int|long|short|char|size_t|uint|"
                r"u?int\d+_t|auto)\s+)+")
-_DECLARATION_BEFORE = re.compile(r"(?<![\w.>])" + _TYPE_WORDS + r"\Z")
+_DECLARATION_BEFORE = re.compile(r"(?<![\w.>])" + _TYPE_WORDS + r"(?:[A-Za-z_]\w*\s*=[^;,{}()=]+,\s*)*\Z")
 _DECLARATION_AFTER = re.compile(r"\s*=\s*(?P<value>[^;,{}]+?)\s*[;,]")
 # A statement assigning a number to a variable declared without one (`int n1, n2; n1 = 784;`):
 # kept only when the value is an integer constant expression.
