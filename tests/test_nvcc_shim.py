@@ -13,7 +13,13 @@ import yaml
 from runner.base.config import load_config
 from runner.base.processes import child_environment
 from runner.build.compiler import build
-from runner.build.nvcc_shim import build_environment, filter_architectures, keep_specific, removed_api_used
+from runner.build.nvcc_shim import (
+    build_environment,
+    filter_architectures,
+    keep_specific,
+    raise_dialect,
+    removed_api_used,
+)
 
 SUPPORTED = frozenset({"compute_75", "compute_80", "compute_90", "compute_100", "sm_75", "sm_80", "sm_90", "sm_100"})
 
@@ -80,6 +86,47 @@ def test_a_cmake_project_with_old_cuda_architectures_builds(tmp_path, monkeypatc
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
     assert "dropped `--generate-code=arch=compute_35,code=[compute_35,sm_35]`" in result.output
+
+
+@pytest.mark.parametrize("args, code, major, kept", [
+    (["-std=c++14", "-c", "a.cu"], "#include <thrust/reduce.h>\n", 13, ["-std=c++17", "-c", "a.cu"]),
+    (["--std", "c++11", "a.cu"], "  #  include <cooperative_groups.h>\n", 13, ["--std=c++17", "a.cu"]),
+    (["-std=c++14", "a.cu"], "#include <cuda/std/cstdint>\n", 12, ["-std=c++14", "a.cu"]),  # CUDA 12 takes it
+    (["-std=c++14", "a.cu"], "#include <cuda_fp16.h>\n", 13, ["-std=c++14", "a.cu"]),  # no CCCL header
+    (["-std=c++14", "a.cu"], "// #include <cub/cub.cuh>\n", 13, ["-std=c++14", "a.cu"]),
+    (["-std=c++17", "-std=c++20", "a.cu"], "#include <cub/cub.cuh>\n", 13, ["-std=c++17", "-std=c++20", "a.cu"]),
+    (["-o", "app", "a.o", "-std"], "", 13, ["-o", "app", "a.o", "-std"]),
+])
+def test_an_old_dialect_is_raised_to_cpp17_only_where_cuda_13s_headers_need_it(args, code, major, kept):
+    got, notes = raise_dialect(args, code, major)
+    assert got == kept
+    assert bool(notes) == (got != args) and all("C++17" in n for n in notes)
+
+
+CPP14_MAKEFILE = "app: k.cu\n\tnvcc -std=c++14 -O3 k.cu -o app\n"
+GRID_SYNC = ('#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n'
+             '__global__ void k(float* a) { cg::thread_block b = cg::this_thread_block(); b.sync(); a[0] = 1.0f; }\n'
+             'int main() { return 0; }\n')
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_path, monkeypatch):
+    """XSBench's and RSBench's Makefiles say -std=c++14 and include Thrust: CUDA 13's headers stop
+    with '#error ... requires at least C++17'; through the shim the source compiles as C++17."""
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    root = project(tmp_path / "p", "Makefile", CPP14_MAKEFILE,
+                   "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
+    (root / "k.cu").write_text(GRID_SYNC)
+    plain = subprocess.run(["sh", "-c", "NVCC_APPEND_FLAGS=-arch=sm_90 make -B app"], cwd=root,
+                           capture_output=True, text=True, env=child_environment())
+    version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    if "release 12." in version or "release 11." in version:
+        assert plain.returncode == 0  # an older CUDA takes C++14, and the shim leaves it
+        return
+    assert plain.returncode != 0 and "requires at least C++" in plain.stdout + plain.stderr  # what it is for
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert result.ok, result.output
+    assert "`-std=c++14` given as -std=c++17" in result.output and "<cooperative_groups.h>" in result.output
 
 
 def test_the_removed_thread_functions_are_found_where_the_code_calls_them(tmp_path):

@@ -18,6 +18,13 @@ active threads (compat/cuda_legacy_warp.h), and one that calls the votes without
 `__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise (compat/cuda_legacy_vote.h).
 These change what the program means, so only with app.compat_headers (COMPAT_HEADERS), each one
 recorded for the run and the pull request; without it the log says which header would apply.
+
+CUDA 13's own headers for Thrust, CUB, libcu++ (`<cuda/...>`) and cooperative groups stop with
+`#error ... requires at least C++17` under an older dialect, and many build files still say
+`-std=c++14` (XSBench, RSBench) or `set(CMAKE_CUDA_STANDARD 14)`: for a source that includes one of
+them, an nvcc of CUDA 13 or later compiles it as C++17 instead (raise_dialect), said in the log. A
+C++14 program is a C++17 one in all but removed features, which fail to compile rather than change
+meaning.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "7"
+SHIM_VERSION = "8"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
@@ -200,6 +207,42 @@ def keep_specific(args: list[str], appended: str) -> tuple[list[str], str, list[
     return out, appended, notes
 
 
+# C++ dialects older than C++17, as nvcc's -std takes them, and the headers of CUDA 13 that refuse them.
+_OLD_DIALECT = re.compile(r"c\+\+(?:98|03|0x|11|1y|14)")
+_CCCL_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<((?:thrust|cub|cuda)/[^>\n]*|cooperative_groups[^>\n]*)>", re.M)
+CCCL_CPP17_MAJOR = 13  # the first CUDA whose Thrust, CUB and libcu++ need C++17
+_STD = ("-std", "--std")
+
+
+def raise_dialect(args: list[str], code: str, cuda_major: int) -> tuple[list[str], list[str]]:
+    """nvcc's arguments with a -std older than C++17 given as c++17, when this nvcc's headers need
+    C++17 (`cuda_major` >= CCCL_CPP17_MAJOR) and the compiled code (`code`, with its local headers)
+    includes one of them: (arguments, what changed)."""
+    if cuda_major < CCCL_CPP17_MAJOR:
+        return args, []
+    out, notes, i = [], [], 0
+    header = None
+    while i < len(args):
+        name, eq, inline = args[i].partition("=")
+        if name in _STD and (eq or i + 1 < len(args)):
+            value = inline if eq else args[i + 1]
+            words = args[i:i + (1 if eq else 2)]
+            if _OLD_DIALECT.fullmatch(value):
+                header = header or _CCCL_INCLUDE.search(code)
+                if header:
+                    out.append(f"{name}=c++17")
+                    notes.append(f"`{' '.join(words)}` given as {name}=c++17: this CUDA's Thrust, CUB, libcu++ and "
+                                 f"cooperative groups headers need C++17 (the code includes <{header.group(1)}>)")
+                    i += len(words)
+                    continue
+            out.extend(words)
+            i += len(words)
+            continue
+        out.append(args[i])
+        i += 1
+    return out, notes
+
+
 # How deep `#include "..."` is followed for the calls a compatibility header stands in for.
 MAX_INCLUDE_DEPTH = 4
 
@@ -267,6 +310,19 @@ def _supported(nvcc: str, size: int, mtime_ns: int) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.lru_cache(maxsize=8)
+def _major(nvcc: str, size: int, mtime_ns: int) -> int:
+    r = run_process([nvcc, "--version"], Path(nvcc).parent, 60, env=child_environment(), what=f"{nvcc} --version")
+    m = re.search(r"release (\d+)\.", r.output) if r.returncode == 0 else None
+    return int(m.group(1)) if m else 0
+
+
+def cuda_major(nvcc: Path) -> int:
+    """The CUDA release `nvcc` belongs to (13 for 13.0); 0 when its --version does not say."""
+    stat = nvcc.stat()
+    return _major(str(nvcc), stat.st_size, stat.st_mtime_ns)
+
+
 def supported_architectures(nvcc: Path) -> frozenset[str]:
     """The virtual and real architectures `nvcc` lists (compute_75 ... sm_121); empty when it cannot
     say (an nvcc older than --list-gpu-arch), and then the shim drops nothing."""
@@ -284,7 +340,8 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
     supported = supported_architectures(real)
     if not supported:
         return None
-    key = hashlib.sha256("\0".join([SHIM_VERSION, str(real), sys.executable, str(_ROOT),
+    major = cuda_major(real)
+    key = hashlib.sha256("\0".join([SHIM_VERSION, str(real), sys.executable, str(_ROOT), str(major),
                                     *sorted(supported)]).encode()).hexdigest()[:16]
     folder = cache / "nvcc-shim" / key
     target = folder / "nvcc"
@@ -294,7 +351,7 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
             "import sys\n"
             f"sys.path.insert(0, {str(_ROOT)!r})\n"
             "from runner.build.nvcc_shim import run_shim\n"
-            f"run_shim({str(real)!r}, {sorted(supported)!r})\n")
+            f"run_shim({str(real)!r}, {sorted(supported)!r}, {major})\n")
     # The cache outlives the job that wrote it: the shim is used only when it holds exactly this text
     if target.is_file() and not target.is_symlink() and target.read_bytes() == text.encode():
         return folder
@@ -337,8 +394,9 @@ def append_record(path: Path | str, record: dict) -> None:
         os.close(fd)
 
 
-def run_shim(real: str, supported: list[str]) -> None:
-    """The shim's body: filter this process's arguments and replace it with the real nvcc."""
+def run_shim(real: str, supported: list[str], major: int = 0) -> None:
+    """The shim's body: filter this process's arguments and replace it with the real nvcc (of CUDA
+    `major`)."""
     args, dropped = filter_architectures(sys.argv[1:], frozenset(supported))
     for option in dropped:
         sys.stderr.write(f"optimas: dropped `{option}`: this nvcc ({real}) does not compile for that "
@@ -348,20 +406,25 @@ def run_shim(real: str, supported: list[str]) -> None:
         sys.stderr.write(f"optimas: {note}\n")
     if kept:
         os.environ["NVCC_APPEND_FLAGS"] = appended
+    code = _compiled_code(args, Path.cwd())
+    args, raised = raise_dialect(args, code, major)
+    for note in raised:
+        sys.stderr.write(f"optimas: {note}\n")
     if os.environ.get(PTXAS_REPORT) == "1":
         args = [*args, "-Xptxas", "-v"]  # ptxas's per-kernel report, for compiler feedback (K*)
     if os.environ.get(NVCC_RECORD):
         record_call(Path(os.environ[NVCC_RECORD]), Path.cwd(), args)
-    args = apply_compat(args, Path.cwd())
+    args = apply_compat(args, Path.cwd(), code)
     sys.stderr.flush()
     os.execv(real, [real, *args])
 
 
-def apply_compat(args: list[str], cwd: Path) -> list[str]:
+def apply_compat(args: list[str], cwd: Path, code: str | None = None) -> list[str]:
     """nvcc's arguments with the compatibility headers the compiled sources need pre-included, when
     the build asked for them (COMPAT_HEADERS), each recorded (COMPAT_RECORD) and said in the log;
-    else unchanged, the log saying which header the setting would add."""
-    code = _compiled_code(args, cwd)
+    else unchanged, the log saying which header the setting would add. `code`: the compiled code,
+    when the caller has read it (_compiled_code)."""
+    code = _compiled_code(args, cwd) if code is None else code
     wanted = os.environ.get(COMPAT_HEADERS) == "1"
     for compat in COMPATS:
         used = compat_used(code, compat)
