@@ -61,6 +61,10 @@ PROGRAMS: dict[str, tuple[str, str | None, str]] = {
     # target runs them ("": init's own choice of arguments)
     **{name: (f"{HECBENCH}/{name}-cuda", None, "") for name in (
         "adam", "atan2", "gelu", "heat2d", "lif", "softmax", "stencil3d", "md5hash", "jacobi", "bitpermute")},
+    # Argonne's proxy apps (the paper reports XSBench), at their small problem, event-based, with a
+    # lookup count init can scale
+    "xsbench": ("benchmarks/external/anl/XSBench/cuda", None, "-m event -s small -l 4000000"),
+    "rsbench": ("benchmarks/external/anl/RSBench/cuda", None, "-m event -s small -l 2000000"),
     "reduction": (f"{SAMPLES}/2_Concepts_and_Techniques/reduction", NVCC + "reduction.cpp reduction_kernel.cu",
                   "--n=1048576"),
     "matrixMul": (f"{SAMPLES}/0_Introduction/matrixMul", NVCC + "matrixMul.cu",
