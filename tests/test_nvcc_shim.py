@@ -164,6 +164,17 @@ def test_the_warp_votes_without_a_mask_are_found_where_the_code_calls_them():
     assert compat_used("#define __ballot(p) __ballot_sync(0xffffffff, p)\n" + votes, VOTE) == []
 
 
+def test_the_removed_device_properties_are_found_where_the_code_reads_them():
+    from runner.build.nvcc_shim import DEVICE_PROP, compat_used
+
+    pick = ("cudaDeviceProp p; cudaGetDeviceProperties(&p, d);\n"
+            "long score = (long)p.multiProcessorCount * p.clockRate; double bw = 2.0 * q->memoryClockRate;\n")
+    assert compat_used(pick, DEVICE_PROP) == ["clockRate", "memoryClockRate"]
+    assert compat_used("int clk; cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0); int clockRate = clk;",
+                       DEVICE_PROP) == []  # a variable of that name is not the field
+    assert compat_used("#define cudaDeviceProp my_prop\n" + pick, DEVICE_PROP) == []  # its own stand-in
+
+
 LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"
           "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaThreadSynchronize();\n"
           "  printf(\"PASS\\n\"); cudaThreadExit(); return 0; }\n")
@@ -175,6 +186,20 @@ WARP_LEGACY = ("#include <cstdio>\n"
                "  a[threadIdx.x] = v + __shfl_up(v, 1, 16); }\n"
                "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaDeviceSynchronize();\n"
                "  printf(\"PASS\\n\"); return 0; }\n")
+
+
+# A device picked by SMs times clock rate (old helper_cuda.h copies do it), a peak from the memory clock.
+DEVICE_PROP_LEGACY = ("#include <cstdio>\n#include <cstring>\n"
+                      "__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"
+                      "static int pick() { int n = 0, best = 0; long top = -1; cudaGetDeviceCount(&n);\n"
+                      "  for (int d = 0; d < n; ++d) { struct cudaDeviceProp p; memset(&p, 0, sizeof(p));\n"
+                      "    cudaGetDeviceProperties(&p, d); long s = (long)p.multiProcessorCount * p.clockRate;\n"
+                      "    if (s > top) { top = s; best = d; } } return best; }\n"
+                      "int main() { cudaDeviceProp prop; int d = pick(); cudaGetDeviceProperties(&prop, d);\n"
+                      "  const cudaDeviceProp* q = &prop; int clk = 0; cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, d);\n"
+                      "  printf(\"%s: clock %s, peak %.0f GB/s\\n\", q->name, prop.clockRate == clk && clk > 0 ? \"PASS\" : \"FAIL\",\n"
+                      "         2.0 * prop.memoryClockRate * (prop.memoryBusWidth / 8) / 1.0e6);\n"
+                      "  int chosen; cudaChooseDevice(&chosen, &prop); return prop.clockRate == clk ? 0 : 1; }\n")
 
 
 # Votes without a mask, with the toolkit's C++ library around them: libcu++ has identifiers named
@@ -198,7 +223,10 @@ VOTE_LEGACY = ("#include <cstdio>\n#include <cuda/std/tuple>\n#include <cuda/std
     (VOTE_LEGACY, "Instruction 'vote' without '.sync' is not supported", "__any, __all, __ballot, warp votes "
      "without a mask, which ptxas rejects for sm_70 and later, become their *_sync forms over the active threads "
      "(cuda_legacy_vote.h, pre-included)"),
-], ids=["thread-functions", "warp-functions", "warp-votes"])
+    (DEVICE_PROP_LEGACY, 'class "cudaDeviceProp" has no member "clockRate"', "clockRate, memoryClockRate, "
+     "cudaDeviceProp fields CUDA 13 removed, become fields of a cudaDeviceProp that adds them, filled from the "
+     "device attributes that still hold them (cudaDevAttrClockRate, ...) (cuda_removed_device_prop.h, pre-included)"),
+], ids=["thread-functions", "warp-functions", "warp-votes", "device-properties"])
 def test_a_program_that_calls_what_cuda_13_removed_builds_only_when_the_config_allows_it(tmp_path, monkeypatch,
                                                                                          source, failure, said):
     """The compatibility headers change what a program means, so they are a setting: off, the build
@@ -279,6 +307,23 @@ def test_votes_without_a_mask_count_the_threads_that_reach_them(tmp_path, monkey
     assert result.ok and "cuda_legacy_vote.h, pre-included" in result.output, result.output
     run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "lanes voting 10 of 20, any, all: 20" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.gpu
+def test_the_removed_device_properties_hold_the_devices_attributes(tmp_path, monkeypatch):
+    """The program reads prop.clockRate (a device picked by SMs times clock) and checks it against
+    cudaDevAttrClockRate: with the header, the field holds the attribute's value."""
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
+                   "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
+    cfg = yaml.safe_load((root / "optimas.yml").read_text())
+    cfg["app"]["compat_headers"] = True
+    (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
+    (root / "k.cu").write_text(DEVICE_PROP_LEGACY)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert result.ok and "cuda_removed_device_prop.h, pre-included" in result.output, result.output
+    run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "clock PASS" in run.stdout, run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("args, appended, kept_args, kept_appended", [

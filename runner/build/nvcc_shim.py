@@ -15,7 +15,10 @@ CUDA 13 removed (`cudaThreadSynchronize`, ...; older names of the cudaDevice* on
 that defines them as those (compat/cuda_removed_api.h, by --pre-include), one that calls the warp
 shuffles without a mask (`__shfl_down`, ...) the header that makes them their *_sync forms over the
 active threads (compat/cuda_legacy_warp.h), and one that calls the votes without a mask (`__any`,
-`__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise (compat/cuda_legacy_vote.h).
+`__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise (compat/cuda_legacy_vote.h), and one
+that reads the cudaDeviceProp fields CUDA 13 removed (`prop.clockRate`, `memoryClockRate`, ...: a
+device picked by SMs times clock, a peak computed) the header that adds them back, filled from the
+device attributes that still hold them (compat/cuda_removed_device_prop.h).
 These change what the program means, so only with app.compat_headers (COMPAT_HEADERS), each one
 recorded for the run and the pull request; without it the log says which header would apply.
 
@@ -43,7 +46,7 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "8"
+SHIM_VERSION = "9"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
@@ -60,15 +63,19 @@ NVCC_RECORD = "OPTIMAS_NVCC_RECORD"
 COMPAT = Path(__file__).resolve().parent / "compat"
 
 
+CALL = r"(?<![\w.]){n}\s*\("  # a call of the name
+
+
 class Compat(NamedTuple):
     """Names CUDA 13 no longer compiles, a header of ours that defines them anew (pre-included
-    into a file that calls them), and how the code's own definition of one looks (then the header
+    into a file that uses them), and how the code's own definition of one looks (then the header
     stays out: it would clash)."""
 
     header: Path
     names: tuple[str, ...]
     own: str  # a regex with {n} for the name
     says: str  # what the build log says of them
+    use: str = CALL  # a regex with {n}: how a use of the name looks (a call, a field read)
 
 
 RUNTIME = Compat(COMPAT / "cuda_removed_api.h",
@@ -86,7 +93,14 @@ VOTE = Compat(COMPAT / "cuda_legacy_vote.h",
               WARP.own,
               "warp votes without a mask, which ptxas rejects for sm_70 and later, become their *_sync forms over "
               "the active threads")
-COMPATS = (RUNTIME, WARP, VOTE)
+DEVICE_PROP = Compat(COMPAT / "cuda_removed_device_prop.h",
+                     ("clockRate", "memoryClockRate", "computeMode", "kernelExecTimeoutEnabled", "deviceOverlap",
+                      "maxTexture1DLinear", "singleToDoublePrecisionPerfRatio", "cooperativeMultiDeviceLaunch"),
+                     r"#\s*define\s+(?:{n}|cudaDeviceProp)\b",
+                     "cudaDeviceProp fields CUDA 13 removed, become fields of a cudaDeviceProp that adds them, "
+                     "filled from the device attributes that still hold them (cudaDevAttrClockRate, ...)",
+                     r"(?:\.|->)\s*{n}\b")
+COMPATS = (RUNTIME, WARP, VOTE, DEVICE_PROP)
 REMOVED_API = RUNTIME.names
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
 # Single-value options (-arch X, -arch=X, --gpu-architecture ...), list options (-code a,b) and
@@ -291,7 +305,7 @@ def compat_used(code: str, compat: Compat) -> list[str]:
     compatibility macro or function)."""
     if any(re.search(compat.own.format(n=re.escape(n)), code) for n in compat.names):
         return []
-    return [n for n in compat.names if re.search(rf"(?<![\w.]){re.escape(n)}\s*\(", code)]
+    return [n for n in compat.names if re.search(compat.use.format(n=re.escape(n)), code)]
 
 
 def removed_api_used(args: list[str], cwd: Path) -> list[str]:

@@ -885,8 +885,8 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
     ]
     if p.compat:
         lines += [
-            "  # The sources call what CUDA 13 removed: " + "; ".join(p.compat) + ".",
-            "  # Optimas's compatibility headers let them build by defining those calls anew (the warp ones",
+            "  # The sources use what CUDA 13 removed: " + "; ".join(p.compat) + ".",
+            "  # Optimas's compatibility headers let them build by defining those names anew (the warp ones",
             "  # over the active threads): that changes what the code means, so every run and pull request",
             "  # says which header went where. Without this line the build fails as with your own CUDA 13.",
             "  compat_headers: true",
@@ -950,7 +950,7 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
                              "from its arguments: {seed} in app.run), or judge it by app.stdout alone and set "
                              "app.gpu_results.compare: off")
     if project.compat:
-        project.notes.append("the sources call what CUDA 13 removed: compat_headers is set (see its comment)")
+        project.notes.append("the sources use what CUDA 13 removed: compat_headers is set (see its comment)")
     if not run_args and project.run_args:
         run_args = project.run_args
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
