@@ -441,6 +441,49 @@ def test_init_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: Path):
     assert r.returncode != 0 and "not a folder" in r.stderr
 
 
+REQUIRES_CUDA_PLACES = """\
+CXX=nvcc
+# Chai's Makefiles stop unless the environment says where CUDA is
+ifndef SUITE_CUDA_LIB
+    $(error SUITE_CUDA_LIB not defined. This environment variable must point to the CUDA library)
+endif
+ifeq ($(SUITE_CUDA_INC),)
+    $(error SUITE_CUDA_INC must point to the CUDA header files)
+endif
+ifndef DATASET
+    $(error DATASET is not set: small or large)
+endif
+all:
+\t$(CXX) -O2 main.cu -L$(SUITE_CUDA_LIB) -I$(SUITE_CUDA_INC) -o app
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_makefile_that_stops_without_the_cuda_locations_gets_them_from_the_nvcc_on_path(tmp_path: Path):
+    """A variable the Makefile requires that locates CUDA is set on make's command line to the
+    toolkit of the nvcc on PATH (include/ or its library folder); another one is named, with how to
+    set it."""
+    from runner.init.scaffold import cuda_toolkit, make_required
+
+    assert [(n, line) for n, line, _ in make_required(REQUIRES_CUDA_PLACES)] == [
+        ("SUITE_CUDA_LIB", 3), ("SUITE_CUDA_INC", 6), ("DATASET", 9)]
+    assert make_required("SUITE_CUDA_LIB ?= /opt/cuda/lib64\n" + REQUIRES_CUDA_PLACES)[0][0] == "SUITE_CUDA_INC"
+    without_dataset = REQUIRES_CUDA_PLACES.replace("ifndef DATASET\n    $(error DATASET is not set: small or large)\n"
+                                                   "endif\n", "")
+    root = project(tmp_path / "chai", ("Makefile", without_dataset))
+    r, app = initialized(root)
+    toolkit = cuda_toolkit()
+    assert (toolkit / "include" / "cuda_runtime.h").is_file()
+    assert f"SUITE_CUDA_INC={toolkit / 'include'}" in app.build and f"SUITE_CUDA_LIB={toolkit}/lib" in app.build
+    assert "Makefile:3: the build stops unless SUITE_CUDA_LIB is set" in r.stdout
+    make_builds(app.build, root, tmp_path / "app")
+    (root / "Makefile").write_text(REQUIRES_CUDA_PLACES)
+    r, app = initialized(root, "--force")
+    assert "DATASET" not in app.build
+    assert "Makefile:9: the build stops unless DATASET is set ('DATASET is not set: small or large'): add " \
+           "DATASET=<value> to app.build's make command" in r.stdout
+
+
 def test_positional_arguments_are_named_by_the_programs_usage_line_and_a_repeat_count_is_not_scaled(tmp_path: Path):
     """`Usage: %s <size> <repeat>`: the size becomes {size} (scaled for the counter runs), the repeat
     count stays as given (scaling it changes no launch's work, only the run's time)."""

@@ -164,6 +164,21 @@ def test_the_warp_votes_without_a_mask_are_found_where_the_code_calls_them():
     assert compat_used("#define __ballot(p) __ballot_sync(0xffffffff, p)\n" + votes, VOTE) == []
 
 
+def test_the_toolkits_own_headers_are_not_read_as_the_programs_code(tmp_path):
+    """Chai includes "cuda_runtime.h" with quotes and compiles with -I$(CUDA_INC): CUDA 13's
+    sm_30_intrinsics.h still mentions __shfl(, which read as the program's call."""
+    from runner.build.nvcc_shim import WARP, _compiled_code, compat_used
+
+    toolkit = tmp_path / "cuda"
+    (toolkit / "include").mkdir(parents=True)
+    (toolkit / "include" / "cuda_runtime.h").write_text('#include "sm_30_intrinsics.h"\n')
+    (toolkit / "include" / "sm_30_intrinsics.h").write_text("#if 0\nT __shfl(T v, int l);\n#endif\n")
+    (tmp_path / "kernel.cu").write_text('#include "cuda_runtime.h"\n__global__ void k() {}\n')
+    args = ["-I" + str(toolkit / "include"), "-c", "kernel.cu"]
+    assert compat_used(_compiled_code(args, tmp_path), WARP) == ["__shfl"]  # what the program does not call
+    assert compat_used(_compiled_code(args, tmp_path, toolkit), WARP) == []
+
+
 def test_the_removed_device_properties_are_found_where_the_code_reads_them():
     from runner.build.nvcc_shim import DEVICE_PROP, compat_used
 

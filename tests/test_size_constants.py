@@ -59,6 +59,15 @@ def test_a_constant_that_sizes_device_arrays_is_a_shape_and_a_bound_kernels_comp
     assert [c.name for c in proposed_size_constants(texts)] == ["n"]
 
 
+def test_counts_of_repetitions_and_trials_are_not_proposed_as_sizes():
+    """Chai's `const int n_reps = 50;` sizes a buffer of timings, not the problem: scaling it changes
+    how often the work runs, not the work."""
+    texts = {"main.cu": "int main() { const int n_reps = 50; const int in_size = 1 << 20; const int trials = 32;\n"
+                        "  float *t = (float *) malloc(n_reps * trials * sizeof(float)); float *a;\n"
+                        "  cudaMalloc(&a, in_size * sizeof(float)); }\n"}
+    assert [c.name for c in proposed_size_constants(texts)] == ["in_size"]
+
+
 @pytest.mark.parametrize(("scale", "expected"), [
     (1.0, "64 * 1048576"), (0.25, "((64 * 1048576) / 4)"), (0.75, "((64 * 1048576) / 4 * 3)"),
     (1.5, "((64 * 1048576) / 2 * 3)"), (2.0, "((64 * 1048576) * 2)")])

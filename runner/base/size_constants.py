@@ -44,7 +44,8 @@ _ASSIGNMENT_AFTER = re.compile(r"[ \t]*=[ \t]*(?P<value>[^;,{}=\n]+?)[ \t]*;")
 _ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|malloc|calloc|realloc|aligned_alloc|posix_memalign)\s*\(")
 _NEW_ARRAY = re.compile(r"\bnew\s+[\w:<>\s*]+?\[([^\]]+)\]")
 # Names that are shapes, not sizes: scaling a block size or a bin count breaks the program.
-_NOT_SIZE = re.compile(r"thread|block|warp|tile|bin|radius|seed|iter|repeat|run|dev|gpu|align|bits?$|tmax|steps|"
+_NOT_SIZE = re.compile(r"thread|block|warp|tile|bin|radius|seed|iter|repeat|repetit|reps?$|trial|epoch|run|dev|gpu|"
+                       r"align|bits?$|tmax|steps|"
                        r"^(?:max|min)_?|_(?:max|min)$|limit|capacity", re.I)
 _LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx")

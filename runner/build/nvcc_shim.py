@@ -46,7 +46,7 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "9"
+SHIM_VERSION = "10"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
@@ -274,19 +274,22 @@ def _include_dirs(args: list[str], cwd: Path) -> list[Path]:
     return [cwd / d for d in dirs]
 
 
-def _compiled_code(args: list[str], cwd: Path) -> str:
+def _compiled_code(args: list[str], cwd: Path, toolkit: Path | None = None) -> str:
     """The code of the source files among nvcc's arguments (.cu, and C or C++ files nvcc compiles)
     and of the local headers they include, `#include "..."` followed MAX_INCLUDE_DEPTH levels (next
     to the including file, then in the -I folders), with comments and string literals blanked out:
-    a call or a definition in a comment does not count."""
+    a call or a definition in a comment does not count. The CUDA toolkit's own headers (under
+    `toolkit`, reached by `#include "cuda_runtime.h"` and a -I to its include/) are not the
+    program's code: their mentions of the old warp shuffles read as the program's calls."""
     dirs = _include_dirs(args, cwd)
+    own = toolkit.resolve() if toolkit is not None else None
     frontier = [cwd / a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
     seen: set[Path] = set()
     texts = []
     for _ in range(MAX_INCLUDE_DEPTH + 1):
         found = []
         for path in frontier:
-            if path.resolve() in seen:
+            if path.resolve() in seen or (own is not None and path.resolve().is_relative_to(own)):
                 continue
             seen.add(path.resolve())
             raw = path.read_text(errors="replace")
@@ -420,7 +423,7 @@ def run_shim(real: str, supported: list[str], major: int = 0) -> None:
         sys.stderr.write(f"optimas: {note}\n")
     if kept:
         os.environ["NVCC_APPEND_FLAGS"] = appended
-    code = _compiled_code(args, Path.cwd())
+    code = _compiled_code(args, Path.cwd(), Path(real).resolve().parent.parent)
     args, raised = raise_dialect(args, code, major)
     for note in raised:
         sys.stderr.write(f"optimas: {note}\n")

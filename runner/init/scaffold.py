@@ -11,6 +11,7 @@ import os
 import posixpath
 import re
 import shlex
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -18,6 +19,7 @@ from typing import NamedTuple
 from runner.base.config import LoadedConfig, copied_parts, parse_config, path_problems
 from runner.base.cuda_source import functions, strip_comments_and_strings
 from runner.base.errors import ConfigError, OptimasError
+from runner.base.processes import child_environment, run_process
 from runner.base.runstore import atomic_write_text
 from runner.base.size_constants import SizeConstant, definition_problem, proposed_size_constants, workspace_texts
 from runner.build.nvcc_shim import COMPATS, compat_used
@@ -571,6 +573,58 @@ def _link_and_home_notes(name: str, text: str, rules: dict[str, list[str]], need
     return notes
 
 
+# A Makefile that stops unless a variable is set (Chai's `ifndef CHAI_CUDA_LIB` / `$(error ...)`,
+# or `ifeq ($(X),)`), with comment lines between allowed.
+_MAKE_REQUIRED = re.compile(r"^[ \t]*(?:ifndef[ \t]+(\w+)|ifeq[ \t]*\([ \t]*\$[({](\w+)[)}][ \t]*,[ \t]*\))[ \t]*\n"
+                            r"(?:[ \t]*(?:#[^\n]*)?\n){0,8}[ \t]*\$\(error[ \t]+([^\n]*?)\)?[ \t]*$", re.M)
+# A variable that locates the CUDA toolkit, by its name or its error's words.
+_CUDA_PLACE = re.compile(r"(?i)cuda.*(?:lib|inc|path|home|dir|root|install|toolkit)|(?:lib|inc|path|home|dir|root)"
+                         r".*cuda")
+
+
+def make_required(text: str) -> list[tuple[str, int, str]]:
+    """The variables a Makefile stops without (`ifndef X` or `ifeq ($(X),)` straight followed by
+    `$(error ...)`) and does not set itself: name, line and message."""
+    found = []
+    for m in _MAKE_REQUIRED.finditer(text):
+        name = m.group(1) or m.group(2)
+        if name not in _make_variables(text[:m.start()]):
+            found.append((name, text.count("\n", 0, m.start()) + 1, m.group(3).strip()[:120]))
+    return found
+
+
+def cuda_toolkit() -> Path | None:
+    """The CUDA toolkit of the nvcc on PATH: where nvcc says its TOP is (`nvcc --dryrun`; the nvcc on
+    PATH may be a script that runs another), else the folder above its bin/; None without an nvcc."""
+    found = shutil.which("nvcc")
+    if not found:
+        return None
+    r = run_process([found, "--dryrun", "-c", "optimas-probe.cu"], Path.cwd(), 60, env=child_environment(),
+                    what="nvcc --dryrun (where its toolkit is)")
+    m = re.search(r"^#\$ TOP=(.+?)\s*$", r.output, re.M)
+    top = Path(m.group(1)).resolve() if m else Path(found).resolve().parent.parent
+    return top if (top / "include").is_dir() else None
+
+
+def _required_settings(name: str, required: list[tuple[str, int, str]]) -> tuple[str, list[str]]:
+    """make's command-line settings for the required variables that locate the CUDA toolkit (its
+    include/ or lib64/ folder, or itself, from the nvcc on PATH), and what init says of each."""
+    settings, notes = "", []
+    toolkit = cuda_toolkit()
+    for var, line, message in required:
+        if toolkit is None or not _CUDA_PLACE.search(f"{var} {message}"):
+            notes.append(f"{name}:{line}: the build stops unless {var} is set ({message!r}): add {var}=<value> to "
+                         "app.build's make command (or give the whole command: --build)")
+            continue
+        words = f"{var} {message}".lower()
+        lib = next((toolkit / d for d in ("lib64", "lib") if (toolkit / d).is_dir()), toolkit / "lib64")
+        place = (toolkit / "include" if re.search(r"inc|header", words) else lib if "lib" in words else toolkit)
+        settings += f" {var}={shlex.quote(str(place))}"
+        notes.append(f"{name}:{line}: the build stops unless {var} is set ({message!r}): it is set to {place}, from "
+                     "the nvcc on PATH; change it in app.build if the GPU host's CUDA is elsewhere")
+    return settings, notes
+
+
 def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str, list[str], str]:
     """Build command template and notes for a Makefile (in the subfolder `sub`, run with make -C):
     its first target; the binary named by the recipe's `-o`; -arch and -lineinfo for every nvcc
@@ -589,11 +643,13 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
             "--build 'CMD' (with {exe}, {arch} and {lineinfo}; see optimas init --help)"])
     binary = _binary(rules, variables, target, folder, needs=needs)
     goals = " ".join([*_folder_goals(rules, needs), target])
-    make = f"make -C {sub} -B {goals}" if sub else f"make -B {goals}"
+    settings, required_notes = _required_settings(name, make_required(text))
+    make = (f"make -C {sub} -B {goals}" if sub else f"make -B {goals}") + settings
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
     run_args = run_target_args(rules, variables, binary or target) or ""
     notes = [f"{name}: building target {target!r}" + (f", which makes {binary}" if binary else
                                                       "; check the name of the binary it makes")]
+    notes += required_notes
     notes += _link_and_home_notes(name, text, rules, needs, variables, binary or target)
     if "EXTRA_NVCCFLAGS" in text:
         return f"sh -c '{make} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes, run_args
