@@ -484,6 +484,36 @@ def test_a_makefile_that_stops_without_the_cuda_locations_gets_them_from_the_nvc
            "DATASET=<value> to app.build's make command" in r.stdout
 
 
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("cmake")), reason="nvcc and cmake not installed")
+def test_a_folder_whose_cmake_file_makes_a_library_builds_the_executable_that_links_it(tmp_path: Path):
+    """Altis's layout: src/prog/CMakeLists.txt only makes progLib; src/CMakeLists.txt makes the
+    executable prog from a shared main and links it. init in src/prog builds target prog from the
+    project's top, which becomes the workspace, and the build works in the pipeline's copy."""
+    from runner.build.cache import compile_candidate
+
+    top = tmp_path / "suite"
+    (top / "src" / "prog").mkdir(parents=True)
+    (top / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\nproject(suite LANGUAGES CXX CUDA)\n"
+                                        "add_subdirectory(src)\n")
+    (top / "src" / "CMakeLists.txt").write_text("add_subdirectory(prog)\nadd_executable(other main.cu)\n"
+                                                "add_executable(prog main.cu)\n"
+                                                "target_link_libraries(prog progLib)\n"
+                                                "set_target_properties(prog PROPERTIES RUNTIME_OUTPUT_DIRECTORY "
+                                                "\"${CMAKE_BINARY_DIR}/bin\")\n")
+    (top / "src" / "main.cu").write_text("void run_prog();\nint main() { run_prog(); return 0; }\n")
+    (top / "src" / "prog" / "CMakeLists.txt").write_text("add_library(progLib prog.cu)  # the kernels\n")
+    (top / "src" / "prog" / "prog.cu").write_text(
+        "__global__ void twice(float* a) { a[threadIdx.x] *= 2.0f; }\n"
+        "void run_prog() { float* a; cudaMalloc(&a, 128); twice<<<1, 32>>>(a); cudaDeviceSynchronize(); }\n")
+    r, app = initialized(top / "src" / "prog")
+    assert app.workspace == "../.." and app.sources == ["prog.cu"]
+    assert "cmake -S ../.. -B {exe}.build" in app.build and "--target prog " in app.build
+    assert "the executable 'prog' links (../CMakeLists.txt)" in r.stdout
+    built = compile_candidate(load_config(top / "src" / "prog" / "optimas.yml"), {}, "sm_90", exe=tmp_path / "prog")
+    assert built.ok, built.output
+    assert (tmp_path / "prog").is_file()
+
+
 def test_positional_arguments_are_named_by_the_programs_usage_line_and_a_repeat_count_is_not_scaled(tmp_path: Path):
     """`Usage: %s <size> <repeat>`: the size becomes {size} (scaled for the counter runs), the repeat
     count stays as given (scaling it changes no launch's work, only the run's time)."""

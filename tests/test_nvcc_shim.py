@@ -164,6 +164,15 @@ def test_the_warp_votes_without_a_mask_are_found_where_the_code_calls_them():
     assert compat_used("#define __ballot(p) __ballot_sync(0xffffffff, p)\n" + votes, VOTE) == []
 
 
+def test_prefetch_and_advice_by_device_ordinal_are_told_from_cuda_13s_form():
+    from runner.build.nvcc_shim import PREFETCH, compat_used
+
+    assert compat_used("cudaMemPrefetchAsync(p, n, dev); cudaMemAdvise(p, n, a, 0);", PREFETCH) == \
+        ["cudaMemPrefetchAsync", "cudaMemAdvise"]
+    new_form = "cudaMemLocation l = {cudaMemLocationTypeDevice, 0}; cudaMemPrefetchAsync(p, n, l, 0, s);"
+    assert compat_used(new_form, PREFETCH) == []
+
+
 def test_the_toolkits_own_headers_are_not_read_as_the_programs_code(tmp_path):
     """Chai includes "cuda_runtime.h" with quotes and compiles with -I$(CUDA_INC): CUDA 13's
     sm_30_intrinsics.h still mentions __shfl(, which read as the program's call."""
@@ -217,6 +226,15 @@ DEVICE_PROP_LEGACY = ("#include <cstdio>\n#include <cstring>\n"
                       "  int chosen; cudaChooseDevice(&chosen, &prop); return prop.clockRate == clk ? 0 : 1; }\n")
 
 
+# Managed-memory hints by device ordinal, as before CUDA 13 (Altis's unified-memory programs).
+PREFETCH_LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] += 1.0f; }\n"
+                   "int main() { float* a; int dev = 0; cudaMallocManaged(&a, 128 * sizeof(float));\n"
+                   "  cudaMemAdvise(a, 128 * sizeof(float), cudaMemAdviseSetPreferredLocation, dev);\n"
+                   "  cudaStream_t s; cudaStreamCreate(&s); cudaMemPrefetchAsync(a, 128 * sizeof(float), dev, s);\n"
+                   "  k<<<1, 128, 0, s>>>(a); cudaMemPrefetchAsync(a, 128 * sizeof(float), cudaCpuDeviceId);\n"
+                   "  cudaDeviceSynchronize(); printf(\"%s\\n\", a[0] == 1.0f ? \"PASS\" : \"FAIL\"); return 0; }\n")
+
+
 # Votes without a mask, with the toolkit's C++ library around them: libcu++ has identifiers named
 # __any and __all of its own (cuda/std/__functional/invoke.h, __tuple_dir/sfinae_helpers.h).
 VOTE_LEGACY = ("#include <cstdio>\n#include <cuda/std/tuple>\n#include <cuda/std/functional>\n"
@@ -241,7 +259,11 @@ VOTE_LEGACY = ("#include <cstdio>\n#include <cuda/std/tuple>\n#include <cuda/std
     (DEVICE_PROP_LEGACY, 'class "cudaDeviceProp" has no member "clockRate"', "clockRate, memoryClockRate, "
      "cudaDeviceProp fields CUDA 13 removed, become fields of a cudaDeviceProp that adds them, filled from the "
      "device attributes that still hold them (cudaDevAttrClockRate, ...) (cuda_removed_device_prop.h, pre-included)"),
-], ids=["thread-functions", "warp-functions", "warp-votes", "device-properties"])
+    (PREFETCH_LEGACY, 'no suitable constructor exists to convert from "int" to "cudaMemLocation"',
+     "cudaMemPrefetchAsync, cudaMemAdvise, managed-memory hints by device ordinal, which CUDA 13 takes as a "
+     "cudaMemLocation, become calls with the location of that device (or the host for cudaCpuDeviceId) "
+     "(cuda_legacy_prefetch.h, pre-included)"),
+], ids=["thread-functions", "warp-functions", "warp-votes", "device-properties", "prefetch"])
 def test_a_program_that_calls_what_cuda_13_removed_builds_only_when_the_config_allows_it(tmp_path, monkeypatch,
                                                                                          source, failure, said):
     """The compatibility headers change what a program means, so they are a setting: off, the build
@@ -339,6 +361,21 @@ def test_the_removed_device_properties_hold_the_devices_attributes(tmp_path, mon
     assert result.ok and "cuda_removed_device_prop.h, pre-included" in result.output, result.output
     run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "clock PASS" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.gpu
+def test_prefetch_by_device_ordinal_moves_the_data_where_it_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
+    root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
+                   "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
+    cfg = yaml.safe_load((root / "optimas.yml").read_text())
+    cfg["app"]["compat_headers"] = True
+    (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
+    (root / "k.cu").write_text(PREFETCH_LEGACY)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert result.ok and "cuda_legacy_prefetch.h, pre-included" in result.output, result.output
+    run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "PASS", run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("args, appended, kept_args, kept_appended", [

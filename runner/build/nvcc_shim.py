@@ -18,7 +18,10 @@ active threads (compat/cuda_legacy_warp.h), and one that calls the votes without
 `__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise (compat/cuda_legacy_vote.h), and one
 that reads the cudaDeviceProp fields CUDA 13 removed (`prop.clockRate`, `memoryClockRate`, ...: a
 device picked by SMs times clock, a peak computed) the header that adds them back, filled from the
-device attributes that still hold them (compat/cuda_removed_device_prop.h).
+device attributes that still hold them (compat/cuda_removed_device_prop.h), and one that gives
+cudaMemPrefetchAsync or cudaMemAdvise a device ordinal, which CUDA 13 takes as a cudaMemLocation,
+overloads that make that location (compat/cuda_legacy_prefetch.h; code that names cudaMemLocation
+already uses CUDA 13's form and gets none).
 These change what the program means, so only with app.compat_headers (COMPAT_HEADERS), each one
 recorded for the run and the pull request; without it the log says which header would apply.
 
@@ -46,7 +49,7 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "10"
+SHIM_VERSION = "11"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
@@ -100,7 +103,11 @@ DEVICE_PROP = Compat(COMPAT / "cuda_removed_device_prop.h",
                      "cudaDeviceProp fields CUDA 13 removed, become fields of a cudaDeviceProp that adds them, "
                      "filled from the device attributes that still hold them (cudaDevAttrClockRate, ...)",
                      r"(?:\.|->)\s*{n}\b")
-COMPATS = (RUNTIME, WARP, VOTE, DEVICE_PROP)
+PREFETCH = Compat(COMPAT / "cuda_legacy_prefetch.h", ("cudaMemPrefetchAsync", "cudaMemAdvise"),
+                  r"#\s*define\s+{n}\b|\bcudaMemLocation\b",
+                  "managed-memory hints by device ordinal, which CUDA 13 takes as a cudaMemLocation, become "
+                  "calls with the location of that device (or the host for cudaCpuDeviceId)")
+COMPATS = (RUNTIME, WARP, VOTE, DEVICE_PROP, PREFETCH)
 REMOVED_API = RUNTIME.names
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
 # Single-value options (-arch X, -arch=X, --gpu-architecture ...), list options (-code a,b) and

@@ -173,14 +173,18 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str],
                  texts: dict[str, str]) -> tuple[str, str, list[str], str]:
     """(kind, build command template, notes, run arguments found in the build file) for the project
     in root; `texts`: its sources, as _source_texts reads them."""
+    if (parent := parent_cmake_target(root)) is not None:
+        source = os.path.relpath(parent.top, root.resolve())
+        notes = [f"CMakeLists.txt makes the library {parent.library!r}, which the executable {parent.target!r} links "
+                 f"({os.path.relpath(parent.top / parent.where, root.resolve())}): building that target, configured from the project's top "
+                 f"CMakeLists.txt ({os.path.join(source, 'CMakeLists.txt')})"]
+        notes += [f"{os.path.join(source, 'CMakeLists.txt')}:{line}: the configuration stops unless {name} is set "
+                  f"({message!r}): add -D{name}=<value> to app.build's cmake command (or give the whole command: --build)"
+                  for name, line, message in cmake_required(parent.top / "CMakeLists.txt")]
+        return "cmake", _cmake_build(shlex.quote(source), parent.target), notes, ""
     if (found := _cmake_target(root, kernel_files)) is not None:
         where, t, targets = found
-        # the binary is found by name: CMAKE_RUNTIME_OUTPUT_DIRECTORY or a subfolder's target puts it
-        # elsewhere than the top of the build folder
-        build = (f"sh -c 'cmake -S . -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release "
-                 f"\"-DCMAKE_CUDA_FLAGS=-arch={{arch}} {{lineinfo}}\" >/dev/null && "
-                 f"cmake --build {{exe}}.build --target {t} -j && "
-                 f"cp \"$(find {{exe}}.build -name {t} -type f -perm -u+x | head -n 1)\" {{exe}}'")
+        build = _cmake_build(".", t)
         notes = [f"{where}: building target {t!r} (of {', '.join(targets)}), configured from the top "
                  "CMakeLists.txt. Architectures CMAKE_CUDA_ARCHITECTURES names are built beside -arch; "
                  "Optimas's builds drop those this CUDA no longer compiles"]
@@ -302,6 +306,62 @@ def _cmake_target(root: Path, kernel_files: list[str]) -> tuple[str, str, list[s
         return None
     where = (best[2] / "CMakeLists.txt").as_posix()
     return where, best[3][0], best[3]
+
+
+_CMAKE_LIBRARY = re.compile(r"(?i)\b(?:cuda_)?add_library\s*\(\s*([\w.+-]+)(?![^)]*\b(?:IMPORTED|ALIAS|INTERFACE)\b)")
+_CMAKE_LINK = re.compile(r"(?i)\btarget_link_libraries\s*\(\s*([\w.+-]+)([^)]*)\)")
+PARENT_LEVELS = 5  # how far up init looks for the CMake project a folder's library belongs to
+
+
+class ParentTarget(NamedTuple):
+    """The executable an enclosing CMake project builds from a folder's library."""
+
+    top: Path  # the project's top folder (its CMakeLists.txt calls project())
+    where: str  # the CMakeLists.txt, relative to top, that defines the executable
+    target: str
+    library: str
+
+
+def parent_cmake_target(root: Path) -> ParentTarget | None:
+    """When root's CMakeLists.txt only makes libraries (Altis: `add_library(sradLib ...)`, the
+    executable that links it defined by a CMakeLists.txt further up), the top of the CMake project
+    above it (the highest folder, up to PARENT_LEVELS, in a chain of folders with a
+    CMakeLists.txt, whose file calls project()) and the first executable there that links one of
+    those libraries; None otherwise."""
+    own = root / "CMakeLists.txt"
+    if not own.is_file():
+        return None
+    text = re.sub(r"#[^\n]*", "", own.read_text(errors="replace"))
+    libraries = _CMAKE_LIBRARY.findall(text)
+    if not libraries or _CMAKE_EXECUTABLE.search(text):
+        return None
+    top, folder = None, root.resolve()
+    for _ in range(PARENT_LEVELS):
+        folder = folder.parent
+        if not (folder / "CMakeLists.txt").is_file():
+            break
+        if _CMAKE_PROJECT.search((folder / "CMakeLists.txt").read_text(errors="replace")):
+            top = folder
+    if top is None:
+        return None
+    for cm in _walk(top, (), frozenset({"CMakeLists.txt"})):
+        body = re.sub(r"#[^\n]*", "", cm.read_text(errors="replace"))
+        executables = set(_CMAKE_EXECUTABLE.findall(body))
+        for target, linked in _CMAKE_LINK.findall(body):
+            if target in executables and set(linked.split()) & set(libraries):
+                library = next(lib for lib in libraries if lib in linked.split())
+                return ParentTarget(top, cm.relative_to(top).as_posix(), target, library)
+    return None
+
+
+def _cmake_build(source: str, target: str) -> str:
+    """The build command for a CMake target: configured from `source` outside the tree with
+    -arch={arch} {lineinfo}, the binary found by name in the build folder (CMAKE_RUNTIME_OUTPUT_DIRECTORY
+    or a subfolder's target puts it elsewhere than the top of the build folder)."""
+    return (f"sh -c 'cmake -S {source} -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release "
+            f"\"-DCMAKE_CUDA_FLAGS=-arch={{arch}} {{lineinfo}}\" >/dev/null && "
+            f"cmake --build {{exe}}.build --target {target} -j && "
+            f"cp \"$(find {{exe}}.build -name {target} -type f -perm -u+x | head -n 1)\" {{exe}}'")
 
 
 _INCLUDE_LINE = re.compile(r"^[ \t]*-?(?:include|sinclude)[ \t]+(.+?)[ \t]*$", re.M)
@@ -711,6 +771,9 @@ def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
         for inc in _INCLUDE_FLAG.findall(expanded):
             if "$" not in inc:
                 note(mk.parent, inc, f"{rel} compiles with -I{inc}")
+    if (parent := parent_cmake_target(root)) is not None:
+        found.setdefault(parent.top, f"the executable {parent.target!r} that links this folder's library "
+                                     f"{parent.library!r} is built by the CMake project in {parent.top}")
     for cm in (p for p in build_files if p.name == "CMakeLists.txt"):
         rel = cm.relative_to(root).as_posix()
         text = cm.read_text(errors="replace")
