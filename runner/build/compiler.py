@@ -16,7 +16,7 @@ from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.processes import render, run_process
 from runner.base.sandbox import scratch
-from runner.base.workspace import read_capped
+from runner.base.workspace import read_capped, workspace_dirs
 from runner.build.nvcc_shim import COMPAT_RECORD, COMPATS, NVCC_RECORD, PTXAS_REPORT, build_environment
 
 
@@ -143,7 +143,27 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
                          resources=parse_ptxas(text) if verbose else [], macros=found,
-                         compat=[{**c, "cwd": _relative(c.get("cwd", ""), workdir)} for c in compat])
+                         compat=[{**c, "cwd": _relative(c.get("cwd", ""), workdir),
+                                  "sources": [_source_in(s, workdir, lc) for s in c["sources"]]}
+                                 for c in compat])
+
+
+def _source_in(source: str, workdir: Path, lc: LoadedConfig) -> str:
+    """A source the shim recorded, as a path relative to the build's folder when it is in the
+    build's copy of the workspace (CMake names sources by absolute path, in a temporary copy that
+    means nothing on the pull request); as recorded otherwise."""
+    if not os.path.isabs(source):
+        return source
+    space, program = workspace_dirs(lc)
+    depth = len(program.resolve().relative_to(space.resolve()).parts)
+    here = workdir.resolve()
+    copy = here.parents[depth - 1] if depth else here
+    try:
+        if Path(source).resolve().is_relative_to(copy):
+            return os.path.relpath(Path(source).resolve(), here)
+    except (OSError, ValueError):
+        pass
+    return source
 
 
 def _relative(folder: str, workdir: Path) -> str:

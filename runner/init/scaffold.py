@@ -868,6 +868,8 @@ def removed_calls(texts: dict[str, str]) -> list[str]:
     found = []
     for compat in COMPATS:
         calls = [f"{name}: {', '.join(used)}" for name, text in texts.items() if (used := compat_used(text, compat))]
+        if len(calls) > 4:
+            calls = [*calls[:4], f"and {len(calls) - 4} more files"]
         if calls:
             found.append(f"{compat.header.name} ({'; '.join(calls)})")
     return found
@@ -1092,9 +1094,14 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
     # a name defined again elsewhere in what a build copies (another program of the suite) cannot
     # be scaled: leave it out
     space_dir = (where.parent / workspace).resolve() if workspace else root.resolve()
+    texts = (workspace_texts(space_dir, root.resolve(), copied_parts(space_dir, root.resolve(), parts))
+             if workspace or project.size_constants else {})
     if project.size_constants and not size_arguments(run_args, project.usage):
-        texts = workspace_texts(space_dir, root.resolve(), copied_parts(space_dir, root.resolve(), parts))
         project.size_constants = [c for c in project.size_constants if definition_problem(c.name, texts) is None]
+    if workspace:
+        # the build compiles files outside the program folder too (a suite's shared main.cu): what
+        # they use that CUDA 13 removed needs the headers as much
+        project.compat = removed_calls(texts)
     text = render_config(project, name or root.resolve().name, run_args, workdir, workspace, parts)
     cfg = parse_config(text, where)
     lc = LoadedConfig(path=where, config=cfg, sha256="")
