@@ -56,7 +56,8 @@ def main() -> int:
         s = survey(folder.resolve(), args.arch)
         verdict = ("init refused: " + s["init"]) if s["builds"] is None else (
             "yes" if s["builds"] else f"no: {s['error']}".replace("|", "/"))
-        rows.append(f"| {s['program']} | `{s['build']}` | {s.get('workspace', '')} | {s.get('sizes', '')} | "
+        build = s["build"].replace("|", "\\|")  # a cell's pipe ends the cell, even in code
+        rows.append(f"| {s['program']} | `{build}` | {s.get('workspace', '')} | {s.get('sizes', '')} | "
                     f"{verdict} |")
         print(rows[-1], flush=True)
     if args.out:
