@@ -670,7 +670,7 @@ def _required_settings(name: str, required: list[tuple[str, int, str]]) -> tuple
     """make's command-line settings for the required variables that locate the CUDA toolkit (its
     include/ or lib64/ folder, or itself, from the nvcc on PATH), and what init says of each."""
     settings, notes = "", []
-    toolkit = cuda_toolkit()
+    toolkit = cuda_toolkit() if required else None
     for var, line, message in required:
         if toolkit is None or not _CUDA_PLACE.search(f"{var} {message}"):
             notes.append(f"{name}:{line}: the build stops unless {var} is set ({message!r}): add {var}=<value> to "
