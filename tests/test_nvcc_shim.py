@@ -484,3 +484,21 @@ def test_the_prompt_shows_macros_as_the_build_compiles_them(tmp_path, monkeypatc
     assert "SQ" not in section and "UNUSED" not in section
     # without a build's macros the section is not there
     assert "Macros as this build" not in build_prompt("p", diag, files, "none").user
+
+
+def test_a_recorded_source_is_named_from_the_builds_folder_and_a_link_loop_is_kept_as_written(tmp_path):
+    """The build can write the compat record: a source path through a link loop must not stop the
+    worker (pathlib raises RuntimeError there), an outside path stays as recorded."""
+    import os
+
+    from runner.build.compiler import _source_in
+
+    (tmp_path / "optimas.yml").write_text("app: {sources: [k.cu], build: 'true'}\n")
+    (tmp_path / "sub").mkdir()
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    lc = load_config(tmp_path / "optimas.yml")
+    assert _source_in(str(tmp_path / "sub" / "k.cu"), tmp_path, lc) == "sub/k.cu"
+    assert _source_in(str(tmp_path / "a" / "x.cu"), tmp_path, lc) == str(tmp_path / "a" / "x.cu")
+    assert _source_in("/etc/passwd", tmp_path, lc) == "/etc/passwd"
+    assert _source_in("k.cu", tmp_path, lc) == "k.cu"

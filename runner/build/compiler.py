@@ -159,11 +159,10 @@ def _source_in(source: str, workdir: Path, lc: LoadedConfig) -> str:
     here = workdir.resolve()
     copy = here.parents[depth - 1] if depth else here
     try:
-        if Path(source).resolve().is_relative_to(copy):
-            return os.path.relpath(Path(source).resolve(), here)
-    except (OSError, ValueError):
-        pass
-    return source
+        real = Path(source).resolve()
+    except (OSError, ValueError, RuntimeError):  # the build can write any text there: a link loop
+        return source
+    return os.path.relpath(real, here) if real.is_relative_to(copy) else source
 
 
 def _relative(folder: str, workdir: Path) -> str:
