@@ -220,8 +220,10 @@ DEVICE_PROP_LEGACY = ("#include <cstdio>\n#include <cstring>\n"
                       "    cudaGetDeviceProperties(&p, d); long s = (long)p.multiProcessorCount * p.clockRate;\n"
                       "    if (s > top) { top = s; best = d; } } return best; }\n"
                       "int main() { cudaDeviceProp prop; int d = pick(); cudaGetDeviceProperties(&prop, d);\n"
-                      "  const cudaDeviceProp* q = &prop; int clk = 0; cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, d);\n"
-                      "  printf(\"%s: clock %s, peak %.0f GB/s\\n\", q->name, prop.clockRate == clk && clk > 0 ? \"PASS\" : \"FAIL\",\n"
+                      "  const cudaDeviceProp* q = &prop; int clk = 0;\n"
+                      "  cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, d);\n"
+                      "  printf(\"%s: clock %s, peak %.0f GB/s\\n\", q->name,\n"
+                      "         prop.clockRate == clk && clk > 0 ? \"PASS\" : \"FAIL\",\n"
                       "         2.0 * prop.memoryClockRate * (prop.memoryBusWidth / 8) / 1.0e6);\n"
                       "  int chosen; cudaChooseDevice(&chosen, &prop); return prop.clockRate == clk ? 0 : 1; }\n")
 

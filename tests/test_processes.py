@@ -154,7 +154,7 @@ def test_each_of_several_sizes_takes_a_root_of_the_scale():
     assert [size_share(s, 3) for s in scales] == [0.625, 0.8125, 0.9375, 1, 1.125, 1.25]
     for k in (2, 3, 4, 5):
         work = [size_share(s, k) ** k for s in scales]
-        assert all(abs(w - s) / s < 0.25 for w, s in zip(work, scales)), (k, work)
+        assert all(abs(w - s) / s < 0.25 for w, s in zip(work, scales, strict=True)), (k, work)
         assert work == sorted(work) and len(set(work)) == len(scales), (k, work)
     assert size_share(1e-8, 4) == 1 / 16  # never zero
 

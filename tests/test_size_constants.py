@@ -210,7 +210,8 @@ def test_the_build_at_another_scale_holds_the_scaled_constant(tmp_path: Path):
 def test_two_size_constants_each_take_the_square_root_of_the_scale(tmp_path: Path):
     """A grid of W x H: at scale 2 the work doubles (each side times 1.4375, the root in
     sixteenths), not quadruples; at 0.25 it is a quarter (each side halved)."""
-    grid = PRINTS_N.replace("  const int N = 1 << 20;\n", "  const int W = 1024;\n  const int H = 1024;\n  const int N = W * H;\n")
+    grid = PRINTS_N.replace("  const int N = 1 << 20;\n",
+                            "  const int W = 1024;\n  const int H = 1024;\n  const int N = W * H;\n")
     grid = grid.replace('printf("N=%d\\n", N);', 'printf("%dx%d\\n", W, H);')
     app, cfg = _program(tmp_path, grid, "  build: nvcc -arch={arch} -o {exe} prog.cu\n  run: '{exe}'\n"
                                         "  size_constants: [W, H]\n")

@@ -230,7 +230,8 @@ def keep_specific(args: list[str], appended: str) -> tuple[list[str], str, list[
 
 # C++ dialects older than C++17, as nvcc's -std takes them, and the headers of CUDA 13 that refuse them.
 _OLD_DIALECT = re.compile(r"c\+\+(?:98|03|0x|11|1y|14)")
-_CCCL_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<((?:thrust|cub|cuda)/[^>\n]*|cooperative_groups[^>\n]*)>", re.M)
+_CCCL_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<((?:thrust|cub|cuda)/[^>\n]*|cooperative_groups[^>\n]*)>",
+                           re.M)
 CCCL_CPP17_MAJOR = 13  # the first CUDA whose Thrust, CUB and libcu++ need C++17
 _STD = ("-std", "--std")
 

@@ -175,13 +175,15 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str],
     in root; `texts`: its sources, as _source_texts reads them."""
     if (parent := parent_cmake_target(root)) is not None:
         source = os.path.relpath(parent.top, root.resolve())
+        defined = os.path.relpath(parent.top / parent.where, root.resolve())
         notes = [f"CMakeLists.txt makes the library {parent.library!r}, which the executable {parent.target!r} links "
-                 f"({os.path.relpath(parent.top / parent.where, root.resolve())}): building that target, configured from the project's top "
-                 f"CMakeLists.txt ({os.path.join(source, 'CMakeLists.txt')})"]
+                 f"({defined}): building that target, configured from the project's top CMakeLists.txt "
+                 f"({os.path.join(source, 'CMakeLists.txt')})"]
         notes += [f"{os.path.join(source, 'CMakeLists.txt')}:{line}: the configuration stops unless {name} is set "
-                  f"({message!r}): add -D{name}=<value> to app.build's cmake command (or give the whole command: --build)"
-                  for name, line, message in cmake_required(parent.top / "CMakeLists.txt")]
-        return "cmake", _cmake_build(shlex.quote(source), parent.target), notes, ""
+                  f"({message!r}): add -D{name}=<value> to app.build's cmake command (or give the whole command: "
+                  "--build)" for name, line, message in cmake_required(parent.top / "CMakeLists.txt")]
+        # inside the command's sh -c '...': a folder with a space in its name is double-quoted
+        return "cmake", _cmake_build(f'"{source}"' if re.search(r"\s", source) else source, parent.target), notes, ""
     if (found := _cmake_target(root, kernel_files)) is not None:
         where, t, targets = found
         build = _cmake_build(".", t)
@@ -887,8 +889,8 @@ _NUMBER_ARG = re.compile(r"^(?P<flag>-{1,2}[A-Za-z][\w-]*=)?(?P<value>\d+)$")
 _FLAG = re.compile(r"^-{1,2}[A-Za-z][\w-]*$")
 # Numbers under these names are not problem sizes: scaling them changes no launch's work, or
 # breaks the run (a block of 2048 threads).
-_NOT_SIZE = re.compile(r"seed|dev|gpu|iter|repeat|repetit|reps?$|steps?$|trial|epoch|warm|loop|verbose|thread|block|bs$|tpb",
-                       re.I)
+_NOT_SIZE = re.compile(r"seed|dev|gpu|iter|repeat|repetit|reps?$|steps?$|trial|epoch|warm|loop|verbose|thread|block|"
+                       r"bs$|tpb", re.I)
 MIN_SIZE = 16  # smaller numbers are counts, flags and ids more often than sizes
 RESERVED = frozenset({"exe", "arch", "lineinfo", "config", "seed", "scale", "out"})
 

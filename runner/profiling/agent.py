@@ -208,9 +208,9 @@ class ProfilingAgent:
         the scale's k-th root (size_share), so the problem's work follows the scale."""
         app = self.cfg.app
         template = app.profile_run or app.run
-        share = size_share(scale, scaled_sizes(template))
         return render(template, exe=exe, config=self.configuration, seed=app.seeds[0],
-                      scale=scale if share == scale else share, out=self.dir / "outputs" / "profiled.out", arch=self.gpu.arch, lineinfo="",
+                      scale=size_share(scale, scaled_sizes(template)), out=self.dir / "outputs" / "profiled.out",
+                      arch=self.gpu.arch, lineinfo="",
                       **app.values(self.configuration))
 
     def _record(self, entry: dict) -> None:
