@@ -159,6 +159,22 @@ def test_redaction_masks_token_shaped_values_and_registered_secrets():
     assert redact("an ordinary sentence about ghs and tokens") == "an ordinary sentence about ghs and tokens"
 
 
+def test_crafted_output_is_made_public_in_linear_time_and_host_folders_still_go():
+    """Text the pull request's code chose (a build log, a compat record's source name) is made public
+    before GitHub sees it. Two patterns tried every position of a long run as a start and read to
+    its end: 40 KB of "/a" held the worker 17 s and "a.a.a..." 4.5 s (minutes for these payloads;
+    an attacker's pass). The same host folders go, the same credentials are masked."""
+    from runner.base.redaction import public
+
+    for payload in ("/a" * 200_000, "a." * 200_000 + "://u:p@", "/optimas-candidate-x/ws" * 20_000 + "/a",
+                    "a+" * 200_000):
+        public(payload)  # (minutes each before)
+    shown = public("error in /tmp/x/optimas-candidate-ab12/ws/src/k.cu:3 and /var/tmp/optimas-job-9/work/src/m.cu"
+                   " (log: /tmp/optimas-job-77/run.log), =/tmp/optimas-home-3/.cache, //tmp/optimas-job-1")
+    assert shown == "error in src/k.cu:3 and m.cu (log: <job>/run.log), =<job>/.cache, /<job>"
+    assert "hunter2" not in public("git clone https://x-access-token:hunter2hunter2@github.com/o/r.git")
+
+
 def test_every_failure_path_redacts_what_it_says(env, tmp_path):
     """A job that fails with secrets in its error, after making its check run: the failure comment,
     the completed check run and the worker's log lines (RQ logs the traceback) show none of them."""

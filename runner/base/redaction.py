@@ -27,7 +27,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S), MASK),
     (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,})"), MASK),
     (re.compile(r"(?i)\b(authorization\s*[:=]\s*)(basic|bearer|token)\s+[^\s'\"]+"), r"\1\2 " + MASK),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@'\"]*:[^/\s@'\"]+@"), r"\1" + MASK + "@"),
+    # a scheme of at most 32 characters: unbounded, each letter of a long run of scheme characters
+    # ("a.a.a...") started a read to the run's end (n^2 steps; an attacker's pass)
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}://)[^/\s:@'\"]*:[^/\s@'\"]+@"), r"\1" + MASK + "@"),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), MASK),
     (re.compile(r"\b(sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})"), MASK),
 ]
@@ -67,12 +69,28 @@ def redact(text: str) -> str:
 # The worker host's folders, in texts for the pull request: the checkout and the candidates' copies
 # of it become paths relative to the checkout, the job's folder a stand-in. Patterns, not values
 # registered per job: a failure callback may run in a process that never saw the job's folder.
-_SEGMENTS = r"(?:/[^\s/'\"`():,;<>]+)*"
+# Each marker is removed with the path before it: in a chain of segments (/a/b/..., no '//'), up
+# to the marker's last occurrence. Written as one pattern (segments, then the marker) it tried
+# every '/' of a long path as a start and read to its end each time (n^2 steps: 40 KB of "/a" held
+# the worker 17 s; an attacker's pass); each chain is now found once and searched for the marker.
+_CHAIN = re.compile(r"(?:/[^\s/'\"`():,;<>]+)+/?")
 _HOST_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(_SEGMENTS + r"/optimas-candidate-\w+/ws/"), ""),
-    (re.compile(_SEGMENTS + r"/optimas-job-\w+/(?:work/)?src/"), ""),
-    (re.compile(_SEGMENTS + r"/optimas-(?:job|candidate|home)-\w+"), "<job>"),
+    (re.compile(r"/optimas-candidate-\w+/ws/"), ""),
+    (re.compile(r"/optimas-job-\w+/(?:work/)?src/"), ""),
+    (re.compile(r"/optimas-(?:job|candidate|home)-\w+"), "<job>"),
 ]
+
+
+def _through_marker(text: str, marker: re.Pattern[str], replacement: str) -> str:
+    """`text` with each chain of path segments that holds `marker` replaced, from its start through
+    the marker's last occurrence, by `replacement`."""
+    def chain(m: re.Match) -> str:
+        found = None
+        for found in marker.finditer(m.group(0)):
+            pass
+        return m.group(0) if found is None else replacement + m.group(0)[found.end():]
+
+    return _CHAIN.sub(chain, text)
 _host_paths: dict[str, str] = {}
 
 
@@ -100,8 +118,8 @@ def public(text: str) -> str:
 def _hide_host_paths(text: str) -> str:
     if not text:
         return text
-    for pattern, replacement in _HOST_PATTERNS:
-        text = pattern.sub(replacement, text)
+    for marker, replacement in _HOST_PATTERNS:
+        text = _through_marker(text, marker, replacement)
     with _lock:
         known = sorted(_host_paths.items(), key=lambda kv: len(kv[0]), reverse=True)
     for path, shown in known:
