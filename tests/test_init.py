@@ -500,10 +500,9 @@ def test_a_folder_whose_cmake_file_makes_a_library_builds_the_executable_that_li
                                                 "target_link_libraries(prog progLib)\n"
                                                 "set_target_properties(prog PROPERTIES RUNTIME_OUTPUT_DIRECTORY "
                                                 "\"${CMAKE_BINARY_DIR}/bin\")\n")
-    # the shared main reads a cudaDeviceProp field CUDA 13 removed: the program's build needs the header
-    (top / "src" / "main.cu").write_text("#include <cstdio>\nvoid run_prog();\nint main() { cudaDeviceProp p;\n"
-                                         "  cudaGetDeviceProperties(&p, 0); printf(\"%d\\n\", p.clockRate);\n"
-                                         "  run_prog(); return 0; }\n")
+    # the shared main prefetches by device ordinal, which CUDA 13 changed: the program's build needs the header
+    (top / "src" / "main.cu").write_text("void run_prog();\nint main() { float* a; cudaMallocManaged(&a, 64);\n"
+                                         "  cudaMemPrefetchAsync(a, 64, 0); run_prog(); return 0; }\n")
     (top / "src" / "prog" / "CMakeLists.txt").write_text("add_library(progLib prog.cu)  # the kernels\n")
     (top / "src" / "prog" / "prog.cu").write_text(
         "__global__ void twice(float* a) { a[threadIdx.x] *= 2.0f; }\n"
@@ -512,14 +511,14 @@ def test_a_folder_whose_cmake_file_makes_a_library_builds_the_executable_that_li
     assert app.workspace == "../.." and app.sources == ["prog.cu"]
     assert "cmake -S ../.. -B {exe}.build" in app.build and "--target prog " in app.build
     assert "the executable 'prog' links (../CMakeLists.txt)" in r.stdout
-    assert app.compat_headers and "cuda_removed_device_prop.h (../main.cu: clockRate)" in \
+    assert app.compat_headers and "cuda_legacy_prefetch.h (../main.cu: cudaMemPrefetchAsync)" in \
         (top / "src" / "prog" / "optimas.yml").read_text()
     built = compile_candidate(load_config(top / "src" / "prog" / "optimas.yml"), {}, "sm_90", exe=tmp_path / "prog")
     assert built.ok, built.output
     assert (tmp_path / "prog").is_file()
     # CMake names the source by its absolute path in the build's temporary copy: the record says where it is
     (used,) = built.compat
-    assert used["header"] == "cuda_removed_device_prop.h" and used["sources"] == ["../main.cu"]
+    assert used["header"] == "cuda_legacy_prefetch.h" and used["sources"] == ["../main.cu"]
 
 
 def test_positional_arguments_are_named_by_the_programs_usage_line_and_a_repeat_count_is_not_scaled(tmp_path: Path):

@@ -188,17 +188,6 @@ def test_the_toolkits_own_headers_are_not_read_as_the_programs_code(tmp_path):
     assert compat_used(_compiled_code(args, tmp_path, toolkit), WARP) == []
 
 
-def test_the_removed_device_properties_are_found_where_the_code_reads_them():
-    from runner.build.nvcc_shim import DEVICE_PROP, compat_used
-
-    pick = ("cudaDeviceProp p; cudaGetDeviceProperties(&p, d);\n"
-            "long score = (long)p.multiProcessorCount * p.clockRate; double bw = 2.0 * q->memoryClockRate;\n")
-    assert compat_used(pick, DEVICE_PROP) == ["clockRate", "memoryClockRate"]
-    assert compat_used("int clk; cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0); int clockRate = clk;",
-                       DEVICE_PROP) == []  # a variable of that name is not the field
-    assert compat_used("#define cudaDeviceProp my_prop\n" + pick, DEVICE_PROP) == []  # its own stand-in
-
-
 LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"
           "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaThreadSynchronize();\n"
           "  printf(\"PASS\\n\"); cudaThreadExit(); return 0; }\n")
@@ -210,22 +199,6 @@ WARP_LEGACY = ("#include <cstdio>\n"
                "  a[threadIdx.x] = v + __shfl_up(v, 1, 16); }\n"
                "int main() { float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); cudaDeviceSynchronize();\n"
                "  printf(\"PASS\\n\"); return 0; }\n")
-
-
-# A device picked by SMs times clock rate (old helper_cuda.h copies do it), a peak from the memory clock.
-DEVICE_PROP_LEGACY = ("#include <cstdio>\n#include <cstring>\n"
-                      "__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"
-                      "static int pick() { int n = 0, best = 0; long top = -1; cudaGetDeviceCount(&n);\n"
-                      "  for (int d = 0; d < n; ++d) { struct cudaDeviceProp p; memset(&p, 0, sizeof(p));\n"
-                      "    cudaGetDeviceProperties(&p, d); long s = (long)p.multiProcessorCount * p.clockRate;\n"
-                      "    if (s > top) { top = s; best = d; } } return best; }\n"
-                      "int main() { cudaDeviceProp prop; int d = pick(); cudaGetDeviceProperties(&prop, d);\n"
-                      "  const cudaDeviceProp* q = &prop; int clk = 0;\n"
-                      "  cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, d);\n"
-                      "  printf(\"%s: clock %s, peak %.0f GB/s\\n\", q->name,\n"
-                      "         prop.clockRate == clk && clk > 0 ? \"PASS\" : \"FAIL\",\n"
-                      "         2.0 * prop.memoryClockRate * (prop.memoryBusWidth / 8) / 1.0e6);\n"
-                      "  int chosen; cudaChooseDevice(&chosen, &prop); return prop.clockRate == clk ? 0 : 1; }\n")
 
 
 # Managed-memory hints by device ordinal, as before CUDA 13 (Altis's unified-memory programs).
@@ -258,14 +231,11 @@ VOTE_LEGACY = ("#include <cstdio>\n#include <cuda/std/tuple>\n#include <cuda/std
     (VOTE_LEGACY, "Instruction 'vote' without '.sync' is not supported", "__any, __all, __ballot, warp votes "
      "without a mask, which ptxas rejects for sm_70 and later, become their *_sync forms over the active threads "
      "(cuda_legacy_vote.h, pre-included)"),
-    (DEVICE_PROP_LEGACY, 'class "cudaDeviceProp" has no member "clockRate"', "clockRate, memoryClockRate, "
-     "cudaDeviceProp fields CUDA 13 removed, become fields of a cudaDeviceProp that adds them, filled from the "
-     "device attributes that still hold them (cudaDevAttrClockRate, ...) (cuda_removed_device_prop.h, pre-included)"),
     (PREFETCH_LEGACY, 'no suitable constructor exists to convert from "int" to "cudaMemLocation"',
      "cudaMemPrefetchAsync, cudaMemAdvise, managed-memory hints by device ordinal, which CUDA 13 takes as a "
      "cudaMemLocation, become calls with the location of that device (or the host for cudaCpuDeviceId) "
      "(cuda_legacy_prefetch.h, pre-included)"),
-], ids=["thread-functions", "warp-functions", "warp-votes", "device-properties", "prefetch"])
+], ids=["thread-functions", "warp-functions", "warp-votes", "prefetch"])
 def test_a_program_that_calls_what_cuda_13_removed_builds_only_when_the_config_allows_it(tmp_path, monkeypatch,
                                                                                          source, failure, said):
     """The compatibility headers change what a program means, so they are a setting: off, the build
@@ -346,23 +316,6 @@ def test_votes_without_a_mask_count_the_threads_that_reach_them(tmp_path, monkey
     assert result.ok and "cuda_legacy_vote.h, pre-included" in result.output, result.output
     run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "lanes voting 10 of 20, any, all: 20" in run.stdout, run.stdout + run.stderr
-
-
-@pytest.mark.gpu
-def test_the_removed_device_properties_hold_the_devices_attributes(tmp_path, monkeypatch):
-    """The program reads prop.clockRate (a device picked by SMs times clock) and checks it against
-    cudaDevAttrClockRate: with the header, the field holds the attribute's value."""
-    monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
-    root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
-                   "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
-    cfg = yaml.safe_load((root / "optimas.yml").read_text())
-    cfg["app"]["compat_headers"] = True
-    (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
-    (root / "k.cu").write_text(DEVICE_PROP_LEGACY)
-    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
-    assert result.ok and "cuda_removed_device_prop.h, pre-included" in result.output, result.output
-    run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0 and "clock PASS" in run.stdout, run.stdout + run.stderr
 
 
 @pytest.mark.gpu
@@ -488,19 +441,28 @@ def test_the_prompt_shows_macros_as_the_build_compiles_them(tmp_path, monkeypatc
     assert "Macros as this build" not in build_prompt("p", diag, files, "none").user
 
 
-def test_a_recorded_source_is_named_from_the_builds_folder_and_a_link_loop_is_kept_as_written(tmp_path):
-    """The build can write the compat record: a source path through a link loop must not stop the
-    worker (pathlib raises RuntimeError there), an outside path stays as recorded."""
-    import os
+def test_a_recorded_source_is_named_from_the_builds_folder_by_its_text_alone(tmp_path):
+    """The build can write the compat record: a source path is mapped by its text (resolving
+    "/a/a/.../../../k.cu" on the worker took minutes for a megabyte and told which host paths
+    exist; a link loop raised), an outside path stays as recorded, and a record with an
+    overlong source or too many of them is dropped (an attacker's pass)."""
+    import json
 
-    from runner.build.compiler import _source_in
+    from runner.build.compiler import MAX_SOURCE_CHARS, _copy_root, _source_in, read_compat
 
     (tmp_path / "optimas.yml").write_text("app: {sources: [k.cu], build: 'true'}\n")
     (tmp_path / "sub").mkdir()
-    os.symlink(tmp_path / "a", tmp_path / "b")
-    os.symlink(tmp_path / "b", tmp_path / "a")
-    lc = load_config(tmp_path / "optimas.yml")
-    assert _source_in(str(tmp_path / "sub" / "k.cu"), tmp_path, lc) == "sub/k.cu"
-    assert _source_in(str(tmp_path / "a" / "x.cu"), tmp_path, lc) == str(tmp_path / "a" / "x.cu")
-    assert _source_in("/etc/passwd", tmp_path, lc) == "/etc/passwd"
-    assert _source_in("k.cu", tmp_path, lc) == "k.cu"
+    copy = _copy_root(load_config(tmp_path / "optimas.yml"), tmp_path)
+    assert copy == tmp_path.resolve()
+    assert _source_in(str(tmp_path / "sub" / "k.cu"), tmp_path, copy) == "sub/k.cu"
+    crafted = "/" + "a/" * 200_000 + "../" * 200_000 + str(tmp_path.resolve()).lstrip("/") + "/k.cu"
+    assert _source_in(crafted, tmp_path, copy) == crafted  # too long to be a path of the build's
+    assert _source_in("/a/../" + str(tmp_path.resolve()).lstrip("/") + "/k.cu", tmp_path, copy) == "k.cu"
+    assert _source_in("/etc/passwd", tmp_path, copy) == "/etc/passwd"
+    assert _source_in(str(tmp_path) + "-other/k.cu", tmp_path, copy) == str(tmp_path) + "-other/k.cu"
+    assert _source_in("k.cu", tmp_path, copy) == "k.cu" and _source_in("/x/k.cu", tmp_path, None) == "/x/k.cu"
+    record = tmp_path / "compat.jsonl"
+    line = {"header": "cuda_removed_api.h", "names": ["cudaThreadSynchronize"], "cwd": "."}
+    record.write_text("\n".join(json.dumps({**line, "sources": s}) for s in (
+        ["k.cu"], ["x" * (MAX_SOURCE_CHARS + 1)], ["k.cu"] * 300)) + "\n")
+    assert [r["sources"] for r in read_compat(record)] == [["k.cu"]]

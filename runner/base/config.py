@@ -169,11 +169,10 @@ class AppConfig(_Strict):
         "(they get a minimal environment otherwise: PATH, locale, CUDA variables, a HOME of their own)")
     timeout_s: Annotated[float, Field(gt=0)] = 600.0
     compat_headers: bool = Field(default=False, description="pre-include Optimas's headers for what CUDA 13 "
-                                 "removed or changed (cudaThread*, warp shuffles and votes without a mask, "
-                                 "cudaDeviceProp's clockRate and other removed fields, prefetch and advice by device "
-                                 "ordinal) into the sources that use it; they change what the program means (a mask "
-                                 "of the active threads), so the run and the pull request say which header went into "
-                                 "which file")
+                                 "removed or changed (cudaThread*, warp shuffles and votes without a mask, prefetch "
+                                 "and advice by device ordinal) into the sources that use it; they change what the "
+                                 "program means (a mask of the active threads), so the run and the pull request say "
+                                 "which header went into which file")
     kernel_time_regex: str | None = Field(default=None, description="regular expression with one group that "
                                           "captures a kernel time the app prints, e.g. 'kernel_ms=([0-9.]+)'; "
                                           "a group named `unit` may capture its unit (ms, us, s, ns)")

@@ -86,7 +86,7 @@ def _through_marker(text: str, marker: re.Pattern[str], replacement: str) -> str
     the marker's last occurrence, by `replacement`."""
     def chain(m: re.Match) -> str:
         found = None
-        for found in marker.finditer(m.group(0)):
+        for found in marker.finditer(m.group(0)):  # noqa: B007 (the last one is wanted)
             pass
         return m.group(0) if found is None else replacement + m.group(0)[found.end():]
 

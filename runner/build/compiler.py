@@ -131,6 +131,7 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         if macros:
             env[NVCC_RECORD] = str(record)
         limit = timeout_s or app.timeout_s
+        copy = _copy_root(lc, workdir)
         r = run_process(argv, workdir, limit, env=env, what="the build (app.build)")
         if r.timed_out:
             return CompileResult(ok=False, command=argv,
@@ -144,25 +145,38 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
                          resources=parse_ptxas(text) if verbose else [], macros=found,
                          compat=[{**c, "cwd": _relative(c.get("cwd", ""), workdir),
-                                  "sources": [_source_in(s, workdir, lc) for s in c["sources"]]}
+                                  "sources": [_source_in(s, workdir, copy) for s in c["sources"]]}
                                  for c in compat])
 
 
-def _source_in(source: str, workdir: Path, lc: LoadedConfig) -> str:
+MAX_SOURCE_CHARS = 4096  # a recorded source name longer than this is not a path of the build's
+MAX_RECORD_SOURCES = 256  # sources of one nvcc call in a compat record, at most
+
+
+def _copy_root(lc: LoadedConfig, workdir: Path) -> Path | None:
+    """The root of the workspace copy `workdir` is in (app.workdir's depth below app.workspace),
+    read before the build runs: the build can rewrite the checkout's links; None when it cannot
+    be told."""
+    try:
+        space, program = workspace_dirs(lc)
+        depth = len(program.resolve().relative_to(space.resolve()).parts)
+        here = workdir.resolve()
+        return here.parents[depth - 1] if depth else here
+    except (OSError, ValueError, IndexError, RuntimeError):
+        return None
+
+
+def _source_in(source: str, workdir: Path, copy: Path | None) -> str:
     """A source the shim recorded, as a path relative to the build's folder when it is in the
     build's copy of the workspace (CMake names sources by absolute path, in a temporary copy that
-    means nothing on the pull request); as recorded otherwise."""
-    if not os.path.isabs(source):
+    means nothing on the pull request); as recorded otherwise. By its text only: the build writes
+    the record, and resolving a crafted path (links, thousands of '..') on the worker took time
+    and told which of the host's paths exist (an attacker's pass)."""
+    if copy is None or len(source) > MAX_SOURCE_CHARS or not os.path.isabs(source):
         return source
-    space, program = workspace_dirs(lc)
-    depth = len(program.resolve().relative_to(space.resolve()).parts)
-    here = workdir.resolve()
-    copy = here.parents[depth - 1] if depth else here
-    try:
-        real = Path(source).resolve()
-    except (OSError, ValueError, RuntimeError):  # the build can write any text there: a link loop
-        return source
-    return os.path.relpath(real, here) if real.is_relative_to(copy) else source
+    path = os.path.normpath(source)
+    root = os.path.normpath(copy)
+    return os.path.relpath(path, os.path.normpath(workdir)) if path.startswith(root + os.sep) else source
 
 
 def _relative(folder: str, workdir: Path) -> str:
@@ -183,6 +197,9 @@ def read_compat(path: Path) -> list[dict]:
     out = []
     for record in read_records(path, header=str, sources=list, names=list):
         names, sources = record["names"], record["sources"]
+        if len(sources) > MAX_RECORD_SOURCES or any(not isinstance(x, str) or len(x) > MAX_SOURCE_CHARS
+                                                    for x in sources):
+            continue  # not what the shim writes: one compilation's sources, each a path
         if record["header"] not in known or not names or not all(isinstance(n, str) and n in known[record["header"]]
                                                                   for n in names) \
                 or not all(isinstance(s, str) for s in sources) or not isinstance(record.get("cwd", ""), str):

@@ -16,9 +16,7 @@ that defines them as those (compat/cuda_removed_api.h, by --pre-include), one th
 shuffles without a mask (`__shfl_down`, ...) the header that makes them their *_sync forms over the
 active threads (compat/cuda_legacy_warp.h), and one that calls the votes without a mask (`__any`,
 `__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise (compat/cuda_legacy_vote.h), and one
-that reads the cudaDeviceProp fields CUDA 13 removed (`prop.clockRate`, `memoryClockRate`, ...: a
-device picked by SMs times clock, a peak computed) the header that adds them back, filled from the
-device attributes that still hold them (compat/cuda_removed_device_prop.h), and one that gives
+that gives
 cudaMemPrefetchAsync or cudaMemAdvise a device ordinal, which CUDA 13 takes as a cudaMemLocation,
 overloads that make that location (compat/cuda_legacy_prefetch.h; code that names cudaMemLocation
 already uses CUDA 13's form and gets none).
@@ -49,7 +47,7 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "11"
+SHIM_VERSION = "12"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
@@ -96,18 +94,11 @@ VOTE = Compat(COMPAT / "cuda_legacy_vote.h",
               WARP.own,
               "warp votes without a mask, which ptxas rejects for sm_70 and later, become their *_sync forms over "
               "the active threads")
-DEVICE_PROP = Compat(COMPAT / "cuda_removed_device_prop.h",
-                     ("clockRate", "memoryClockRate", "computeMode", "kernelExecTimeoutEnabled", "deviceOverlap",
-                      "maxTexture1DLinear", "singleToDoublePrecisionPerfRatio", "cooperativeMultiDeviceLaunch"),
-                     r"#\s*define\s+(?:{n}|cudaDeviceProp)\b",
-                     "cudaDeviceProp fields CUDA 13 removed, become fields of a cudaDeviceProp that adds them, "
-                     "filled from the device attributes that still hold them (cudaDevAttrClockRate, ...)",
-                     r"(?:\.|->)\s*{n}\b")
 PREFETCH = Compat(COMPAT / "cuda_legacy_prefetch.h", ("cudaMemPrefetchAsync", "cudaMemAdvise"),
                   r"#\s*define\s+{n}\b|\bcudaMemLocation\b",
                   "managed-memory hints by device ordinal, which CUDA 13 takes as a cudaMemLocation, become "
                   "calls with the location of that device (or the host for cudaCpuDeviceId)")
-COMPATS = (RUNTIME, WARP, VOTE, DEVICE_PROP, PREFETCH)
+COMPATS = (RUNTIME, WARP, VOTE, PREFETCH)
 REMOVED_API = RUNTIME.names
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
 # Single-value options (-arch X, -arch=X, --gpu-architecture ...), list options (-code a,b) and
