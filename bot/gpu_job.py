@@ -32,6 +32,7 @@ from runner.base.redaction import describe, redact, register_secret
 from runner.base.runstore import RUN_ID, runs_created
 from runner.base.sandbox import scratch
 from runner.base.workspace import FileTooLargeError, read_capped
+from runner.build.nvcc_shim import DIALECT
 
 log = logging.getLogger(__name__)
 
@@ -603,6 +604,13 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
     if artifacts_url and outcome.get("run"):  # the dashboard's page of the run
         lines.append(f"The run on the dashboard: {artifacts_url.rstrip('/')}/runs/{outcome['run']}")
     for c in outcome.get("compat") or []:
+        if c["header"] == DIALECT:
+            sources = ", ".join(code_span(s) for s in c["sources"])
+            said = ", ".join(code_span(n) for n in c["names"])
+            lines.append(f"Built with {sources} compiled as C++17 where the build said {said} (app.compat_headers: "
+                         "CUDA 13's Thrust, CUB, libcu++ and cooperative groups headers need C++17): it changes what "
+                         "that code means, and your own CUDA 13 toolchain does not build it without the same change.")
+            continue
         lines.append(f"Built with Optimas's compatibility header {code_span(c['header'])} pre-included into "
                      f"{', '.join(code_span(s) for s in c['sources'])} (app.compat_headers, for "
                      f"{', '.join(code_span(n) for n in c['names'])}): it changes what that code means, and your own "

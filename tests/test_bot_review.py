@@ -110,3 +110,6 @@ def test_the_summary_says_which_compatibility_header_went_into_which_file():
     text = summary_text(outcome, "a" * 40, False)
     assert "`cuda_legacy_warp.h` pre-included into `reduce.cu`" in text and "`__shfl_down`" in text
     assert "compatibility header" not in summary_text({**outcome, "compat": []}, "a" * 40, False)
+    dialect = {"header": "C++17", "names": ["-std=c++14"], "sources": ["Main.cu"], "cwd": "."}
+    text = summary_text({**outcome, "compat": [dialect]}, "a" * 40, False)
+    assert "`Main.cu` compiled as C++17 where the build said `-std=c++14`" in text and "header `" not in text

@@ -521,6 +521,20 @@ def test_a_folder_whose_cmake_file_makes_a_library_builds_the_executable_that_li
     assert used["header"] == "cuda_legacy_prefetch.h" and used["sources"] == ["../main.cu"]
 
 
+def test_an_older_dialect_with_cuda_13s_cpp17_headers_sets_compat_headers(tmp_path: Path):
+    """XSBench: the Makefile says -std=c++14, the sources include Thrust, which CUDA 13 compiles only
+    as C++17: the shim may raise the dialect only with app.compat_headers, so init sets it and says
+    why; without such a header the dialect is the program's business."""
+    root = project(tmp_path / "xs", ("Makefile", "app: main.cu\n\tnvcc -std=c++14 -O3 main.cu -o app\n"))
+    (root / "kernels" / "saxpy.cuh").write_text("#include <thrust/reduce.h>\n" + SAXPY)
+    r, app = initialized(root)
+    text = (root / "optimas.yml").read_text()
+    assert app.compat_headers and "(Makefile: -std=c++14; <thrust/reduce.h>)" in text
+    (root / "kernels" / "saxpy.cuh").write_text(SAXPY)
+    r, app = initialized(root, "--force")
+    assert not app.compat_headers
+
+
 def test_positional_arguments_are_named_by_the_programs_usage_line_and_a_repeat_count_is_not_scaled(tmp_path: Path):
     """`Usage: %s <size> <repeat>`: the size becomes {size} (scaled for the counter runs), the repeat
     count stays as given (scaling it changes no launch's work, only the run's time)."""

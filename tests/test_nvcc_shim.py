@@ -98,9 +98,11 @@ def test_a_cmake_project_with_old_cuda_architectures_builds(tmp_path, monkeypatc
     (["-o", "app", "a.o", "-std"], "", 13, ["-o", "app", "a.o", "-std"]),
 ])
 def test_an_old_dialect_is_raised_to_cpp17_only_where_cuda_13s_headers_need_it(args, code, major, kept):
-    got, notes = raise_dialect(args, code, major)
+    from runner.build.nvcc_shim import DIALECT_OPTION
+
+    got, raised = raise_dialect(args, code, major)
     assert got == kept
-    assert bool(notes) == (got != args) and all("C++17" in n for n in notes)
+    assert bool(raised) == (got != args) and all(DIALECT_OPTION.fullmatch(r) for r in raised)
 
 
 CPP14_MAKEFILE = "app: k.cu\n\tnvcc -std=c++14 -O3 k.cu -o app\n"
@@ -112,7 +114,10 @@ GRID_SYNC = ('#include <cooperative_groups.h>\nnamespace cg = cooperative_groups
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
 def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_path, monkeypatch):
     """XSBench's and RSBench's Makefiles say -std=c++14 and include Thrust: CUDA 13's headers stop
-    with '#error ... requires at least C++17'; through the shim the source compiles as C++17."""
+    with '#error ... requires at least C++17'. Compiling it as C++17 changes what it means
+    (__cplusplus, trigraphs: an attacker's pass), so it is app.compat_headers' to allow: off, the
+    build fails and its log says what the setting would do; on, the source compiles as C++17 and
+    the build result records it for the run and the pull request."""
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     root = project(tmp_path / "p", "Makefile", CPP14_MAKEFILE,
                    "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
@@ -124,9 +129,16 @@ def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_pat
         assert plain.returncode == 0  # an older CUDA takes C++14, and the shim leaves it
         return
     assert plain.returncode != 0 and "requires at least C++" in plain.stdout + plain.stderr  # what it is for
+    off = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    assert not off.ok and off.compat == []
+    assert "-std=c++14: " in off.output and "app.compat_headers: true would compile it as C++17" in off.output
+    cfg = yaml.safe_load((root / "optimas.yml").read_text())
+    cfg["app"]["compat_headers"] = True
+    (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
     assert "`-std=c++14` given as -std=c++17" in result.output and "<cooperative_groups.h>" in result.output
+    assert result.compat == [{"header": "C++17", "names": ["-std=c++14"], "sources": ["k.cu"], "cwd": "."}]
 
 
 def test_the_removed_thread_functions_are_found_where_the_code_calls_them(tmp_path):

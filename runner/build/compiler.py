@@ -17,7 +17,15 @@ from runner.base.errors import OptimasError
 from runner.base.processes import render, run_process
 from runner.base.sandbox import scratch
 from runner.base.workspace import read_capped, workspace_dirs
-from runner.build.nvcc_shim import COMPAT_RECORD, COMPATS, NVCC_RECORD, PTXAS_REPORT, build_environment
+from runner.build.nvcc_shim import (
+    COMPAT_RECORD,
+    COMPATS,
+    DIALECT,
+    DIALECT_OPTION,
+    NVCC_RECORD,
+    PTXAS_REPORT,
+    build_environment,
+)
 
 
 class KernelResources(BaseModel):
@@ -190,8 +198,9 @@ def _relative(folder: str, workdir: Path) -> str:
 def read_compat(path: Path) -> list[dict]:
     """The compatibility headers the shim pre-included (lines that are not such a record are skipped),
     each once: the same source compiled again (its preprocessing for the macros in effect) records
-    the same header again. The build can write the file too: a record whose header is not one of
-    COMPATS, or whose names are not that header's, is skipped (its text reaches the pull request)."""
+    the same header again; a source compiled as C++17 (nvcc_shim.DIALECT) is recorded the same way.
+    The build can write the file too: a record whose header is not one of COMPATS (or the dialect),
+    or whose names are not that header's, is skipped (its text reaches the pull request)."""
     known = {c.header.name: set(c.names) for c in COMPATS}
     seen: set[str] = set()
     out = []
@@ -200,9 +209,11 @@ def read_compat(path: Path) -> list[dict]:
         if len(sources) > MAX_RECORD_SOURCES or any(not isinstance(x, str) or len(x) > MAX_SOURCE_CHARS
                                                     for x in sources):
             continue  # not what the shim writes: one compilation's sources, each a path
-        if record["header"] not in known or not names or not all(isinstance(n, str) and n in known[record["header"]]
-                                                                  for n in names) \
-                or not all(isinstance(s, str) for s in sources) or not isinstance(record.get("cwd", ""), str):
+        header = record["header"]
+        names_ok = bool(names) and all(isinstance(n, str) for n in names) and (
+            all(DIALECT_OPTION.fullmatch(n) for n in names) if header == DIALECT
+            else header in known and set(names) <= known[header])
+        if not names_ok or not isinstance(record.get("cwd", ""), str):
             continue
         key = json.dumps([record["header"], sources, record.get("cwd")])
         if key not in seen:

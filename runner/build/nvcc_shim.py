@@ -26,9 +26,9 @@ recorded for the run and the pull request; without it the log says which header 
 CUDA 13's own headers for Thrust, CUB, libcu++ (`<cuda/...>`) and cooperative groups stop with
 `#error ... requires at least C++17` under an older dialect, and many build files still say
 `-std=c++14` (XSBench, RSBench) or `set(CMAKE_CUDA_STANDARD 14)`: for a source that includes one of
-them, an nvcc of CUDA 13 or later compiles it as C++17 instead (raise_dialect), said in the log. A
-C++14 program is a C++17 one in all but removed features, which fail to compile rather than change
-meaning.
+them, an nvcc of CUDA 13 or later can compile it as C++17 instead (raise_dialect). That changes what
+the program means (`__cplusplus`, trigraphs, ...), so it too is app.compat_headers' to allow and is
+recorded like a header; without it the log says what the setting would do.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from typing import NamedTuple
 from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
 
-SHIM_VERSION = "12"
+SHIM_VERSION = "13"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
@@ -221,39 +221,39 @@ def keep_specific(args: list[str], appended: str) -> tuple[list[str], str, list[
 
 # C++ dialects older than C++17, as nvcc's -std takes them, and the headers of CUDA 13 that refuse them.
 _OLD_DIALECT = re.compile(r"c\+\+(?:98|03|0x|11|1y|14)")
-_CCCL_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<((?:thrust|cub|cuda)/[^>\n]*|cooperative_groups[^>\n]*)>",
+CCCL_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<((?:thrust|cub|cuda)/[^>\n]*|cooperative_groups[^>\n]*)>",
                            re.M)
 CCCL_CPP17_MAJOR = 13  # the first CUDA whose Thrust, CUB and libcu++ need C++17
 _STD = ("-std", "--std")
 
 
+# The compat record's name for a source compiled as C++17 where its build said an older dialect.
+DIALECT = "C++17"
+DIALECT_OPTION = re.compile(r"--?std[= ]c\+\+(?:98|03|0x|11|1y|14)")  # a record's names for it
+
+
 def raise_dialect(args: list[str], code: str, cuda_major: int) -> tuple[list[str], list[str]]:
     """nvcc's arguments with a -std older than C++17 given as c++17, when this nvcc's headers need
     C++17 (`cuda_major` >= CCCL_CPP17_MAJOR) and the compiled code (`code`, with its local headers)
-    includes one of them: (arguments, what changed)."""
-    if cuda_major < CCCL_CPP17_MAJOR:
+    includes one of them: (arguments, the options raised as the build wrote them)."""
+    if cuda_major < CCCL_CPP17_MAJOR or not CCCL_INCLUDE.search(code):
         return args, []
-    out, notes, i = [], [], 0
-    header = None
+    out, raised, i = [], [], 0
     while i < len(args):
         name, eq, inline = args[i].partition("=")
         if name in _STD and (eq or i + 1 < len(args)):
             value = inline if eq else args[i + 1]
             words = args[i:i + (1 if eq else 2)]
             if _OLD_DIALECT.fullmatch(value):
-                header = header or _CCCL_INCLUDE.search(code)
-                if header:
-                    out.append(f"{name}=c++17")
-                    notes.append(f"`{' '.join(words)}` given as {name}=c++17: this CUDA's Thrust, CUB, libcu++ and "
-                                 f"cooperative groups headers need C++17 (the code includes <{header.group(1)}>)")
-                    i += len(words)
-                    continue
-            out.extend(words)
+                out.append(f"{name}=c++17")
+                raised.append(" ".join(words))
+            else:
+                out.extend(words)
             i += len(words)
             continue
         out.append(args[i])
         i += 1
-    return out, notes
+    return out, raised
 
 
 # How deep `#include "..."` is followed for the calls a compatibility header stands in for.
@@ -423,9 +423,7 @@ def run_shim(real: str, supported: list[str], major: int = 0) -> None:
     if kept:
         os.environ["NVCC_APPEND_FLAGS"] = appended
     code = _compiled_code(args, Path.cwd(), Path(real).resolve().parent.parent)
-    args, raised = raise_dialect(args, code, major)
-    for note in raised:
-        sys.stderr.write(f"optimas: {note}\n")
+    args = apply_dialect(args, Path.cwd(), code, major)
     if os.environ.get(PTXAS_REPORT) == "1":
         args = [*args, "-Xptxas", "-v"]  # ptxas's per-kernel report, for compiler feedback (K*)
     if os.environ.get(NVCC_RECORD):
@@ -433,6 +431,29 @@ def run_shim(real: str, supported: list[str], major: int = 0) -> None:
     args = apply_compat(args, Path.cwd(), code)
     sys.stderr.flush()
     os.execv(real, [real, *args])
+
+
+def apply_dialect(args: list[str], cwd: Path, code: str, major: int) -> list[str]:
+    """nvcc's arguments with an older -std raised to C++17 where CUDA 13's headers need it
+    (raise_dialect), when the build asked for such changes (COMPAT_HEADERS: it changes what the
+    program means, `__cplusplus` and trigraphs among others), recorded (COMPAT_RECORD) and said in
+    the log; else unchanged, the log saying what the setting would do."""
+    raised_args, raised = raise_dialect(args, code, major)
+    if not raised:
+        return args
+    header = CCCL_INCLUDE.search(code)
+    why = (f"this CUDA's Thrust, CUB, libcu++ and cooperative groups headers need C++17 (the code includes "
+           f"<{header.group(1) if header else '?'}>)")
+    if os.environ.get(COMPAT_HEADERS) != "1":
+        sys.stderr.write(f"optimas: {', '.join(raised)}: {why}; app.compat_headers: true would compile it as C++17 "
+                         "(it changes what the program means: the run and the pull request then say so)\n")
+        return args
+    sys.stderr.write(f"optimas: {', '.join(f'`{r}`' for r in raised)} given as -std=c++17: {why}\n")
+    if os.environ.get(COMPAT_RECORD):
+        sources = [a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
+        append_record(os.environ[COMPAT_RECORD], {"header": DIALECT, "names": raised, "sources": sources,
+                                                  "cwd": str(cwd)})
+    return raised_args
 
 
 def apply_compat(args: list[str], cwd: Path, code: str | None = None) -> list[str]:

@@ -22,7 +22,7 @@ from runner.base.errors import ConfigError, OptimasError
 from runner.base.processes import child_environment, run_process
 from runner.base.runstore import atomic_write_text
 from runner.base.size_constants import SizeConstant, definition_problem, proposed_size_constants, workspace_texts
-from runner.build.nvcc_shim import COMPATS, compat_used
+from runner.build.nvcc_shim import CCCL_INCLUDE, COMPATS, compat_used
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
 MAX_DEPTH = 4
@@ -53,6 +53,9 @@ class Project:
     usage: list[str] = field(default_factory=list)
     # the constants in the host code that look like the problem size (proposed_size_constants)
     size_constants: list[SizeConstant] = field(default_factory=list)
+    # an older C++ dialect the build asks for where the sources include headers of CUDA 13 that need
+    # C++17 ("Makefile: -std=c++14; <thrust/reduce.h>"; "" when it does not)
+    dialect: str = ""
 
 
 # Folders of libraries a program carries with it (CUDA's own C++ libraries, vendored code): their
@@ -854,7 +857,25 @@ def inspect(root: Path, build: str | None = None) -> Project:
     fail_pattern, where = printed_verdict(own)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
                    outside_reads(root, texts), removed_calls(texts), usage_names(own),
-                   proposed_size_constants(own))
+                   proposed_size_constants(own), old_dialect(root, texts))
+
+
+_OLD_STD = re.compile(r"--?std[= ]c\+\+(?:98|03|0x|11|1y|14)\b|\b(?:CMAKE_)?(?:CUDA|CXX)_STANDARD\s+(?:98|11|14)\b")
+
+
+def old_dialect(root: Path, texts: dict[str, str]) -> str:
+    """Where the build asks for a C++ dialect older than C++17 while the sources include CUDA 13's
+    Thrust, CUB, libcu++ or cooperative groups headers, which stop under it: "file: option;
+    <header>" ("" when it does not). The nvcc shim compiles those sources as C++17 with
+    app.compat_headers."""
+    header = next((m.group(1) for text in texts.values()
+                   if (m := CCCL_INCLUDE.search(strip_comments_and_strings(text)))), None)
+    if header is None:
+        return ""
+    for build_file in _walk(root, (), frozenset({"Makefile", "makefile", "GNUmakefile", "CMakeLists.txt"})):
+        if m := _OLD_STD.search(build_file.read_text(errors="replace")):
+            return f"{build_file.relative_to(root).as_posix()}: {m.group(0)}; <{header}>"
+    return ""
 
 
 # Folders of libraries a project carries with it: what they print, seed or size is not the
@@ -1006,9 +1027,11 @@ def render_config(p: Project, name: str, run_args: str = "", workdir: str = ".",
         "  # told it may reorder within it: gpu_results: {compare: tolerance, dtype: float32, rtol: 1.0e-5}",
         "  timeout_s: 600",
     ]
-    if p.compat:
+    if p.compat or p.dialect:
+        lines += ["  # The sources use what CUDA 13 removed: " + "; ".join(p.compat) + "."] if p.compat else []
+        lines += [f"  # The build asks for an older C++ than CUDA 13's headers take ({p.dialect}): those sources",
+                  "  # are compiled as C++17."] if p.dialect else []
         lines += [
-            "  # The sources use what CUDA 13 removed: " + "; ".join(p.compat) + ".",
             "  # Optimas's compatibility headers let them build by defining those names anew (the warp ones",
             "  # over the active threads): that changes what the code means, so every run and pull request",
             "  # says which header went where. Without this line the build fails as with your own CUDA 13.",
@@ -1072,8 +1095,8 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
                              "judges nothing and every candidate is refused; give it a fixed seed (or take one "
                              "from its arguments: {seed} in app.run), or judge it by app.stdout alone and set "
                              "app.gpu_results.compare: off")
-    if project.compat:
-        project.notes.append("the sources use what CUDA 13 removed: compat_headers is set (see its comment)")
+    if project.compat or project.dialect:
+        project.notes.append("the sources use what CUDA 13 removed or changed: compat_headers is set (see its comment)")
     if not run_args and project.run_args:
         run_args = project.run_args
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
@@ -1102,8 +1125,11 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
         project.size_constants = [c for c in project.size_constants if definition_problem(c.name, texts) is None]
     if workspace:
         # the build compiles files outside the program folder too (a suite's shared main.cu): what
-        # they use that CUDA 13 removed needs the headers as much
+        # they use that CUDA 13 removed needs the headers as much; where the whole workspace is the
+        # build's (a CMake project), its build files may set the dialect
         project.compat = removed_calls(texts)
+        if not parts:
+            project.dialect = project.dialect or old_dialect(space_dir, texts)
     text = render_config(project, name or root.resolve().name, run_args, workdir, workspace, parts)
     cfg = parse_config(text, where)
     lc = LoadedConfig(path=where, config=cfg, sha256="")
