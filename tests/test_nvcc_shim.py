@@ -100,9 +100,10 @@ def test_a_cmake_project_with_old_cuda_architectures_builds(tmp_path, monkeypatc
 def test_an_old_dialect_is_raised_to_cpp17_only_where_cuda_13s_headers_need_it(args, code, major, kept):
     from runner.build.nvcc_shim import DIALECT_OPTION
 
-    got, raised = raise_dialect(args, code, major)
+    got, raised, header = raise_dialect(args, code, major)
     assert got == kept
     assert bool(raised) == (got != args) and all(DIALECT_OPTION.fullmatch(r) for r in raised)
+    assert (f"<{header}>" in code) if raised else header in ("", "cub/cub.cuh")  # the header that needs C++17
 
 
 CPP14_MAKEFILE = "app: k.cu\n\tnvcc -std=c++14 -O3 k.cu -o app\n"

@@ -15,11 +15,10 @@ CUDA 13 removed (`cudaThreadSynchronize`, ...; older names of the cudaDevice* on
 that defines them as those (compat/cuda_removed_api.h, by --pre-include), one that calls the warp
 shuffles without a mask (`__shfl_down`, ...) the header that makes them their *_sync forms over the
 active threads (compat/cuda_legacy_warp.h), and one that calls the votes without a mask (`__any`,
-`__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise (compat/cuda_legacy_vote.h), and one
-that gives
-cudaMemPrefetchAsync or cudaMemAdvise a device ordinal, which CUDA 13 takes as a cudaMemLocation,
-overloads that make that location (compat/cuda_legacy_prefetch.h; code that names cudaMemLocation
-already uses CUDA 13's form and gets none).
+`__all`, `__ballot`, which ptxas rejects for sm_70 and later) likewise (compat/cuda_legacy_vote.h),
+and one that gives cudaMemPrefetchAsync or cudaMemAdvise a device ordinal, which CUDA 13 takes as a
+cudaMemLocation, overloads that make that location (compat/cuda_legacy_prefetch.h; code that names
+cudaMemLocation already uses CUDA 13's form and gets none).
 These change what the program means, so only with app.compat_headers (COMPAT_HEADERS), each one
 recorded for the run and the pull request; without it the log says which header would apply.
 
@@ -64,19 +63,15 @@ NVCC_RECORD = "OPTIMAS_NVCC_RECORD"
 COMPAT = Path(__file__).resolve().parent / "compat"
 
 
-CALL = r"(?<![\w.]){n}\s*\("  # a call of the name
-
-
 class Compat(NamedTuple):
     """Names CUDA 13 no longer compiles, a header of ours that defines them anew (pre-included
-    into a file that uses them), and how the code's own definition of one looks (then the header
+    into a file that calls them), and how the code's own definition of one looks (then the header
     stays out: it would clash)."""
 
     header: Path
     names: tuple[str, ...]
     own: str  # a regex with {n} for the name
     says: str  # what the build log says of them
-    use: str = CALL  # a regex with {n}: how a use of the name looks (a call, a field read)
 
 
 RUNTIME = Compat(COMPAT / "cuda_removed_api.h",
@@ -220,7 +215,8 @@ def keep_specific(args: list[str], appended: str) -> tuple[list[str], str, list[
 
 
 # C++ dialects older than C++17, as nvcc's -std takes them, and the headers of CUDA 13 that refuse them.
-_OLD_DIALECT = re.compile(r"c\+\+(?:98|03|0x|11|1y|14)")
+OLD_CPP = r"c\+\+(?:98|03|0x|11|1y|14)"
+_OLD_DIALECT = re.compile(OLD_CPP)
 CCCL_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<((?:thrust|cub|cuda)/[^>\n]*|cooperative_groups[^>\n]*)>",
                            re.M)
 CCCL_CPP17_MAJOR = 13  # the first CUDA whose Thrust, CUB and libcu++ need C++17
@@ -229,15 +225,16 @@ _STD = ("-std", "--std")
 
 # The compat record's name for a source compiled as C++17 where its build said an older dialect.
 DIALECT = "C++17"
-DIALECT_OPTION = re.compile(r"--?std[= ]c\+\+(?:98|03|0x|11|1y|14)")  # a record's names for it
+DIALECT_OPTION = re.compile(r"--?std[= ]" + OLD_CPP)  # a record's names for it
 
 
-def raise_dialect(args: list[str], code: str, cuda_major: int) -> tuple[list[str], list[str]]:
+def raise_dialect(args: list[str], code: str, cuda_major: int) -> tuple[list[str], list[str], str]:
     """nvcc's arguments with a -std older than C++17 given as c++17, when this nvcc's headers need
     C++17 (`cuda_major` >= CCCL_CPP17_MAJOR) and the compiled code (`code`, with its local headers)
-    includes one of them: (arguments, the options raised as the build wrote them)."""
-    if cuda_major < CCCL_CPP17_MAJOR or not CCCL_INCLUDE.search(code):
-        return args, []
+    includes one of them: (arguments, the options raised as the build wrote them, that header)."""
+    header = CCCL_INCLUDE.search(code) if cuda_major >= CCCL_CPP17_MAJOR else None
+    if header is None:
+        return args, [], ""
     out, raised, i = [], [], 0
     while i < len(args):
         name, eq, inline = args[i].partition("=")
@@ -253,7 +250,7 @@ def raise_dialect(args: list[str], code: str, cuda_major: int) -> tuple[list[str
             continue
         out.append(args[i])
         i += 1
-    return out, raised
+    return out, raised, header.group(1)
 
 
 # How deep `#include "..."` is followed for the calls a compatibility header stands in for.
@@ -273,6 +270,11 @@ def _include_dirs(args: list[str], cwd: Path) -> list[Path]:
     return [cwd / d for d in dirs]
 
 
+def _sources(args: list[str], cwd: Path) -> list[str]:
+    """The source files among nvcc's arguments (.cu, and C or C++ files nvcc compiles) that exist."""
+    return [a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
+
+
 def _compiled_code(args: list[str], cwd: Path, toolkit: Path | None = None) -> str:
     """The code of the source files among nvcc's arguments (.cu, and C or C++ files nvcc compiles)
     and of the local headers they include, `#include "..."` followed MAX_INCLUDE_DEPTH levels (next
@@ -282,15 +284,16 @@ def _compiled_code(args: list[str], cwd: Path, toolkit: Path | None = None) -> s
     program's code: their mentions of the old warp shuffles read as the program's calls."""
     dirs = _include_dirs(args, cwd)
     own = toolkit.resolve() if toolkit is not None else None
-    frontier = [cwd / a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
+    frontier = [cwd / a for a in _sources(args, cwd)]
     seen: set[Path] = set()
     texts = []
     for _ in range(MAX_INCLUDE_DEPTH + 1):
         found = []
         for path in frontier:
-            if path.resolve() in seen or (own is not None and path.resolve().is_relative_to(own)):
+            real = path.resolve()
+            if real in seen or (own is not None and real.is_relative_to(own)):
                 continue
-            seen.add(path.resolve())
+            seen.add(real)
             raw = path.read_text(errors="replace")
             clean = strip_comments_and_strings(raw)
             texts.append(clean)
@@ -307,7 +310,7 @@ def compat_used(code: str, compat: Compat) -> list[str]:
     compatibility macro or function)."""
     if any(re.search(compat.own.format(n=re.escape(n)), code) for n in compat.names):
         return []
-    return [n for n in compat.names if re.search(compat.use.format(n=re.escape(n)), code)]
+    return [n for n in compat.names if re.search(rf"(?<![\w.]){re.escape(n)}\s*\(", code)]
 
 
 def removed_api_used(args: list[str], cwd: Path) -> list[str]:
@@ -315,35 +318,30 @@ def removed_api_used(args: list[str], cwd: Path) -> list[str]:
     return compat_used(_compiled_code(args, cwd), RUNTIME)
 
 
+def _ask(nvcc: str, flag: str) -> str | None:
+    r = run_process([nvcc, flag], Path(nvcc).parent, 60, env=child_environment(), what=f"{nvcc} {flag}")
+    return r.output if r.returncode == 0 else None
+
+
 @functools.lru_cache(maxsize=8)
-def _supported(nvcc: str, size: int, mtime_ns: int) -> frozenset[str]:
+def _facts(nvcc: str, size: int, mtime_ns: int) -> tuple[frozenset[str], int]:
     names: set[str] = set()
     for flag in ("--list-gpu-arch", "--list-gpu-code"):
-        r = run_process([nvcc, flag], Path(nvcc).parent, 60, env=child_environment(), what=f"{nvcc} {flag}")
-        if r.returncode != 0:
-            return frozenset()
-        names.update(w for w in r.output.split() if re.fullmatch(r"(compute|sm)_\d+", w))
-    return frozenset(names)
+        if (listed := _ask(nvcc, flag)) is None:
+            names.clear()
+            break
+        names.update(w for w in listed.split() if re.fullmatch(r"(compute|sm)_\d+", w))
+    m = re.search(r"release (\d+)\.", _ask(nvcc, "--version") or "")
+    return frozenset(names), int(m.group(1)) if m else 0
 
 
-@functools.lru_cache(maxsize=8)
-def _major(nvcc: str, size: int, mtime_ns: int) -> int:
-    r = run_process([nvcc, "--version"], Path(nvcc).parent, 60, env=child_environment(), what=f"{nvcc} --version")
-    m = re.search(r"release (\d+)\.", r.output) if r.returncode == 0 else None
-    return int(m.group(1)) if m else 0
-
-
-def cuda_major(nvcc: Path) -> int:
-    """The CUDA release `nvcc` belongs to (13 for 13.0); 0 when its --version does not say."""
+def nvcc_facts(nvcc: Path) -> tuple[frozenset[str], int]:
+    """What `nvcc` says of itself, asked once per binary: the virtual and real architectures it lists
+    (compute_75 ... sm_121; empty when it cannot say, an nvcc older than --list-gpu-arch, and then
+    the shim drops nothing) and the CUDA release it belongs to (13 for 13.0; 0 when --version does
+    not say)."""
     stat = nvcc.stat()
-    return _major(str(nvcc), stat.st_size, stat.st_mtime_ns)
-
-
-def supported_architectures(nvcc: Path) -> frozenset[str]:
-    """The virtual and real architectures `nvcc` lists (compute_75 ... sm_121); empty when it cannot
-    say (an nvcc older than --list-gpu-arch), and then the shim drops nothing."""
-    stat = nvcc.stat()
-    return _supported(str(nvcc), stat.st_size, stat.st_mtime_ns)
+    return _facts(str(nvcc), stat.st_size, stat.st_mtime_ns)
 
 
 def shim_folder(nvcc: str, cache: Path) -> Path | None:
@@ -353,10 +351,9 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
     if not found:
         return None
     real = Path(found).resolve()
-    supported = supported_architectures(real)
+    supported, major = nvcc_facts(real)
     if not supported:
         return None
-    major = cuda_major(real)
     key = hashlib.sha256("\0".join([SHIM_VERSION, str(real), sys.executable, str(_ROOT), str(major),
                                     *sorted(supported)]).encode()).hexdigest()[:16]
     folder = cache / "nvcc-shim" / key
@@ -438,30 +435,26 @@ def apply_dialect(args: list[str], cwd: Path, code: str, major: int) -> list[str
     (raise_dialect), when the build asked for such changes (COMPAT_HEADERS: it changes what the
     program means, `__cplusplus` and trigraphs among others), recorded (COMPAT_RECORD) and said in
     the log; else unchanged, the log saying what the setting would do."""
-    raised_args, raised = raise_dialect(args, code, major)
+    raised_args, raised, header = raise_dialect(args, code, major)
     if not raised:
         return args
-    header = CCCL_INCLUDE.search(code)
-    why = (f"this CUDA's Thrust, CUB, libcu++ and cooperative groups headers need C++17 (the code includes "
-           f"<{header.group(1) if header else '?'}>)")
+    why = f"this CUDA's Thrust, CUB, libcu++ and cooperative groups headers need C++17 (the code includes <{header}>)"
     if os.environ.get(COMPAT_HEADERS) != "1":
         sys.stderr.write(f"optimas: {', '.join(raised)}: {why}; app.compat_headers: true would compile it as C++17 "
                          "(it changes what the program means: the run and the pull request then say so)\n")
         return args
     sys.stderr.write(f"optimas: {', '.join(f'`{r}`' for r in raised)} given as -std=c++17: {why}\n")
     if os.environ.get(COMPAT_RECORD):
-        sources = [a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
-        append_record(os.environ[COMPAT_RECORD], {"header": DIALECT, "names": raised, "sources": sources,
+        append_record(os.environ[COMPAT_RECORD], {"header": DIALECT, "names": raised, "sources": _sources(args, cwd),
                                                   "cwd": str(cwd)})
     return raised_args
 
 
-def apply_compat(args: list[str], cwd: Path, code: str | None = None) -> list[str]:
+def apply_compat(args: list[str], cwd: Path, code: str) -> list[str]:
     """nvcc's arguments with the compatibility headers the compiled sources need pre-included, when
     the build asked for them (COMPAT_HEADERS), each recorded (COMPAT_RECORD) and said in the log;
-    else unchanged, the log saying which header the setting would add. `code`: the compiled code,
-    when the caller has read it (_compiled_code)."""
-    code = _compiled_code(args, cwd) if code is None else code
+    else unchanged, the log saying which header the setting would add. `code`: the compiled code
+    (_compiled_code)."""
     wanted = os.environ.get(COMPAT_HEADERS) == "1"
     for compat in COMPATS:
         used = compat_used(code, compat)
@@ -475,7 +468,7 @@ def apply_compat(args: list[str], cwd: Path, code: str | None = None) -> list[st
         args = ["--pre-include", str(compat.header), *args]
         sys.stderr.write(f"optimas: {', '.join(used)}, {compat.says} ({compat.header.name}, pre-included)\n")
         if os.environ.get(COMPAT_RECORD):
-            sources = [a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
             append_record(os.environ[COMPAT_RECORD],
-                          {"header": compat.header.name, "names": used, "sources": sources, "cwd": str(cwd)})
+                          {"header": compat.header.name, "names": used, "sources": _sources(args, cwd),
+                           "cwd": str(cwd)})
     return args

@@ -22,7 +22,7 @@ from runner.base.errors import ConfigError, OptimasError
 from runner.base.processes import child_environment, run_process
 from runner.base.runstore import atomic_write_text
 from runner.base.size_constants import SizeConstant, definition_problem, proposed_size_constants, workspace_texts
-from runner.build.nvcc_shim import CCCL_INCLUDE, COMPATS, compat_used
+from runner.build.nvcc_shim import CCCL_INCLUDE, COMPATS, OLD_CPP, compat_used
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
 MAX_DEPTH = 4
@@ -172,11 +172,12 @@ def _q(s: str) -> str:
     return json.dumps(s)
 
 
-def detect_build(root: Path, kernel_files: list[str], mains: list[str],
-                 texts: dict[str, str]) -> tuple[str, str, list[str], str]:
+def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: dict[str, str],
+                 parent: ParentTarget | None = None) -> tuple[str, str, list[str], str]:
     """(kind, build command template, notes, run arguments found in the build file) for the project
-    in root; `texts`: its sources, as _source_texts reads them."""
-    if (parent := parent_cmake_target(root)) is not None:
+    in root; `texts`: its sources, as _source_texts reads them; `parent`: the executable of an
+    enclosing CMake project that links root's library (parent_cmake_target)."""
+    if parent is not None:
         source = os.path.relpath(parent.top, root.resolve())
         defined = os.path.relpath(parent.top / parent.where, root.resolve())
         notes = [f"CMakeLists.txt makes the library {parent.library!r}, which the executable {parent.target!r} links "
@@ -740,12 +741,18 @@ _CMAKE_PATH_WORD = re.compile(r"(?:\$\{(?:CMAKE_CURRENT_SOURCE_DIR|CMAKE_SOURCE_
                               r"(\.\.[\w./+-]*)")
 
 
-def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
+BUILD_FILES = frozenset({"Makefile", "makefile", "GNUmakefile", "CMakeLists.txt"})
+
+
+def outside_reads(root: Path, texts: dict[str, str], build_files: list[Path],
+                  parent: ParentTarget | None = None) -> list[tuple[Path, str]]:
     """What the build reads outside `root`, with what reads it: headers the sources include with a
     relative path (`#include "../common/util.h"`), the files a Makefile includes (`include
     ../../common.mk`) and the folders its nvcc flags add (`-I../common`), CMake's
     add_subdirectory(..) and include_directories(..). Only paths that exist count, and only relative
-    ones: an absolute path (`-I$(CUDA_DIR)/include`) is read in place by a build in any copy."""
+    ones: an absolute path (`-I$(CUDA_DIR)/include`) is read in place by a build in any copy.
+    `build_files`: root's Makefiles and CMakeLists.txt (BUILD_FILES); `parent`: as detect_build's,
+    whose project's top the build reads whole."""
     top = root.resolve()
     found: dict[Path, str] = {}
 
@@ -762,7 +769,6 @@ def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
     for name, text in texts.items():
         for inc in _QUOTED_INCLUDE.findall(text):
             note(root / posixpath.dirname(name), inc, f"{name} includes \"{inc}\"")
-    build_files = _walk(root, (), frozenset({"Makefile", "makefile", "GNUmakefile", "CMakeLists.txt"}))
     for mk in (p for p in build_files if p.name != "CMakeLists.txt"):
         rel = mk.relative_to(root).as_posix()
         raw = mk.read_text(errors="replace")
@@ -776,7 +782,7 @@ def outside_reads(root: Path, texts: dict[str, str]) -> list[tuple[Path, str]]:
         for inc in _INCLUDE_FLAG.findall(expanded):
             if "$" not in inc:
                 note(mk.parent, inc, f"{rel} compiles with -I{inc}")
-    if (parent := parent_cmake_target(root)) is not None:
+    if parent is not None:
         found.setdefault(parent.top, f"the executable {parent.target!r} that links this folder's library "
                                      f"{parent.library!r} is built by the CMake project in {parent.top}")
     for cm in (p for p in build_files if p.name == "CMakeLists.txt"):
@@ -849,30 +855,32 @@ def inspect(root: Path, build: str | None = None) -> Project:
                                  f"and none at the top: {shown}. A config is for one program: run optimas init on "
                                  "the one to optimize (optimas init <its folder>)"])
     texts = _source_texts(root)
+    build_files = _walk(root, (), BUILD_FILES)
+    parent = parent_cmake_target(root)
     if build:
         kind, notes, run_args = "the command given", [], ""
     else:
-        kind, build, notes, run_args = detect_build(root, files, mains, texts)
+        kind, build, notes, run_args = detect_build(root, files, mains, texts, parent)
     own = {name: text for name, text in texts.items() if not _VENDORED.search(name)}
     fail_pattern, where = printed_verdict(own)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
-                   outside_reads(root, texts), removed_calls(texts), usage_names(own),
-                   proposed_size_constants(own), old_dialect(root, texts))
+                   outside_reads(root, texts, build_files, parent), removed_calls(texts), usage_names(own),
+                   proposed_size_constants(own), old_dialect(root, texts, build_files))
 
 
-_OLD_STD = re.compile(r"--?std[= ]c\+\+(?:98|03|0x|11|1y|14)\b|\b(?:CMAKE_)?(?:CUDA|CXX)_STANDARD\s+(?:98|11|14)\b")
+_OLD_STD = re.compile(r"--?std[= ]" + OLD_CPP + r"\b|\b(?:CMAKE_)?(?:CUDA|CXX)_STANDARD\s+(?:98|11|14)\b")
 
 
-def old_dialect(root: Path, texts: dict[str, str]) -> str:
+def old_dialect(root: Path, texts: dict[str, str], build_files: list[Path]) -> str:
     """Where the build asks for a C++ dialect older than C++17 while the sources include CUDA 13's
     Thrust, CUB, libcu++ or cooperative groups headers, which stop under it: "file: option;
-    <header>" ("" when it does not). The nvcc shim compiles those sources as C++17 with
-    app.compat_headers."""
+    <header>" ("" when it does not); `build_files`: root's (BUILD_FILES). The nvcc shim compiles
+    those sources as C++17 with app.compat_headers."""
     header = next((m.group(1) for text in texts.values()
                    if (m := CCCL_INCLUDE.search(strip_comments_and_strings(text)))), None)
     if header is None:
         return ""
-    for build_file in _walk(root, (), frozenset({"Makefile", "makefile", "GNUmakefile", "CMakeLists.txt"})):
+    for build_file in build_files:
         if m := _OLD_STD.search(build_file.read_text(errors="replace")):
             return f"{build_file.relative_to(root).as_posix()}: {m.group(0)}; <{header}>"
     return ""
@@ -1129,7 +1137,7 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
         # build's (a CMake project), its build files may set the dialect
         project.compat = removed_calls(texts)
         if not parts:
-            project.dialect = project.dialect or old_dialect(space_dir, texts)
+            project.dialect = project.dialect or old_dialect(space_dir, texts, _walk(space_dir, (), BUILD_FILES))
     text = render_config(project, name or root.resolve().name, run_args, workdir, workspace, parts)
     cfg = parse_config(text, where)
     lc = LoadedConfig(path=where, config=cfg, sha256="")
