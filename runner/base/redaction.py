@@ -91,6 +91,8 @@ def _through_marker(text: str, marker: re.Pattern[str], replacement: str) -> str
         return m.group(0) if found is None else replacement + m.group(0)[found.end():]
 
     return _CHAIN.sub(chain, text)
+
+
 _host_paths: dict[str, str] = {}
 
 

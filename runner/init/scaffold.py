@@ -1127,9 +1127,10 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
     # a name defined again elsewhere in what a build copies (another program of the suite) cannot
     # be scaled: leave it out
     space_dir = (where.parent / workspace).resolve() if workspace else root.resolve()
+    constants = bool(project.size_constants) and not size_arguments(run_args, project.usage)
     texts = (workspace_texts(space_dir, root.resolve(), copied_parts(space_dir, root.resolve(), parts))
-             if workspace or project.size_constants else {})
-    if project.size_constants and not size_arguments(run_args, project.usage):
+             if workspace or constants else {})
+    if constants:
         project.size_constants = [c for c in project.size_constants if definition_problem(c.name, texts) is None]
     if workspace:
         # the build compiles files outside the program folder too (a suite's shared main.cu): what
