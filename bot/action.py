@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from bot.github_client import token_author, token_client
-from bot.gpu_job import pipeline, publish_outcome, refuse_key_redirection, summary_text
+from bot.gpu_job import (
+    pipeline,
+    publish_outcome,
+    refuse_key_redirection,
+    repository_model_choices,
+    summary_text,
+    with_operator_model,
+)
 from bot.publish import Publisher, code_block
 from runner.base.config import BACKENDS, DIAGNOSTICS, REPOSITORY_CONFIG
 from runner.base.errors import ConfigError, OptimasError
@@ -119,6 +126,21 @@ def _write_lines(path: str | None, lines: list[str]) -> None:
             f.write("\n".join(lines) + "\n")
 
 
+def _replay_dir(value: str, workspace: Path) -> str | None:
+    """The workflow's answers folder for the replay backend, or None: absolute and outside the
+    checkout, which the pull request writes (answers it shipped would be posted as the model's)."""
+    if not value:
+        return None
+    path = Path(value)
+    if not path.is_absolute() or not path.is_dir():
+        raise ActionError(f"replay-dir {value!r}: expected the absolute path of an existing folder of recorded answers")
+    real, checkout = path.resolve(), workspace.resolve()
+    if real == checkout or checkout in real.parents:
+        raise ActionError(f"replay-dir {value!r}: inside the checkout, which the pull request writes; keep the "
+                          "recorded answers outside it")
+    return str(real)
+
+
 def _checked_out_head(workspace: Path) -> str | None:
     r = subprocess.run(["git", "-C", str(workspace), "rev-parse", "HEAD"], capture_output=True, text=True,
                        env=child_environment())  # not the workflow's token
@@ -149,8 +171,8 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         raise ConfigError(config, ["not found: the action's `config` input names the repository's Optimas config"])
     lc = load_config(config)
     refuse_key_redirection(lc)  # the config comes from the pull request; the key is the workflow's
-    lc = lc.with_llm(**{k: v for k, v in (("backend", args.backend), ("model", args.model),
-                                          ("base_url", args.base_url)) if v})
+    ignored = repository_model_choices(lc)
+    lc = with_operator_model(lc, args.backend, args.model, _replay_dir(args.replay_dir, workspace), args.base_url)
     problems = semantic_problems(lc.config) + path_problems(lc)
     if problems:
         raise ConfigError(config, problems)
@@ -169,6 +191,7 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     check = pub.start_check(analysed, external_id=run_key) if pub else None
     try:
         result, outcome = pipeline(lc, Path(env.get("RUNNER_TEMP") or workspace) / "optimas-runs", args.diagnostics)
+        outcome["model_ignored"] = ignored
     except Exception as e:
         if pub and check is not None:
             pub.complete_check(check, "failure", "Optimas failed", code_block(describe(e)))
@@ -223,6 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--config", type=Path, default=Path(REPOSITORY_CONFIG))
     ap.add_argument("--backend", default="", choices=["", *BACKENDS])
     ap.add_argument("--model", default="")
+    ap.add_argument("--replay-dir", default="", help="the replay backend's answers: a folder outside the checkout")
     ap.add_argument("--base-url", default="", help="the model server's URL (the config may not name one)")
     ap.add_argument("--diagnostics", default="", choices=["", *DIAGNOSTICS])
     ap.add_argument("--publish", type=_bool, default=True)

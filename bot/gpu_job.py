@@ -337,8 +337,9 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     from runner.base.processes import cache_root
     from runner.base.sandbox import sandboxed
 
-    lc = operator_model(load_config(cfg_file), WorkerSettings.from_env())
-    refuse_worker_reach(lc, cfg_file.parent)  # the checkout: the job folder beside it is not the repository's
+    repository = load_config(cfg_file)
+    refuse_worker_reach(repository, cfg_file.parent)  # the checkout: the job folder beside it is not the repository's
+    lc = operator_model(repository, WorkerSettings.from_env())
     prepare_tools(lc.config.profiling.nvcc)
     made = len(runs_created())
     # the corpus records go where only the worker writes, beside `work`: the code could forge them there
@@ -350,6 +351,7 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
         try:
             outcome = pipeline(lc, work / "runs", corpus=corpus)[1]
+            outcome["model_ignored"] = repository_model_choices(repository)
         except OptimasError:
             # the pipeline's own failure: every command had ended and been swept; the runs say why
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
@@ -397,22 +399,42 @@ def refuse_worker_reach(lc: LoadedConfig, root: Path) -> None:
         raise RepositoryConfigError(f"{REPOSITORY_CONFIG}: " + "; ".join(problems))
 
 
-def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
-    """The repository's config with the operator's model (OPTIMAS_LLM_BACKEND, OPTIMAS_LLM_MODEL)
-    where the config names none: a repository's own `llm.backend` (and `llm.model`) wins. Where
-    the model's requests go and which of the worker's keys they carry are the operator's alone: a
-    repository's `llm.base_url` or `llm.api_key_env` would send the operator's API key to a server
-    of the repository's choosing, so they are refused (OPTIMAS_LLM_BASE_URL is the operator's)."""
-    refuse_key_redirection(lc, "OPTIMAS_LLM_BASE_URL on the workers")
+# What picks the model's answers: on the App and the Action the operator's alone. A repository's
+# config (and with it the pull request, whose checkout holds a replay backend's answers folder) would
+# otherwise choose what the App posts under its name.
+MODEL_CHOICES = ("backend", "model", "replay_dir")
+
+
+def repository_model_choices(lc: LoadedConfig) -> list[str]:
+    """The model settings a repository's config names (`llm.backend`, ...), which the operator's replace."""
     llm = lc.config.llm
-    update: dict = {"base_url": ws.llm_base_url} if ws.llm_base_url else {}
-    if ws.llm_backend is not None and "backend" not in llm.model_fields_set:
-        update["backend"] = ws.llm_backend
-        if "model" not in llm.model_fields_set:
-            update["model"] = ws.llm_model
-        log.info("llm: the operator's %s %s (the repository's config names no backend)", ws.llm_backend,
-                 update.get("model") or llm.model or "")
-    lc = lc.with_llm(**update) if update else lc
+    return [f"llm.{k}" for k in MODEL_CHOICES if k in llm.model_fields_set]
+
+
+def with_operator_model(lc: LoadedConfig, backend: str | None, model: str | None, replay_dir: str | None,
+                        base_url: str | None = None) -> LoadedConfig:
+    """The config with the operator's backend, model and answers folder in place of whatever the
+    repository's names (the default offline backend where the operator names none), and the
+    operator's server where it names one."""
+    update: dict = {"backend": backend or "offline", "model": model or None, "replay_dir": replay_dir or None}
+    if base_url:
+        update["base_url"] = base_url
+    ignored = repository_model_choices(lc)
+    if ignored:
+        log.info("llm: %s of the repository's config ignored: the model is the operator's (%s %s)",
+                 ", ".join(ignored), update["backend"], update["model"] or "")
+    return lc.with_llm(**update)
+
+
+def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
+    """The repository's config with the operator's model (OPTIMAS_LLM_BACKEND, OPTIMAS_LLM_MODEL,
+    OPTIMAS_LLM_REPLAY_DIR; the offline backend where none is set), whatever the repository's config
+    names. Where the model's requests go and which of the worker's keys they carry are the
+    operator's alone too: a repository's `llm.base_url` or `llm.api_key_env` would send the
+    operator's API key to a server of the repository's choosing, so they are refused
+    (OPTIMAS_LLM_BASE_URL is the operator's)."""
+    refuse_key_redirection(lc, "OPTIMAS_LLM_BASE_URL on the workers")
+    lc = with_operator_model(lc, ws.llm_backend, ws.llm_model, ws.llm_replay_dir, ws.llm_base_url)
     return within_operator_limits(lc, ws)
 
 
@@ -498,12 +520,20 @@ def recorded_outcome(result, lc, root: Path) -> dict[str, Any]:
                       "explanation": f"**Optimas** ({code_span(', '.join(e.cites))}):\n\n{code_block(e.rationale)}"
                                      f"\n\nEvidence cited:\n\n{code_block(cited)}\n\n{effect}",
                       "diff": edit_diff(path, result.original[e.file], e.start_line, e.end_line, e.new_text)})
-    postable = verdict in ("improvement", "not measured")
-    headline = (f"Optimas: {measured}" if measured else "Optimas: a candidate that compiles and keeps the "
-                "launch interface (not validated or timed on this worker)")
+    # a suggestion only for what a GPU proved: validated bit for bit and timed faster; anything else
+    # is said as text in the summary (its diff included), never as a committable block
+    postable = verdict == "improvement" and measured is not None
+    if measured:
+        headline = f"Optimas: {measured}"
+    elif verdict != "not measured":
+        headline = f"Optimas: the candidate was evaluated on the GPU: {verdict}; no suggestion is posted for it"
+    else:
+        headline = ("Optimas: a candidate that compiles and keeps the launch interface, not validated or timed on "
+                    "this worker; no suggestion is posted for it (its diff is below, as text)")
     return {"verdict": verdict, "postable": postable, "edits": edits, "run": run.id, "headline": headline,
             "hot": [k.kernel for k in diag.hot_kernels], "evidence": len(diag.evidence), "validation": validation,
-            "ear": ear, "per_config": per_config}
+            "ear": ear, "per_config": per_config,
+            "unproven": "\n".join(e["diff"] for e in edits) if verdict == "not measured" else ""}
 
 
 def loop_outcome(result, lc, root: Path) -> dict[str, Any]:
@@ -575,6 +605,9 @@ def loop_edits(original: dict[str, str], final: dict[str, str], workdir: Path, r
     return out
 
 
+_UNPROVEN_CHARS = 20_000  # of an unproven candidate's diff shown in the summary (GitHub's comments hold 65,536)
+
+
 def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
                  artifacts_url: str | None = None) -> str:
     """The summary comment. It names the run by its id only (the worker host's paths are nobody's
@@ -615,6 +648,13 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
                      f"{', '.join(code_span(s) for s in c['sources'])} (app.compat_headers, for "
                      f"{', '.join(code_span(n) for n in c['names'])}): it changes what that code means, and your own "
                      "CUDA 13 toolchain does not build it without the same change.")
+    if outcome.get("unproven"):
+        lines += ["", "The candidate, not proven on a GPU (shown as text; no suggestion was posted):",
+                  code_block(outcome["unproven"][-_UNPROVEN_CHARS:])]
+    if outcome.get("model_ignored"):
+        lines.append(f"The repository's config names {', '.join(code_span(k) for k in outcome['model_ignored'])}: "
+                     "the model and its answers are chosen by whoever runs Optimas (the App's operator, the "
+                     "workflow's inputs), never by the repository; they were not used.")
     if config_changed:
         lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
     return "\n".join(lines)

@@ -144,10 +144,11 @@ class WorkerSettings:
     request_interval_s: float = 0.25
     write_interval_s: float = 1.0
     write_backoff_s: float = 2.0
-    # The operator's model for every repository whose config does not name one (llm.backend, llm.model)
+    # The operator's model for every repository, whatever its config names (llm.backend, llm.model)
     llm_backend: str | None = None
     llm_model: str | None = None
     llm_base_url: str | None = None  # an OpenAI-compatible or Ollama server of the operator's
+    llm_replay_dir: str | None = None  # the replay backend's answers: a folder of the operator's, absolute
     # Whoever installs the App opens pull requests at will: the GPU jobs one installation may have
     # queued, running or waiting for a retry at once, and the most candidates per iteration and
     # iterations a repository's config may ask for (each costs model calls on the operator's key
@@ -160,8 +161,8 @@ class WorkerSettings:
     def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
         """OPTIMAS_REDIS_URL, OPTIMAS_KEY_PREFIX, OPTIMAS_LABEL, OPTIMAS_APP_SLUG, OPTIMAS_GPU_QUEUE, OPTIMAS_GIT_URL,
         OPTIMAS_FETCH_TIMEOUT_S, OPTIMAS_ARTIFACTS_URL, OPTIMAS_REPLY_INTERVAL_S, OPTIMAS_GITHUB_REQUEST_INTERVAL_S,
-        OPTIMAS_GITHUB_WRITE_INTERVAL_S, OPTIMAS_GITHUB_WRITE_BACKOFF_S, OPTIMAS_LLM_BACKEND and OPTIMAS_LLM_MODEL
-        (the model for repositories whose config names none), OPTIMAS_LLM_BASE_URL (the operator's server),
+        OPTIMAS_GITHUB_WRITE_INTERVAL_S, OPTIMAS_GITHUB_WRITE_BACKOFF_S, OPTIMAS_LLM_BACKEND, OPTIMAS_LLM_MODEL and
+        OPTIMAS_LLM_REPLAY_DIR (the model for every repository), OPTIMAS_LLM_BASE_URL (the operator's server),
         OPTIMAS_MAX_RUNS_PER_INSTALLATION, OPTIMAS_MAX_CANDIDATES and OPTIMAS_MAX_ITERATIONS."""
         e = os.environ if env is None else env
         backend = e.get("OPTIMAS_LLM_BACKEND") or None
@@ -169,6 +170,10 @@ class WorkerSettings:
             raise SettingsError(f"OPTIMAS_LLM_BACKEND={backend!r}: expected one of {', '.join(BACKENDS)}")
         if backend in NETWORK_BACKENDS and not e.get("OPTIMAS_LLM_MODEL"):
             raise SettingsError(f"OPTIMAS_LLM_BACKEND={backend}: set OPTIMAS_LLM_MODEL too (the model's name there)")
+        replay_dir = e.get("OPTIMAS_LLM_REPLAY_DIR") or None
+        if backend == "replay" and not (replay_dir and os.path.isabs(replay_dir) and os.path.isdir(replay_dir)):
+            raise SettingsError(f"OPTIMAS_LLM_BACKEND=replay: set OPTIMAS_LLM_REPLAY_DIR to the absolute path of an "
+                                f"existing folder of recorded answers on the worker (got {replay_dir!r})")
         git_url = _text(e, "OPTIMAS_GIT_URL", cls.git_url)
         if "{token}" in git_url or "@" in git_url.split("://", 1)[-1].split("/", 1)[0]:
             raise SettingsError(f"OPTIMAS_GIT_URL={git_url!r}: credentials must not be part of the URL (the worker "
@@ -188,7 +193,7 @@ class WorkerSettings:
                    write_interval_s=_number(e, "OPTIMAS_GITHUB_WRITE_INTERVAL_S", cls.write_interval_s, 0),
                    write_backoff_s=_number(e, "OPTIMAS_GITHUB_WRITE_BACKOFF_S", cls.write_backoff_s, 0),
                    llm_backend=backend, llm_model=e.get("OPTIMAS_LLM_MODEL") or None,
-                   llm_base_url=e.get("OPTIMAS_LLM_BASE_URL") or None,
+                   llm_base_url=e.get("OPTIMAS_LLM_BASE_URL") or None, llm_replay_dir=replay_dir,
                    max_runs_per_installation=int(_number(e, "OPTIMAS_MAX_RUNS_PER_INSTALLATION",
                                                          cls.max_runs_per_installation, 1)),
                    max_candidates=int(_number(e, "OPTIMAS_MAX_CANDIDATES", cls.max_candidates, 1)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,13 +77,13 @@ def test_the_action_publishes_the_run_on_the_pull_request(tmp_path: Path):
         assert r.returncode == 0, r.stdout + r.stderr
         (check,) = gh.check_runs.values()
         assert check["head_sha"] == head and check["external_id"] == "action-77-2"
-        assert check["status"] == "completed" and check["conclusion"] == "success"
-        (review,) = gh.reviews
-        assert review["commit_id"] == head
-        assert [(c["path"], c["line"]) for c in review["comments"]] == [("examples/h200-probe/probe_kernels.cu", 31)]
-        assert "```suggestion" in review["comments"][0]["body"]
+        # no GPU here validates and times the candidate: no suggestion, a neutral check, the diff as text
+        assert check["status"] == "completed" and check["conclusion"] == "neutral"
+        assert gh.reviews == []
         summaries = [c for c in gh.comments if "optimas:summary" in c["body"]]
         assert len(summaries) == 1 and f"### Optimas on `{head[:7]}`" in summaries[0]["body"]
+        assert "+__global__ void matmul(const float* __restrict__ A" in summaries[0]["body"]
+        assert "```suggestion" not in summaries[0]["body"]
         assert all(q["auth"] == f"token {TOKEN}" for q in gh.requests)
     assert outputs["verdict"] == "not measured" and outputs["run-id"] and outputs["improvement"] == ""
     assert float(outputs["ear-coverage"]) > 0 and outputs["ear-hallucinations"] == "0"
@@ -184,5 +185,69 @@ def test_a_comment_or_review_planted_with_the_actions_markers_is_not_taken_for_i
         assert gh.comments[0]["body"].endswith("https://evil.example")  # mallory's comment untouched
         (ours,) = [c for c in gh.comments if c["user"]["login"] == "github-actions[bot]" and MARKER in c["body"]]
         assert f"### Optimas on `{head[:7]}`" in ours["body"]
+        # no GPU here proves a candidate, so the action posted no review; a validated one (its outcome
+        # as the evaluation gives it on a GPU) is published under the same run key past mallory's
+        from bot.github_client import token_client, token_author
+        from bot.gpu_job import publish_outcome
+        from bot.publish import Publisher
+
+        client = token_client(TOKEN, gh.url, seconds_between_writes=0, seconds_between_requests=0)
+        pub = Publisher(client, "octo/probe", 2, author=token_author(client))
+        edit = {"file": "examples/h200-probe/probe_kernels.cu", "start_line": 31, "end_line": 31,
+                "new_text": "__global__ void matmul(const float* __restrict__ A, const float* B, float* C, int n){",
+                "explanation": "validated", "diff": ""}
+        outcome = {"verdict": "improvement", "postable": True, "edits": [edit], "headline": "Optimas: +10%"}
+        check = pub.start_check(head, external_id="action-77-2")
+        assert publish_outcome(pub, check, outcome, head, "summary", "action-77-2") == 1
         (review,) = [v for v in gh.reviews if v["user"]["login"] == "github-actions[bot]"]
         assert "```suggestion" in review["comments"][0]["body"]
+
+
+SHIPPED = """EDIT file=probe_kernels.cu lines=31-31 cites=S1,R1
+WHY: matmul: shipped by the pull request itself (S1, R1).
+```cuda
+__global__ void matmul(const float* __restrict__ A, const float* __restrict__ B, float* C, int n){ /* PR-SHIPPED */
+```
+"""
+
+
+@pytest.mark.slow
+def test_the_pull_request_cannot_supply_the_models_answer(tmp_path: Path):
+    """A config naming the replay backend and an answers folder in the checkout would have the
+    pull request write the answer its own run asks for; the workflow's inputs choose the model
+    (offline where they name none), and its replay folder must lie outside the checkout."""
+    ws, head = _workspace(tmp_path)
+    event = {"pull_request": {"number": 2, "head": {"sha": head, "repo": {"full_name": "octo/probe"}}}}
+    operator = tmp_path / "operator-answers"
+    operator.mkdir()
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        # the operator's own replay folder, empty: the error names the prompt's hash
+        r, _, _ = _action(tmp_path, gh, ws, event, "--publish", "false", "--backend", "replay",
+                          "--replay-dir", str(operator))
+    key = re.search(r"prompt hash ([0-9a-f]{64})", r.stdout + r.stderr).group(1)
+    # the pull request ships the answer to that prompt, and a config pointing the replay backend at it
+    (ws / "answers").mkdir()
+    (ws / "answers" / f"{key}.txt").write_text(SHIPPED)
+    cfg = ws / ".optimas.yml"
+    cfg.write_text(cfg.read_text() + "\nllm: {backend: replay, replay_dir: answers}\n")
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        r, outputs, summary = _action(tmp_path, gh, ws, event, "--publish", "false")
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = tmp_path / "runner" / "optimas-runs" / outputs["run-id"]
+    call = json.loads((run / "llm" / "calls.jsonl").read_text().splitlines()[0])
+    assert call["backend"] == "offline" and "PR-SHIPPED" not in (run / "llm" / "answer-1.txt").read_text()
+    assert "`llm.backend`, `llm.replay_dir`: the model and its answers are chosen by whoever runs Optimas" in summary
+    # the workflow's replay folder inside the checkout is refused; outside it, its answers are used
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        r, outputs, _ = _action(tmp_path, gh, ws, event, "--publish", "false", "--backend", "replay",
+                                "--replay-dir", str(ws / "answers"))
+        assert r.returncode == 2 and "inside the checkout" in r.stdout and not outputs
+        (operator / f"{key}.txt").write_text(SHIPPED.replace("PR-SHIPPED", "OPERATOR-RECORDED"))
+        r, outputs, _ = _action(tmp_path, gh, ws, event, "--publish", "false", "--backend", "replay",
+                                "--replay-dir", str(operator))
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = tmp_path / "runner" / "optimas-runs" / outputs["run-id"]
+    assert "OPERATOR-RECORDED" in (run / "llm" / "answer-1.txt").read_text()

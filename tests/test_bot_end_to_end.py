@@ -1,7 +1,8 @@
 """End to end: a signed pull_request.labeled delivery -> the served webhook -> control job -> GPU job
 (real RQ workers, burst mode) -> the pipeline on a recorded profile with the offline backend -> a
-review whose suggestion sits on the right line, a completed check run and one summary comment, as
-recorded by the loopback GitHub server."""
+completed check run and one summary comment holding the candidate as text (no GPU here proves it,
+so no suggestion is posted), as recorded by the loopback GitHub server; on a GPU, the closed loop
+and its review."""
 
 from __future__ import annotations
 
@@ -127,7 +128,9 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
-def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypatch, remote, tmp_path, caplog):
+def test_a_candidate_no_gpu_proved_is_text_in_the_summary_never_a_suggestion(monkeypatch, remote, tmp_path, caplog):
+    """On a worker that cannot validate and time the candidate (no GPU here), the job posts no
+    review: the candidate's diff is text in the summary, and the check run is neutral, not green."""
     caplog.set_level("INFO", logger="optimas")
     gh, sha, gpu_job = deliver_and_work(monkeypatch, remote)
     # the job's progress goes through logging, each record naming its stage (the worker prints them)
@@ -135,22 +138,38 @@ def test_labelled_pr_gets_a_review_with_a_suggestion_on_the_right_line(monkeypat
     assert {"analysis", "proposal"} <= stages
     result = gpu_job.latest_result()
     assert result is not None and result.type.name == "SUCCESSFUL", getattr(result, "exc_string", "")
-    (review,) = gh.reviews
-    assert review["commit_id"] == sha
-    (comment,) = review["comments"]
-    assert comment["path"] == "examples/h200-probe/probe_kernels.cu" and comment["line"] == 31
-    assert "```suggestion\n__global__ void matmul(const float* __restrict__ A" in comment["body"]
-    assert "S1: probe_kernels.cu:33" in comment["body"] and "R1" in comment["body"]
+    assert result.return_value["suggestions"] == 0 and result.return_value["verdict"] == "not measured"
+    assert gh.reviews == []
     (check,) = gh.check_runs.values()
-    assert check["status"] == "completed" and check["head_sha"] == sha
+    assert check["status"] == "completed" and check["head_sha"] == sha and check["conclusion"] == "neutral"
+    assert "not validated or timed" in check["output"]["title"]
     summaries = [c for c in gh.comments if MARKER in c["body"]]
     assert len(summaries) == 1 and "matmul" in summaries[0]["body"]
-    assert "EAR: evidence coverage 1.00, localization 1.00" in summaries[0]["body"]
+    body = summaries[0]["body"]
+    assert "suggestion" not in body.replace("no suggestion", "")  # no committable block, however fenced
+    assert "+__global__ void matmul(const float* __restrict__ A" in body  # the diff, as text
+    assert "```text\n--- a/examples/h200-probe/probe_kernels.cu" in body
+    assert "EAR: evidence coverage 1.00, localization 1.00" in body
     # the run is named by its id; the worker host's paths are not shown, and no artifacts link is
     # made up when the operator serves none
-    run_id = re.search(r"run `(\d{8}T\d{6}Z-[0-9a-f-]{36})`", summaries[0]["body"]).group(1)
+    run_id = re.search(r"run `(\d{8}T\d{6}Z-[0-9a-f-]{36})`", body).group(1)
     assert (tmp_path / "worker-runs" / run_id).is_dir()
-    assert str(tmp_path) not in summaries[0]["body"] and "Artifacts" not in summaries[0]["body"]
+    assert str(tmp_path) not in body and "Artifacts" not in body
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_the_app_asks_the_operators_model_whatever_the_repository_names(monkeypatch, remote, tmp_path):
+    """A config naming the replay backend with an answers folder in the repository (which the pull
+    request writes) gets the operator's model instead, and the summary says so."""
+    config = CONFIG.replace("llm: {backend: offline}", "llm: {backend: replay, replay_dir: examples/h200-probe}")
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, config=config)
+    result = gpu_job.latest_result()
+    assert result is not None and result.type.name == "SUCCESSFUL", getattr(result, "exc_string", "")
+    (call,) = [json.loads(line) for p in (tmp_path / "worker-runs").glob("*/llm/calls.jsonl")
+               for line in p.read_text().splitlines()]
+    assert call["backend"] == "offline"
+    (summary,) = [c["body"] for c in gh.comments if MARKER in c["body"]]
+    assert "names `llm.backend`, `llm.replay_dir`: the model and its answers are chosen by whoever runs" in summary
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")

@@ -486,7 +486,7 @@ def test_a_non_writer_gets_one_reply_however_often_they_ask(env):
     assert len(gh.comments) == 2
 
 
-def test_the_operators_model_applies_where_the_repository_names_none(tmp_path):
+def test_the_operators_model_applies_whatever_the_repository_names(tmp_path):
     from bot.gpu_job import operator_model
     from bot.settings import SettingsError, WorkerSettings
     from runner.base.config import load_config
@@ -496,20 +496,33 @@ def test_the_operators_model_applies_where_the_repository_names_none(tmp_path):
     plain.write_text("app: {name: a, build: make, run: ./a}\n")
     got = operator_model(load_config(plain), ws).config.llm
     assert (got.backend, got.model) == ("openai", "gpt-x")
-    # a repository's own choice wins, whole: its backend, and the model it names or none
+    # a repository's own choice of backend, model or answers folder is not used: the pull request
+    # could otherwise write the answers its own run is given (a replay folder in its checkout)
+    for own in ("{backend: ollama, model: llama-z}", "{backend: replay, replay_dir: answers}", "{model: cheap}"):
+        (tmp_path / "answers").mkdir(exist_ok=True)
+        cfg = tmp_path / "own.yml"
+        cfg.write_text(f"app: {{name: a, build: make, run: ./a}}\nllm: {own}\n")
+        got = operator_model(load_config(cfg), ws).config.llm
+        assert (got.backend, got.model, got.replay_dir) == ("openai", "gpt-x", None), own
+        got = operator_model(load_config(cfg), WorkerSettings.from_env({})).config.llm
+        assert (got.backend, got.model, got.replay_dir) == ("offline", None, None), own
     own = tmp_path / "own.yml"
     own.write_text("app: {name: a, build: make, run: ./a}\nllm: {backend: ollama, model: llama-z}\n")
-    got = operator_model(load_config(own), ws).config.llm
-    assert (got.backend, got.model) == ("ollama", "llama-z")
-    offline = tmp_path / "offline.yml"
-    offline.write_text("app: {name: a, build: make, run: ./a}\nllm: {backend: offline}\n")
-    assert operator_model(load_config(offline), ws).config.llm.backend == "offline"
+    # the operator's replay folder: absolute and existing
+    answers = tmp_path / "operator-answers"
+    answers.mkdir()
+    replay = WorkerSettings.from_env({"OPTIMAS_LLM_BACKEND": "replay", "OPTIMAS_LLM_REPLAY_DIR": str(answers)})
+    got = operator_model(load_config(own), replay).config.llm
+    assert (got.backend, got.replay_dir) == ("replay", str(answers))
+    for folder in ("", "answers", str(tmp_path / "missing")):
+        with pytest.raises(SettingsError, match="OPTIMAS_LLM_REPLAY_DIR to the absolute path of an existing folder"):
+            WorkerSettings.from_env({"OPTIMAS_LLM_BACKEND": "replay", "OPTIMAS_LLM_REPLAY_DIR": folder})
     # temperature and the rest stay the repository's
     tuned = tmp_path / "tuned.yml"
     tuned.write_text("app: {name: a, build: make, run: ./a}\nllm: {temperature: 0.5}\n")
     got = operator_model(load_config(tuned), ws).config.llm
     assert (got.backend, got.model, got.temperature) == ("openai", "gpt-x", 0.5)
-    # no operator default: the repository's config as it is
+    # no operator default: the offline backend
     assert operator_model(load_config(plain), WorkerSettings.from_env({})).config.llm.backend == "offline"
     # the operator's server for every repository
     ws_url = WorkerSettings.from_env({"OPTIMAS_LLM_BACKEND": "openai", "OPTIMAS_LLM_MODEL": "gpt-x",
