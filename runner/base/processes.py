@@ -30,6 +30,7 @@ from typing import IO, cast
 
 from runner.base import sandbox
 from runner.base.errors import ProfilingError
+from runner.base.limits import Watch
 from runner.base.progress import Progress
 
 # Passed through from the caller's environment when set.
@@ -255,9 +256,13 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
 
     ncu prints a `==PROF== Profiling "kernel" - N (i/n)` line per profiled launch; these are
     passed on to `progress` at most every two seconds. A program that is not there raises
-    ProfilingError naming `what`.
+    ProfilingError naming `what`. In a sandbox, a command over one of its limits is killed and
+    raises LimitExceeded (runner.base.limits), after its sweep.
     """
     start = time.monotonic()
+    box = sandbox.current()
+    if box is not None and box.exceeded is not None:
+        raise box.exceeded  # a command of this job went over a limit: nothing more runs, no log is rewritten
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -267,18 +272,20 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
             f.write("$ " + shlex.join(argv) + "\n")
             f.flush()
         child_env = child_environment() if env is None else env
-        box = sandbox.current()
         if box is None:
             sandbox.check_contained()
         command, where = _in_box(box, argv, cwd, child_env, what)
         proc = _popen(command, where, child_env, stdin is not None, out_file, merge_stderr, argv[0], what)
         _note_group(proc.pid, running=True)  # a new session: its group id is the child's pid
+        watch = stack.enter_context(Watch(box.limits, proc, box.writable, what)) if box else None
         try:
             output = _Output(f, progress, what)
             reader, drainer = output.read(proc, to_file=out_file is not None, merge_stderr=merge_stderr)
             if stdin is not None:
                 _feed(proc, stdin)
             timed_out = _wait(proc, timeout_s)
+            if watch is not None:
+                watch.stop()  # the command has ended: nothing more to count
         except BaseException:
             # cut short from outside (the job's timeout, an interrupt): the command must not run on
             # while its caller unwinds and cleans up the folders it writes
@@ -295,6 +302,12 @@ def run_process(argv: list[str], cwd: Path | None = None, timeout_s: float = 60.
             f.write(f"\n[optimas] killed after {timeout_s:g} s\n")
     if box is not None:
         box.sweep()  # nothing of the command runs now: what it left is checked before anyone reads it
+        exceeded = box.over_limit(what, watch.exceeded if watch else None)
+        if exceeded is not None:
+            if log is not None:
+                with open(log, "a", encoding="utf-8") as f:
+                    f.write(f"\n[optimas] {exceeded}\n")
+            raise exceeded
     return CommandResult(argv=argv, returncode=None if timed_out else proc.returncode,
                          seconds=time.monotonic() - start, output=output.out.text(), timed_out=timed_out,
                          log=log, errors=output.err.text())

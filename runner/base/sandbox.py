@@ -17,7 +17,10 @@ Inside a `sandboxed(...)` block every command that runner.base.processes starts 
 - its own process namespace (no view of the worker's processes: /proc/$PPID is the sandbox's own),
   its own network namespace (loopback only), IPC and host name;
 - no new privileges; all capabilities dropped, except where the worker runs as root and the
-  profiler needs them (OPTIMAS_SANDBOX_KEEP_CAPS=1, for hosts that restrict GPU counters to admins).
+  profiler needs them (OPTIMAS_SANDBOX_KEEP_CAPS=1, for hosts that restrict GPU counters to admins);
+- limits on processes, memory and the job's folder on disk (runner.base.limits: OPTIMAS_SANDBOX_PIDS,
+  OPTIMAS_SANDBOX_MEMORY, OPTIMAS_SANDBOX_DISK); a command over one is killed, and every later
+  command of the sandbox is refused: the job ends with LimitExceeded, which names the setting.
 
 After each command, nothing of the sandbox runs any more (its process namespace ends with it), and
 the writable area is swept: symbolic links that lead out of it, FIFOs, sockets and device nodes are
@@ -31,10 +34,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
@@ -43,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.base.errors import OptimasError
+from runner.base.limits import LimitExceeded, Limits, rlimit_argv, size_text
 
 log = logging.getLogger(__name__)
 
@@ -78,22 +84,31 @@ class Sandbox:
     readable: list[Path] = field(default_factory=list)
     keep_caps: bool = False
     devices: GpuDevices = field(default_factory=GpuDevices)
+    limits: Limits = field(default_factory=Limits)
+    sized_tmpfs: bool = False  # bwrap takes --size (0.7 and later): /tmp and /dev/shm are bounded
+    exceeded: LimitExceeded | None = None  # the limit a command went over: no command runs after it
+    used: int = 0  # bytes in the writable area at the last sweep
 
     def wrap(self, argv: Sequence[str], cwd: Path | None) -> list[str]:
-        """`argv` as a command that runs inside the sandbox, in `cwd`."""
+        """`argv` as a command that runs inside the sandbox, in `cwd`, under the kernel's limits
+        (limits.rlimit_argv). LimitExceeded once a command of this sandbox went over a limit."""
+        if self.exceeded is not None:
+            raise self.exceeded
+        # /tmp and /dev/shm hold their files in memory, which the memory watch does not count
+        tmpfs = ["--size", str(self.tmpfs_bytes()), "--tmpfs"] if self.sized_tmpfs else ["--tmpfs"]
         args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "optimas-sandbox"]
         if os.geteuid() != 0:
             args.append("--unshare-user")
         elif not self.keep_caps:
             args += ["--cap-drop", "ALL"]
-        args += ["--tmpfs", "/tmp"]  # first: the folders bound below may lie under /tmp
+        args += [*tmpfs, "/tmp"]  # first: the folders bound below may lie under /tmp
         binds, links = self._read_paths()
         for path in binds:
             args += ["--ro-bind", path, path]
         for path, target in links:  # /bin -> usr/bin on a merged-/usr system
             args += ["--symlink", target, path]
-        args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
+        args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev", *tmpfs, "/dev/shm"]
         for node in self.devices.nodes:
             args += ["--dev-bind", node, node]
         if self.devices.visible is not None:
@@ -102,7 +117,21 @@ class Sandbox:
             args += ["--bind", str(path), str(path)]
         if cwd is not None:
             args += ["--chdir", str(Path(cwd).resolve())]
-        return [*args, "--", *argv]
+        return rlimit_argv(self.limits, [*args, "--", *argv])
+
+    def tmpfs_bytes(self) -> int:
+        """What /tmp and /dev/shm may each hold: a quarter of the memory limit, and no more than the disk limit."""
+        return min(self.limits.disk, self.limits.memory // 4)
+
+    def over_limit(self, what: str, message: str | None) -> LimitExceeded | None:
+        """After a command (`what`) ended and was swept: the LimitExceeded to raise, with `message`
+        (the watch's, when it killed the command) or when the writable area holds the disk limit or
+        more. It stays: every later command of this sandbox is refused."""
+        if message is None and self.used >= self.limits.disk:  # a file the kernel stopped at the limit too
+            message = self.limits.message(what, "disk", size_text(self.used))
+        if message is not None:
+            self.exceeded = LimitExceeded(message)
+        return self.exceeded
 
     def _read_paths(self) -> tuple[list[str], list[tuple[str, str]]]:
         """The folders bound read-only, and the top-level links (such as /bin) made again."""
@@ -133,16 +162,18 @@ class Sandbox:
         SandboxError, and the job's folder must then be thrown away unread."""
         roots = [p.resolve() for p in self.writable]
         removed: list[str] = []
+        usage = _Usage()
         for root in roots:
             os.chmod(root, stat.S_IMODE(os.lstat(root).st_mode) | 0o700)  # the worker's own folder, always
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             try:
-                _sweep_folder(fd, str(root), roots, removed, 0)
+                _sweep_folder(fd, str(root), roots, removed, 0, usage)
             except OSError as e:
                 raise SandboxError(f"the job's folder could not be checked after a command ({e.strerror}: "
                                    f"{_short(e.filename or root)}); nothing of it is kept") from None
             finally:
                 os.close(fd)
+        self.used = usage.bytes
         if removed:
             log.warning("sandbox: removed %d link(s) leading out of the job's folder, FIFOs or devices: %s",
                         len(removed), ", ".join(_short(r) for r in removed[:5]))
@@ -163,14 +194,31 @@ def _inside(path: str, roots: list[Path]) -> bool:
     return any(real == r or r in real.parents for r in roots)
 
 
-def _sweep_folder(fd: int, path: str, roots: list[Path], removed: list[str], depth: int) -> None:
-    """Sweep the folder open at `fd` (named `path`), folder by folder through descriptors. No
-    process of the sandbox runs while this does: what it finds stays as it is found."""
+class _Usage:
+    """The bytes a sweep found on disk (blocks; a file of several links once)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.linked: set[tuple[int, int]] = set()
+
+    def add(self, st: os.stat_result) -> None:
+        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+            if (st.st_dev, st.st_ino) in self.linked:
+                return
+            self.linked.add((st.st_dev, st.st_ino))
+        self.bytes += st.st_blocks * 512
+
+
+def _sweep_folder(fd: int, path: str, roots: list[Path], removed: list[str], depth: int, usage: _Usage) -> None:
+    """Sweep the folder open at `fd` (named `path`), folder by folder through descriptors, adding
+    what it holds on disk to `usage`. No process of the sandbox runs while this does: what it finds
+    stays as it is found."""
     if depth > MAX_SWEEP_DEPTH or len(path) > MAX_SWEEP_PATH:
         raise SandboxError(f"the job's folder holds a tree too deep to check ({_short(path)}); nothing of it is kept")
     for name in os.listdir(fd):
         full = os.path.join(path, name)
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        usage.add(st)
         mode = st.st_mode
         if stat.S_ISLNK(mode):
             if len(full) > MAX_SWEEP_PATH or not _inside(full, roots):
@@ -181,7 +229,7 @@ def _sweep_folder(fd: int, path: str, roots: list[Path], removed: list[str], dep
                 _chmod_this(fd, name, stat.S_IMODE(mode) | 0o700)  # a folder, found so just now
             sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             try:
-                _sweep_folder(sub, full, roots, removed, depth + 1)
+                _sweep_folder(sub, full, roots, removed, depth + 1, usage)
             finally:
                 os.close(sub)
         elif stat.S_ISREG(mode):
@@ -224,6 +272,16 @@ def find_bwrap() -> str:
     return found
 
 
+@functools.cache
+def takes_size(bwrap: str) -> bool:
+    """Whether this bwrap bounds a tmpfs it makes (--size, bubblewrap 0.7 and later)."""
+    try:
+        r = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=30, env={"PATH": os.defpath})
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in r.stdout + r.stderr
+
+
 def operator_paths(env: dict[str, str] | None = None) -> list[Path]:
     """The read-only folders OPTIMAS_SANDBOX_READ adds (absolute paths, ':'-separated)."""
     raw = (os.environ if env is None else env).get(OPERATOR_READ, "")
@@ -241,9 +299,10 @@ def sandboxed(writable: Sequence[Path], readable: Sequence[Path] = (), devices: 
     read, besides the system, `readable` and the operator's folders, and use the GPUs of `devices`
     (runner.base.gpu.sandbox_devices; none when not given)."""
     global _open
-    box = Sandbox(find_bwrap(), [Path(p).resolve() for p in writable],
+    bwrap = find_bwrap()
+    box = Sandbox(bwrap, [Path(p).resolve() for p in writable],
                   [Path(p) for p in readable] + operator_paths(), keep_caps=os.environ.get(KEEP_CAPS) == "1",
-                  devices=devices or GpuDevices())
+                  devices=devices or GpuDevices(), limits=Limits.from_env(), sized_tmpfs=takes_size(bwrap))
     token = _current.set(box)
     with _open_lock:
         _open += 1
