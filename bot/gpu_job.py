@@ -356,11 +356,15 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
             # the pipeline's own failure: every command had ended and been swept; the runs say why
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
             keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus)
+            if box.exceeded is not None:
+                raise box.exceeded from None  # a limit hit that a stage caught and carried on from
             raise
         # Anything else (the job's timeout, an interrupt) cut a command short: nothing of the job's
         # folder is read or kept, as something of the code might still be running there.
         box.sweep()
         keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus)
+        if box.exceeded is not None:  # a command over a limit ends the job, whatever a stage made of it
+            raise box.exceeded
         return outcome
 
 
