@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+import requests
 from github import GithubException
 from rq import Callback, Queue, Retry, get_current_job
 from rq.command import send_stop_job_command
@@ -372,7 +373,6 @@ def is_transient(exc: BaseException | None) -> bool:
     answering 5xx or rate-limiting, Redis (a lock not acquired in time included), or an error
     marked `transient` (a failed git fetch). Everything else (a bad config, a missing tool, a
     candidate that does not build) fails the same way again."""
-    import requests
     from github import GithubException
 
     from bot.publish import retry_wait
@@ -389,12 +389,16 @@ def _complete_check(job: Job, conclusion: str, title: str, summary: str) -> None
     """Complete the GPU job's check run, if it made one (found by its id in the job's meta, or by
     its external id on the head): a run that ends any way other than normally must not stay in progress."""
     kw = job.kwargs or {}
-    if not {"repo", "installation_id", "pr", "head_sha"} <= set(kw):
+    # a check run is made on a pinned head; a control job's head_sha is None for a plain
+    # `/optimas run` (asking GitHub for the check runs of no commit raised, and the callback said
+    # nothing on the pull request)
+    head = kw.get("head_sha")
+    if not {"repo", "installation_id", "pr"} <= set(kw) or not isinstance(head, str):
         return
     pub = JobContext.create(kw["repo"], kw["installation_id"], kw["pr"], job.connection).publisher
     check_id = (job.get_meta(refresh=True) or {}).get("check_run")
     if check_id is None:
-        found = pub.find_check(kw["head_sha"], job.id)
+        found = pub.find_check(head, job.id)
         check_id = found.id if found is not None else None
     if check_id is not None and pub.repo.get_check_run(check_id).status != "completed":
         pub.complete_check(check_id, conclusion, title, summary)
@@ -429,7 +433,10 @@ def report_failure(job: Job, connection: redis.Redis, exc_type, exc_value, trace
     reason = describe(exc_value, 1000) if exc_value is not None else "the job stopped"
     ctx = JobContext.create(kw["repo"], kw["installation_id"], kw["pr"], connection)
     ctx.log.warning("job %s failed: %s", job.id, reason)
-    _complete_check(job, "failure", "Optimas failed", code_block(reason))
+    try:
+        _complete_check(job, "failure", "Optimas failed", code_block(reason))
+    except (GithubException, requests.RequestException) as e:  # the comment below still tells the PR
+        ctx.log.warning("job %s: its check run could not be completed: %s", job.id, describe(e, 300))
     ctx.publisher.post_comment(
         f"The Optimas job `{job.id}` failed:\n{code_block(reason)}\n\nNothing was posted for this run; "
         "comment `/optimas run` to try again.", key=f"failure-{job.id}")

@@ -346,17 +346,36 @@ def test_the_webhook_records_heads_that_run_comments_pin(env, monkeypatch):
 def test_lost_answers_make_no_duplicate_check_run_review_or_summary(monkeypatch, tmp_path):
     from test_bot_end_to_end import deliver_and_work, make_remote
 
-    lost = [("POST", r"/repos/.+/check-runs"), ("POST", r"/repos/.+/pulls/2/reviews"),
-            ("POST", r"/repos/.+/issues/2/comments"), ("PATCH", r"/repos/.+/check-runs/\d+")]
+    lost = [("POST", r"/repos/.+/check-runs"), ("POST", r"/repos/.+/issues/2/comments"),
+            ("PATCH", r"/repos/.+/check-runs/\d+")]
     gh, sha, gpu_job = deliver_and_work(monkeypatch, make_remote(tmp_path, ["examples/h200-probe"]),
                                         prepare=lambda fake: fake.lost_answers.extend(lost))
     assert gh.lost_answers == []  # every one of them was hit
     (check,) = gh.check_runs.values()
     assert check["status"] == "completed" and check["external_id"] == gpu_job.id
-    assert len(gh.reviews) == 1
+    assert gh.reviews == []  # no GPU here proves the candidate: no review
     assert len([c for c in gh.comments if "optimas:summary" in c["body"]]) == 1
     creates = [r for r in gh.requests if r["method"] == "POST" and r["path"].endswith("/check-runs")]
     assert len(creates) == 1  # found after the lost answer, not created again
+
+
+def test_a_lost_review_answer_makes_no_second_review(env):
+    """The review of a candidate a GPU proved (its outcome as the evaluation gives it there),
+    published through the App's client with its answer lost: one review."""
+    from bot.context import JobContext
+    from bot.gpu_job import publish_outcome
+
+    gh, conn, gpu = env
+    gh.pr_files[2] = [{"filename": "k.cu", "status": "modified", "patch": "@@ -1,2 +1,3 @@\n a\n+b\n c"}]
+    pub = JobContext.create(REPO, 1, 2, conn).publisher
+    edit = {"file": "k.cu", "start_line": 2, "end_line": 2, "new_text": "B", "explanation": "S1", "diff": ""}
+    outcome = {"verdict": "improvement", "postable": True, "edits": [edit], "headline": "Optimas: +10%"}
+    gh.lost_answers.append(("POST", r"/repos/.+/pulls/2/reviews"))
+    check = pub.start_check(HEAD, "job-lost-review")
+    assert publish_outcome(pub, check, outcome, HEAD, "summary", "job-lost-review") == 1
+    assert gh.lost_answers == [] and len(gh.reviews) == 1
+    assert "```suggestion\nB\n```" in gh.reviews[0]["comments"][0]["body"]
+    assert gh.check_runs[check]["conclusion"] == "success"
 
 
 def test_a_failure_report_is_posted_once_however_often_it_runs(env):

@@ -103,6 +103,25 @@ def test_a_failed_job_says_so_on_the_pr(env):
     q.delete(delete_jobs=True)
 
 
+@pytest.mark.parametrize("head_sha", [None, HEAD])
+def test_a_failed_control_job_says_so_whatever_its_trigger_pinned(env, head_sha):
+    """A plain `/optimas run` pins no head (head_sha None): its failure callback still comments
+    (it asked GitHub for a check run of no commit, raised, and said nothing)."""
+    from rq import Callback
+
+    gh, conn, gpu = env
+    q = Queue(f"test-control-{uuid.uuid4().hex[:8]}", connection=conn)
+    # pull request 99 does not exist: GitHub answers 404, which no retry mends
+    job = q.enqueue("bot.jobs.handle_trigger", kwargs={"repo": REPO, "installation_id": 1, "sender": "maintainer",
+                                                      "pr": 99, "head_sha": head_sha, "trigger": "comment"},
+                    on_failure=Callback("bot.jobs.report_failure"))
+    SimpleWorker([q], connection=conn).work(burst=True)
+    assert Job.fetch(job.id, connection=conn).get_status() == "failed"
+    (comment,) = [c for c in gh.comments if f"`{job.id}` failed" in c["body"]]
+    assert "404" in comment["body"] and "/optimas run" in comment["body"]
+    q.delete(delete_jobs=True)
+
+
 def test_a_deterministic_failure_is_not_retried_and_a_transient_one_is_reported_once(env, tmp_path, monkeypatch):
     """The failure callback ends the retries of a failure that would repeat (one comment at once),
     and stays quiet on a transient one until RQ's retries are used up (one comment at the end)."""
