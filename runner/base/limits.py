@@ -111,7 +111,11 @@ class Limits:
 
 
 # Sets the limits, then runs the sandbox: python -I -S -c RLIMITS NPROC FSIZE -- argv...
-_RLIMITS = ("import os, resource, sys\n"
+# Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec: both are
+# given back their defaults, as subprocess does for the commands it starts.
+_RLIMITS = ("import os, resource, signal, sys\n"
+            "signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+            "signal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n"
             "nproc, fsize = int(sys.argv[1]), int(sys.argv[2])\n"
             "if nproc: resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))\n"
             "resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))\n"
