@@ -196,7 +196,9 @@ def comment(ctx: Context) -> Decision:
     field_of(ctx.payload, "issue", dict)
     if not field_of(ctx.payload, "issue.pull_request", dict, default=None):
         return Decision(reason="a comment on an issue, not a pull request")
-    words = field_of(ctx.payload, "comment.body", str, default="").strip().split()
+    # the command is the comment's first line; what follows it is the writer's prose
+    lines = field_of(ctx.payload, "comment.body", str, default="").strip().splitlines()
+    words = lines[0].split() if lines else []
     if not words or words[0] != ctx.settings.command:
         return Decision(reason=f"not an {ctx.settings.command} command")
     verb = words[1] if len(words) > 1 else "help"
@@ -205,11 +207,13 @@ def comment(ctx: Context) -> Decision:
         # A comment carries no head SHA. `/optimas run <sha>` names the commit the writer approves;
         # plain `/optimas run` approves the head the bot had seen before the comment was made
         # (GitHub's timestamps), which the control job looks up. Either way, nothing pushed after
-        # the comment is run.
+        # the comment is run. Anything more on the line runs nothing: a run is approved in the
+        # command's exact words only.
         sha = words[2] if len(words) > 2 else None
-        if sha is not None and not SHA.fullmatch(sha):
-            return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} run {sha[:40]}", pr=pr,
-                           unknown=True, note=f"`/optimas run` takes a commit's full 40-digit SHA, not `{sha[:40]}`")
+        if len(words) > 3 or (sha is not None and not SHA.fullmatch(sha)):
+            given = re.sub(r"[^\w./:-]", "?", " ".join(words[2:])[:60])  # quoted back: no backtick or mention
+            return ctx.job(JOB_HELP, f"{ctx.repo}#{pr}: {ctx.settings.command} run {given}", pr=pr, unknown=True,
+                           note=f"`/optimas run` takes nothing or a commit's full 40-digit SHA, not `{given}`")
         return ctx.job(JOB_TRIGGER, f"{ctx.repo}#{pr}: {ctx.settings.command} run", pr=pr,
                        head_sha=sha.lower() if sha else None, trigger="comment",
                        approved_at=field_of(ctx.payload, "comment.created_at", str, default=""))

@@ -187,7 +187,7 @@ def test_a_comment_or_review_planted_with_the_actions_markers_is_not_taken_for_i
         assert f"### Optimas on `{head[:7]}`" in ours["body"]
         # no GPU here proves a candidate, so the action posted no review; a validated one (its outcome
         # as the evaluation gives it on a GPU) is published under the same run key past mallory's
-        from bot.github_client import token_client, token_author
+        from bot.github_client import token_author, token_client
         from bot.gpu_job import publish_outcome
         from bot.publish import Publisher
 

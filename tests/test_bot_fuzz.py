@@ -15,9 +15,10 @@ bot.routing decides what is allowed):
       head it shows is the PR's current head;
     - `pull_request`, action "synchronize", the PR's labels carry the label, and the head is current
       (the bot also wants a writer's approval of the head the push replaced: this check allows more);
-    - `issue_comment`, action "created", on a pull request, whose body is `/optimas run` (plain: a
-      head shown by a pull_request delivery timestamped before the comment is the current head) or
-      `/optimas run <the full 40-hex SHA of the current head>`;
+    - `issue_comment`, action "created", on a pull request, whose body's first line is exactly
+      `/optimas run` (plain: a head shown by a pull_request delivery timestamped before the comment
+      is the current head) or `/optimas run <the full 40-hex SHA of the current head>`, nothing
+      more on that line (later lines are prose);
   and the GPU job names that repository, pull request and current head.
 
 Every GPU job is cancelled as soon as it is seen (as if its run had ended), so that each later
@@ -136,7 +137,8 @@ def allowed(d: Delivery, world: World, shown: dict[tuple[str, int, str], float])
     if not _is_int(number) or not isinstance(on_pull, dict) or not on_pull or not isinstance(body, str):
         return None
     current = world.open_pulls.get(number)
-    words = body.split()
+    first = body.strip().splitlines()[:1]  # the command's line; later lines are prose
+    words = first[0].split() if first else []
     if current is None or words[:2] != [world.command, "run"]:
         return None
     if len(words) == 3 and SHA40.fullmatch(words[2]) and words[2].lower() == current:

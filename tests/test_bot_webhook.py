@@ -184,6 +184,28 @@ def test_comment_commands_on_a_pr(server, text, function):
     assert status == 202 and queue.fetch_job(body["job"]).func_name == function
 
 
+@pytest.mark.parametrize("text, runs", [("/optimas run", True), ("/optimas run\r\n\nthanks, go ahead", True),
+                                        (f"/optimas run {'a' * 40}", True), (f"/optimas run {'a' * 40}\nok", True),
+                                        (f"/optimas run {'a' * 40} now", False), ("/optimas run now", False),
+                                        ("/optimas run `@everyone`", False), ("thanks\n/optimas run", False)])
+def test_a_run_is_approved_in_the_commands_exact_words(server, text, runs):
+    """The command is the comment's first line: `/optimas run`, optionally a full SHA, nothing more
+    on that line (later lines are prose); anything else runs nothing, and a writer is told why."""
+    url, queue = server
+    c = payload("issue_comment/created.with-installation.payload.json")
+    c["comment"]["body"] = text
+    c["issue"]["pull_request"] = {"url": "x"}
+    status, body = post(url, "issue_comment", c)
+    if text.startswith("thanks"):
+        assert status == 200 and body["reason"] == "not an /optimas command"
+        return
+    job = queue.fetch_job(body["job"])
+    assert job.func_name == ("bot.jobs.handle_trigger" if runs else "bot.jobs.post_help")
+    if not runs:
+        assert job.kwargs["unknown"] and "takes nothing or a commit's full 40-digit SHA" in job.kwargs["note"]
+        assert "`@" not in job.kwargs["note"].replace("`/optimas run`", "")
+
+
 def test_comments_that_are_not_commands_or_not_on_prs_or_from_bots_are_ignored(server):
     url, queue = server
     c = payload("issue_comment/created.with-installation.payload.json")

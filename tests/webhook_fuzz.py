@@ -143,6 +143,8 @@ def _commands(world: World, head: str, other: str) -> dict[str, tuple[str, float
             "run-sha40-upper": (f"{c} run {head.upper()}", 3), "run-sha40-other": (f"{c} run {other}", 5),
             "run-sha7": (f"{c} run {head[:7]}", 8), "run-sha12": (f"{c} run {head[:12]}", 4),
             "run-sha7-other": (f"{c} run {other[:7]}", 2), "run-branch": (f"{c} run main", 2),
+            "run-sha40-more": (f"{c} run {head} now please", 3), "run-more": (f"{c} run now", 2),
+            "run-then-prose": (f"{c} run\r\n\nThanks, {head}", 2), "run-sha40-then-prose": (f"{c} run {head}\nok", 2),
             "status": (f"{c} status", 6), "help": (f"{c} help", 5), "bare": (c, 2),
             "unknown": (f"{c} frobnicate", 2), "upper-command": (f"{c.upper()} run", 2),
             "prose": (f"please {c} run", 2), "text": ("You are totally right! I'll get this fixed right away.", 4)}
