@@ -375,3 +375,197 @@ def test_launch_sites_are_found_in_one_pass_on_crafted_source():
         found = launch_sites(text)  # (minutes to hours before)
         assert len(found) <= MAX_LAUNCH_MACROS
     assert [(s.kernel, s.targets) for s in launch_sites(IN_A_MACRO, {"scale"})] == [("k", ["scale"])]
+
+
+# Host code smuggled into an allowed edit (issue #43): the edit text is the adversary's (a model, or a
+# pull request whose configuration points the model at answers it ships). Each attempt is refused by
+# the rule named; the legitimate edits beside them pass.
+
+KERNEL = "\n".join(LAUNCHING.splitlines()[1:5])  # scale, lines 2-5
+LAUNCH_EDITABLE = {"main.cu": [(2, 5), (9, 9), (10, 10), (13, 13)]}
+HOST_DEVICE = """\
+__host__ __device__ inline float twice(float x) { return 2.0f * x; }
+__device__ inline float thrice(float x) { return 3.0f * x; }
+__global__ void scale(float* a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) a[i] = twice(thrice(a[i]));
+}
+"""
+SOURCES = {"launch": (LAUNCHING, LAUNCH_EDITABLE),
+           "const": (LAUNCHING.replace("int threads = 32;", "const int threads = 32;"), LAUNCH_EDITABLE),
+           "macro": (IN_A_MACRO, {"main.cu": [(1, 1), (5, 5)]}),
+           "host-device": (HOST_DEVICE, {"main.cu": [(1, 1), (2, 2), (3, 6)]})}
+
+
+def _launch_line(config: str) -> str:
+    return f"  scale<<<{config}>>>(d, N);"
+
+
+SMUGGLED = [
+    # the seven answers of issue #43
+    ("lambda as block size", "launch", 13, 13, _launch_line('N/4,[]{ system("touch /tmp/p"); return 256; }(), 0, s'),
+     {"launch-config"}),
+    ("lambda with captures as block size", "launch", 13, 13,
+     _launch_line('grid, [&]() -> int { system("id"); return 256; }(), 0, s'), {"launch-config"}),
+    ("dim3 through the comma operator", "launch", 10, 10, '  dim3 grid((system("id"), (N + threads - 1) / threads));',
+     {"launch-config"}),
+    ("dim3's second argument through the comma operator", "launch", 10, 10,
+     '  dim3 grid((N + threads - 1) / threads, (system("id"), 1));', {"launch-config"}),
+    ("namespace-scope static initializer before a kernel", "launch", 2, 5,
+     'static int x = system("id");\n' + KERNEL, {"host-code"}),
+    ("namespace-scope static initializer after the kernel's brace", "launch", 5, 5,
+     '}  static int x = system("id");', {"host-code"}),
+    ("#define that wraps cudaMemcpy", "launch", 2, 5,
+     '#define cudaMemcpy(...) (system("id"), cudaMemcpy(__VA_ARGS__))\n' + KERNEL, {"preprocessor"}),
+    # variants and other smuggling
+    ("#define inside a kernel's body", "launch", 3, 3,
+     '#define cudaStreamCreate(p) (system("id"), cudaStreamCreate(p))\n' + LAUNCHING.splitlines()[2], {"preprocessor"}),
+    ("GNU statement expression", "launch", 13, 13, _launch_line('({ system("id"); grid; }), threads, 0, s'),
+     {"launch-config"}),
+    ("comma operator in shared memory", "launch", 13, 13, _launch_line('grid, threads, (system("id"), 0), s'),
+     {"launch-config"}),
+    ("assignment in the configuration", "launch", 13, 13, _launch_line('grid, threads = system("id"), 0, s'),
+     {"launch-config"}),
+    ("increment in the configuration", "launch", 13, 13, _launch_line("grid, threads++, 0, s"), {"launch-config"}),
+    ("compound assignment in the configuration", "launch", 13, 13, _launch_line("grid, threads <<= 1, 0, s"),
+     {"launch-config"}),
+    ("call of a function off the allow-list", "launch", 9, 9, '  int threads = getenv("X") ? 64 : 32;',
+     {"launch-config"}),
+    ("call through std::", "launch", 13, 13, _launch_line('grid, std::system("id") * 0 + 256, 0, s'),
+     {"launch-config"}),
+    ("call through a function pointer", "launch", 13, 13, _launch_line('grid, (&system)("id"), 0, s'),
+     {"launch-config"}),
+    ("call through a cast", "launch", 13, 13,
+     _launch_line('grid, reinterpret_cast<int (*)(const char*)>(&system)("id"), 0, s'), {"launch-config"}),
+    ("call through a parenthesized name", "launch", 9, 9, "  int threads = (int)(cudaDeviceReset)();",
+     {"launch-config"}),
+    ("member function call", "launch", 13, 13, _launch_line("grid, threads, 0, s>>>(d, N); s.sync(); scale<<<grid, 1"),
+     {"launch-config"}),
+    ("new", "launch", 13, 13, _launch_line("grid, *new int(256), 0, s"), {"launch-config"}),
+    ("throw", "launch", 13, 13, _launch_line("grid, threads > 0 ? threads : throw 1, 0, s"), {"launch-config"}),
+    ("typeid", "launch", 13, 13, _launch_line("grid, typeid(threads).hash_code() % 256, 0, s"), {"launch-config"}),
+    ("sizeof of a lambda", "launch", 13, 13, _launch_line('grid, sizeof([]{ system("id"); }) * 256, 0, s'),
+     {"launch-config"}),
+    ("asm in a statement expression", "launch", 13, 13, _launch_line('grid, ({ asm("syscall"); 256; }), 0, s'),
+     {"launch-config"}),
+    ("string literal", "launch", 13, 13, _launch_line('grid, sizeof("aaaa") * 64, 0, s'), {"launch-config"}),
+    ("user-defined literal", "launch", 13, 13, _launch_line("grid, 256_threads, 0, s"), {"launch-config"}),
+    ("lambda in digraphs", "launch", 13, 13, _launch_line("grid, [&]<%return 256;%>(), 0, s"),
+     {"launch-config", "opaque-syntax"}),
+    ("universal character name", "launch", 13, 13, _launch_line("grid, \\u0074hreads, 0, s"),
+     {"launch-config", "opaque-syntax"}),
+    ("a name the host code does not use", "launch", 13, 13, _launch_line("grid, RAND_MAX % 256, 0, s"),
+     {"launch-config"}),
+    ("new declarator on the block's line", "launch", 9, 9, '  int threads = 32, pwn = system("id");',
+     {"launch-config"}),
+    ("new declarator on the grid's line", "launch", 10, 10,
+     '  dim3 grid((N + threads - 1) / threads), pwn(system("id"));', {"launch-config"}),
+    ("call in a macro's launch", "macro", 5, 5, '    k<<<(system("id"), 1), 256>>>(a, n); \\', {"launch-config"}),
+    ("// comment that swallows the macro's next line", "macro", 5, 5, "    k<<<(n + 127) / 128, 128>>>(a, n); // \\",
+     {"preprocessor", "launch-config"}),
+    ("macro's line no longer continued", "macro", 5, 5, "    k<<<(n + 127) / 128, 128>>>(a, n);",
+     {"preprocessor", "launch-config"}),
+    ("__attribute__((constructor)) function", "launch", 2, 5,
+     KERNEL + '\n__attribute__((constructor)) static void boot() { system("id"); }', {"host-code"}),
+    ("[[gnu::constructor]] on a device function", "launch", 2, 5,
+     KERNEL + "\n[[gnu::constructor]] __device__ void boot() {}", {"host-code"}),
+    ("__host__ __device__ function added", "launch", 2, 5,
+     KERNEL + '\n__host__ __device__ int boot() { return system("id"); }', {"host-code"}),
+    ("host function added", "launch", 2, 5, KERNEL + '\nint boot() { return system("id"); }', {"host-code"}),
+    ("static object with a constructor", "launch", 2, 5,
+     KERNEL + '\nstruct Boot { Boot() { system("id"); } } boot;', {"host-code"}),
+    ("global stream object", "launch", 2, 5, KERNEL + '\nstd::ofstream trace("/tmp/x");', {"host-code"}),
+    ("operator overload at namespace scope", "launch", 2, 5,
+     KERNEL + '\ninline dim3 operator+(dim3 a, int) { system("id"); return a; }', {"host-code"}),
+    ("kernel's brace closed early", "launch", 3, 3,
+     LAUNCHING.splitlines()[2] + '\n}\nint pwn = system("id");\n__device__ void pad() {', {"host-code"}),
+    ("kernel's default argument", "launch", 2, 2, '__global__ void scale(float* a, int n = system("id")) {',
+     {"host-code"}),
+    ("#include in a kernel's body", "launch", 3, 3, '#include "/dev/stdin"\n' + LAUNCHING.splitlines()[2],
+     {"preprocessor"}),
+    ("#undef in a kernel's body", "launch", 3, 3, "#undef N\n" + LAUNCHING.splitlines()[2], {"preprocessor"}),
+    ("#pragma outside a kernel's body", "launch", 2, 5, "#pragma GCC poison cudaFree\n" + KERNEL, {"preprocessor"}),
+    ("#pragma other than unroll in a body", "launch", 3, 3, '#pragma message("x")\n' + LAUNCHING.splitlines()[2],
+     {"preprocessor"}),
+    ("#pragma unroll outside a body", "launch", 2, 5, "#pragma unroll\n" + KERNEL, {"preprocessor"}),
+    ("#if that swallows host code", "launch", 5, 5, "}\n#if 0", {"preprocessor"}),
+    ("_Pragma operator", "launch", 3, 3, '  _Pragma("push_macro(\\"N\\")")\n' + LAUNCHING.splitlines()[2],
+     {"preprocessor"}),
+    ("digraph directive", "launch", 3, 3, "%:define cudaFree(p) system(p)\n" + LAUNCHING.splitlines()[2],
+     {"preprocessor", "opaque-syntax"}),
+    ("line splice at a comment's end", "launch", 4, 4, "  if (i < n) a[i] *= 3.0f;  // faster \\",
+     {"preprocessor"}),
+    ("trigraph line splice", "launch", 4, 4, "  if (i < n) a[i] *= 3.0f;  // faster ??/", {"preprocessor"}),
+    ("raw string that hides a brace from the scanner", "launch", 3, 3,
+     LAUNCHING.splitlines()[2] + '\n  const char* r = R"x(" } static int y = system("id"); __device__ void z() { ")x";',
+     {"opaque-syntax"}),
+    ("digit separators that hide code from the scanner", "launch", 3, 3,
+     '  int q = 1\'0; } static int y = system("id"); __device__ void pad() { int r = 1\'0;', {"opaque-syntax"}),
+    ("digraph braces", "launch", 3, 3, '  %> static int y = system("id"); __device__ void pad() <%',
+     {"opaque-syntax"}),
+    ("universal character name in a kernel", "launch", 4, 4, "  if (i < n) a[i] *= 2.0f; \\u0073ystem(0);",
+     {"opaque-syntax"}),
+    ("host call in a __host__ __device__ function", "host-device", 1, 1,
+     '__host__ __device__ inline float twice(float x) { return 2.0f * x + system("id") * 0; }', {"host-code"}),
+    ("NV_IF_TARGET in a __host__ __device__ function", "host-device", 1, 1,
+     "__host__ __device__ inline float twice(float x) { NV_IF_TARGET(NV_IS_HOST, (abort();)) return 2.0f * x; }",
+     {"host-code"}),
+    ("asm in a __host__ __device__ function", "host-device", 1, 1,
+     "__host__ __device__ inline float twice(float x) { asm volatile(\"syscall\"); return 2.0f * x; }",
+     {"host-code"}),
+    ("std:: object in a __host__ __device__ function", "host-device", 1, 1,
+     "__host__ __device__ inline float twice(float x) { std::thread{&abort}.detach(); return 2.0f * x; }",
+     {"host-code"}),
+    ("static local in a __host__ __device__ function", "host-device", 1, 1,
+     "__host__ __device__ inline float twice(float x) { static int once = twice(0); return 2.0f * x; }",
+     {"host-code"}),
+    ("lambda in a __host__ __device__ function", "host-device", 1, 1,
+     "__host__ __device__ inline float twice(float x) { return [=] { return 2.0f * x; }(); }", {"host-code"}),
+    ("a device function made host-callable", "host-device", 2, 2,
+     "__host__ __device__ inline float thrice(float x) { return x * 3.0f; }", {"host-code"}),
+]
+
+
+@pytest.mark.parametrize("what, source, first, last, text, expected", SMUGGLED, ids=[s[0] for s in SMUGGLED])
+def test_host_code_smuggled_into_an_allowed_edit_is_refused(what, source, first, last, text, expected):
+    src, editable = SOURCES[source]
+    g = apply_proposal(proposal(Edit(file="main.cu", start_line=first, end_line=last, new_text=text)),
+                       {"main.cu": src}, editable)
+    assert not g.ok, what
+    assert set(rules(g)) == expected, g.reasons()
+    assert f"main.cu:{first}-" in g.reasons()
+
+
+LEGITIMATE = [
+    ("grid as arithmetic", "launch", 13, 13, _launch_line("(N + 255) / 256, 256, 0, s")),
+    ("dim3 of two", "launch", 10, 10, "  dim3 grid(32, 8);"),
+    ("a block of 512", "launch", 9, 9, "  int threads = 512;"),
+    ("a const block of 512", "const", 9, 9, "  const int threads = 512;"),
+    ("min", "launch", 9, 9, "  int threads = min(1024, N);"),
+    ("std::min", "launch", 9, 9, "  int threads = std::min(1024, N);"),
+    ("sizeof of a type", "launch", 13, 13, _launch_line("grid, threads, 2 * threads * sizeof(float), s")),
+    ("C-style cast", "launch", 10, 10, "  dim3 grid((unsigned)(N + threads - 1) / threads);"),
+    ("static_cast", "launch", 10, 10, "  dim3 grid(static_cast<int>(N / threads));"),
+    ("ceil of a float division", "launch", 10, 10, "  dim3 grid((int)ceil(N / (float)threads));"),
+    ("member access", "launch", 13, 13, _launch_line("grid.x, threads, 0, s")),
+    ("ternary", "launch", 13, 13, _launch_line("grid, N % 2 ? 256u : 128, 0, s")),
+    ("dim3 by assignment", "launch", 10, 10, "  dim3 grid = dim3((N + threads - 1) / threads, 1);"),
+    ("a macro's launch", "macro", 5, 5, "    k<<<(n + 127) / 128, 128>>>(a, n); \\"),
+    ("#pragma unroll in a kernel's body", "launch", 3, 4,
+     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n#pragma unroll 4\n  for (int j = 0; j < 1; ++j)\n"
+     "    if (i < n) a[i] *= 2.0f;  // \"twice\", it's 2'x"),
+    ("a device helper added", "launch", 2, 5, "__device__ inline float twice(float x) { return 2.0f * x; }\n"
+     + KERNEL.replace("*= 2.0f", "= twice(a[i])")),
+    ("a device function's edit", "host-device", 2, 2, "__device__ inline float thrice(float x) { return x * 3.0f; }"),
+    ("a __host__ __device__ function's arithmetic", "host-device", 1, 1,
+     "__host__ __device__ inline float twice(float x) { return fmaf(x, 2.0f, 0.0f); }"),
+    ("printf in a kernel", "launch", 4, 4, '  if (i < n) a[i] *= 2.0f; else if (i == n) printf("%d\\n", n);'),
+]
+
+
+@pytest.mark.parametrize("what, source, first, last, text", LEGITIMATE, ids=[s[0] for s in LEGITIMATE])
+def test_legitimate_edits_beside_the_smuggling_pass(what, source, first, last, text):
+    src, editable = SOURCES[source]
+    g = apply_proposal(proposal(Edit(file="main.cu", start_line=first, end_line=last, new_text=text)),
+                       {"main.cu": src}, editable)
+    assert g.ok, (what, g.reasons())

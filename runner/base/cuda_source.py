@@ -32,6 +32,7 @@ class Function:
     signature: str  # declaration text from the start up to the opening brace, whitespace folded
     params: tuple[str, ...] = field(default=())
     owner: str | None = None  # the struct or class whose member this is (`Saxpy` for `Saxpy::operator()`)
+    span: tuple[int, int] = (0, 0)  # offsets of the text: the declaration's first character and the closing brace
 
     @property
     def template_params(self) -> tuple[str, ...] | None:
@@ -50,6 +51,11 @@ class Function:
     @property
     def is_device(self) -> bool:
         return "__device__" in self.qualifiers or self.is_kernel
+
+    @property
+    def device_only(self) -> bool:
+        """Whether only the GPU runs it: a kernel or a `__device__` function without `__host__`."""
+        return self.is_device and "__host__" not in self.qualifiers
 
 
 def strip_comments_and_strings(text: str) -> str:
@@ -235,7 +241,7 @@ def functions(text: str) -> list[Function]:
                     name="::".join([*owners, fn[0]]), qualifiers=fn[1], start_line=_line_of(clean, fn[2]),
                     body_start_line=_line_of(clean, i), end_line=_line_of(clean, end),
                     signature=" ".join(clean[fn[2]:i].split()), params=fn[3],
-                    owner="::".join(owners) or None))
+                    owner="::".join(owners) or None, span=(fn[2], end)))
                 i = end + 1
                 stmt_start = i
                 continue

@@ -246,17 +246,35 @@ def _pointer_targets(body: list[str], name: str) -> list[str]:
 def masked(text: str, sites: list[LaunchSite]) -> str:
     """The code of `text` with every launch's grid, block and shared-memory arguments, and the
     initializers of the variables `sites` declare for them, blanked; whitespace removed."""
+    return _mask(text, sites)[0]
+
+
+def masked_pieces(text: str, sites: list[LaunchSite]) -> list[tuple[str, str]]:
+    """What `masked` blanks, in order: ("config", a launch's `grid, block, shared`) and ("declaration",
+    a declaration's initializers from its first configuration variable to the `;`, as `(n / 256);`
+    or `= 256, x = 2;`). Two texts whose masked forms agree differ only in these."""
+    return _mask(text, sites)[1]
+
+
+def _mask(text: str, sites: list[LaunchSite]) -> tuple[str, list[tuple[str, str]]]:
     clean = strip_comments_and_strings(text)
-    pieces, last = [], 0
+    pieces, blanked, last = [], [], 0
     for _, open_end, close, _ in _launches(clean):
         config = _top_level_split(clean[open_end:close])
         # grid, block and shared memory as one mark (shared memory may be added); the stream stays
         pieces += [clean[last:open_end], "#" + "".join("," + c for c in config[3:])]
+        blanked.append(("config", ", ".join(config[:3])))
         last = close
     clean = "".join(pieces) + clean[last:]
-    names = {i for s in sites for arg in s.config[:3] for i in _IDENT.findall(arg)} - _KEYWORDS
+    names = sorted({i for s in sites for arg in s.config[:3] for i in _IDENT.findall(arg)} - _KEYWORDS)
+    declared: list[str] = []  # in the order of the names, then of the text: the same in two texts that agree
+
+    def blank(m: re.Match) -> str:
+        declared.append(m.group(0)[m.start(1) - m.start(0):])
+        return m.group(0)[:m.start(1) - m.start(0)] + "#;"
+
     for ident in names:
         # `T name(init);`, `T name = init;`, `T name{init};` -> `T name#;`
-        clean = re.sub(_DECL.format(name=re.escape(ident)) + r"[^;]*;", lambda m: m.group(0)[:m.start(1) - m.start(0)]
-                       + "#;", clean, flags=re.MULTILINE)
-    return re.sub(r"\s+", "", clean)
+        clean = re.sub(_DECL.format(name=re.escape(ident)) + r"[^;]*;", blank, clean, flags=re.MULTILINE)
+    blanked += [("declaration", piece) for piece in declared]
+    return re.sub(r"\s+", "", clean), blanked

@@ -1,22 +1,37 @@
 """Guarded application of a Proposal: apply its edits, produce a unified diff, and reject what breaks
 a rule, naming the rule and the lines.
 
-Rules: overlapping-edits, outside-allowed-region, host-code, launch-config, signature-changed,
-kernel-removed, new-kernel, duplicate-kernel, no-op. Host code may change only where the prompt
-allowed a launch's execution configuration (runner.base.launch_sites): the launch's grid, block and
-dynamic shared memory and the one-line declarations they are computed from, nothing else.
+Rules: overlapping-edits, outside-allowed-region, host-code, launch-config, preprocessor,
+opaque-syntax, signature-changed, kernel-removed, new-kernel, duplicate-kernel, no-op. Host code may
+change only where the prompt allowed a launch's execution configuration (runner.base.launch_sites):
+the launch's grid, block and dynamic shared memory and the one-line declarations they are computed
+from, nothing else, and those only as plain arithmetic (runner.base.launch_expr). Everything outside
+the device-only functions (kernels, `__device__` functions without `__host__`) is host code: a
+namespace-scope declaration, a macro, a `__host__ __device__` function. The edit text is the
+adversary's: preprocessor lines (but `#pragma unroll` in a device function's body), line splices,
+trigraphs, and syntax the scanner reads otherwise than the compiler (raw strings, digit separators,
+digraphs, universal character names) are refused where the lines replaced did not hold them.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from typing import NamedTuple
 
 import unidiff
 from pydantic import BaseModel, Field
 
-from runner.base.cuda_source import Function, functions, strip_comments_and_strings
-from runner.base.launch_sites import launch_macros, launch_sites, masked
+from runner.base.cuda_source import Function, definitions, functions, strip_comments_and_strings
+from runner.base.launch_expr import (
+    ALLOWED_CALLS,
+    TYPE_WORDS,
+    callees,
+    declarator_faults,
+    declared_names,
+    expression_faults,
+)
+from runner.base.launch_sites import launch_macros, launch_sites, masked, masked_pieces
 from runner.proposal.parser import Edit, Proposal
 
 
@@ -86,9 +101,13 @@ def apply_proposal(proposal: Proposal, files: dict[str, str],
         return GuardResult(ok=False, violations=v)
 
     new_files = _applied(files, edits)
-    for name in {e.file for e in edits}:
+    for name in sorted({e.file for e in edits}):
+        mine = [e for e in edits if e.file == name]
         v += _kernel_rules(name, files[name], new_files[name], edits)
-        v += _launch_rule(name, files[name], new_files[name], edits)
+        syntax = _syntax_rules(files[name], new_files[name], mine) + _host_device_rule(name, files[name], mine, files)
+        launch = _launch_rule(name, files[name], new_files[name], edits, files)
+        # the scope rule is the catch-all: where a more telling rule refused the edit already, it adds nothing
+        v += syntax + (launch or ([] if syntax else _scope_rule(name, files[name], new_files[name], mine)))
     if v:
         return GuardResult(ok=False, violations=v)
     diff = unified_diff(files, new_files)
@@ -161,21 +180,308 @@ def _host_code(text: str) -> str:
     return "\n".join("\n".join(lines[a - 1:b]) for a, b in _host_ranges(text))
 
 
-def _launch_rule(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:
+def _launch_rule(name: str, old: str, new: str, edits: list[Edit], files: dict[str, str]) -> list[Violation]:
     """Host code the edits touched (a macro that launches a kernel included) differs from the
-    original only in launch configurations."""
+    original only in launch configurations, and what changed there is plain arithmetic."""
     touched = [e for e in edits if e.file == name
                and any(a <= e.end_line and e.start_line <= b for a, b in _host_ranges(old))]
     if not touched:
         return []
-    sites = launch_sites(old)
-    if masked(_host_code(old), sites) == masked(_host_code(new), sites):
-        return []
     first, last = min(e.start_line for e in touched), max(e.end_line for e in touched)
+    sites = launch_sites(old)
+    was, now = _host_code(old), _host_code(new)
+    if masked(was, sites) != masked(now, sites):
+        return [Violation(rule="launch-config", file=name, start_line=first, end_line=last,
+                          message="in host code only a launch's execution configuration may change: its grid, "
+                                  "block and dynamic shared memory, and the one-line declarations they are computed "
+                                  "from; the stream, the kernel's arguments and every other statement stay as they "
+                                  "are")]
+    faults = _configuration_faults(masked_pieces(was, sites), masked_pieces(now, sites), was, files)
+    if not faults:
+        return []
     return [Violation(rule="launch-config", file=name, start_line=first, end_line=last,
-                      message="in host code only a launch's execution configuration may change: its grid, block "
-                              "and dynamic shared memory, and the one-line declarations they are computed from; "
-                              "the stream, the kernel's arguments and every other statement stay as they are")]
+                      message="a launch configuration is arithmetic over names the host code uses, with casts and "
+                              "calls of min, max, dim3, sizeof, static_cast, ceil or floor (or what it called "
+                              f"before); this one holds {'; '.join(faults)}")]
+
+
+def _squashed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _configuration_faults(old: list[tuple[str, str]], new: list[tuple[str, str]], host: str,
+                          files: dict[str, str]) -> list[str]:
+    """Why the configurations and declarations an edit changed (`new` against `old`, as
+    masked_pieces lists them) are not plain arithmetic over the names the host code uses."""
+    changed = [(kind, a, b) for (kind, a), (_, b) in zip(old, new, strict=False) if _squashed(a) != _squashed(b)]
+    if len(old) != len(new):
+        return ["a launch or a declaration more or fewer than before"]
+    if not changed:
+        return []
+    known = set(re.findall(r"\b[A-Za-z_]\w*\b", strip_comments_and_strings(host))) | _plain_definitions(files)
+    faults: list[str] = []
+    for kind, a, b in changed:
+        if kind == "config":
+            faults += expression_faults(b, known, callees(a), commas=True)
+        else:
+            faults += declarator_faults(b, known, callees(a), declared_names(a))
+    return list(dict.fromkeys(faults))
+
+
+def _plain_definitions(files: dict[str, str]) -> set[str]:
+    """The macros and file-scope constants of the sources whose definitions call nothing but what a
+    launch configuration may call (`#define BLOCK 256`, `constexpr int kBlock = 256;`): names an
+    edit may use in a launch's configuration though the host code did not."""
+    out: set[str] = set()
+    for text in files.values():
+        lines = strip_comments_and_strings(text).splitlines()
+        for ident, ranges in definitions(text, functions(text)).items():
+            body = "\n".join("\n".join(lines[a - 1:b]) for a, b in ranges)
+            called = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", body)) - {ident} - ALLOWED_CALLS - TYPE_WORDS
+            if not called:
+                out.add(ident)
+    return out
+
+
+# A compiler's reading of a text, as far as the rules below need it: comments, string and character
+# literals (blanked), raw strings and preprocessing numbers (a digit separator `1'000` is one; read as
+# a character literal it hid everything to the next quote from the scanner), words.
+_LEX = re.compile(r"""
+    (?P<comment>//[^\n]*|/\*[\s\S]*?(?:\*/|\Z))
+  | (?P<raw>\b(?:u8|[uUL])?R")
+  | (?P<string>\b(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"?|"(?:\\.|[^"\\\n])*"?)
+  | (?P<number>\.?\d(?:[eEpP][+-]|['\w.])*)
+  | (?P<char>\b(?:u8|[uUL])?'(?:\\.|[^'\\\n])*'?|'(?:\\.|[^'\\\n])*'?)
+  | (?P<word>[A-Za-z_]\w*)
+""", re.X)
+_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)")
+_CONDITIONAL = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_UNROLL = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(?:unroll(?:[ \t(]+[\w \t+\-*/()]*)?|nounroll)[ \t]*$")
+_CONTINUED = re.compile(r"(?:\\|\?\?/)[ \t]*$")
+# What an edit may not add, by rule: (rule, pattern over the code, what it is).
+_ADDED = (
+    ("preprocessor", re.compile(r"\b(?:_Pragma|__pragma)\b"), "a _Pragma operator"),
+    ("opaque-syntax", re.compile(r"<%|%>|<:|:>|%:"), "a digraph (the scanner reads `<%`/`%>` as no braces)"),
+    ("opaque-syntax", re.compile(r"\\[uU]"), "a universal character name"),
+    ("host-code", re.compile(r"\b(?:__attribute__|__declspec)\b|\[\["), "an attribute (a constructor, destructor or "
+                                                                         "section runs or places code on the host)"),
+    ("host-code", re.compile(r"\b__host__\b"), "__host__ (a function the host may call)"),
+)
+
+
+class _Lexed(NamedTuple):
+    code: str  # comments and string and character literals blanked, every newline and column kept
+    raw_strings: int
+    separators: int  # digit separators
+    line_comments: int
+    literals: int  # string and character literals
+
+
+def _lexed(text: str) -> _Lexed:
+    """`text` as far as the rules below read it."""
+    out, last, counts = [], 0, {"raw": 0, "separator": 0, "line-comment": 0, "literal": 0}
+    for m in _LEX.finditer(text):
+        kind = m.lastgroup
+        if kind in ("comment", "string", "char"):
+            out += [text[last:m.start()], re.sub(r"[^\n]", " ", m.group(0))]
+            last = m.end()
+        if kind == "raw":
+            counts["raw"] += 1
+        elif kind == "number" and "'" in m.group(0):
+            counts["separator"] += 1
+        elif kind == "comment" and m.group(0).startswith("//"):
+            counts["line-comment"] += 1
+        elif kind in ("string", "char"):
+            counts["literal"] += 1
+    return _Lexed("".join(out) + text[last:], counts["raw"], counts["separator"], counts["line-comment"],
+                  counts["literal"])
+
+
+def _new_starts(edits: list[Edit]) -> list[int]:
+    """The first line of each edit's text in the edited file (`edits`: one file's, by first line)."""
+    out, shift = [], 0
+    for e in edits:
+        out.append(e.start_line + shift)
+        shift += len(e.new_text.splitlines()) - (e.end_line - e.start_line + 1)
+    return out
+
+
+def _syntax_rules(old: str, new: str, edits: list[Edit]) -> list[Violation]:
+    """Preprocessor lines, splices and syntax the scanner misreads that an edit adds (what the lines
+    it replaces held may stay); `#pragma unroll` inside a device function's body is allowed."""
+    bodies = [(f.body_start_line, f.end_line) for f in functions(new) if f.device_only]
+
+    def in_body(line: int) -> bool:
+        return any(a < line < b for a, b in bodies)
+
+    v: list[Violation] = []
+    lines = old.splitlines()
+    for e, first in zip(edits, _new_starts(edits), strict=True):
+        was = "\n".join(lines[e.start_line - 1:e.end_line])
+        for rule, message in _syntax_faults(was, e.new_text, lambda i, first=first: in_body(first + i)):
+            v.append(Violation(rule=rule, file=e.file, start_line=e.start_line, end_line=e.end_line, message=message))
+    return v
+
+
+def _syntax_faults(was: str, now: str, in_body) -> list[tuple[str, str]]:
+    """(rule, what) for each thing `now` adds to `was` that the rules refuse; `in_body(i)`: whether
+    line i (0-based) of `now` lies inside a device function's body once applied."""
+    before, after = _lexed(was), _lexed(now)
+    faults = _splice_faults(was, now, after.line_comments)
+    faults += [("preprocessor", f) for f in _directive_faults(was, before.code, now, after.code, in_body)]
+    if after.raw_strings > before.raw_strings:
+        faults.append(("opaque-syntax", "adds a raw string literal (the scanner reads its quotes otherwise)"))
+    if after.separators > before.separators:
+        faults.append(("opaque-syntax", "adds a digit separator (the scanner reads `'` as a character literal)"))
+    for rule, pattern, what in _ADDED:
+        if len(pattern.findall(after.code)) > len(pattern.findall(before.code)):
+            faults.append((rule, f"adds {what}"))
+    return faults
+
+
+def _splice_faults(was: str, now: str, line_comments: int) -> list[tuple[str, str]]:
+    """Line splices (a line ending with `\\`, or the trigraph `??/`) that an edit adds: they join the
+    next line, one the edit does not show, to a comment or a macro. In a macro's body (the lines
+    replaced end with one) each line of the edit must go on ending with one, and hold no `//`."""
+    faults: list[tuple[str, str]] = []
+    old_lines, new_lines = was.splitlines(), now.splitlines()
+    if len(re.findall(r"\?\?[=/'()!<>\-]", now)) > len(re.findall(r"\?\?[=/'()!<>\-]", was)):
+        faults.append(("preprocessor", "adds a trigraph"))
+    if old_lines and _CONTINUED.search(old_lines[-1]):
+        if not all(_CONTINUED.search(ln) for ln in new_lines):
+            faults.append(("preprocessor", "ends a line of the macro (each line of its body ends with `\\`)"))
+        if line_comments:
+            faults.append(("preprocessor", "a `//` comment in a macro's body (its `\\` would continue the comment)"))
+        return faults
+    kept = [ln for ln in old_lines if _CONTINUED.search(ln)]
+    if any(_CONTINUED.search(ln) and ln not in kept for ln in new_lines):
+        faults.append(("preprocessor", "adds a line splice (`\\` at a line's end joins the next line to it)"))
+    return faults
+
+
+def _directive_faults(was: str, was_code: str, now: str, now_code: str, in_body) -> list[str]:
+    """Preprocessor lines of `now` that `was` did not hold (but `#pragma unroll` in a device
+    function's body), and `#if` lines in another order than before."""
+    def directives(raw: str, code: str) -> list[tuple[int, str, str]]:
+        return [(i, " ".join(r.split()), c) for i, (r, c) in enumerate(zip(raw.splitlines(), code.splitlines(),
+                                                                          strict=False)) if _DIRECTIVE.match(c)]
+
+    before, after = directives(was, was_code), directives(now, now_code)
+    left = [d for _, d, _ in before]
+    faults = []
+    for i, d, code in after:
+        if d in left:
+            left.remove(d)
+        elif not (_UNROLL.match(code) and in_body(i)):
+            faults.append(f"adds the preprocessor line `{d[:60]}` (only `#pragma unroll` inside a device function's "
+                          "body)")
+    if [d for _, d, c in before if _CONDITIONAL.match(c)] != [d for _, d, c in after if _CONDITIONAL.match(c)]:
+        faults.append("moves, adds or drops #if/#else/#endif lines")
+    return faults
+
+
+def _skeleton(text: str, host_device: set[str]) -> str:
+    """`text`'s code outside its device-only functions and the `__host__ __device__` functions named
+    `host_device` (comments and strings blanked, preprocessor lines kept): the host code,
+    namespace-scope declarations and macros."""
+    clean = strip_comments_and_strings(text)
+    spans = sorted(f.span for f in functions(text) if f.device_only or f.is_device and f.name in host_device)
+    out, last = [], 0
+    for a, b in spans:
+        if a >= last:
+            out.append(clean[last:a])
+            last = b + 1
+    return "".join(out) + clean[last:]
+
+
+def _scope_rule(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:
+    """The code outside the device-only functions is the original's, launch configurations apart:
+    no namespace-scope declaration, macro or host-callable (`__host__ __device__`) function added or
+    changed by an edit of a device function's lines."""
+    sites = launch_sites(old)
+    host_device = {f.name for f in functions(old) if f.is_device and not f.device_only}
+    original = masked(_skeleton(old, host_device), sites)
+    if original == masked(_skeleton(new, host_device), sites):
+        return []
+    alone = [e for e in edits if masked(_skeleton(_applied({name: old}, [e])[name], host_device), sites) != original]
+    return [Violation(rule="host-code", file=name, start_line=e.start_line, end_line=e.end_line,
+                      message="adds or changes code outside the device functions (a namespace-scope declaration or "
+                              "statement, a macro, or a function the host may call); only device code and launch "
+                              "configurations may change") for e in alone or edits]
+
+
+# What a `__host__ __device__` function's edit may call besides the device functions of the sources
+# and what the function called before: math and intrinsics (the host's versions of these compute).
+_DEVICE_MATH = frozenset({
+    "min", "max", "abs", "fabs", "fabsf", "sqrt", "sqrtf", "rsqrt", "rsqrtf", "cbrt", "cbrtf", "exp", "expf", "exp2",
+    "exp2f", "exp10", "exp10f", "expm1", "expm1f", "log", "logf", "log2", "log2f", "log10", "log10f", "log1p",
+    "log1pf", "pow", "powf", "sin", "sinf", "cos", "cosf", "tan", "tanf", "sincos", "sincosf", "asin", "asinf", "acos",
+    "acosf", "atan", "atanf", "atan2", "atan2f", "sinh", "sinhf", "cosh", "coshf", "tanh", "tanhf", "erf", "erff",
+    "erfc", "erfcf", "floor", "floorf", "ceil", "ceilf", "trunc", "truncf", "round", "roundf", "rint", "rintf",
+    "lrint", "llrint", "fmod", "fmodf", "remainder", "remainderf", "fma", "fmaf", "fmin", "fminf", "fmax", "fmaxf",
+    "hypot", "hypotf", "copysign", "copysignf", "ldexp", "ldexpf", "frexp", "frexpf", "isnan", "isinf", "isfinite",
+    "signbit", "umin", "umax", "llmin", "llmax", "ullmin", "ullmax", "__ldg", "__ldca", "__ldcs", "__ldcg",
+    "__fdividef", "__expf", "__logf", "__sinf", "__cosf", "__powf", "__saturatef", "__fmul_rn", "__fadd_rn",
+    "__fsub_rn", "__fmaf_rn", "__frcp_rn", "__fsqrt_rn", "__dmul_rn", "__dadd_rn", "__fma_rn", "__float2int_rn",
+    "__float2int_rz", "__int2float_rn", "__float_as_int", "__int_as_float", "__popc", "__popcll", "__clz", "__clzll",
+    "__ffs", "__ffsll", "__brev", "__mul24", "__umul24", "__mulhi", "__umulhi", "static_cast", "sizeof", "alignof"})
+# Control words a `(` or `{` follows; keywords an edit of a host-callable function may not add.
+_CONTROL = frozenset({"if", "for", "while", "switch", "return", "else", "do", "sizeof", "alignof", "static_assert",
+                      "const", "noexcept", "decltype"})
+_HOST_DEVICE_DENIED = ("new", "delete", "throw", "typeid", "asm", "__asm__", "__asm", "static", "extern",
+                       "thread_local", "operator", "try", "catch", "goto", "template")
+_CALL_OR_BRACE = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^<>;{}()]*>\s*)?[({]")
+
+
+def _host_device_rule(name: str, old: str, edits: list[Edit], files: dict[str, str]) -> list[Violation]:
+    """An edit of a `__host__ __device__` function (the host may call it) adds no call but of the
+    sources' device functions, math and what the function called before, and no literal, qualified
+    name, lambda or keyword that runs code (`new`, `throw`, `asm`, `static`, ...)."""
+    both = [f for f in functions(old) if f.is_device and not f.device_only]
+    if not both:
+        return []
+    device = {f.name.split("::")[-1] for text in files.values() for f in functions(text) if f.is_device}
+    lines = old.splitlines()
+    v = []
+    for e in edits:
+        for f in (f for f in both if f.start_line <= e.end_line and e.start_line <= f.end_line):
+            was = "\n".join(lines[max(f.start_line, e.start_line) - 1:min(f.end_line, e.end_line)])
+            whole = "\n".join(lines[f.start_line - 1:f.end_line])
+            faults = _host_device_faults(whole, was, e.new_text, device)
+            if faults:
+                v.append(Violation(rule="host-code", file=name, start_line=e.start_line, end_line=e.end_line,
+                                   message=f"changes __host__ __device__ function {f.name}, which the host may call "
+                                           f"as well, adding {'; '.join(faults)} (only calls of device functions, "
+                                           "math and what it called before)"))
+    return v
+
+
+def _host_device_faults(function: str, was: str, now: str, device: set[str]) -> list[str]:
+    """What `now` (replacing `was`, lines of the `__host__ __device__` function `function`) adds
+    that could run host code."""
+    before, after, whole = _lexed(was), _lexed(now), _lexed(function).code
+    known = set(_CALL_OR_BRACE.findall(whole)) | device | _DEVICE_MATH | _CONTROL | TYPE_WORDS
+    faults = [f"a call or construction of {n}" for n in dict.fromkeys(_CALL_OR_BRACE.findall(after.code))
+              if n not in known and not n.startswith("make_")]
+    faults += [f"the keyword {w}" for w in _HOST_DEVICE_DENIED
+               if len(re.findall(rf"\b{w}\b", after.code)) > len(re.findall(rf"\b{w}\b", before.code))]
+    if after.literals > before.literals:
+        faults.append("a string or character literal")
+    if after.code.count("::") > before.code.count("::"):
+        faults.append("a qualified name")
+    if _lambdas(after.code) > _lambdas(before.code):
+        faults.append("a lambda")
+    return faults
+
+
+def _lambdas(code: str) -> int:
+    """How many `[` of `code` open no subscript (a lambda's captures)."""
+    count = 0
+    for m in re.finditer(r"\[", code):
+        before = re.search(r"(\w+|[)\]])?\s*\Z", code[max(0, m.start() - 64):m.start()])
+        subscript = before is not None and before.group(1) not in (None, "return", "else", "do", "case")
+        count += not subscript and not code.startswith("[[", m.start()) and not code[:m.start()].endswith("[")
+    return count
 
 
 def _kernel_rules(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:
@@ -222,6 +528,11 @@ def _signature_rules(name: str, f: Function, g: Function) -> list[Violation]:
         return [Violation(rule="signature-changed", file=name, start_line=f.start_line, end_line=f.body_start_line,
                           message=f"kernel {k}'s parameters changed from ({', '.join(f.params)}) to "
                                   f"({', '.join(g.params)}); keep the launch interface")]
+    defaults = [[re.sub(r"\s+", "", p.partition("=")[2]) for p in x.params] for x in (f, g)]
+    if defaults[0] != defaults[1]:
+        return [Violation(rule="host-code", file=name, start_line=f.start_line, end_line=f.body_start_line,
+                          message=f"kernel {k}'s default arguments changed: the host evaluates them where a "
+                                  "launch leaves them out")]
     if _normal_template(f) != _normal_template(g):
         was, now = (f"template <{', '.join(x.template_params)}>" if x.template_params is not None
                     else "no template head" for x in (f, g))
