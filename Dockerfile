@@ -17,8 +17,9 @@ COPY runner ./runner
 COPY bot ./bot
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
-# The App: gunicorn serving bot.wsgi:app, as an unprivileged user. The control worker runs the
-# same image with `rq worker -w bot.worker.OptimasWorker optimas-control`.
+# The App: gunicorn serving bot.wsgi:app with bot/serving.py's settings (gevent workers, so that slow
+# clients hold no thread; their timeouts), as an unprivileged user. The control worker runs the same
+# image with `rq worker -w bot.worker.OptimasWorker optimas-control`.
 FROM ${PYTHON_IMAGE} AS app
 # /var/lib/optimas/runs: where compose mounts the GPU worker's run folders (a new volume takes the
 # owner of the folder it is mounted on)
@@ -31,7 +32,7 @@ WORKDIR /home/optimas
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=3s \
   CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2)"]
-CMD ["gunicorn", "--workers", "2", "--threads", "8", "--bind", "0.0.0.0:8000", "bot.wsgi:app"]
+CMD ["gunicorn", "-c", "python:bot.serving", "--bind", "0.0.0.0:8000", "bot.wsgi:app"]
 
 # The GPU worker: NVIDIA's CUDA development image (nvcc, CUPTI) with Nsight Compute, git for the
 # pinned checkouts, bubblewrap for the sandbox that a pull request's code runs in, and Optimas in a

@@ -1,17 +1,23 @@
 """Webhook fuzzing at scale: seeded, signed, mutated deliveries through the receiver as it is served.
 
-Serves the App as the README says (gunicorn with `bot.wsgi:app`, settings from the environment, the
-local Redis, a control queue and key prefix of the run's own) and sends it the deliveries of
-tests/webhook_fuzz.py (GitHub's example payloads, valid or mutated: type swaps, dropped and junk
-keys, lone surrogates, deep nesting, huge and odd strings, odd event headers and actions, odd
+Serves the App as the documented deployment does (`gunicorn -c python:bot.serving bot.wsgi:app`,
+settings from the environment, the local Redis, a control queue and key prefix of the run's own) and
+sends it the deliveries of tests/webhook_fuzz.py (GitHub's example payloads, valid or mutated: type
+swaps, dropped and junk keys, lone surrogates, deep nesting, huge and odd strings, odd event headers and actions, odd
 encodings, bad signatures, redeliveries) from several client threads over keep-alive connections.
 Counts the answers per status, per mutation and per kind; every 5xx and every delivery that got no
 answer is listed with its label and the start of its body; the server's log is checked for
 tracebacks and restarted workers. The control jobs are not run (tests/test_bot_fuzz.py runs them);
 the control queue and the run's keys are deleted at the end.
 
+The control jobs and the rules' oracle (no GPU job the rules do not allow) are tests/test_bot_fuzz.py's;
+at this scale it runs as
+  OPTIMAS_FUZZ_DELIVERIES=100000 OPTIMAS_FUZZ_RECORD=benchmarks/results/webhook-fuzz-control-<date>.json \
+      python -m pytest tests/test_bot_fuzz.py
+which records what it found there (statuses, control jobs run, GPU jobs by rule and any the rules forbid).
+
 Usage: python benchmarks/bench_webhook_fuzz.py [--deliveries 100000] [--seed 20261204] [--workers 2]
-       [--threads 4] [--clients 8] [--max-body-bytes 1048576] [--out benchmarks/results]
+       [--clients 8] [--max-body-bytes 1048576] [--out benchmarks/results]
 Writes <out>/webhook-fuzz-<date>.json (UTC date) and prints it; exits 1 when any delivery got a
 5xx or no answer, or the server logged a traceback or restarted a worker.
 """
@@ -72,7 +78,6 @@ def main() -> int:
     ap.add_argument("--deliveries", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=20261204)
     ap.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
-    ap.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
     ap.add_argument("--clients", type=int, default=8, help="client threads, one keep-alive connection each")
     ap.add_argument("--max-body-bytes", type=int, default=1024 * 1024, help="OPTIMAS_MAX_BODY_BYTES of the server")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
@@ -117,7 +122,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "gunicorn.log"
         try:
-            with gunicorn(env, log, workers=args.workers, threads=args.threads, cwd=REPO) as port:
+            with gunicorn(env, log, workers=args.workers, cwd=REPO) as port:
                 t0 = time.perf_counter()
                 post_all(port, deliveries(args.seed, args.deliveries), SECRET, on_answer, threads=args.clients)
                 elapsed = time.perf_counter() - t0
@@ -132,7 +137,7 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "commit": _git("rev-parse", "HEAD"),
         "bot_modified_since_commit": bool(_git("status", "--porcelain", "--", "bot", "runner")),
-        "server": f"gunicorn --workers {args.workers} --threads {args.threads} bot.wsgi:app "
+        "server": f"gunicorn -c python:bot.serving --workers {args.workers} bot.wsgi:app "
                   f"(OPTIMAS_MAX_BODY_BYTES={args.max_body_bytes})",
         "cpus": os.cpu_count(), "clients": args.clients, "deliveries": args.deliveries, "seed": args.seed,
         "seconds": round(elapsed, 1), "deliveries_per_s": round(args.deliveries / elapsed, 1),

@@ -65,7 +65,8 @@ class Served:
 
 
 def gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", "2", "--threads", "4", "--bind",
+    # the documented deployment: every setting of gunicorn's in bot/serving.py
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:bot.serving", "--bind",
                              f"127.0.0.1:{port}", "bot.wsgi:app"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     for _ in range(150):

@@ -48,7 +48,7 @@ from webhook_fuzz import WORLD, Answer, Delivery, World, deliveries, gunicorn, p
 SEED = 20261204
 COUNT = 2000
 SECRET = b"fuzz-webhook-secret"
-WORKERS, THREADS, CLIENTS = 2, 4, 8
+WORKERS, CLIENTS = 2, 8
 ROUND = 25  # deliveries sent together (concurrently) before the control jobs they enqueued run
 WRITE = frozenset({"write", "maintain", "admin"})
 SHA40 = re.compile(r"[0-9a-fA-F]{40}")
@@ -249,7 +249,7 @@ def test_fuzzed_deliveries_get_no_5xx_and_enqueue_only_the_gpu_jobs_the_rules_al
         environment = server_env(SECRET, control.name, os.environ["OPTIMAS_KEY_PREFIX"], world.label)
         worker = ObservedWorker(control, gpu)
         made = worker.made
-        with gunicorn(environment, log, workers=WORKERS, threads=THREADS) as port:
+        with gunicorn(environment, log, workers=WORKERS) as port:
             for start in range(0, len(sent), ROUND):
                 post_all(port, sent[start:start + ROUND], SECRET, lambda d, a: answers.__setitem__(d.index, a),
                          threads=CLIENTS)

@@ -365,8 +365,9 @@ def test_deeply_nested_json_is_400(server):
 
 
 def test_served_by_gunicorn_as_the_readme_says(conn, tmp_path):
-    """The production server: gunicorn with bot.wsgi:app, settings from the environment (werkzeug's
-    development server does not read chunked bodies at all; gunicorn does, within the cap)."""
+    """The production server: gunicorn with bot/serving.py's settings and bot.wsgi:app, settings from
+    the environment (werkzeug's development server does not read chunked bodies at all; gunicorn
+    does, within the cap)."""
     import os
     import socket
     import subprocess
@@ -381,7 +382,7 @@ def test_served_by_gunicorn_as_the_readme_says(conn, tmp_path):
     env = {**os.environ, "OPTIMAS_WEBHOOK_SECRET": SECRET.decode(), "OPTIMAS_CONTROL_QUEUE": control,
            "OPTIMAS_REDIS_URL": "redis://127.0.0.1:6379/0", "OPTIMAS_KEY_PREFIX": f"test-{uuid.uuid4().hex[:8]}",
            "OPTIMAS_MAX_BODY_BYTES": str(1024 * 1024)}
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", "2", "--threads", "4", "--bind",
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:bot.serving", "--bind",
                              f"127.0.0.1:{port}", "bot.wsgi:app"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:

@@ -12,7 +12,8 @@ run <sha>, status, help, ...). A few deliveries are redeliveries: the same X-Git
 body again.
 
 `post_all` sends deliveries over keep-alive connections from several threads; `gunicorn` serves
-the bot as the README says (`bot.wsgi:app`, settings from the environment).
+the bot as the documented deployment does (`gunicorn -c python:bot.serving bot.wsgi:app`, settings
+from the environment).
 """
 
 from __future__ import annotations
@@ -680,14 +681,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+SERVE = ["-c", "python:bot.serving"]  # the Dockerfile's CMD, docs/github-app.md: every setting is in bot/serving.py
+
+
 @contextlib.contextmanager
-def gunicorn(env: Mapping[str, str], log: Path, workers: int = 2, threads: int = 4,
+def gunicorn(env: Mapping[str, str], log: Path, workers: int | None = None,
              cwd: Path | None = None) -> Iterator[int]:
-    """gunicorn with `bot.wsgi:app` (the README's command), its settings from `env`, its output in
-    `log`; yields its port once every worker has booted and /healthz answers."""
+    """gunicorn as the documented deployment runs it (`gunicorn -c python:bot.serving bot.wsgi:app`:
+    gevent workers, its timeouts), its settings from `env`, its output in `log`, `workers` (default
+    bot/serving.py's) workers on a free loopback port; yields the port once every worker has booted
+    and /healthz answers."""
     port = free_port()
-    cmd = [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--threads", str(threads), "--bind",
-           f"127.0.0.1:{port}", "bot.wsgi:app"]
+    workers = workers or serving_workers()
+    cmd = [sys.executable, "-m", "gunicorn", *SERVE, "--workers", str(workers), "--bind", f"127.0.0.1:{port}",
+           "bot.wsgi:app"]
     root = cwd or Path(__file__).resolve().parent.parent
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, env=dict(env), cwd=root, stdout=out, stderr=subprocess.STDOUT)
@@ -709,6 +716,13 @@ def gunicorn(env: Mapping[str, str], log: Path, workers: int = 2, threads: int =
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def serving_workers() -> int:
+    """The worker processes the documented deployment starts (bot/serving.py's `workers`)."""
+    from bot import serving
+
+    return serving.workers
 
 
 def _healthy(port: int) -> bool:
