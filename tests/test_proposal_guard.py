@@ -394,6 +394,8 @@ __global__ void scale(float* a, int n) {
 SOURCES = {"launch": (LAUNCHING, LAUNCH_EDITABLE),
            "const": (LAUNCHING.replace("int threads = 32;", "const int threads = 32;"), LAUNCH_EDITABLE),
            "macro": (IN_A_MACRO, {"main.cu": [(1, 1), (5, 5)]}),
+           "namespace-threads": (LAUNCHING.replace("__global__ void scale", "int threads = 32; __global__ void scale")
+                                 .replace("  int threads = 32;\n", ""), {"main.cu": [(2, 5), (9, 9), (12, 12)]}),
            "host-device": (HOST_DEVICE, {"main.cu": [(1, 1), (2, 2), (3, 6)]})}
 
 
@@ -493,6 +495,11 @@ SMUGGLED = [
      {"preprocessor"}),
     ("digraph directive", "launch", 3, 3, "%:define cudaFree(p) system(p)\n" + LAUNCHING.splitlines()[2],
      {"preprocessor", "opaque-syntax"}),
+    ("#define after a Unicode line separator in a comment", "launch", 3, 3,
+     "  // faster\u2028#define cudaFree(p) system(p)\n" + LAUNCHING.splitlines()[2].replace(";", " + 0;"),
+     {"preprocessor"}),
+    ("configuration variable at namespace scope on a kernel's first line", "namespace-threads", 2, 2,
+     'int threads = system("id"); __global__ void scale(float* a, int n) {', {"launch-config"}),
     ("line splice at a comment's end", "launch", 4, 4, "  if (i < n) a[i] *= 3.0f;  // faster \\",
      {"preprocessor"}),
     ("trigraph line splice", "launch", 4, 4, "  if (i < n) a[i] *= 3.0f;  // faster ??/", {"preprocessor"}),

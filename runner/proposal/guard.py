@@ -107,7 +107,7 @@ def apply_proposal(proposal: Proposal, files: dict[str, str],
         syntax = _syntax_rules(files[name], new_files[name], mine) + _host_device_rule(name, files[name], mine, files)
         launch = _launch_rule(name, files[name], new_files[name], edits, files)
         # the scope rule is the catch-all: where a more telling rule refused the edit already, it adds nothing
-        v += syntax + (launch or ([] if syntax else _scope_rule(name, files[name], new_files[name], mine)))
+        v += syntax + (launch or ([] if syntax else _scope_rule(name, files[name], new_files[name], mine, files)))
     if v:
         return GuardResult(ok=False, violations=v)
     diff = unified_diff(files, new_files)
@@ -197,12 +197,14 @@ def _launch_rule(name: str, old: str, new: str, edits: list[Edit], files: dict[s
                                   "from; the stream, the kernel's arguments and every other statement stay as they "
                                   "are")]
     faults = _configuration_faults(masked_pieces(was, sites), masked_pieces(now, sites), was, files)
-    if not faults:
-        return []
-    return [Violation(rule="launch-config", file=name, start_line=first, end_line=last,
-                      message="a launch configuration is arithmetic over names the host code uses, with casts and "
-                              "calls of min, max, dim3, sizeof, static_cast, ceil or floor (or what it called "
-                              f"before); this one holds {'; '.join(faults)}")]
+    return [_arithmetic_violation(name, first, last, faults)] if faults else []
+
+
+def _arithmetic_violation(name: str, first: int, last: int, faults: list[str]) -> Violation:
+    return Violation(rule="launch-config", file=name, start_line=first, end_line=last,
+                     message="a launch configuration is arithmetic over names the host code uses, with casts and "
+                             "calls of min, max, dim3, sizeof, static_cast, ceil or floor (or what it called "
+                             f"before); this one holds {'; '.join(faults)}")
 
 
 def _squashed(text: str) -> str:
@@ -318,7 +320,8 @@ def _syntax_rules(old: str, new: str, edits: list[Edit]) -> list[Violation]:
     lines = old.splitlines()
     for e, first in zip(edits, _new_starts(edits), strict=True):
         was = "\n".join(lines[e.start_line - 1:e.end_line])
-        for rule, message in _syntax_faults(was, e.new_text, lambda i, first=first: in_body(first + i)):
+        now = "\n".join(e.new_text.splitlines())  # as applied: every line break Python knows is a newline then
+        for rule, message in _syntax_faults(was, now, lambda i, first=first: in_body(first + i)):
             v.append(Violation(rule=rule, file=e.file, start_line=e.start_line, end_line=e.end_line, message=message))
     return v
 
@@ -394,15 +397,19 @@ def _skeleton(text: str, host_device: set[str]) -> str:
     return "".join(out) + clean[last:]
 
 
-def _scope_rule(name: str, old: str, new: str, edits: list[Edit]) -> list[Violation]:
-    """The code outside the device-only functions is the original's, launch configurations apart:
-    no namespace-scope declaration, macro or host-callable (`__host__ __device__`) function added or
-    changed by an edit of a device function's lines."""
+def _scope_rule(name: str, old: str, new: str, edits: list[Edit], files: dict[str, str]) -> list[Violation]:
+    """The code outside the device-only functions is the original's, launch configurations apart
+    (and those plain arithmetic): no namespace-scope declaration, macro or host-callable
+    (`__host__ __device__`) function added or changed by an edit of a device function's lines."""
     sites = launch_sites(old)
     host_device = {f.name for f in functions(old) if f.is_device and not f.device_only}
-    original = masked(_skeleton(old, host_device), sites)
-    if original == masked(_skeleton(new, host_device), sites):
-        return []
+    was, now = _skeleton(old, host_device), _skeleton(new, host_device)
+    original = masked(was, sites)
+    if original == masked(now, sites):
+        # what masking hides: a configuration variable declared at namespace scope, on a kernel's first line
+        faults = _configuration_faults(masked_pieces(was, sites), masked_pieces(now, sites), was, files)
+        return [_arithmetic_violation(name, min(e.start_line for e in edits), max(e.end_line for e in edits),
+                                      faults)] if faults else []
     alone = [e for e in edits if masked(_skeleton(_applied({name: old}, [e])[name], host_device), sites) != original]
     return [Violation(rule="host-code", file=name, start_line=e.start_line, end_line=e.end_line,
                       message="adds or changes code outside the device functions (a namespace-scope declaration or "
@@ -447,7 +454,7 @@ def _host_device_rule(name: str, old: str, edits: list[Edit], files: dict[str, s
         for f in (f for f in both if f.start_line <= e.end_line and e.start_line <= f.end_line):
             was = "\n".join(lines[max(f.start_line, e.start_line) - 1:min(f.end_line, e.end_line)])
             whole = "\n".join(lines[f.start_line - 1:f.end_line])
-            faults = _host_device_faults(whole, was, e.new_text, device)
+            faults = _host_device_faults(whole, was, "\n".join(e.new_text.splitlines()), device)
             if faults:
                 v.append(Violation(rule="host-code", file=name, start_line=e.start_line, end_line=e.end_line,
                                    message=f"changes __host__ __device__ function {f.name}, which the host may call "
