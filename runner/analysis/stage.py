@@ -16,8 +16,8 @@ from runner.base.config import PROFILE_ROLES, LoadedConfig
 from runner.base.cuda_source import defined_kernels
 from runner.base.errors import AnalysisError, OptimasError
 from runner.base.progress import in_stage, progress_for
-from runner.base.runstore import Run, atomic_write_text
-from runner.base.workspace import RECORD_LIMIT, read_capped, read_context
+from runner.base.runstore import Run, atomic_write_text, read_record
+from runner.base.workspace import RECORD_LIMIT, read_context
 from runner.profiles.counter_plan import read_plan
 from runner.profiles.model import Profile, merge
 from runner.profiles.readers import read_any, read_profiles, read_timing
@@ -58,7 +58,7 @@ def read_source_roots(paths: list[Path]) -> dict[str, str]:
     roots: dict[str, str] = {}
     for path in paths:
         try:
-            data = json.loads(read_capped(path, RECORD_LIMIT, "the profiling build's source roots"))
+            data = json.loads(read_record(path, RECORD_LIMIT, "the profiling build's source roots"))
         except (OSError, ValueError) as e:
             raise AnalysisError(f"{path}: cannot read the profiling build's source roots ({e})") from None
         if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
@@ -125,7 +125,7 @@ def with_code_versions(after: dict[str, list[Path]], before: dict[str, list[Path
 def read_results_variation(path: Path) -> ResultsVariation:
     """The profiling agent's comparison of two runs of the original (gpu_results.json)."""
     try:
-        return ResultsVariation.model_validate_json(read_capped(path, RECORD_LIMIT, "the original's GPU results"))
+        return ResultsVariation.model_validate_json(read_record(path, RECORD_LIMIT, "the original's GPU results"))
     except (OSError, ValueError) as e:
         raise OptimasError(f"{path}: not a comparison of the original's GPU results as the profiling agent "
                            f"writes it ({e})") from None

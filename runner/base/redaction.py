@@ -161,3 +161,29 @@ def install_log_redaction() -> None:
         return record
 
     logging.setLogRecordFactory(factory)
+
+
+# Options whose value is a credential (`--password x`, `--password=x`, redis-cli's `-a x`): the
+# value is masked whatever it looks like.
+_SECRET_OPTION = re.compile(r"(?i)-{1,2}(?:[\w-]*(?:password|passwd|secret|token|api[-_]?key|auth|pass)[\w-]*|a)")
+
+
+def redact_command(argv: list[str]) -> list[str]:
+    """A command line as it may be kept at rest (a run's manifest): each word redacted (a URL's
+    password, a registered secret), and the value of an option that names a credential masked
+    (`--password x`, `--token=x`, `-a x`)."""
+    out: list[str] = []
+    masked_next = False
+    for word in map(str, argv):
+        if masked_next:
+            out.append(MASK)
+            masked_next = False
+            continue
+        name, eq, _value = word.partition("=")
+        if _SECRET_OPTION.fullmatch(name):
+            if eq:
+                out.append(f"{name}={MASK}")
+                continue
+            masked_next = True
+        out.append(redact(word))
+    return out

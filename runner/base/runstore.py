@@ -7,6 +7,7 @@ whole file.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from typing import Any
 from runner import __version__
 from runner.base.errors import OptimasError
 from runner.base.processes import run_process
+from runner.base.redaction import redact_command
 from runner.base.workspace import RECORD_LIMIT, read_capped
 
 STAGES = ("profile", "analysis", "prompt", "llm", "candidates", "evaluation")
@@ -39,7 +42,15 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and a rename."""
+    """Write `data` to `path` through a temporary file in the same folder and a rename (and to its
+    copy in the records folder, where record_copies keeps one)."""
+    _write_file(path, data)
+    copy = record_copy(path)
+    if copy is not None:
+        _write_file(copy, data)
+
+
+def _write_file(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -55,6 +66,60 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append `text` to the record `path` (and to its copy, where record_copies keeps one)."""
+    copy = record_copy(path)
+    for target in (path,) if copy is None else (path, copy):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "a", encoding="utf-8") as f:
+            f.write(text)
+
+
+# The App's GPU job: its run folders lie in the folder the sandboxed commands may write, so every
+# record the worker writes there is written a second time into a folder they cannot reach, at the
+# same path relative to it; what is kept of the runs is the records' copies (bot.gpu_job.keep_runs).
+_COPIES: tuple[str, Path] | None = None
+_COPIES_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def record_copies(root: Path, folder: Path) -> Iterator[Path]:
+    """Within this block, every record written under `root` (atomic_write_*, append_text, a Run's
+    files and manifest) is copied to `folder` at the same relative path: the worker's own bytes,
+    whatever the code under test does to the run folders afterwards. Paths are compared as
+    written, never resolved (a link the code put in a run folder does not move a copy)."""
+    global _COPIES
+    folder.mkdir(parents=True, exist_ok=True)
+    with _COPIES_LOCK:
+        previous, _COPIES = _COPIES, (os.path.abspath(root), folder)
+    try:
+        yield folder
+    finally:
+        with _COPIES_LOCK:
+            _COPIES = previous
+
+
+def record_copy(path: Path) -> Path | None:
+    """Where the copy of the record `path` goes (record_copies), or None: no copies are kept, or
+    `path` is not under their root."""
+    with _COPIES_LOCK:
+        copies = _COPIES
+    if copies is None:
+        return None
+    root, folder = copies
+    rel = os.path.relpath(os.path.abspath(path), root)
+    if rel == os.curdir or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return None
+    return folder / rel
+
+
+def read_record(path: Path, limit: int, what: str) -> bytes:
+    """A record the worker wrote (its copy, where record_copies keeps one: the run folder's file
+    may have been rewritten by the code since), up to `limit` bytes."""
+    copy = record_copy(path)
+    return read_capped(copy if copy is not None and copy.is_file() else path, limit, what)
 
 
 def _tool_version(cmd: list[str], pattern: str) -> str | None:
@@ -175,7 +240,8 @@ def create_run(runs_dir: Path, command: list[str] | None = None) -> Run:
     run = Run(path, {
         "run_id": run_id,
         "created": created.isoformat(),
-        "command": command if command is not None else sys.argv,
+        # redacted: a worker's command line holds its Redis URL (--url redis://:password@host)
+        "command": redact_command(command if command is not None else sys.argv),
         "tools": tool_versions(),
         "inputs": [],
         "stages": {},
@@ -189,7 +255,7 @@ def open_run(path: Path) -> Run:
     manifest = path / "manifest.json"
     try:
         # (the code under test runs with the run folders in reach: read up to a size)
-        data = json.loads(read_capped(manifest, RECORD_LIMIT, "a run's manifest").decode("utf-8"))
+        data = json.loads(read_record(manifest, RECORD_LIMIT, "a run's manifest").decode("utf-8"))
     except FileNotFoundError:
         raise OptimasError(f"{path}: not a run directory (no manifest.json)") from None
     return Run(path, data)

@@ -3,21 +3,28 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, Response, abort, render_template, request
 
 from runner.dashboard.charts import history_svg, roofline_svg, timing_svg
 from runner.dashboard.runs import (
+    UNREADABLE,
     ablation_svg,
     ablations,
     detail,
     evaluation_timing,
     kernel_history,
     list_runs,
+    number,
     rooflines,
     run_folder,
 )
+
+log = logging.getLogger(__name__)
 
 SORTS = {"created", "status", "app", "gpu", "model", "diagnostics", "verdict", "improvement"}
 # What the pages and plots may load: nothing but their own images and inline styles. No script runs,
@@ -31,6 +38,8 @@ def create_dashboard(runs_dir: Path) -> Flask:
     """The dashboard over one runs folder."""
     app = Flask(__name__, template_folder=str(Path(__file__).parent / "templates"))
     runs_dir = Path(runs_dir)
+
+    _filters(app)
 
     @app.after_request
     def protect(response: Response) -> Response:
@@ -67,7 +76,7 @@ def create_dashboard(runs_dir: Path) -> Flask:
         if not 0 <= index < len(kernels):
             abort(404)
         r = kernels[index]
-        return Response(roofline_svg(r["before"], r["after"]), mimetype="image/svg+xml")
+        return _chart(lambda: roofline_svg(r["before"], r["after"]), f"{run_id}: roofline {index}")
 
     @app.get("/runs/<run_id>/timing.svg")
     def timing(run_id: str) -> Response:
@@ -75,7 +84,7 @@ def create_dashboard(runs_dir: Path) -> Flask:
         t = evaluation_timing(folder)
         if not t:
             abort(404)
-        return Response(timing_svg(t), mimetype="image/svg+xml")
+        return _chart(lambda: timing_svg(t), f"{run_id}: timing")
 
     @app.get("/apps/<name>")
     def app_page(name: str) -> str:
@@ -90,7 +99,7 @@ def create_dashboard(runs_dir: Path) -> Flask:
         rows = [r for r in list_runs(runs_dir) if r.app == name]
         if not rows:
             abort(404)
-        return Response(history_svg(kernel_history(rows)), mimetype="image/svg+xml")
+        return _chart(lambda: history_svg(kernel_history(rows)), f"{name}: history")
 
     @app.get("/ablations/<name>.svg")
     def ablation(name: str) -> Response:
@@ -98,3 +107,36 @@ def create_dashboard(runs_dir: Path) -> Flask:
         return Response(svg, mimetype="image/svg+xml")
 
     return app
+
+
+# A chart whose run holds numbers of another shape than Optimas writes: this instead of a 500.
+_UNREADABLE_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="480" height="40"><text x="8" y="24">'
+                   "unreadable: this run's records are not the shape Optimas writes</text></svg>")
+
+
+def _chart(draw: Callable[[], str], what: str) -> Response:
+    """A chart as SVG, or a chart that says its run's records could not be read."""
+    try:
+        svg = draw()
+    except UNREADABLE as e:
+        log.warning("%s: unreadable (%s)", what, type(e).__name__)
+        svg = _UNREADABLE_SVG
+    return Response(svg, mimetype="image/svg+xml")
+
+
+def _filters(app: Flask) -> None:
+    """The pages' filters over a run's values, whatever their type: a number formatted, or
+    `missing` when it is not one; a kernel's short name; a list's words."""
+
+    @app.template_filter("num")
+    def num(value: Any, spec: str = "%.2f", scale: float = 1.0, missing: str = "") -> str:
+        x = number(value)
+        return missing if x is None else spec % (scale * x)
+
+    @app.template_filter("kernel")
+    def kernel(value: Any) -> str:
+        return value.split("(")[0] if isinstance(value, str) else ""
+
+    @app.template_filter("words")
+    def words(value: Any) -> str:
+        return ", ".join(map(str, value)) if isinstance(value, list) else str(value or "")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ ABLATION = re.compile(r"ablation-\d{8}T\d{6}Z-[0-9a-f-]{36}")
 # A run's files are the code under test's to write (a job keeps files of up to 64 MiB): the pages
 # read this much of a JSON file at most, and count a run they cannot read as unreadable, alone.
 JSON_LIMIT = 4 << 20
-UNREADABLE = (TypeError, ValueError, AttributeError, KeyError, RecursionError)
+UNREADABLE = (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError, OverflowError)
 
 
 class RunSummary(BaseModel):
@@ -63,6 +65,26 @@ def _object(path: Path) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def number(value: Any) -> float | None:
+    """`value` as a finite number, or None (a run's files are not always the shape Optimas writes)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        x = float(value)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _dicts(value: Any) -> list[dict]:
+    """The objects of a list, or [] (a run's files are not always the shape Optimas writes)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def run_folder(runs_dir: Path, run_id: str) -> Path | None:
     """The folder of a run named by its id, or None: only a direct child of the runs folder whose
     name is a run id, so that no other path is ever read."""
@@ -75,10 +97,10 @@ def run_folder(runs_dir: Path, run_id: str) -> Path | None:
 def summary(folder: Path) -> RunSummary:
     """A run's row, from its manifest, its candidates' result and its evaluation result."""
     m = _object(folder / "manifest.json")
-    stages = m.get("stages") or {}
+    stages, config = _dict(m.get("stages")), _dict(m.get("config"))
     s = RunSummary(id=folder.name, created=str(m.get("created", ""))[:19].replace("T", " "),
-                   app=(m.get("config") or {}).get("app") or _app_name(folder),
-                   gpu=(m.get("device") or {}).get("name", ""),
+                   app=str(config.get("app") or "") or _app_name(folder),
+                   gpu=str(_dict(m.get("device")).get("name") or ""),
                    status=next((k for k in ("evaluation", "candidates", "analysis", "profile") if k in stages), ""))
     cand = _object(folder / "candidates" / "result.json")
     _proposal(s, folder, cand)
@@ -89,33 +111,33 @@ def summary(folder: Path) -> RunSummary:
         # proposed where no GPU was (the demo, a laptop): it has no verdict yet
         s.verdict = "not evaluated"
         # a command the reader will paste into a shell: the manifest's words quoted, and only a plain path
-        config = str((m.get("config") or {}).get("path") or "")
+        config = str(config.get("path") or "")
         config = shlex.quote(config) if re.fullmatch(r"[\w.][\w./-]*", config) else "<its config>"
         s.evaluate_with = f"optimas evaluate --config {config} --run {shlex.quote(str(folder))}"
     elif cand:
-        s.verdict = cand.get("status", "")
+        s.verdict = str(cand.get("status") or "")
     return s
 
 
 def _proposal(s: RunSummary, folder: Path, cand: dict) -> None:
     """The model and diagnostics of the run's proposal, or of the prompt `optimas prompt` wrote."""
-    attempts = cand.get("attempts") or []
+    attempts = _dicts(cand.get("attempts"))
     if attempts:
         s.model = f"{attempts[-1].get('backend', '')}: {attempts[-1].get('model', '')}"
     prompted = _object(folder / "prompt" / "prompt.json")  # written by `optimas prompt`
-    s.diagnostics = cand.get("diagnostics", "") or prompted.get("diagnostics", "")
+    s.diagnostics = str(cand.get("diagnostics") or prompted.get("diagnostics") or "")
     if s.status in ("", "analysis") and not cand and (folder / "prompt" / "user.md").is_file():
         s.status = "prompt"
 
 
 def _evaluation(s: RunSummary, ev: dict) -> None:
     """The verdict, the gain with its interval, each hot kernel's, and the EAR scores."""
-    s.verdict = ev.get("verdict", "")
-    timing = ev.get("timing") or {}
-    r = timing.get("result") or {}
-    s.improvement, s.ci_low, s.ci_high = r.get("improvement"), r.get("ci_low"), r.get("ci_high")
-    s.per_kernel = timing.get("per_kernel") or {}
-    s.ear = {k: v for k, v in (ev.get("ear") or {}).items()
+    s.verdict = str(ev.get("verdict") or "")
+    timing = _dict(ev.get("timing"))
+    r = _dict(timing.get("result"))
+    s.improvement, s.ci_low, s.ci_high = (number(r.get(k)) for k in ("improvement", "ci_low", "ci_high"))
+    s.per_kernel = {str(k): v for k, v in _dict(timing.get("per_kernel")).items() if isinstance(v, dict)}
+    s.ear = {k: v for k, v in _dict(ev.get("ear")).items()
              if k in ("coverage", "localization", "directional", "hallucination_rate", "correct")}
 
 
@@ -167,6 +189,7 @@ class RunDetail(BaseModel):
     hot_spots: list[dict] = []  # the prompt's hot-kernel source, each line with its salient stall
     loop: dict = {}  # the closed loop's outcome: kept iteration, cumulative improvement, why it stopped
     candidates: list[dict] = []  # this iteration's candidates (llm.candidates > 1): the kept one and the runners-up
+    unreadable: list[str] = []  # the parts of the run whose files are not the shape Optimas writes, left out
 
 
 # `### Hot kernel <name> (<file>, lines <a>-<b>)`, then a ```cuda block of numbered lines
@@ -220,33 +243,62 @@ def detail(folder: Path) -> RunDetail:
 
 
 def _detail(folder: Path) -> RunDetail:
+    """The run page's content, part by part: a part whose files are not the shape Optimas writes is
+    left out and named in `unreadable`; the others are shown."""
     d = RunDetail(summary=summary(folder))
     diag = _object(folder / "analysis" / "diagnostics.json")
+    ev = _object(folder / "evaluation" / "result.json")
+    parts: dict[str, Callable[[], None]] = {
+        "evidence": lambda: _evidence(d, folder, diag), "rooflines": lambda: setattr(d, "rooflines", rooflines(
+            folder, diag)),
+        "the answer and diff": lambda: _answer(d, folder), "evaluation": lambda: _evaluated(d, ev),
+        "closed loop": lambda: _loop(d, folder), "candidates": lambda: _candidates(d, folder)}
+    for name, fill in parts.items():
+        try:
+            fill()
+        except UNREADABLE as e:
+            log.warning("%s: %s unreadable (%s)", folder.name, name, type(e).__name__)
+            d.unreadable.append(name)
+    return d
+
+
+def _evidence(d: RunDetail, folder: Path, diag: dict) -> None:
+    """The evidence, hot kernels, prompt and its hot spots, and the compiler feedback."""
+    evidence = _dicts(diag.get("evidence"))
     d.evidence = [{"id": e["id"], "kind": e["kind"], "text": e.get("text", ""),
-                   "kernel": short_kernel_name(e.get("kernel") or "")} for e in diag.get("evidence", [])]
-    d.hot_kernels = [k for k in diag.get("kernels", []) if k.get("hot")]
-    d.rooflines = rooflines(folder, diag)
+                   "kernel": short_kernel_name(str(e.get("kernel") or ""))} for e in evidence]
+    d.hot_kernels = [k for k in _dicts(diag.get("kernels")) if k.get("hot")]
     # the proposal stage's first prompt; `optimas prompt` writes the one prompt as user.md
     d.prompt = _text(folder / "prompt" / "user-1.md") or _text(folder / "prompt" / "user.md")
-    d.hot_spots = hot_spots(d.prompt, diag.get("evidence", []))
+    d.hot_spots = hot_spots(d.prompt, evidence)
     # compiler feedback (K*) is measured at prompt time: the prompt holds it
     section = d.prompt.split("## Compiler feedback (K)", 1)[1].split("\n## ", 1)[0] if "## Compiler feedback (K)" \
         in d.prompt else ""
     for m in re.finditer(r"^- (K\d+) (.*)$", section, re.M):
         kernel, text = re.match(r"(?:\[([^\]]*)\] )?(.*)", m.group(2)).groups()
         d.evidence.append({"id": m.group(1), "kind": "compiler", "text": text, "kernel": kernel or ""})
+
+
+def _answer(d: RunDetail, folder: Path) -> None:
     d.answer = _text(folder / "llm" / "answer-1.txt")
     d.diff = _text(folder / "candidates" / "1" / "diff.patch")
-    ev = _object(folder / "evaluation" / "result.json")
-    d.validation = (ev.get("validation") or {}).get("cases", [])
-    d.timing = ev.get("timing") or {}
-    d.checks = (ev.get("ear") or {}).get("checks", [])
+
+
+def _evaluated(d: RunDetail, ev: dict) -> None:
+    d.validation = _dicts(_dict(ev.get("validation")).get("cases"))
+    d.timing = _dict(ev.get("timing"))
+    d.checks = _dicts(_dict(ev.get("ear")).get("checks"))
+
+
+def _loop(d: RunDetail, folder: Path) -> None:
     loop = _object(folder / "evaluation" / "loop.json")
-    d.iterations = loop.get("iterations", [])
+    d.iterations = _dicts(loop.get("iterations"))
     d.loop = {k: loop.get(k) for k in ("best", "cumulative_improvement", "stopped_because")} if loop else {}
-    d.candidates = [{**c, "run_id": Path(c.get("run_dir", "")).name}
-                    for c in _json(folder / "evaluation" / "candidates.json") or [] if isinstance(c, dict)]
-    return d
+
+
+def _candidates(d: RunDetail, folder: Path) -> None:
+    d.candidates = [{**c, "run_id": Path(str(c.get("run_dir") or "")).name}
+                    for c in _dicts(_json(folder / "evaluation" / "candidates.json"))]
 
 
 def rooflines(folder: Path, diag: dict | None = None) -> list[dict]:
@@ -255,15 +307,15 @@ def rooflines(folder: Path, diag: dict | None = None) -> list[dict]:
     if diag is None:
         diag = _object(folder / "analysis" / "diagnostics.json")
     reprofile = next(iter(sorted(folder.glob("iterations/*/analysis/diagnostics.json"))), None)
-    after = {e["kernel"]: e["roofline"] for e in (_object(reprofile) if reprofile else {}).get("evidence", [])
-             if e.get("roofline")}
-    return [{"kernel": e["kernel"], "before": e["roofline"], "after": after.get(e["kernel"])}
-            for e in diag.get("evidence", []) if e.get("roofline")]
+    measured = _dicts((_object(reprofile) if reprofile else {}).get("evidence"))
+    after = {str(e.get("kernel")): e["roofline"] for e in measured if isinstance(e.get("roofline"), dict)}
+    return [{"kernel": str(e.get("kernel") or ""), "before": e["roofline"], "after": after.get(str(e.get("kernel")))}
+            for e in _dicts(diag.get("evidence")) if isinstance(e.get("roofline"), dict)]
 
 
 def evaluation_timing(folder: Path) -> dict:
     """The evaluation's timing (samples of baseline and candidate, the interval), or {}."""
-    return _object(folder / "evaluation" / "result.json").get("timing") or {}
+    return _dict(_object(folder / "evaluation" / "result.json").get("timing"))
 
 
 def _text(path: Path, limit: int = 200_000) -> str:
@@ -303,7 +355,7 @@ def kernel_history(runs: list[RunSummary]) -> dict[str, list[tuple[str, float, f
     history: dict[str, list[tuple[str, float, float, float]]] = {}
     for r in sorted(runs, key=lambda r: r.id):
         for kernel, imp in r.per_kernel.items():
-            values = [imp.get(k) for k in ("improvement", "ci_low", "ci_high")]
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            values = [number(_dict(imp).get(k)) for k in ("improvement", "ci_low", "ci_high")]
+            if all(v is not None for v in values):
                 history.setdefault(kernel, []).append((r.created or r.id, *values))
     return history

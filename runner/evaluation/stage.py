@@ -15,8 +15,8 @@ from runner.base.config import LoadedConfig
 from runner.base.context import RunContext
 from runner.base.gpu import target_arch
 from runner.base.progress import in_stage, progress_for
-from runner.base.runstore import Run
-from runner.base.workspace import RECORD_LIMIT, read_capped, read_sources, workspace_dirs
+from runner.base.runstore import Run, read_record
+from runner.base.workspace import RECORD_LIMIT, read_sources, workspace_dirs
 from runner.build.cache import compile_candidate
 from runner.evaluation.corpus import append_record, update_record
 from runner.evaluation.ear import DirectionCheck, EARScores, direction_score, scores
@@ -155,7 +155,7 @@ def add_direction(ctx: RunContext, checks: list[DirectionCheck]) -> EvaluationRe
     record; returns the updated result (its `ear.directional` None when nothing could be judged)."""
     run = ctx.run
     path = run.path / "evaluation" / "result.json"
-    result = EvaluationResult.model_validate_json(read_capped(path, RECORD_LIMIT, "an evaluation's result"))
+    result = EvaluationResult.model_validate_json(read_record(path, RECORD_LIMIT, "an evaluation's result"))
     if result.ear is None:
         raise EvaluationError(f"{path}: no EAR scores to add the direction checks to")
     score = direction_score(checks)

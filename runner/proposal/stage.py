@@ -24,7 +24,7 @@ from runner.base.context import RunContext
 from runner.base.errors import OptimasError
 from runner.base.gpu import target_arch
 from runner.base.progress import in_stage, progress_for
-from runner.base.runstore import Run, atomic_write_text
+from runner.base.runstore import Run, append_text, atomic_write_text
 from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
 from runner.build.cache import compile_candidate
 from runner.build.compiler import CompileResult
@@ -278,8 +278,7 @@ def _log_call(run: Run, n: int, prompt: Prompt, resp: LLMResponse) -> None:
              "prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens,
              "cost_usd": resp.cost_usd, "seconds": round(resp.seconds, 3), "attempts": resp.attempts,
              "diagnostics": prompt.diagnostics, "evidence_ids": prompt.evidence_ids}
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
+    append_text(path, json.dumps(entry) + "\n")
 
 
 def _save_candidate(cand: Path, proposal: Proposal, guard: GuardResult, built: CompileResult | None) -> None:
