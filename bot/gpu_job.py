@@ -29,7 +29,7 @@ from runner.base.config import REPOSITORY_CONFIG, LoadedConfig, paths_outside
 from runner.base.errors import OptimasError
 from runner.base.processes import CommandResult, child_environment, child_home, run_process, track_process_groups
 from runner.base.redaction import describe, redact, register_secret
-from runner.base.runstore import RUN_ID, runs_created
+from runner.base.runstore import RUN_ID, record_copies, runs_created
 from runner.base.sandbox import scratch
 from runner.base.workspace import FileTooLargeError, read_capped
 from runner.build.nvcc_shim import DIALECT
@@ -238,7 +238,8 @@ ENTRY_BYTES = 4096  # what each kept file or folder costs besides its bytes (a b
 # empty files cost the volume too, and a job kept millions of them within its bytes (an attacker's pass)
 
 
-def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = None) -> None:
+def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = None,
+              records: Path | None = None) -> None:
     """Copy the job's run folders into the worker's runs folder and add the job's corpus records
     (`corpus`, written where the code cannot write; default corpus.jsonl in `source`) to its corpus.
     The job's code could write in `source`: only the run folders this process made (`made`, from
@@ -246,32 +247,68 @@ def keep_runs(source: Path, runs: Path, made: list[Path], corpus: Path | None = 
     hold yet; only regular files and folders are copied (links dropped; setuid, setgid, execute and
     write-for-others bits off: nothing kept is run again; a file over KEEP_FILE_BYTES is left out,
     and once KEEP_JOB_BYTES are kept, each file and folder counted ENTRY_BYTES more than its size,
-    the job's other runs are not); only JSON objects are added to
-    the corpus. What cannot be kept is logged: the job's outcome stands."""
+    the job's other runs are not); only JSON objects are added to the corpus. With `records` (the
+    copies runstore.record_copies kept where the code cannot write), every record is the worker's
+    copy and the manifest must be there; of the run folder, only the commands' other outputs are
+    kept (no file named as a record: RECORD_SUFFIXES). What cannot be kept is logged: the job's
+    outcome stands."""
     ours = {p.name for p in made if p.parent == source}
     budget = KEEP_JOB_BYTES
     try:
         runs.mkdir(parents=True, exist_ok=True, mode=0o750)
-        for entry in sorted(source.iterdir()) if source.is_dir() and not source.is_symlink() else []:
-            if entry.is_symlink() or not entry.is_dir() or not RUN_ID.fullmatch(entry.name):
-                continue
-            if entry.name not in ours:
-                log.warning("%s: a folder named as a run that this job did not make; not kept", entry.name)
-                continue
-            manifest = entry / "manifest.json"
-            if not manifest.is_file() or manifest.is_symlink() or (runs / entry.name).exists():
-                continue
-            size = _kept_size(entry, budget)
-            if size is None:
-                log.warning("%s: more than the %d bytes this job may still keep (counting %d per file and folder); "
-                            "not kept", entry.name, budget, ENTRY_BYTES)
-                continue
-            budget -= size
-            shutil.copytree(entry, runs / entry.name, symlinks=True, ignore=_not_regular,
-                            copy_function=_copy_plain)
+        named = {e.name for e in source.iterdir()} if source.is_dir() and not source.is_symlink() else set()
+        for name in sorted(n for n in named - ours if RUN_ID.fullmatch(n)):
+            log.warning("%s: a folder named as a run that this job did not make; not kept", name)
+        for name in sorted(ours):
+            budget = _keep_run(source / name, runs / name, None if records is None else records / name, budget)
         _add_corpus(corpus or source / "corpus.jsonl", runs / "corpus.jsonl")
     except OSError as e:
         log.warning("the job's run folders could not all be kept in %s: %s", runs, e)
+
+
+# A file in a kept run folder with one of these endings is a record (the dashboard reads them): it
+# is kept only as the worker wrote it (its copy), never as a command left it in the run folder.
+RECORD_SUFFIXES = (".json", ".jsonl", ".md", ".txt", ".patch", ".yml", ".yaml", ".svg", ".html")
+
+
+def _keep_run(entry: Path, dest: Path, copies: Path | None, budget: int) -> int:
+    """Keep one run folder (keep_runs) as `dest`; returns what the job may still keep."""
+    outputs = entry if entry.is_dir() and not entry.is_symlink() else None
+    manifest = (copies or entry) / "manifest.json"
+    if not manifest.is_file() or manifest.is_symlink() or dest.exists():
+        return budget
+    size = _kept_size(outputs, budget) if outputs is not None else 0
+    if size is not None and copies is not None:
+        more = _kept_size(copies, budget - size)
+        size = None if more is None else size + more
+    if size is None:
+        log.warning("%s: more than the %d bytes this job may still keep (counting %d per file and folder); "
+                    "not kept", entry.name, budget, ENTRY_BYTES)
+        return budget
+    if outputs is not None:
+        ignore = _not_regular if copies is None else _outputs_only(outputs, copies)
+        shutil.copytree(outputs, dest, symlinks=True, ignore=ignore, copy_function=_copy_plain)
+    if copies is not None:
+        shutil.copytree(copies, dest, dirs_exist_ok=True, copy_function=_copy_plain)
+    return budget - size
+
+
+def _outputs_only(outputs: Path, copies: Path) -> Callable[[str, list[str]], set[str]]:
+    """copytree's ignore for a run folder whose records are kept from `copies`: _not_regular's, and
+    every entry where a record of the worker goes, or named as a record (RECORD_SUFFIXES) that the
+    worker did not write."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        out = _not_regular(folder, names)
+        mirror = copies / os.path.relpath(folder, outputs)
+        for name in set(names) - out:
+            is_dir = stat.S_ISDIR(os.lstat(os.path.join(folder, name)).st_mode)
+            counterpart = mirror / name
+            if (os.path.lexists(counterpart) and not (is_dir and counterpart.is_dir())) or (
+                    not is_dir and name.lower().endswith(RECORD_SUFFIXES)):
+                out.add(name)
+        return out
+
+    return ignore
 
 
 def _not_regular(folder: str, names: list[str]) -> set[str]:
@@ -347,7 +384,9 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     corpus.parent.mkdir(exist_ok=True)
     # the worker's GPU only: its node, the driver's shared ones, and CUDA_VISIBLE_DEVICES by UUID
     devices = sandbox_devices(lc.config.profiling.nvidia_smi, os.environ.get("CUDA_VISIBLE_DEVICES"))
-    with sandboxed([work], [cache_root()], devices) as box:
+    # every record the worker writes in the run folders is copied beside `work`, where the code cannot
+    # write: what is kept of the runs is those copies (the code can rewrite the run folders)
+    with sandboxed([work], [cache_root()], devices) as box, record_copies(work / "runs", work.parent / "records"):
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
         try:
             outcome = pipeline(lc, work / "runs", corpus=corpus)[1]
@@ -355,14 +394,14 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
         except OptimasError:
             # the pipeline's own failure: every command had ended and been swept; the runs say why
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
-            keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus)
+            keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus, work.parent / "records")
             if box.exceeded is not None:
                 raise box.exceeded from None  # a limit hit that a stage caught and carried on from
             raise
         # Anything else (the job's timeout, an interrupt) cut a command short: nothing of the job's
         # folder is read or kept, as something of the code might still be running there.
         box.sweep()
-        keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus)
+        keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus, work.parent / "records")
         if box.exceeded is not None:  # a command over a limit ends the job, whatever a stage made of it
             raise box.exceeded
         return outcome
