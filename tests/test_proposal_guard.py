@@ -394,6 +394,8 @@ __global__ void scale(float* a, int n) {
 SOURCES = {"launch": (LAUNCHING, LAUNCH_EDITABLE),
            "const": (LAUNCHING.replace("int threads = 32;", "const int threads = 32;"), LAUNCH_EDITABLE),
            "macro": (IN_A_MACRO, {"main.cu": [(1, 1), (5, 5)]}),
+           "min": ('int min(int a, int b) { return system("id") + (a < b ? a : b); }\n' + LAUNCHING,
+                   {"main.cu": [(3, 6), (10, 10), (11, 11), (14, 14)]}),
            "namespace-threads": (LAUNCHING.replace("__global__ void scale", "int threads = 32; __global__ void scale")
                                  .replace("  int threads = 32;\n", ""), {"main.cu": [(2, 5), (9, 9), (12, 12)]}),
            "host-device": (HOST_DEVICE, {"main.cu": [(1, 1), (2, 2), (3, 6)]})}
@@ -526,6 +528,10 @@ SMUGGLED = [
     ("static local in a __host__ __device__ function", "host-device", 1, 1,
      "__host__ __device__ inline float twice(float x) { static int once = twice(0); return 2.0f * x; }",
      {"host-code"}),
+    ("call through a function pointer in a __host__ __device__ function", "host-device", 1, 1,
+     "__host__ __device__ inline float twice(float x) { (*reinterpret_cast<void (*)()>(&abort))(); return 2 * x; }",
+     {"host-code"}),
+    ("min that the sources define on the host", "min", 10, 10, "  int threads = min(1024, N);", {"launch-config"}),
     ("lambda in a __host__ __device__ function", "host-device", 1, 1,
      "__host__ __device__ inline float twice(float x) { return [=] { return 2.0f * x; }(); }", {"host-code"}),
     ("a device function made host-callable", "host-device", 2, 2,

@@ -93,14 +93,18 @@ def _opener_of(toks: list[Token], i: int) -> int | None:
     return None
 
 
-def _call_fault(toks: list[Token], i: int, calls: set[str]) -> str | None:
+def _call_fault(toks: list[Token], i: int, calls: set[str], shadowed: set[str]) -> str | None:
     """Why the `(` at toks[i] is a call the allow-list refuses; None for a parenthesized group, a
     cast's operand or an allowed call."""
     if i == 0:
         return None
     prev = toks[i - 1]
     if prev.kind == "name" and prev.text not in TYPE_WORDS:
-        return None if prev.text in ALLOWED_CALLS or prev.text in calls else f"calls {prev.text}()"
+        if prev.text in calls:
+            return None
+        if prev.text in shadowed:
+            return f"calls {prev.text}(), which the sources define"
+        return None if prev.text in ALLOWED_CALLS else f"calls {prev.text}()"
     if prev.text == "]":
         return "calls through a subscript"
     if prev.text == ">":
@@ -132,10 +136,12 @@ def _word_fault(toks: list[Token], i: int, known: set[str]) -> str | None:
     return None
 
 
-def expression_faults(expr: str, known: set[str], calls: set[str] = frozenset(), commas: bool = False) -> list[str]:
+def expression_faults(expr: str, known: set[str], calls: set[str] = frozenset(), commas: bool = False,
+                      shadowed: set[str] = frozenset()) -> list[str]:
     """Why `expr` is not plain arithmetic over `known` names (empty: it is). `calls`: what the
     original configuration already called; `commas`: whether it is a list (`grid, block, shared`
-    or a constructor's arguments), whose top-level commas separate expressions."""
+    or a constructor's arguments), whose top-level commas separate expressions; `shadowed`: allowed
+    calls the sources define otherwise (a `min` of their own that may do anything)."""
     toks = tokens(expr)
     faults: list[str] = []
     stack: list[str] = []  # per open `(`/`[`: "call" (its commas separate arguments) or "group"
@@ -145,7 +151,7 @@ def expression_faults(expr: str, known: set[str], calls: set[str] = frozenset(),
         elif t.kind == "name":
             faults += [f] if (f := _word_fault(toks, i, known)) else []
         elif t.text == "(":
-            fault = _call_fault(toks, i, calls)
+            fault = _call_fault(toks, i, calls, shadowed)
             faults += [fault] if fault else []
             is_call = i > 0 and (toks[i - 1].kind == "name" and toks[i - 1].text not in TYPE_WORDS
                                  or toks[i - 1].text == ">")
@@ -180,7 +186,8 @@ def _matching(text: str, i: int) -> int:
     return len(text)
 
 
-def declarator_faults(piece: str, known: set[str], calls: set[str], names: set[str]) -> list[str]:
+def declarator_faults(piece: str, known: set[str], calls: set[str], names: set[str],
+                      shadowed: set[str] = frozenset()) -> list[str]:
     """Why the initializers of a declaration (`piece`: from the first declared name's initializer to
     the `;`, as `(128), grid(n / 128);` or `= 256;`) are not plain arithmetic; `names` are the
     variables the original line declared there (no others may be added)."""
@@ -189,11 +196,11 @@ def declarator_faults(piece: str, known: set[str], calls: set[str], names: set[s
         if rest[0] in "({" or rest.startswith("=") and rest[1:].lstrip().startswith("{"):
             start = rest.index(rest.lstrip("= \t")[0])
             end = _matching(rest, start)
-            faults += expression_faults(rest[start + 1:end], known, calls, commas=True)
+            faults += expression_faults(rest[start + 1:end], known, calls, commas=True, shadowed=shadowed)
             rest = rest[end + 1:].strip()
         elif rest[0] == "=":
             expr, _, after = _split_top(rest[1:])
-            faults += expression_faults(expr, known, calls)
+            faults += expression_faults(expr, known, calls, shadowed=shadowed)
             rest = ("," + after) if after is not None else ""
         else:
             faults.append(f"`{rest[:40]}` after an initializer")

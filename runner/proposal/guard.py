@@ -220,29 +220,34 @@ def _configuration_faults(old: list[tuple[str, str]], new: list[tuple[str, str]]
         return ["a launch or a declaration more or fewer than before"]
     if not changed:
         return []
-    known = set(re.findall(r"\b[A-Za-z_]\w*\b", strip_comments_and_strings(host))) | _plain_definitions(files)
+    plain, shadowed = _definitions_read(files)
+    known = set(re.findall(r"\b[A-Za-z_]\w*\b", strip_comments_and_strings(host))) | plain
     faults: list[str] = []
     for kind, a, b in changed:
         if kind == "config":
-            faults += expression_faults(b, known, callees(a), commas=True)
+            faults += expression_faults(b, known, callees(a), commas=True, shadowed=shadowed)
         else:
-            faults += declarator_faults(b, known, callees(a), declared_names(a))
+            faults += declarator_faults(b, known, callees(a), declared_names(a), shadowed=shadowed)
     return list(dict.fromkeys(faults))
 
 
-def _plain_definitions(files: dict[str, str]) -> set[str]:
+def _definitions_read(files: dict[str, str]) -> tuple[set[str], set[str]]:
     """The macros and file-scope constants of the sources whose definitions call nothing but what a
     launch configuration may call (`#define BLOCK 256`, `constexpr int kBlock = 256;`): names an
-    edit may use in a launch's configuration though the host code did not."""
-    out: set[str] = set()
+    edit may use in a launch's configuration though the host code did not; and the names the
+    sources define otherwise (host-callable functions, macros that call): a `min` of theirs is not
+    the allowed one."""
+    plain: set[str] = set()
+    other: set[str] = set()
     for text in files.values():
         lines = strip_comments_and_strings(text).splitlines()
-        for ident, ranges in definitions(text, functions(text)).items():
+        funcs = functions(text)
+        other |= {f.name.split("::")[-1] for f in funcs if not f.device_only}
+        for ident, ranges in definitions(text, funcs).items():
             body = "\n".join("\n".join(lines[a - 1:b]) for a, b in ranges)
             called = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", body)) - {ident} - ALLOWED_CALLS - TYPE_WORDS
-            if not called:
-                out.add(ident)
-    return out
+            (other if called else plain).add(ident)
+    return plain, other
 
 
 # A compiler's reading of a text, as far as the rules below need it: comments, string and character
@@ -478,7 +483,30 @@ def _host_device_faults(function: str, was: str, now: str, device: set[str]) -> 
         faults.append("a qualified name")
     if _lambdas(after.code) > _lambdas(before.code):
         faults.append("a lambda")
+    if _indirect_calls(after.code) > _indirect_calls(before.code):
+        faults.append("a call through an expression (a function pointer, a subscript or a call's result)")
     return faults
+
+
+def _indirect_calls(code: str) -> int:
+    """How many `(` of `code` call what an expression yields (`(*fp)(x)`, `table[i](x)`, `f(x)(y)`):
+    a `)` or `]` before them that closes no cast (`(float)(x)`) or condition (`if (c) (x)`)."""
+    count = 0
+    for m in re.finditer(r"[)\]]\s*\(", code):
+        if code[m.start()] == "]":
+            count += 1
+            continue
+        depth, j = 0, m.start()
+        while j >= 0:
+            depth += {")": 1, "(": -1}.get(code[j], 0)
+            if depth == 0:
+                break
+            j -= 1
+        group = code[j + 1:m.start()].split()
+        word = re.search(r"(\w+)\s*\Z", code[max(0, j - 32):max(j, 0)])
+        cast = group and all(w in TYPE_WORDS or w == "*" for w in " * ".join(group).replace("*", " * ").split())
+        count += not cast and not (word and word.group(1) in _CONTROL | {"while", "for"})
+    return count
 
 
 def _lambdas(code: str) -> int:
