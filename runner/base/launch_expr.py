@@ -79,11 +79,14 @@ def _template_end(toks: list[Token], i: int) -> int | None:
     return None
 
 
+_GROUP_READ = 512  # tokens read back for the bracket that a `)` or `>` closes
+
+
 def _opener_of(toks: list[Token], i: int) -> int | None:
     """The `(` (or `<` of template arguments) matching the `)` (or `>`) at toks[i]."""
     close, open_ = toks[i].text, {")": "(", ">": "<", "]": "["}[toks[i].text]
     depth = 0
-    for j in range(i, -1, -1):
+    for j in range(i, max(-1, i - _GROUP_READ), -1):  # a longer group is read as no match
         if toks[j].text == close:
             depth += 1
         elif toks[j].text == open_:
@@ -109,6 +112,8 @@ def _call_fault(toks: list[Token], i: int, calls: set[str], shadowed: set[str]) 
         return "calls through a subscript"
     if prev.text == ">":
         at = _opener_of(toks, i - 1)
+        if at is None and any(t.text == "<" for t in toks[:i]):
+            return "a `>(` whose `<` is too far back to read"
         name = toks[at - 1] if at else None
         if name is not None and name.kind == "name":
             return None if name.text in _TEMPLATE_CALLS and _template_end(toks, at) == i - 1 \

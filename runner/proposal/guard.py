@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from typing import NamedTuple
 
 import unidiff
@@ -375,11 +376,11 @@ def _directive_faults(was: str, was_code: str, now: str, now_code: str, in_body)
                                                                           strict=False)) if _DIRECTIVE.match(c)]
 
     before, after = directives(was, was_code), directives(now, now_code)
-    left = [d for _, d, _ in before]
+    left = Counter(d for _, d, _ in before)
     faults = []
     for i, d, code in after:
-        if d in left:
-            left.remove(d)
+        if left[d] > 0:
+            left[d] -= 1
         elif not (_UNROLL.match(code) and in_body(i)):
             faults.append(f"adds the preprocessor line `{d[:60]}` (only `#pragma unroll` inside a device function's "
                           "body)")
@@ -402,6 +403,9 @@ def _skeleton(text: str, host_device: set[str]) -> str:
     return "".join(out) + clean[last:]
 
 
+MAX_ATTRIBUTED = 16  # edits of a file the scope rule tries one by one to name those that break it
+
+
 def _scope_rule(name: str, old: str, new: str, edits: list[Edit], files: dict[str, str]) -> list[Violation]:
     """The code outside the device-only functions is the original's, launch configurations apart
     (and those plain arithmetic): no namespace-scope declaration, macro or host-callable
@@ -415,7 +419,9 @@ def _scope_rule(name: str, old: str, new: str, edits: list[Edit], files: dict[st
         faults = _configuration_faults(masked_pieces(was, sites), masked_pieces(now, sites), was, files)
         return [_arithmetic_violation(name, min(e.start_line for e in edits), max(e.end_line for e in edits),
                                       faults)] if faults else []
-    alone = [e for e in edits if masked(_skeleton(_applied({name: old}, [e])[name], host_device), sites) != original]
+    # which edits change it on their own (each a pass over the file: for a few edits only)
+    alone = [e for e in edits[:MAX_ATTRIBUTED]
+             if masked(_skeleton(_applied({name: old}, [e])[name], host_device), sites) != original]
     return [Violation(rule="host-code", file=name, start_line=e.start_line, end_line=e.end_line,
                       message="adds or changes code outside the device functions (a namespace-scope declaration or "
                               "statement, a macro, or a function the host may call); only device code and launch "
@@ -488,6 +494,9 @@ def _host_device_faults(function: str, was: str, now: str, device: set[str]) -> 
     return faults
 
 
+_GROUP_READ = 4096  # characters read back for the group before a `(` (nested groups read again each time)
+
+
 def _indirect_calls(code: str) -> int:
     """How many `(` of `code` call what an expression yields (`(*fp)(x)`, `table[i](x)`, `f(x)(y)`):
     a `)` or `]` before them that closes no cast (`(float)(x)`) or condition (`if (c) (x)`)."""
@@ -497,7 +506,7 @@ def _indirect_calls(code: str) -> int:
             count += 1
             continue
         depth, j = 0, m.start()
-        while j >= 0:
+        while j >= max(0, m.start() - _GROUP_READ):  # a longer group counts as a call
             depth += {")": 1, "(": -1}.get(code[j], 0)
             if depth == 0:
                 break
@@ -515,7 +524,7 @@ def _lambdas(code: str) -> int:
     for m in re.finditer(r"\[", code):
         before = re.search(r"(\w+|[)\]])?\s*\Z", code[max(0, m.start() - 64):m.start()])
         subscript = before is not None and before.group(1) not in (None, "return", "else", "do", "case")
-        count += not subscript and not code.startswith("[[", m.start()) and not code[:m.start()].endswith("[")
+        count += not subscript and not code.startswith("[[", m.start()) and code[m.start() - 1:m.start()] != "["
     return count
 
 
