@@ -111,23 +111,35 @@ def _call_fault(toks: list[Token], i: int, calls: set[str], shadowed: set[str]) 
     if prev.text == "]":
         return "calls through a subscript"
     if prev.text == ">":
-        at = _opener_of(toks, i - 1)
-        if at is None and any(t.text == "<" for t in toks[:i]):
-            return "a `>(` whose `<` is too far back to read"
-        name = toks[at - 1] if at else None
-        if name is not None and name.kind == "name":
-            return None if name.text in _TEMPLATE_CALLS and _template_end(toks, at) == i - 1 \
-                else f"calls {name.text}<...>()"
-        return None
+        return _template_call_fault(toks, i)
     if prev.text == ")":
-        at = _opener_of(toks, i - 1)
-        group = toks[at + 1:i - 1] if at is not None else []
-        if at is not None and at > 0 and toks[at - 1].kind == "name" and toks[at - 1].text in ("sizeof", "alignof"):
-            return "calls the result of sizeof"
-        if group and all(t.text in TYPE_WORDS or t.text == "*" for t in group):
-            return None  # `(unsigned)(n + 255)`: a cast of a parenthesized expression
-        return "calls through an expression (a function pointer or an object)"
+        return _group_call_fault(toks, i)
     return None
+
+
+def _template_call_fault(toks: list[Token], i: int) -> str | None:
+    """The `(` at toks[i] follows a `>`: a call of a template (`static_cast<int>(x)` is allowed), or
+    a comparison's operand."""
+    at = _opener_of(toks, i - 1)
+    if at is None and any(t.text == "<" for t in toks[:i]):
+        return "a `>(` whose `<` is too far back to read"
+    name = toks[at - 1] if at else None
+    if name is not None and name.kind == "name":
+        return None if name.text in _TEMPLATE_CALLS and _template_end(toks, at) == i - 1 \
+            else f"calls {name.text}<...>()"
+    return None
+
+
+def _group_call_fault(toks: list[Token], i: int) -> str | None:
+    """The `(` at toks[i] follows a `)`: a cast's operand (`(unsigned)(n + 255)`), or a call of
+    what the parenthesized expression yields."""
+    at = _opener_of(toks, i - 1)
+    group = toks[at + 1:i - 1] if at is not None else []
+    if at is not None and at > 0 and toks[at - 1].kind == "name" and toks[at - 1].text in ("sizeof", "alignof"):
+        return "calls the result of sizeof"
+    if group and all(t.text in TYPE_WORDS or t.text == "*" for t in group):
+        return None
+    return "calls through an expression (a function pointer or an object)"
 
 
 def _word_fault(toks: list[Token], i: int, known: set[str]) -> str | None:
