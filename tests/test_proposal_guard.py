@@ -570,6 +570,9 @@ LEGITIMATE = [
     ("a device helper added", "launch", 2, 5, "__device__ inline float twice(float x) { return 2.0f * x; }\n"
      + KERNEL.replace("*= 2.0f", "= twice(a[i])")),
     ("a device function's edit", "host-device", 2, 2, "__device__ inline float thrice(float x) { return x * 3.0f; }"),
+    ("#pragma unroll in a __host__ __device__ function", "host-device", 1, 1,
+     "__host__ __device__ inline float twice(float x) {\n  float y = 0;\n#pragma unroll\n  for (int j = 0; j < 2; ++j) "
+     "y += x;\n  return y;\n}"),
     ("a __host__ __device__ function's arithmetic", "host-device", 1, 1,
      "__host__ __device__ inline float twice(float x) { return fmaf(x, 2.0f, 0.0f); }"),
     ("printf in a kernel", "launch", 4, 4, '  if (i < n) a[i] *= 2.0f; else if (i == n) printf("%d\\n", n);'),

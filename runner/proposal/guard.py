@@ -316,8 +316,9 @@ def _new_starts(edits: list[Edit]) -> list[int]:
 
 def _syntax_rules(old: str, new: str, edits: list[Edit]) -> list[Violation]:
     """Preprocessor lines, splices and syntax the scanner misreads that an edit adds (what the lines
-    it replaces held may stay); `#pragma unroll` inside a device function's body is allowed."""
-    bodies = [(f.body_start_line, f.end_line) for f in functions(new) if f.device_only]
+    it replaces held may stay); `#pragma unroll` inside a device function's body is allowed (a
+    `__host__ __device__` one's too: the host's compiler reads it as a hint as well)."""
+    bodies = [(f.body_start_line, f.end_line) for f in functions(new) if f.is_device]  # `__host__ __device__` too
 
     def in_body(line: int) -> bool:
         return any(a < line < b for a, b in bodies)
