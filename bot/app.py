@@ -10,9 +10,9 @@ POST /webhook
      schedules the GPU job. Pull-request events also record the head they show, with GitHub's
      timestamp, so that `/optimas run` can pin a commit that existed when it was written;
   4. drop redeliveries and replays: X-GitHub-Delivery and the body's SHA-256 are claimed in Redis
-     (keys with a TTL) by a script that writes the job only when both claims are new, in the same
-     round trip as the head. The delivery header is not signed: a signed body sent again under
-     another id (or none) is a replay, and GitHub never sends two events with one body;
+     (keys with a TTL) by a script that records the head and writes the job only when both claims
+     are new: one command, one round trip. The delivery header is not signed: a signed body sent
+     again under another id (or none) is a replay, and GitHub never sends two events with one body;
   5. Redis unreachable or stopped: 503 within about 0.7 s (two tries of 0.3 s), so GitHub records a
      failed delivery that can be redelivered.
 GET /healthz answers 200 when Redis answers.
@@ -54,23 +54,18 @@ def heads_key(prefix: str, repo: str, pr: int) -> str:
     return f"{prefix}:heads:{repo}#{pr}"
 
 
-def _head_commands(pipe, prefix: str, head: Head) -> None:
-    """Queue on `pipe` the commands that record a head (none when it has no usable timestamp: plain
+def _head_score(head: Head) -> float | None:
+    """The head's GitHub time as a sorted-set score; None when it has no usable timestamp (plain
     `/optimas run` then asks for a SHA)."""
     try:
-        seen = dt.datetime.fromisoformat(head.seen_at.replace("Z", "+00:00")).timestamp()
+        return dt.datetime.fromisoformat(head.seen_at.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        return
-    key = heads_key(prefix, head.repo, head.pr)
-    pipe.zadd(key, {head.sha: seen}, gt=True)  # keep the latest time the commit was the head
-    pipe.zremrangebyrank(key, 0, -HEADS_KEPT - 1)
-    pipe.expire(key, HEADS_TTL_S)
+        return None
 
 
 def _record_head(conn: redis.Redis, prefix: str, head: Head) -> None:
-    with conn.pipeline(transaction=False) as p:
-        _head_commands(p, prefix, head)
-        p.execute()
+    """Record a head alone (the view records it with its job, in one script)."""
+    _record(conn, prefix, head, [], 0, None)
 
 
 def _redis(url: str, attempts: int) -> redis.Redis:
@@ -88,6 +83,7 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     conn = connection or _redis(settings.redis_url, attempts=2)
     control = Queue(settings.control_queue, connection=conn)
+    prefix = settings.key_prefix
 
     @app.errorhandler(RequestEntityTooLarge)
     def too_large(_e) -> tuple[Response, int]:
@@ -112,26 +108,24 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
             return jsonify(error=str(e)), 400
         except (PayloadError, RecursionError) as e:
             return jsonify(error=f"{event}: {e}"), 400
-        # One round trip: the head's commands, then a script that claims the delivery and, only when
-        # the claim is new, writes and queues the job, atomically. A round trip retried after a lost
-        # reply finds its own claim: it writes nothing more and still answers 202, and there is no
-        # claim to undo after an error.
+        # One command: a script that records the head, then claims the delivery and, only when the
+        # claim is new, writes and queues the job, atomically. A command retried after a lost reply
+        # finds its own claim: it writes nothing more and still answers 202, and there is no claim to
+        # undo after an error.
         job = None
+        claims: list[str] = []
+        commands: list = []
         try:
-            with conn.pipeline(transaction=False) as p:
-                if decision.head is not None:
-                    _head_commands(p, settings.key_prefix, decision.head)
-                if decision.job is not None:
-                    job, commands = _job_commands(control, decision, delivery)
-                    claims = [f"{settings.key_prefix}:body:{hashlib.sha256(body).hexdigest()}"]
-                    claims += [f"{settings.key_prefix}:delivery:{delivery}"] if delivery else []
-                    _claim_then(p, claims, settings.delivery_ttl_s, job.id, commands)
-                answers = p.execute() if len(p) else []
+            if decision.job is not None:  # RQ asks Redis its version once, at the first job
+                job, commands = _job_commands(control, decision, delivery)
+                claims = [f"{prefix}:body:{hashlib.sha256(body).hexdigest()}"]
+                claims += [f"{prefix}:delivery:{delivery}"] if delivery else []
+            owner = _record(conn, prefix, decision.head, claims, settings.delivery_ttl_s, job and job.id, commands)
         except redis.exceptions.RedisError:
             return jsonify(error="queue unavailable; redeliver later"), 503
         if job is None:
             return jsonify(status="ignored", reason=decision.reason), 200
-        if answers[-1] not in (job.id, job.id.encode()):  # another job owns the body or delivery: sent before
+        if owner not in (job.id, job.id.encode()):  # another job owns the body or delivery: sent before
             return jsonify(status="duplicate delivery", delivery=delivery), 200
         return jsonify(status="queued", job=job.id, reason=decision.reason), 202
 
@@ -152,25 +146,54 @@ def create_app(settings: Settings, connection: redis.Redis | None = None) -> Fla
     return app
 
 
-# KEYS: the claims (the body's, the delivery's); ARGV[1]: their TTL; ARGV[2]: the job's id; then
-# each command as its number of words and the words. A claim that exists is answered with its value
-# (the id of the job that the body or delivery made); else the commands run and the claims are
-# written last, with the job's id, so that a command that fails leaves them unclaimed for GitHub's
-# redelivery.
-CLAIM_THEN = """
-for k = 1, #KEYS do
+# KEYS: the PR's heads key when ARGV[1] is 1, then the claims (the body's, the delivery's). ARGV:
+# 1, whether there is a head; 2 and 3, the head's SHA and GitHub time; 4, the claims' TTL; 5, the
+# job's id; then each of the job's commands as its number of words and the words. The head is
+# recorded whatever the claims are (ZADD GT keeps the latest time the commit was the head). A claim
+# that exists is answered with its value (the id of the job that the body or delivery made); else the
+# commands run and the claims are written last, with the job's id, so that a command that fails
+# leaves them unclaimed for GitHub's redelivery. No claims: nil.
+RECORD = f"""
+local h = tonumber(ARGV[1])
+if h == 1 then
+  redis.call('ZADD', KEYS[1], 'GT', ARGV[3], ARGV[2])
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, {-HEADS_KEPT - 1})
+  redis.call('EXPIRE', KEYS[1], {HEADS_TTL_S})
+end
+if #KEYS == h then return false end
+for k = h + 1, #KEYS do
   local owner = redis.call('GET', KEYS[k])
   if owner then return owner end
 end
-local i = 3
+local i = 6
 while i <= #ARGV do
   local n = tonumber(ARGV[i])
   redis.call(unpack(ARGV, i + 1, i + n))
   i = i + n + 1
 end
-for k = 1, #KEYS do redis.call('SET', KEYS[k], ARGV[2], 'EX', ARGV[1]) end
-return ARGV[2]
+for k = h + 1, #KEYS do redis.call('SET', KEYS[k], ARGV[5], 'EX', ARGV[4]) end
+return ARGV[5]
 """
+RECORD_SHA = hashlib.sha1(RECORD.encode()).hexdigest()  # Redis names a cached script by its SHA-1
+
+
+def _record(conn: redis.Redis, prefix: str, head: Head | None, claims: list[str], ttl: int, job_id: str | None,
+            commands=()) -> bytes | str | None:
+    """Run RECORD: record `head`, and when there are `claims`, write `commands` unless one of them
+    exists; the id of the job that owns the body or delivery, or None. EVALSHA, so that the script's
+    text is sent only once per Redis (after a restart or SCRIPT FLUSH, EVAL sends it again)."""
+    score = _head_score(head) if head is not None else None
+    if score is None and not claims:
+        return None
+    keys = ([heads_key(prefix, head.repo, head.pr)] if score is not None else []) + claims
+    argv: list = [1, head.sha, score] if score is not None else [0, "", 0]
+    argv += [ttl, job_id or ""]
+    for words in commands:
+        argv += [len(words), *words]
+    try:
+        return conn.evalsha(RECORD_SHA, len(keys), *keys, *argv)
+    except redis.exceptions.NoScriptError:
+        return conn.eval(RECORD, len(keys), *keys, *argv)
 
 
 def _job_commands(queue: Queue, decision: Decision, delivery: str):
@@ -183,12 +206,3 @@ def _job_commands(queue: Queue, decision: Decision, delivery: str):
                             on_failure=Callback("bot.jobs.report_failure", timeout=60),
                             description=decision.reason, meta={"delivery": delivery}, pipeline=p)
         return job, [args for args, _options in p.command_stack]
-
-
-def _claim_then(pipe, claims: list[str], ttl: int, job_id: str, commands) -> None:
-    """Queue on `pipe` the script that runs `commands` unless one of `claims` exists, then writes
-    them; it answers the id of the job that owns the body or delivery."""
-    argv: list = [ttl, job_id]
-    for words in commands:
-        argv += [len(words), *words]
-    pipe.eval(CLAIM_THEN, len(claims), *claims, *argv)

@@ -243,6 +243,51 @@ def test_redis_down_answers_503_and_redelivery_works_later(conn):
     assert create_app(settings, down).test_client().get("/healthz").status_code == 503
 
 
+def test_a_redis_that_never_saw_the_script_is_sent_it_once(tmp_path):
+    """The view sends its script by SHA (EVALSHA); a Redis that does not hold it (new, restarted, or
+    after SCRIPT FLUSH) answers NOSCRIPT, and the view sends the text (EVAL), which Redis then keeps.
+    A Redis of its own, so that its script cache starts empty."""
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    try:
+        fresh = redis.Redis(host="127.0.0.1", port=port)
+        for _ in range(100):
+            try:
+                fresh.ping()
+                break
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.05)
+        from bot.app import RECORD_SHA
+
+        assert fresh.script_exists(RECORD_SHA) == [False]
+        settings = Settings(webhook_secret=SECRET, control_queue="test-control", key_prefix="test")
+        client = create_app(settings, fresh).test_client()
+
+        def send(body: dict, delivery: str) -> int:
+            raw = json.dumps(body).encode()
+            sig = "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()
+            headers = {"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig}
+            return client.post("/webhook", data=raw, headers=headers).status_code
+
+        first, second = labeled(), labeled()
+        second["pull_request"]["updated_at"] = "2026-12-07T00:00:00Z"
+        assert send(first, "one") == 202 and fresh.script_exists(RECORD_SHA) == [True]
+        assert send(second, "two") == 202 and send(first, "one") == 200  # EVALSHA, and the claim holds
+        fresh.script_flush()
+        assert send(second, "two") == 200 and Queue("test-control", connection=fresh).count == 2
+        assert fresh.zcard("test:heads:Codertocat/Hello-World#2") == 1
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def test_settings_require_the_secret():
     with pytest.raises(SettingsError, match="OPTIMAS_WEBHOOK_SECRET"):
         Settings.from_env({})
