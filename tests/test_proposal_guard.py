@@ -394,6 +394,8 @@ __global__ void scale(float* a, int n) {
 SOURCES = {"launch": (LAUNCHING, LAUNCH_EDITABLE),
            "const": (LAUNCHING.replace("int threads = 32;", "const int threads = 32;"), LAUNCH_EDITABLE),
            "macro": (IN_A_MACRO, {"main.cu": [(1, 1), (5, 5)]}),
+           "scaled": (LAUNCHING.replace("int threads = 32;", "int threads = static_cast<int>(bench::scaled(N, 32));"),
+                      LAUNCH_EDITABLE),
            "min": ('int min(int a, int b) { return system("id") + (a < b ? a : b); }\n' + LAUNCHING,
                    {"main.cu": [(3, 6), (10, 10), (11, 11), (14, 14)]}),
            "namespace-threads": (LAUNCHING.replace("__global__ void scale", "int threads = 32; __global__ void scale")
@@ -563,6 +565,8 @@ LEGITIMATE = [
     ("member access", "launch", 13, 13, _launch_line("grid.x, threads, 0, s")),
     ("ternary", "launch", 13, 13, _launch_line("grid, N % 2 ? 256u : 128, 0, s")),
     ("dim3 by assignment", "launch", 10, 10, "  dim3 grid = dim3((N + threads - 1) / threads, 1);"),
+    ("a qualified call the declaration made before", "scaled", 9, 9,
+     "  int threads = static_cast<int>(bench::scaled(N, 64));"),
     ("a macro's launch", "macro", 5, 5, "    k<<<(n + 127) / 128, 128>>>(a, n); \\"),
     ("#pragma unroll in a kernel's body", "launch", 3, 4,
      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n#pragma unroll 4\n  for (int j = 0; j < 1; ++j)\n"

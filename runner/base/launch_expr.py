@@ -144,11 +144,12 @@ def _group_call_fault(toks: list[Token], i: int) -> str | None:
 
 def _word_fault(toks: list[Token], i: int, known: set[str]) -> str | None:
     t = toks[i]
-    if t.text in DENIED_WORDS or t.text.startswith("__builtin"):
+    parts = t.text.split("::")
+    if any(part in DENIED_WORDS or part.startswith("__builtin") for part in parts):
         return f"the keyword {t.text}"
     if i > 0 and toks[i - 1].text in (".", "->"):
         return None  # a member (`block.x`, `prop.multiProcessorCount`)
-    if t.text not in ALLOWED_WORDS and t.text not in known:
+    if t.text not in ALLOWED_WORDS and not all(part in known for part in parts):
         return f"the name {t.text}, which the sources' host code does not use"
     return None
 
