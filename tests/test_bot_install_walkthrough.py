@@ -155,8 +155,8 @@ def test_the_install_the_app_checklist_ends_in_a_review_on_a_labelled_pull_reque
                                   capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stdout + done.stderr
 
-        receiver = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", "1", "--bind",
-                                     f"127.0.0.1:{port}", "bot.wsgi:app"], cwd=site, env=environment("app"),
+        receiver = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:bot.serving", "--workers", "1",
+                                     "--bind", f"127.0.0.1:{port}", "bot.wsgi:app"], cwd=site, env=environment("app"),
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             base = f"http://127.0.0.1:{port}"

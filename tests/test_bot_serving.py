@@ -175,6 +175,7 @@ def test_every_place_that_serves_the_receiver_runs_the_documented_deployment():
     assert cmd and json.loads(cmd.group(1)) == documented
     assert shlex.join(documented) in (REPO / "docs" / "github-app.md").read_text()
     assert serving.worker_class == "bot.serving.Worker" and serving.keepalive and serving.worker_connections
-    for path in ["tests/test_bot_webhook.py", "tests/test_bot_attacks.py", "benchmarks/bench_webhook.py"]:
+    for path in ["tests/test_bot_webhook.py", "tests/test_bot_attacks.py", "tests/test_bot_install_walkthrough.py",
+                 "benchmarks/bench_webhook.py"]:
         text = (REPO / path).read_text()
         assert '"-c", "python:bot.serving"' in text and '"--threads", "4"' not in text, path
