@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
@@ -114,6 +115,13 @@ def in_profile_spelling(timing: pd.DataFrame, profiled: pd.DataFrame) -> pd.Data
         by_symbol = {m: k for m, k in zip(profiled[MANGLED], profiled["kernel"], strict=True)
                      if isinstance(m, str) and m}
     by_key = {kernel_key(k): k for k in profiled["kernel"]}
-    symbols = timing[MANGLED] if MANGLED in timing.columns else [None] * len(timing)
-    return timing.assign(kernel=[spelled_as(k, m, by_symbol, by_key) or k
-                                 for k, m in zip(timing["kernel"], symbols, strict=True)])
+    # a timing pass holds millions of launches of a few kernels: each (name, symbol) is looked up once
+    names, name_of = pd.factorize(timing["kernel"], use_na_sentinel=False)
+    if MANGLED in timing.columns:
+        symbols, symbol_of = pd.factorize(timing[MANGLED], use_na_sentinel=False)
+    else:
+        symbols, symbol_of = np.zeros(len(timing), dtype=np.intp), np.array([None], dtype=object)
+    pairs, pair_of = pd.factorize(names.astype(np.int64) * len(symbol_of) + symbols)
+    spelled = np.array([spelled_as(name_of[p // len(symbol_of)], symbol_of[p % len(symbol_of)], by_symbol, by_key)
+                        or name_of[p // len(symbol_of)] for p in pair_of.tolist()] or [""], dtype=object)
+    return timing.assign(kernel=spelled[pairs] if len(timing) else timing["kernel"])

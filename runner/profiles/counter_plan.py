@@ -17,15 +17,17 @@ differ in what the kernel does. In order of preference:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
 from runner.base.cuda_source import template_symbol_prefix
 from runner.profiles.model import WORK_METRICS, Profile
-from runner.tracing.trace import KernelLaunch
+from runner.tracing.trace import KernelLaunch, Launches
 
 CounterSource = Literal["sizes", "launch configurations", "code versions", "one run"]
 # More distinct launch configurations than this are not all profiled (one replay set each).
@@ -67,13 +69,16 @@ def launch_configuration(launch: KernelLaunch) -> tuple:
     return launch.grid, launch.block, launch.dynamic_shared
 
 
-def distinct_configurations(launches: list[KernelLaunch], kernel: str, mangled: str = "") -> int:
-    """How many distinct launch configurations the traced run gave `kernel` (or, when its mangled
-    name is that of a template instance, any instance of the template)."""
+def distinct_configurations(launches: Launches | Sequence[KernelLaunch], kernel: str, mangled: str = "") -> int:
+    """How many distinct launch configurations (launch_configuration) the traced run gave `kernel`
+    (or, when its mangled name is that of a template instance, any instance of the template)."""
+    table = launches if isinstance(launches, Launches) else Launches.of(launches)
     family = template_symbol_prefix(mangled) if mangled else None
-    same = [ln for ln in launches
-            if ln.kernel == kernel or (family and ln.mangled.startswith(family))]
-    return len({launch_configuration(ln) for ln in same})
+    chosen = [i for i, (name, symbol) in enumerate(table.names)
+              if name == kernel or (family and symbol.startswith(family))]
+    same = np.isin(table.kernel_ids, chosen)
+    shapes = np.column_stack([table.grid[same], table.block[same], table.columns["dynamic_shared"][same]])
+    return len(pd.DataFrame(shapes).drop_duplicates())  # hashing: a kernel may have millions of launches
 
 
 def work_of(profile: Profile) -> float | None:

@@ -122,6 +122,46 @@ def aggregate_lines(df: pd.DataFrame) -> pd.DataFrame:
     return out[LINE_COLUMNS]
 
 
+def _launch_table(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=LAUNCH_COLUMNS)
+
+
+def _stacked_launches(profiles: list[Profile]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every profile's launches and metrics one after the other (whole tables: a trace holds
+    millions of launches, which one frame per row took minutes and gigabytes to stack)."""
+    given = [p for p in profiles if len(p.launches)]
+    launches = [p.launches for p in given]
+    metrics = [p.metrics.reset_index(drop=True) if len(p.metrics.columns)
+               else pd.DataFrame(index=range(len(p.launches))) for p in given]
+    out_metrics = pd.concat(metrics, ignore_index=True).astype("float64") if metrics else pd.DataFrame()
+    return _launch_table(launches), out_metrics
+
+
+def _same_launches(profiles: list[Profile]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Exports of one capture: each launch once (see `merge`), its metrics completed from the others."""
+    kept: list[pd.DataFrame] = []
+    seen: dict[tuple, int] = {}
+    merged_rows: list[dict] = []
+    for p in profiles:
+        rows = []
+        for i, row in enumerate(p.launches.itertuples(index=False)):
+            key = (str(row.launch_id), row.kernel, row.grid, row.block)
+            mrow = p.metrics.iloc[i].to_dict() if len(p.metrics.columns) else {}
+            if key in seen:
+                target = merged_rows[seen[key]]
+                for k, v in mrow.items():
+                    if k not in target or pd.isna(target[k]):
+                        target[k] = v
+                continue
+            seen[key] = len(merged_rows)
+            merged_rows.append(mrow)
+            rows.append(i)
+        if rows:
+            kept.append(p.launches.iloc[rows])
+    out_metrics = pd.DataFrame(merged_rows).astype("float64") if merged_rows else pd.DataFrame()
+    return _launch_table(kept), out_metrics
+
+
 def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
     """Combine the profiles of one application.
 
@@ -134,30 +174,15 @@ def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
     """
     if not profiles:
         return Profile()
-    launches: list[pd.DataFrame] = []
-    seen: dict[tuple, int] = {}
     units: dict[str, str] = {}
     claimed: set[str] = set()  # kernels whose lines an earlier export gave
     line_parts: list[pd.DataFrame] = []
     device = None
     inputs: list[str] = []
-    merged_rows: list[dict] = []
     for p in profiles:
         units.update({k: v for k, v in p.units.items() if k not in units})
         device = device or p.device_name
         inputs.extend(p.inputs)
-        for i, row in enumerate(p.launches.itertuples(index=False)):
-            key = (str(row.launch_id), row.kernel, row.grid, row.block)
-            mrow = p.metrics.iloc[i].to_dict() if len(p.metrics.columns) else {}
-            if same_capture and key in seen:
-                target = merged_rows[seen[key]]
-                for k, v in mrow.items():
-                    if k not in target or pd.isna(target[k]):
-                        target[k] = v
-                continue
-            seen[key] = len(merged_rows)
-            merged_rows.append(mrow)
-            launches.append(pd.DataFrame([row._asdict()]))
         if not p.lines.empty:
             # rows, not groups: an application's export can hold thousands of kernels
             fresh = ~p.lines["kernel"].isin(claimed)
@@ -165,9 +190,7 @@ def merge(profiles: list[Profile], same_capture: bool = False) -> Profile:
                 part = p.lines if fresh.all() else p.lines[fresh]
                 line_parts.append(part)
                 claimed.update(part["kernel"].unique())
-    out_launches = (pd.concat(launches, ignore_index=True) if launches
-                    else pd.DataFrame(columns=LAUNCH_COLUMNS))
-    out_metrics = pd.DataFrame(merged_rows).astype("float64") if merged_rows else pd.DataFrame()
+    out_launches, out_metrics = _same_launches(profiles) if same_capture else _stacked_launches(profiles)
     if DURATION_METRIC in out_metrics.columns:
         # A launch first seen through an export without durations gains them from a later one.
         dur = out_launches["duration_ns"].astype(float)

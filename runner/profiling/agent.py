@@ -71,7 +71,7 @@ from runner.profiles.readers.report import report_kernel_names
 from runner.profiles.readers.trace import profile_of
 from runner.tracing.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
 from runner.tracing.library import TracerError, trace_environment, tracer_library
-from runner.tracing.trace import KernelLaunch, ProcessTrace, ResultsVariation, device_fault, read_traces
+from runner.tracing.trace import Launches, ProcessTrace, ResultsVariation, device_fault, read_traces
 
 progress = progress_for("profiling")
 
@@ -110,7 +110,7 @@ def _refuse_failed_gpu_work(traces: list[ProcessTrace], argv: list[str]) -> None
     faulted, no kernel image for this GPU) although the process may have exited 0: a program that
     checks no CUDA error goes on, and its profile and results would be those of a failure."""
     fault = device_fault(traces)
-    if fault is None and all(k.duration_ns <= 0 for t in traces for k in t.launches):
+    if fault is None and all(bool((t.table().duration_ns() <= 0).all()) for t in traces):
         fault = "no kernel launch finished (every one has zero duration), and no watched call reported why"
     if fault is not None:
         raise ProfilingError(f"the original program's GPU work failed in its traced run: {fault}. The program "
@@ -160,7 +160,7 @@ class ProfilingAgent:
         run = self.run = ctx.run
         self.dir = run.stage_dir("profile")
         self.commands: list[dict] = []
-        self.traced_launches: list[KernelLaunch] = []  # the traced run's launches, when the tracer timed them
+        self.traced_launches = Launches.empty()  # the traced run's launches, when the tracer timed them
         self._scaling_texts: dict[str, str] | None = None  # the workspace's sources, for app.size_constants
         app = self.cfg.app
         if not app.build or not app.run:
@@ -619,8 +619,8 @@ class ProfilingAgent:
                                  f"messages start with '[optimas tracer]' in {self.dir / 'logs' / 'trace.log'}); set "
                                  "profiling.hot_kernels: ncu to time launches with ncu instead")
         _refuse_failed_gpu_work(traces, self._app_argv(exe))
-        mangled = {k.kernel: k.mangled for t in traces for k in t.launches}
-        self.traced_launches = [k for t in traces for k in t.launches]
+        self.traced_launches = Launches.concat([t.table() for t in traces])
+        mangled = self.traced_launches.symbols()
         checked: list[Path] = []
         if check:
             if again:

@@ -16,14 +16,23 @@ A record file is tab-separated text, one record per line, its first field the re
 
 from __future__ import annotations
 
+import io
 import os
-from collections import defaultdict
 from pathlib import Path
+from typing import Annotated, BinaryIO, TextIO
 
-from pydantic import BaseModel, Field
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from runner.base.cuda_source import short_kernel_name
 from runner.base.errors import OptimasError
+from runner.tracing.launches import INT_FIELDS, KernelLaunch, Launches
+
+__all__ = ["DEVICE_FAULTS", "FORMAT", "LAUNCH_ERRORS", "MAX_TRACES", "TRACE_LIMIT", "TRACE_TOTAL", "ApiError",
+           "DeviceResult", "KernelLaunch", "Launches", "ProcessTrace", "ResultsVariation", "TraceFormatError",
+           "device_fault", "read_trace", "read_traces"]
 
 FORMAT = "# optimas-trace 1"
 # What the worker reads of the traces, which the code under test could write: each record becomes
@@ -37,29 +46,6 @@ class TraceFormatError(OptimasError):
     """A trace record file that is not what the tracer writes."""
 
     exit_code = 4
-
-
-class KernelLaunch(BaseModel):
-    """One kernel execution, as CUPTI's activity record reports it."""
-
-    kernel: str  # demangled by the C++ runtime (ncu spells template arguments differently)
-    mangled: str
-    start_ns: int
-    end_ns: int
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    registers: int
-    static_shared: int
-    dynamic_shared: int
-    stream: int
-    device: int
-    context: int
-    correlation: int
-    graph: int = 0  # the CUDA graph it ran in, 0 when launched directly
-
-    @property
-    def duration_ns(self) -> int:
-        return self.end_ns - self.start_ns
 
 
 class DeviceResult(BaseModel):
@@ -129,13 +115,20 @@ class ApiError(BaseModel):
         return f"{self.api} returned {name} ({self.code}{': ' + meaning if meaning else ''})"
 
 
+def _as_launches(value: object) -> object:
+    """A list of launches (model objects or dicts) as the column-wise table."""
+    return value if isinstance(value, Launches) else Launches.of(value) if isinstance(value, list | tuple) else value
+
+
 class ProcessTrace(BaseModel):
     """Everything the tracer saw in one process."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     path: Path
     pid: int
     cupti_version: int
-    launches: list[KernelLaunch] = Field(default_factory=list)
+    launches: Annotated[Launches, BeforeValidator(_as_launches)] = Field(default_factory=Launches.empty)  # by start
     results: list[DeviceResult] = Field(default_factory=list)  # in program order
     unsynchronized: list[str] = Field(default_factory=list)  # copies never synchronized: their API names
     errors: list[ApiError] = Field(default_factory=list)  # the first failures of the calls it watches
@@ -147,12 +140,13 @@ class ProcessTrace(BaseModel):
         launch that ran nothing), if there was one."""
         return next((e for e in self.errors if e.sticky or (launches and e.launch)), None)
 
+    def table(self) -> Launches:
+        """The launches as a table (model_copy(update=...) may have set a plain list)."""
+        return self.launches if isinstance(self.launches, Launches) else Launches.of(self.launches)
+
     def kernel_ns(self) -> dict[str, int]:
         """Total execution time per kernel (demangled name), in ns."""
-        total: dict[str, int] = defaultdict(int)
-        for k in self.launches:
-            total[k.kernel] += k.duration_ns
-        return dict(total)
+        return self.table().kernel_ns()
 
     def kept_bytes(self, result: DeviceResult) -> bytes:
         """The bytes of a result that were kept (empty when none were)."""
@@ -173,64 +167,211 @@ class ResultsVariation(BaseModel):
     why: str = ""  # how they differ, when they do
 
 
+# A K record's integer fields, by their place on the line (INT_FIELDS' order).
+_K_PLACES = (2, 3, 6, 7, 8, 9, 10, 11, 12, 13)
+_INT64 = (-(1 << 63), 1 << 63)
+# Every byte of the K records as the tracer writes them; a trace with any other goes the slow way.
+_K_BYTES = b"0123456789-,\tK\n"
+K_CHUNK = 1 << 16  # K records parsed at once (their lines are held as bytes until then)
+_K_TYPES = {"f1": pa.string(), "f4": pa.string(), "f5": pa.string(),
+            **{f"f{i}": pa.int64() for i in _K_PLACES}}
+
+
+def _int64(text: str) -> int:
+    v = int(text)
+    if not _INT64[0] <= v < _INT64[1]:
+        raise ValueError(f"{text[:30]} is out of range")
+    return v
+
+
 def _ints(text: str) -> tuple[int, int, int]:
-    x, y, z = (int(v) for v in text.split(","))
+    x, y, z = (_int64(v) for v in text.split(","))
     return x, y, z
 
 
 def read_trace(path: Path) -> ProcessTrace:
     """One process's record file; TraceFormatError naming the file and line when it is malformed."""
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="\n") as records:
+        with open(path, "rb") as records:
             size = os.fstat(records.fileno()).st_size
             if size > TRACE_LIMIT:
                 raise TraceFormatError(f"{path} (a trace) is {size} bytes; Optimas reads at most {TRACE_LIMIT}")
-            if records.readline(len(FORMAT) + 2).rstrip("\n") != FORMAT:  # before reading the rest
+            first = records.readline(len(FORMAT) + 2).decode("utf-8", "replace")  # before reading the rest
+            if first.rstrip("\n") != FORMAT:
                 raise TraceFormatError(f"{path} is not an Optimas trace (expected a first line {FORMAT!r})")
-            return _records(path, records)
+            start = records.tell()
+            trace = _tracer_records(path, records)
+            if trace is None:  # not as the tracer writes it: read line by line, which says what and where
+                records.seek(start)
+                trace = _records(path, io.TextIOWrapper(records, encoding="utf-8", errors="replace", newline="\n"))
+            return trace
     except OSError as e:
         raise TraceFormatError(f"cannot read the trace {path}: {e.strerror}") from None
 
 
-def _records(path: Path, records) -> ProcessTrace:  # noqa: ANN001 (an open text file)
+def _other_record(trace: ProcessTrace, f: list[str]) -> None:
+    """A D, M, U, E or X record into the trace; ValueError or IndexError when malformed."""
+    if f[0] in ("D", "M"):
+        trace.results.append(DeviceResult(seq=int(f[1]), source=f[2], bytes=int(f[3]), hash=f[4],
+                                          offset=int(f[5]), kept=int(f[6])))
+    elif f[0] == "U":
+        trace.unsynchronized.append(f[2])
+    elif f[0] == "E":
+        trace.errors.append(ApiError(seq=int(f[1]), api=f[2], code=int(f[3])))
+    elif f[0] == "X":
+        trace.complete, trace.dropped = True, int(f[3])
+    else:
+        raise ValueError(f"unknown record kind {f[0][:20]!r}")
+
+
+class _Table:
+    """Launches gathered record by record (the line-by-line reading)."""
+
+    def __init__(self) -> None:
+        self.names: dict[tuple[str, str], int] = {}
+        self.ids: list[int] = []
+        self.grid: list[tuple[int, int, int]] = []
+        self.block: list[tuple[int, int, int]] = []
+        self.ints: list[list[int]] = []
+
+    def add(self, name: tuple[str, str], f: list[str]) -> None:
+        """One K record's fields (ValueError, IndexError: malformed; then nothing is added)."""
+        ints, grid, block = [_int64(f[i]) for i in _K_PLACES], _ints(f[4]), _ints(f[5])
+        self.ids.append(self.names.setdefault(name, len(self.names)))
+        self.grid.append(grid)
+        self.block.append(block)
+        self.ints.append(ints)
+
+    def launches(self) -> Launches:
+        columns = np.array(self.ints, dtype=np.int64).reshape(len(self.ids), len(INT_FIELDS))
+        return Launches(list(self.names), np.array(self.ids, dtype=np.int32), np.array(self.grid, dtype=np.int64),
+                        np.array(self.block, dtype=np.int64), dict(zip(INT_FIELDS, columns.T, strict=True)))
+
+
+def _records(path: Path, records: TextIO) -> ProcessTrace:
     """The process's trace from its records after the first line, read line by line."""
     names: dict[str, tuple[str, str]] = {}
     trace: ProcessTrace | None = None
+    table = _Table()
     for number, line in enumerate(records, start=2):
         f = line.rstrip("\n").split("\t")
         try:
             if f[0] == "P":
-                trace = ProcessTrace(path=path, pid=int(f[1]), cupti_version=int(f[2]))
+                trace, table = ProcessTrace(path=path, pid=int(f[1]), cupti_version=int(f[2])), _Table()
                 continue
             if trace is None:
                 raise ValueError("record before the P line")
             if f[0] == "N":
                 names[f[1]] = (f[3], f[2])
             elif f[0] == "K":
-                kernel, mangled = names[f[1]]
-                trace.launches.append(KernelLaunch(
-                    kernel=kernel, mangled=mangled, start_ns=int(f[2]), end_ns=int(f[3]), grid=_ints(f[4]),
-                    block=_ints(f[5]), registers=int(f[6]), static_shared=int(f[7]), dynamic_shared=int(f[8]),
-                    stream=int(f[9]), device=int(f[10]), context=int(f[11]), correlation=int(f[12]),
-                    graph=int(f[13])))
-            elif f[0] in ("D", "M"):
-                trace.results.append(DeviceResult(seq=int(f[1]), source=f[2], bytes=int(f[3]), hash=f[4],
-                                                  offset=int(f[5]), kept=int(f[6])))
-            elif f[0] == "U":
-                trace.unsynchronized.append(f[2])
-            elif f[0] == "E":
-                trace.errors.append(ApiError(seq=int(f[1]), api=f[2], code=int(f[3])))
-            elif f[0] == "X":
-                trace.complete, trace.dropped = True, int(f[3])
+                table.add(names[f[1]], f)
             else:
-                raise ValueError(f"unknown record kind {f[0][:20]!r}")
+                _other_record(trace, f)
         except (ValueError, IndexError, KeyError) as e:
             raise TraceFormatError(f"{path}:{number}: malformed {f[0][:20]!r} record ({str(e)[:200]})") from None
     if trace is None:
         raise TraceFormatError(f"{path} has no P (process) record")
     trace.results.sort(key=lambda r: r.seq)
-    trace.launches.sort(key=lambda k: k.start_ns)
+    trace.launches = table.launches().by_start()
     return trace
+
+
+def _tracer_records(path: Path, records: BinaryIO) -> ProcessTrace | None:
+    """The process's trace when its records are as the tracer writes them (one P line first, each
+    kernel named once before its launches), its K records parsed as one table; None at anything
+    else, which `_records` then reads line by line."""
+    kernel_lines: list[bytes] = []
+    chunks: list[pa.Table] = []  # K records parsed so far, K_CHUNK lines each
+    names: dict[str, tuple[str, str]] = {}
+    named_after: dict[str, int] = {}  # a kernel id -> how many K records came before its N record
+    trace: ProcessTrace | None = None
+    try:
+        for line in records:
+            if line.startswith(b"K\t"):
+                kernel_lines.append(line)
+                if len(kernel_lines) == K_CHUNK:
+                    chunk = _kernel_chunk(kernel_lines)
+                    if chunk is None:
+                        return None
+                    chunks.append(chunk)
+                continue
+            f = line.decode("utf-8", "replace").rstrip("\n").split("\t")
+            before = K_CHUNK * len(chunks) + len(kernel_lines)
+            if f[0] == "P" and trace is None and not before:
+                trace = ProcessTrace(path=path, pid=int(f[1]), cupti_version=int(f[2]))
+            elif trace is None or f[0] == "P" or (f[0] == "N" and f[1] in names):
+                return None
+            elif f[0] == "N":
+                names[f[1]], named_after[f[1]] = (f[3], f[2]), before
+            else:
+                _other_record(trace, f)
+    except (ValueError, IndexError):
+        return None
+    if kernel_lines:
+        last = _kernel_chunk(kernel_lines)
+        if last is None:
+            return None
+        chunks.append(last)
+    if trace is None:
+        return None
+    launches = _kernel_table(chunks, names, named_after)
+    if launches is None:
+        return None
+    trace.results.sort(key=lambda r: r.seq)
+    trace.launches = launches.by_start()
+    return trace
+
+
+def _kernel_chunk(lines: list[bytes]) -> pa.Table | None:
+    """K record lines (emptied) parsed by Arrow's CSV reader; None when one is not as the tracer
+    writes it (a byte other than digits, '-', ',' and tabs, a field more or less, a value out of
+    int64's range)."""
+    n = len(lines)
+    if not lines[-1].endswith(b"\n"):
+        lines[-1] += b"\n"
+    data = b"".join(lines)
+    lines.clear()
+    if data.translate(None, _K_BYTES):
+        return None
+    try:
+        table = pa_csv.read_csv(
+            pa.BufferReader(data), read_options=pa_csv.ReadOptions(autogenerate_column_names=True),
+            parse_options=pa_csv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False,
+                                              ignore_empty_lines=False),
+            convert_options=pa_csv.ConvertOptions(column_types=_K_TYPES, include_columns=list(_K_TYPES),
+                                                  null_values=[], strings_can_be_null=False))
+    except pa.ArrowException:  # a field more or less, a value that is no int64
+        return None
+    return table if table.num_rows == n else None
+
+
+def _kernel_table(chunks: list[pa.Table], names: dict[str, tuple[str, str]], named_after: dict[str, int]
+                  ) -> Launches | None:
+    """The parsed K records as launches; None when one names a kernel no N record named before it,
+    or its grid or block is not three integers."""
+    if not chunks:
+        return Launches.empty()
+    table = pa.concat_tables(chunks)
+    chunks.clear()
+    kernels = table.column("f1").combine_chunks().dictionary_encode()
+    ids = kernels.indices.to_numpy(zero_copy_only=False)
+    used = kernels.dictionary.to_pylist()
+    _, first = np.unique(ids, return_index=True)
+    if any(k not in names or at < named_after[k] for k, at in zip(used, first.tolist(), strict=True)):
+        return None
+    try:
+        grid, block = (_dims_of(table.column(c)) for c in ("f4", "f5"))
+    except ValueError:
+        return None
+    return Launches([names[k] for k in used], ids, grid, block,
+                    {f: table.column(f"f{i}").to_numpy() for f, i in zip(INT_FIELDS, _K_PLACES, strict=True)})
+
+
+def _dims_of(column: pa.ChunkedArray) -> np.ndarray:
+    """An "x,y,z" column as an (n, 3) array, each distinct text parsed once (ValueError: malformed)."""
+    encoded = column.combine_chunks().dictionary_encode()
+    dims = np.array([_ints(text) for text in encoded.dictionary.to_pylist()], dtype=np.int64).reshape(-1, 3)
+    return dims[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def device_fault(traces: list[ProcessTrace], launches: bool = False) -> str | None:
@@ -241,10 +382,11 @@ def device_fault(traces: list[ProcessTrace], launches: bool = False) -> str | No
     for t in traces:
         fault = t.first_failure(launches)
         if fault is not None:
-            ran = sorted({short_kernel_name(k.kernel) for k in t.launches})
-            zero = sum(1 for k in t.launches if k.duration_ns <= 0)
+            launches = t.table()
+            ran = sorted({short_kernel_name(name) for name in launches.kernel_ns()})
+            zero = int(np.count_nonzero(launches.duration_ns() <= 0))
             where = f"; kernels launched: {', '.join(ran[:4])}{' ...' if len(ran) > 4 else ''}" if ran else ""
-            unfinished = f" ({zero} of {len(t.launches)} launches never finished)" if zero else ""
+            unfinished = f" ({zero} of {len(launches)} launches never finished)" if zero else ""
             return f"{fault.describe()} in process {t.pid}{where}{unfinished}"
     return None
 
