@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 import gevent
+from gevent import monkey, socket
 from gunicorn.workers.ggevent import GeventWorker
 from werkzeug.exceptions import RequestTimeout
 
@@ -44,6 +45,16 @@ class Worker(GeventWorker):
     """gunicorn's gevent worker, with a deadline on the app's call: a request whose body is still
     arriving (or whose answer is not ready) when it expires gets 408 Request Timeout. Raised as
     werkzeug's RequestTimeout inside the app, Flask answers it like any HTTP error."""
+
+    def patch(self) -> None:
+        """gevent's monkey-patching, `select` left as it is: redis-py's hiredis parser asks poll(),
+        with no wait, whether a pooled connection holds stray data before each command, and with
+        gevent's cooperative poll() taking a connection cost 66 to 87 us of CPU, with the system's
+        23 us. Nothing the receiver runs waits in select or poll (gevent's own sockets and
+        subprocesses wait on its hub)."""
+        monkey.patch_all(select=False)
+        # gunicorn's listening sockets, made gevent sockets (as GeventWorker.patch does)
+        self.sockets = [socket.socket(s.FAMILY, socket.SOCK_STREAM, fileno=s.sock.detach()) for s in self.sockets]
 
     def load_wsgi(self) -> None:
         """Load the app, and wrap it in the deadline."""
