@@ -36,6 +36,7 @@ import re
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,8 +46,10 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from webhook_fuzz import WORLD, Answer, Delivery, World, deliveries, gunicorn, post_all, server_env
 
-SEED = 20261204
-COUNT = 2000
+SEED = int(os.environ.get("OPTIMAS_FUZZ_SEED", 20261204))
+# the suite sends 2,000; the recorded run 100,000 (benchmarks/bench_webhook_fuzz.py says how)
+COUNT = int(os.environ.get("OPTIMAS_FUZZ_DELIVERIES", 2000))
+RECORD = os.environ.get("OPTIMAS_FUZZ_RECORD")  # a JSON file for what the run found, when set
 SECRET = b"fuzz-webhook-secret"
 WORKERS, CLIENTS = 2, 8
 ROUND = 25  # deliveries sent together (concurrently) before the control jobs they enqueued run
@@ -328,4 +331,25 @@ def test_fuzzed_deliveries_get_no_5xx_and_enqueue_only_the_gpu_jobs_the_rules_al
     if not all(ran[rule] for rule in ("label", "synchronize", "run-sha", "run")):
         failures.append(f"valid deliveries led to GPU jobs by rule {dict(ran)}: expected some of each "
                         f"(label, synchronize, run-sha, run) among {Counter(v.rule for v in wanted.values())}")
+    if RECORD:
+        _record(Path(RECORD), sent, statuses, made, disallowed, unaccounted, ran, missed, failures)
     assert not failures, "\n\n".join(failures)
+
+
+def _record(path: Path, sent: list[Delivery], statuses: Counter, made: dict[str, list[dict[str, Any]]],
+            disallowed: Counter, unaccounted: set[str], ran: Counter, missed: Counter, failures: list[str]) -> None:
+    """What the run found, as the recorded benchmark keeps it."""
+    env = {k: os.environ[k] for k in ("OPTIMAS_FUZZ_DELIVERIES", "OPTIMAS_FUZZ_SEED", "OPTIMAS_FUZZ_RECORD")
+           if k in os.environ}
+    record = {"command": " ".join(f"{k}={v}" for k, v in env.items()) + " python -m pytest tests/test_bot_fuzz.py",
+              "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "seed": SEED,
+              "deliveries": len(sent),
+              "server": f"tests/webhook_fuzz.py gunicorn(), {WORKERS} workers, {CLIENTS} clients, rounds of {ROUND}",
+              "statuses": {str(k): v for k, v in sorted(statuses.items())},
+              "5xx": sum(v for k, v in statuses.items() if k >= 500), "unanswered": statuses.get(0, 0),
+              "control_jobs_run": len(made), "gpu_jobs": sum(len(v) for v in made.values()),
+              "gpu_jobs_the_rules_do_not_allow": sum(disallowed.values()) + len(unaccounted),
+              "gpu_jobs_by_rule": dict(ran), "allowed_but_not_run": sum(missed.values()),
+              "pass": not failures, "failures": [f[:2000] for f in failures]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
