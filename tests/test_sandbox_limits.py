@@ -35,9 +35,31 @@ one-large-file:
 \tdd if=/dev/zero of=fill bs=1M count=256
 ok:
 \techo built > app.out
+memfd-hog:
+\tpython3 hog.py memfd
+deleted-filler:
+\tpython3 hog.py deleted
+dev-filler:
+\tdd if=/dev/zero of=/dev/fill bs=1M count=32
+"""
+# What no process's resident memory and no folder shows: memory in memfds, disk in files deleted
+# while open (each file under the 64M disk limit, which is also the largest file)
+HOG = """\
+import os, sys, time
+if sys.argv[1] == "memfd":
+    held = [os.memfd_create("m") for _ in range(6)]  # 288 MiB
+    for fd in held:
+        os.write(fd, b"1" * (48 << 20))
+else:
+    held = [open(f"gone{i}", "wb") for i in range(4)]  # 128 MiB
+    for i, f in enumerate(held):
+        os.unlink(f"gone{i}")
+        f.write(b"1" * (32 << 20))
+        f.flush()
+time.sleep(15)
 """
 CASES = [("fork-bomb", "pids", PIDS), ("memory-hog", "memory", MEMORY), ("disk-filler", "disk", DISK),
-         ("one-large-file", "disk", DISK)]
+         ("one-large-file", "disk", DISK), ("memfd-hog", "memory", MEMORY), ("deleted-filler", "disk", DISK)]
 
 
 @pytest.fixture
@@ -47,6 +69,7 @@ def job(tmp_path, monkeypatch) -> Path:
     work = tmp_path / "work"
     (work / "src").mkdir(parents=True)
     (work / "src" / "Makefile").write_text(MAKEFILE)
+    (work / "src" / "hog.py").write_text(HOG)
     return work
 
 
@@ -77,6 +100,14 @@ def test_a_build_over_a_limit_ends_with_the_limit_named_and_the_next_build_runs(
     with sandboxed([job]):
         r = make(job, "ok")
     assert r.returncode == 0 and (job / "src" / "app.out").read_text() == "built\n"
+
+
+def test_the_sandboxs_dev_takes_no_files(job):
+    """bwrap's /dev is a tmpfs of no size: a file there would be memory that no limit counts."""
+    with sandboxed([job]) as box:
+        r = make(job, "dev-filler")
+        assert r.returncode != 0 and "Read-only file system" in r.output, r.output
+        assert make(job, "ok").returncode == 0 and box.exceeded is None
 
 
 def _cmdline(proc: Path) -> str:

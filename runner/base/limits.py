@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,7 +103,7 @@ class Limits:
         if kind == "pids":
             over, setting = f"ran more than {self.pids} processes and threads at once ({seen})", PIDS
         elif kind == "memory":
-            over, setting = f"used more than {size_text(self.memory)} of memory ({seen} resident)", MEMORY
+            over, setting = f"used more than {size_text(self.memory)} of memory ({seen})", MEMORY
         else:
             over, setting = f"filled the job's folder past {size_text(self.disk)} ({seen})", DISK
         return (f"The sandbox's {kind} limit stopped {what}: it {over}. The job ends here; the operator raises "
@@ -152,6 +152,12 @@ def _stat_fields(pid: int) -> list[str]:
 def tree_usage(root: int) -> tuple[int, int]:
     """The tasks and resident bytes of process `root` and all its descendants (a sandbox's orphans
     are its own init's children, so they are among them)."""
+    members = _tree(root)
+    return sum(t for t, _ in members.values()), sum(r for _, r in members.values())
+
+
+def _tree(root: int) -> dict[int, tuple[int, int]]:
+    """Process `root` and its descendants: each one's (tasks, resident bytes)."""
     children: dict[int, list[int]] = {}
     usage: dict[int, tuple[int, int]] = {}
     for name in os.listdir("/proc"):
@@ -160,22 +166,44 @@ def tree_usage(root: int) -> tuple[int, int]:
                 fields = _stat_fields(int(name))
                 children.setdefault(int(fields[1]), []).append(int(name))
                 usage[int(name)] = (int(fields[17]), int(fields[21]) * _PAGE)
-    tasks = rss = 0
+    members: dict[int, tuple[int, int]] = {}
     todo = [root]
     while todo:
         pid = todo.pop()
-        t, r = usage.get(pid, (0, 0))
-        tasks, rss = tasks + t, rss + r
-        todo += children.get(pid, [])
-    return tasks, rss
+        if pid not in members:
+            members[pid] = usage.get(pid, (0, 0))
+            todo += children.get(pid, [])
+    return members
 
 
-def folder_bytes(roots: Sequence[Path]) -> int:
+def unlinked_bytes(pids: Iterable[int], disk_devices: set[int]) -> tuple[int, int]:
+    """(disk, memory): the bytes of the files that processes `pids` hold open and no folder names
+    any more, which neither the folder's walk nor resident memory counts: a file the command
+    deleted while writing it (on a device of `disk_devices`, the job's folder: disk) and a memfd or
+    a deleted file of a tmpfs (memory). Each file is counted once however many hold it."""
+    disk = memory = 0
+    seen: set[tuple[int, int]] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError), os.scandir(f"/proc/{pid}/fd") as fds:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    st = os.stat(fd.path)  # the open file itself, through the descriptor's link
+                    if st.st_nlink or not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
+                        continue
+                    seen.add((st.st_dev, st.st_ino))
+                    if st.st_dev in disk_devices:
+                        disk += st.st_blocks * 512
+                    else:
+                        memory += st.st_blocks * 512
+    return disk, memory
+
+
+def folder_bytes(roots: Sequence[Path], stop: threading.Event | None = None) -> int:
     """The bytes the files under `roots` take on disk (blocks; a file of several links once), links
-    never followed."""
+    never followed; what was counted so far once `stop` is set."""
     total, seen = 0, set()
     todo = [str(r) for r in roots]
-    while todo:
+    while todo and not (stop is not None and stop.is_set()):
         with contextlib.suppress(OSError), os.scandir(todo.pop()) as entries:
             for entry in entries:
                 with contextlib.suppress(OSError):
@@ -192,16 +220,32 @@ def folder_bytes(roots: Sequence[Path]) -> int:
 
 class Watch:
     """Counts a running command's tasks and memory (process `proc` and its descendants) and the
-    bytes in `roots`, and kills its process group over a limit; `exceeded` then says which."""
+    bytes in `roots`, and kills its process group over a limit; `exceeded` then says which.
+
+    Two threads: one counts tasks and resident memory every POLL_S seconds; the other walks the
+    job's folder and the files the command holds open but deleted, every DISK_POLL_S seconds at
+    least (a folder of millions of files takes seconds to walk, and the memory count must not wait
+    for it). Memory is resident memory plus what the command keeps in deleted files of a tmpfs and
+    in memfds, as of the last slow count; disk is the folder plus the deleted files it still holds
+    open there."""
 
     def __init__(self, limits: Limits, proc: subprocess.Popen, roots: Sequence[Path], what: str) -> None:
         self.limits, self.proc, self.pid, self.roots, self.what = limits, proc, proc.pid, list(roots), what
         self.exceeded: str | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"limits-{proc.pid}", daemon=True)
+        self._lock = threading.Lock()
+        self._pids: list[int] = [proc.pid]
+        self._hidden_memory = 0  # bytes in memfds and deleted tmpfs files, at the last slow count
+        self._devices = set()
+        for root in self.roots:
+            with contextlib.suppress(OSError):
+                self._devices.add(os.stat(root).st_dev)
+        self._threads = [threading.Thread(target=self._run, name=f"limits-{proc.pid}", daemon=True),
+                         threading.Thread(target=self._run_disk, name=f"limits-disk-{proc.pid}", daemon=True)]
 
     def __enter__(self) -> Watch:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -210,28 +254,43 @@ class Watch:
     def stop(self) -> None:
         """Stop counting (before the command's process is reaped: its group id is then free again)."""
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join()
 
     def _run(self) -> None:
-        next_disk = time.monotonic() + DISK_POLL_S
         while not self._stop.wait(POLL_S):
-            tasks, rss = tree_usage(self.pid)
+            members = _tree(self.pid)
+            self._pids = list(members)
+            tasks = sum(t for t, _ in members.values())
+            rss = sum(r for _, r in members.values())
             if tasks > self.limits.pids:
                 return self._kill("pids", f"{tasks} seen")
-            if rss > self.limits.memory:
-                return self._kill("memory", size_text(rss))
-            if time.monotonic() >= next_disk:
-                start = time.monotonic()
-                used = folder_bytes(self.roots)
-                if used >= self.limits.disk:
-                    return self._kill("disk", size_text(used))
-                # a large folder is walked less often: at most a tenth of the time goes to walking it
-                next_disk = time.monotonic() + max(DISK_POLL_S, 10 * (time.monotonic() - start))
+            if rss + self._hidden_memory > self.limits.memory:
+                hidden = self._hidden_memory
+                return self._kill("memory", f"{size_text(rss)} resident" + (
+                    f", {size_text(hidden)} in memfds and deleted files" if hidden else ""))
+        return None
+
+    def _run_disk(self) -> None:
+        wait = DISK_POLL_S
+        while not self._stop.wait(wait):
+            start = time.monotonic()
+            disk, self._hidden_memory = unlinked_bytes(self._pids, self._devices)
+            used = folder_bytes(self.roots, self._stop) + disk
+            if used >= self.limits.disk and not self._stop.is_set():
+                return self._kill("disk", size_text(used) + (f", {size_text(disk)} of it deleted but open"
+                                                             if disk else ""))
+            # a large folder is walked less often: at most a tenth of the time goes to walking it
+            wait = max(DISK_POLL_S, 10 * (time.monotonic() - start))
         return None
 
     def _kill(self, kind: str, seen: str) -> None:
-        self.exceeded = self.limits.message(self.what, kind, seen)
+        with self._lock:
+            if self.exceeded is not None:
+                return
+            self.exceeded = self.limits.message(self.what, kind, seen)
+        self._stop.set()
         if self.proc.returncode is None:  # not reaped: its group id is still the command's
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)

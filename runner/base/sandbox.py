@@ -111,6 +111,9 @@ class Sandbox:
         args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev", *tmpfs, "/dev/shm"]
         for node in self.devices.nodes:
             args += ["--dev-bind", node, node]
+        # bwrap's /dev is a tmpfs of no size that the command could fill (memory the watch does not
+        # count): read-only once its nodes are in place (/dev/shm is a mount of its own, sized)
+        args += ["--remount-ro", "/dev"]
         if self.devices.visible is not None:
             args += ["--setenv", "CUDA_VISIBLE_DEVICES", self.devices.visible]
         for path in self.writable:
