@@ -317,7 +317,10 @@ def test_a_cmake_project_builds_outside_its_tree(tmp_path: Path):
     argv = render(lc.config.app.build, exe="/tmp/x/app", arch="sm_90", lineinfo="-lineinfo")
     assert argv[:2] == ["sh", "-c"] and "-B /tmp/x/app.build" in argv[2]
     assert "--target saxpy_app" in argv[2] and "-DCMAKE_CUDA_FLAGS=-arch=sm_90 -lineinfo" in argv[2]
-    assert "(of saxpy_app)" in r.stdout  # the commented-out target is not one
+    # the commented-out target is not one: CMake itself says what it builds (its File API), or,
+    # without cmake, the text says it
+    assert ("lists 1 executable with CUDA code (compiled or linked): saxpy_app -> saxpy_app (main.cu)" in r.stdout
+            if shutil.which("cmake") else "(of saxpy_app)" in r.stdout)
 
 
 def test_a_cmake_project_that_requires_a_variable_says_which(tmp_path: Path):
@@ -357,8 +360,9 @@ def test_a_cmake_project_whose_executable_is_defined_in_a_subdirectory_builds(tm
                                          "add_subdirectory(src)\n")
     (root / "src" / "CMakeLists.txt").write_text("add_executable(${PROJECT_NAME} main.cu)\n")
     r, app = initialized(root)
-    assert "src/CMakeLists.txt: building target 'saxpy' (of saxpy), configured from the top" in r.stdout
-    assert "--target saxpy " in app.build
+    assert "lists 1 executable with CUDA code (compiled or linked): saxpy -> bin/saxpy (src/main.cu)" in r.stdout
+    assert "Building target 'saxpy' (src/CMakeLists.txt)" in r.stdout
+    assert "--target saxpy " in app.build and "cp {exe}.build/bin/saxpy {exe}" in app.build
     if shutil.which("nvcc"):
         built = subprocess.run(render(app.build, exe=tmp_path / "app", arch="sm_90", lineinfo="-lineinfo"), cwd=root,
                                capture_output=True, text=True, timeout=600)
@@ -769,3 +773,56 @@ def test_check_config_build_builds_as_optimas_does_and_says_what_ptxas_reports(t
     (root / "k.cu").write_text("__global__ void twice(float* a) { a[threadIdx.x] *= ; }\nint main() { return 0; }\n")
     r = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
     assert r.returncode == 3 and "build failed after" in r.stderr and "expected an expression" in r.stderr
+
+
+KERNEL = "__global__ void {name}(float* a, int n) {{ int i = threadIdx.x; if (i < n) a[i] = 2 * a[i]; }}\n"
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("cmake")), reason="nvcc and cmake not installed")
+def test_cmake_says_what_it_builds_through_its_file_api(tmp_path: Path):
+    """A target named from a cache variable (`${APP}-bench`: its text names no real target), a
+    library's kernels linked by an executable of another folder that renames its output, and an
+    executable with no CUDA code: CMake's File API gives the real targets and artifacts; init lists
+    the programs with CUDA code and builds the one holding the most kernel files."""
+    root = tmp_path / "repo"
+    for folder in ("lib", "bench", "tool"):
+        (root / folder).mkdir(parents=True)
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(demo LANGUAGES CXX CUDA)\n"
+        'set(APP "stencil" CACHE STRING "which app")\nadd_subdirectory(lib)\nadd_subdirectory(bench)\n'
+        "add_subdirectory(tool)\nadd_executable(${APP}-bench main.cu)\n")
+    (root / "main.cu").write_text(KERNEL.format(name="k") + "int main() { k<<<1, 32>>>(nullptr, 0); return 0; }\n")
+    (root / "lib" / "CMakeLists.txt").write_text("add_library(kern STATIC kern.cu more.cu)\n")
+    (root / "lib" / "kern.cu").write_text(KERNEL.format(name="lk") + "void launch(float* a) { lk<<<1, 1>>>(a, 1); }\n")
+    (root / "lib" / "more.cu").write_text(KERNEL.format(name="mk"))
+    (root / "bench" / "CMakeLists.txt").write_text(
+        "add_executable(bench bench.cpp)\ntarget_link_libraries(bench kern)\n"
+        "set_target_properties(bench PROPERTIES OUTPUT_NAME runbench\n"
+        "  RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n")
+    (root / "bench" / "bench.cpp").write_text("void launch(float*);\nint main() { launch(nullptr); return 0; }\n")
+    (root / "tool" / "CMakeLists.txt").write_text("add_executable(tool tool.cpp)\n")
+    (root / "tool" / "tool.cpp").write_text("int main() { return 0; }\n")
+    r, app = initialized(root)
+    assert ("lists 2 executables with CUDA code (compiled or linked): bench -> bin/runbench (lib/kern.cu, "
+            "lib/more.cu); stencil-bench -> stencil-bench (main.cu)") in r.stdout
+    assert "--target bench " in app.build and "cp {exe}.build/bin/runbench {exe}" in app.build
+    assert "tool" not in r.stdout.split("lists")[1].split(".")[0]
+    built = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
+    assert built.returncode == 0 and "build: ok" in built.stdout, built.stdout + built.stderr
+    # one program of the top folder holding as many kernel files as another: the top's is built
+    (root / "lib" / "more.cu").unlink()
+    (root / "lib" / "CMakeLists.txt").write_text("add_library(kern STATIC kern.cu)\n")
+    r, app = initialized(root, "--force")
+    assert "--target stencil-bench " in app.build and "cp {exe}.build/stencil-bench {exe}" in app.build
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_a_cmake_project_that_does_not_configure_is_read_from_its_text_and_says_why(tmp_path: Path):
+    cm = ("cmake_minimum_required(VERSION 3.18)\nproject(s LANGUAGES CXX)\n"
+          'if (NOT DEFINED MODEL)\n  message(FATAL_ERROR "MODEL is unspecified, pick one")\nendif()\n'
+          "add_executable(saxpy_app main.cu)\n")
+    root = project(tmp_path / "p", ("CMakeLists.txt", cm))
+    r, app = initialized(root)
+    assert "CMake was not asked what it builds (cmake did not configure" in r.stdout
+    assert "MODEL is unspecified, pick one" in r.stdout and "the target was read from CMakeLists.txt's text" in r.stdout
+    assert "--target saxpy_app " in app.build

@@ -23,6 +23,7 @@ from runner.base.processes import child_environment, run_process
 from runner.base.runstore import atomic_write_text
 from runner.base.size_constants import SizeConstant, definition_problem, proposed_size_constants, workspace_texts
 from runner.build.nvcc_shim import CCCL_INCLUDE, COMPATS, OLD_CPP, compat_used
+from runner.init import cmake_api
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
 MAX_DEPTH = 4
@@ -188,6 +189,10 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: d
                   "--build)" for name, line, message in cmake_required(parent.top / "CMakeLists.txt")]
         # inside the command's sh -c '...': a folder with a space in its name is double-quoted
         return "cmake", _cmake_build(f'"{source}"' if re.search(r"\s", source) else source, parent.target), notes, ""
+    if (root / "CMakeLists.txt").is_file():
+        asked = _cmake_asked(root, kernel_files)
+        if isinstance(asked, tuple):
+            return asked
     if (found := _cmake_target(root, kernel_files)) is not None:
         where, t, targets = found
         build = _cmake_build(".", t)
@@ -197,6 +202,7 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: d
         notes += [f"CMakeLists.txt:{line}: the configuration stops unless {name} is set ({message!r}): add "
                   f"-D{name}=<value> to app.build's cmake command (or give the whole command: --build)"
                   for name, line, message in cmake_required(root / "CMakeLists.txt")]
+        notes.insert(0, f"CMake was not asked what it builds ({asked}): the target was read from CMakeLists.txt's text")
         return "cmake", build, notes, ""
     if (mk := _makefile(root)) is not None:
         return ("make", *_make_build(mk.name, read_makefile(mk), root))
@@ -360,14 +366,40 @@ def parent_cmake_target(root: Path) -> ParentTarget | None:
     return None
 
 
-def _cmake_build(source: str, target: str) -> str:
+def _cmake_build(source: str, target: str, artifact: str | None = None) -> str:
     """The build command for a CMake target: configured from `source` outside the tree with
-    -arch={arch} {lineinfo}, the binary found by name in the build folder (CMAKE_RUNTIME_OUTPUT_DIRECTORY
+    -arch={arch} {lineinfo}, the binary copied from `artifact` (its path in the build folder, as
+    CMake's File API gives it), else found by name in the build folder (CMAKE_RUNTIME_OUTPUT_DIRECTORY
     or a subfolder's target puts it elsewhere than the top of the build folder)."""
+    made = (f"{{exe}}.build/{artifact}" if artifact else
+            f"\"$(find {{exe}}.build -name {target} -type f -perm -u+x | head -n 1)\"")
     return (f"sh -c 'cmake -S {source} -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release "
             f"\"-DCMAKE_CUDA_FLAGS=-arch={{arch}} {{lineinfo}}\" >/dev/null && "
-            f"cmake --build {{exe}}.build --target {target} -j && "
-            f"cp \"$(find {{exe}}.build -name {target} -type f -perm -u+x | head -n 1)\" {{exe}}'")
+            f"cmake --build {{exe}}.build --target {target} -j && cp {made} {{exe}}'")
+
+
+_SAFE_WORD = re.compile(r"[\w./+-]+")  # a target or artifact name written into the sh -c '...' command as it is
+
+
+def _cmake_asked(root: Path, kernel_files: list[str]) -> tuple[str, str, list[str], str] | str:
+    """The build of the CMake project at root as CMake's File API tells it (runner.init.cmake_api):
+    the executable that compiles or links the most kernel files, by its real target name and
+    artifact; or why CMake could not be asked (the text is read instead)."""
+    try:
+        model = cmake_api.configure(root)
+    except cmake_api.CMakeUnavailable as e:
+        return str(e)
+    chosen = cmake_api.choose_program(model, kernel_files)
+    if chosen is None:
+        return "CMake's File API lists no executable that compiles or links CUDA code"
+    target, programs = chosen
+    if not _SAFE_WORD.fullmatch(target.name) or not _SAFE_WORD.fullmatch(target.artifact or ""):
+        return f"the target {target.name[:80]!r} or what it makes has characters a build command would need quoted"
+    notes = [f"CMake's File API (configured in a temporary folder) lists {count_of(len(programs), 'executable')} "
+             f"with CUDA code (compiled or linked): {cmake_api.describe_programs(model, programs)}. "
+             f"Building target {target.name!r} ({target.folder}/CMakeLists.txt), which compiles or links the most "
+             "kernel files; another: give its target in app.build's --target and its artifact to cp"]
+    return "cmake", _cmake_build(".", target.name, target.artifact), notes, ""
 
 
 _INCLUDE_LINE = re.compile(r"^[ \t]*-?(?:include|sinclude)[ \t]+(.+?)[ \t]*$", re.M)
