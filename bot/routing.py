@@ -191,14 +191,20 @@ def closed(ctx: Context) -> Decision:
                    by="closed")
 
 
+def first_line(body: str) -> str:
+    """A comment's first line as GitHub shows it: lines end at \\n, \\r\\n or \\r only (str.splitlines
+    also ends one at \\v, \\f, U+001C-U+001E, U+0085, U+2028 and U+2029, which GitHub shows inside the
+    line: `/optimas run<U+2028>now` ran where the line reads as more than the command)."""
+    return re.split(r"\r\n?|\n", body.strip(), maxsplit=1)[0]
+
+
 @on("issue_comment", "created")
 def comment(ctx: Context) -> Decision:
     field_of(ctx.payload, "issue", dict)
     if not field_of(ctx.payload, "issue.pull_request", dict, default=None):
         return Decision(reason="a comment on an issue, not a pull request")
     # the command is the comment's first line; what follows it is the writer's prose
-    lines = field_of(ctx.payload, "comment.body", str, default="").strip().splitlines()
-    words = lines[0].split() if lines else []
+    words = first_line(field_of(ctx.payload, "comment.body", str, default="")).split()
     if not words or words[0] != ctx.settings.command:
         return Decision(reason=f"not an {ctx.settings.command} command")
     verb = words[1] if len(words) > 1 else "help"

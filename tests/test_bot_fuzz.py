@@ -140,8 +140,8 @@ def allowed(d: Delivery, world: World, shown: dict[tuple[str, int, str], float])
     if not _is_int(number) or not isinstance(on_pull, dict) or not on_pull or not isinstance(body, str):
         return None
     current = world.open_pulls.get(number)
-    first = body.strip().splitlines()[:1]  # the command's line; later lines are prose
-    words = first[0].split() if first else []
+    # the command's line, as GitHub shows it (lines end at \n, \r\n, \r); later lines are prose
+    words = re.split(r"\r\n?|\n", body.strip())[0].split()
     if current is None or words[:2] != [world.command, "run"]:
         return None
     if len(words) == 3 and SHA40.fullmatch(words[2]) and words[2].lower() == current:

@@ -187,7 +187,12 @@ def test_comment_commands_on_a_pr(server, text, function):
 @pytest.mark.parametrize("text, runs", [("/optimas run", True), ("/optimas run\r\n\nthanks, go ahead", True),
                                         (f"/optimas run {'a' * 40}", True), (f"/optimas run {'a' * 40}\nok", True),
                                         (f"/optimas run {'a' * 40} now", False), ("/optimas run now", False),
-                                        ("/optimas run `@everyone`", False), ("thanks\n/optimas run", False)])
+                                        ("/optimas run `@everyone`", False), ("thanks\n/optimas run", False),
+                                        # lines end at \n, \r\n and \r only, as GitHub shows them
+                                        ("/optimas run\rthanks", True), ("/optimas run\u2028now", False),
+                                        ("/optimas run\u2029now", False), ("/optimas run\x85now", False),
+                                        ("/optimas run\x0bnow", False), ("/optimas run\x0cnow", False),
+                                        ("/optimas run\x1enow", False)])
 def test_a_run_is_approved_in_the_commands_exact_words(server, text, runs):
     """The command is the comment's first line: `/optimas run`, optionally a full SHA, nothing more
     on that line (later lines are prose); anything else runs nothing, and a writer is told why."""
