@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init", help="write a first optimas.yml for a CUDA project (no questions asked)")
     p.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the project's folder (default: here)")
     p.add_argument("--name", default=None, help="the app's name (default: the folder's)")
-    p.add_argument("--args", default="", metavar="ARGS", help="arguments of the program's run command")
+    p.add_argument("--args", default=None, metavar="ARGS", help="arguments of the program's run command (default: "
+                   "the ones the Makefile's run target, or where main demands some, the README, scripts or CI give)")
     p.add_argument("--build", default=None, metavar="CMD", help="the build command template, instead of the one "
                    "found (placeholders {exe} {arch} {lineinfo})")
     p.add_argument("--output", type=Path, default=None, help="where to write it (default: DIR/optimas.yml)")
@@ -498,7 +499,29 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     if problems:
         raise ConfigError(lc.path, problems)
     print(f"{args.config}: valid (sha256 {lc.sha256[:12]})")
+    for warning in _run_warnings(lc):
+        print(f"warning: {warning}", file=sys.stderr)
     return _check_build(lc) if args.build else 0
+
+
+def _run_warnings(lc: LoadedConfig) -> list[str]:
+    """What the run commands lack that the program's main demands (an argument count it checks
+    before any work): a run that stops at once fails on the GPU host, after the build."""
+    from runner.init.runs import run_arguments, too_few
+    from runner.init.scaffold import main_guards
+
+    app = lc.config.app
+    commands = {k: v for k, v in (("app.run", app.run), ("app.profile_run", app.profile_run),
+                                  ("app.time_run", app.time_run)) if v}
+    if not commands:
+        return []
+    guards = main_guards(lc.resolve(app.workdir))
+    out = []
+    for key, command in commands.items():
+        short = too_few(guards, run_arguments(command))
+        if short is not None:
+            out.append(f"{key} ({command!r}): {short.describe()}; the run would stop before any kernel runs")
+    return out
 
 
 def _check_build(lc: LoadedConfig) -> int:

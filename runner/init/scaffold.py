@@ -23,7 +23,7 @@ from runner.base.processes import child_environment, run_process
 from runner.base.runstore import atomic_write_text
 from runner.base.size_constants import SizeConstant, definition_problem, proposed_size_constants, workspace_texts
 from runner.build.nvcc_shim import CCCL_INCLUDE, COMPATS, OLD_CPP, compat_used
-from runner.init import cmake_api
+from runner.init import cmake_api, runs
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
 MAX_DEPTH = 4
@@ -57,6 +57,9 @@ class Project:
     # an older C++ dialect the build asks for where the sources include headers of CUDA 13 that need
     # C++17 ("Makefile: -std=c++14; <thrust/reduce.h>"; "" when it does not)
     dialect: str = ""
+    # main's argument-count checks that stop the program (runs.argc_guards), and the files defining main
+    argc: list[runs.ArgcGuard] = field(default_factory=list)
+    mains: list[str] = field(default_factory=list)
 
 
 # Folders of libraries a program carries with it (CUDA's own C++ libraries, vendored code): their
@@ -897,7 +900,7 @@ def inspect(root: Path, build: str | None = None) -> Project:
     fail_pattern, where = printed_verdict(own)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
                    outside_reads(root, texts, build_files, parent), removed_calls(texts), usage_names(own),
-                   proposed_size_constants(own), old_dialect(root, texts, build_files))
+                   proposed_size_constants(own), old_dialect(root, texts, build_files), runs.argc_guards(own), mains)
 
 
 _OLD_STD = re.compile(r"--?std[= ]" + OLD_CPP + r"\b|\b(?:CMAKE_)?(?:CUDA|CXX)_STANDARD\s+(?:98|11|14)\b")
@@ -1120,10 +1123,38 @@ def _outside_notes(p: Project, shown: int = 4) -> list[str]:
     return notes
 
 
-def write_config(root: Path, out: Path, name: str | None = None, run_args: str = "", build: str | None = None,
-                 force: bool = False) -> tuple[Project, str]:
+def main_guards(root: Path) -> list[runs.ArgcGuard]:
+    """The argument-count checks that stop the program's main, in the program folder's own sources."""
+    return runs.argc_guards({k: v for k, v in _source_texts(root).items() if not _VENDORED.search(k)})
+
+
+def runs_that_start(project: Project, root: Path, name: str | None, run_args: str, given: bool) -> str:
+    """The run arguments to write: `run_args`, or, where main stops unless given more and the user
+    gave none, the first arguments the repository's README, scripts or CI run the program with that
+    are enough; a note says which check stops the program and what was chosen."""
+    short = runs.too_few(project.argc, run_args)
+    if short is None:
+        return run_args
+    names = [name or "", root.resolve().name, *(Path(m).stem for m in project.mains)]
+    seen = [r for r in runs.repository_runs(root, names) if runs.too_few([short], r[2]) is None]
+    gives = f"app.run gives {count_of(len(shlex.split(run_args)), 'argument')}" if run_args else "app.run gives none"
+    if seen and not given:
+        where, line, args = seen[0]
+        project.notes.append(f"{short.describe()}; the run arguments are the ones {where}:{line} gives: {args} "
+                             "(pass --args to choose others)")
+        return args
+    shown = f"; {seen[0][0]}:{seen[0][1]} runs it with: {seen[0][2]}" if seen else ""
+    project.notes.append(f"{short.describe()}, and {gives}: the run stops before any kernel runs. Give its "
+                         f"arguments with --args (or in app.run){shown}")
+    return run_args
+
+
+def write_config(root: Path, out: Path, name: str | None = None, run_args: str | None = None,
+                 build: str | None = None, force: bool = False) -> tuple[Project, str]:
     """Inspect root, check the config it gives as check-config would, and write it to `out` (never
-    over an existing file unless `force`). Returns what was found and the text written."""
+    over an existing file unless `force`). `run_args` None: the user gave none (init may propose
+    some). Returns what was found and the text written."""
+    given, run_args = run_args is not None, run_args or ""
     project = inspect(root, build)
     if project.fail_pattern:
         project.notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program "
@@ -1141,6 +1172,7 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str =
         run_args = project.run_args
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
                              "(pass --args to choose others)")
+    run_args = runs_that_start(project, root, name, run_args, given)
     if out.exists() and not force:
         raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
     where = out.resolve()

@@ -1,0 +1,148 @@
+"""Runs that start: what a program's `main` demands of its command line before it does any work, and
+the arguments the repository itself runs it with.
+
+A program that checks its argument count and prints a usage message (`if (argc != 2) { printf("please
+select a ..."); return 1; }`) exits at once when the run command gives too few; the first anyone
+would hear of it is a failed profile on the GPU host. `argc_guards` finds such checks in the
+sources' text (the argument count only: a program's own parsing decides the rest) and
+`repository_runs` finds the command lines the repository's README, scripts and CI give the
+program, so that init can propose them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.base.cuda_source import strip_comments_and_strings
+
+GUARD_SPAN = 600  # characters after an argc check that its usage message and exit are looked for in
+MAIN_SPAN = 20_000  # characters of main's body read for argc checks
+
+
+@dataclass(frozen=True)
+class ArgcGuard:
+    """An argument-count check in `main` that stops the program: it needs at least `needs`
+    arguments after the program's name."""
+
+    file: str
+    line: int
+    needs: int
+    message: str  # the usage text it prints (empty when it prints none the text shows)
+
+    def describe(self) -> str:
+        said = f": {self.message!r}" if self.message else ""
+        return (f"{self.file}:{self.line}: main stops unless given {self.needs} argument"
+                f"{'s' if self.needs != 1 else ''}{said}")
+
+
+_MAIN = re.compile(r"\bint\s+main\s*\(\s*int\s+(\w+)\s*,")
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_EXIT = re.compile(r"\b(?:return|exit|abort|MPI_Abort|throw)\b")
+
+
+def _needs(op: str, n: int, reversed_: bool) -> int | None:
+    """How many arguments a check `argc OP n` (or `n OP argc`) that stops the program demands."""
+    if reversed_:
+        op = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
+    # argc counts the program's name; `argc == 1` stops a run given nothing, `argc == 3` no run it demands
+    needed = {"<": n - 1, "<=": n, "!=": n - 1, "==": 1 if n == 1 else None}.get(op)
+    return needed if needed is not None and needed > 0 else None
+
+
+def _statement(code: str, start: int) -> str:
+    """The statement an `if (...)` ending at `start` guards: its braced block, or one statement."""
+    rest = code[start:start + GUARD_SPAN]
+    stripped = rest.lstrip()
+    if not stripped.startswith("{"):
+        return rest.split(";", 1)[0]
+    depth, offset = 0, len(rest) - len(stripped)
+    for i, ch in enumerate(stripped):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth == 0:
+            return rest[:offset + i + 1]
+    return rest
+
+
+def argc_guards(texts: dict[str, str]) -> list[ArgcGuard]:
+    """The argument-count checks in the `main` of these sources (path -> text) that print and stop."""
+    out = []
+    for path, text in texts.items():
+        blank = strip_comments_and_strings(text)  # the code, literals and comments blanked in place
+        m = _MAIN.search(blank)
+        if m is None:
+            continue
+        argc, body = re.escape(m.group(1)), m.end()
+        code = blank[body:body + MAIN_SPAN]
+        check = re.compile(rf"\bif\s*\(\s*(?:{argc}\s*(<=|<|!=|==)\s*(\d+)|(\d+)\s*(>=|>|!=|==)\s*{argc})\s*\)")
+        for c in check.finditer(code):
+            op, n, rev = (c.group(1), c.group(2), False) if c.group(1) else (c.group(4), c.group(3), True)
+            needs = _needs(op, int(n), rev)
+            guarded = _statement(code, c.end())
+            stop = _EXIT.search(guarded)
+            if needs is None or stop is None:
+                continue
+            literal = _STRING.search(text, body + c.end(), body + c.end() + stop.start())
+            message = literal.group(1).replace("\\n", " ").strip()[:160] if literal else ""
+            line = text.count("\n", 0, body + c.start()) + 1
+            out.append(ArgcGuard(path, line, needs, message))
+            break  # the first such check of a main is the one a run meets
+    return out
+
+
+def too_few(guards: list[ArgcGuard], run_args: str) -> ArgcGuard | None:
+    """The check a run with `run_args` (the words after the program) fails, if any."""
+    try:
+        given = len(shlex.split(run_args))
+    except ValueError:
+        return None
+    return next((g for g in guards if given < g.needs), None)
+
+
+RUN_FILES = ("README", "README.md", "README.txt", "readme.md", "Readme.md", "run.sh", "run", "test.sh", "bench.sh")
+RUN_FOLDERS = (".github/workflows", "scripts")
+RUN_FILE_BYTES = 256 << 10
+
+
+def _run_texts(root: Path) -> list[tuple[str, str]]:
+    """The texts where a repository shows how its programs run: READMEs, run scripts, CI workflows."""
+    found = [root / name for name in RUN_FILES]
+    for folder in RUN_FOLDERS:
+        if (root / folder).is_dir():
+            found += sorted(p for p in (root / folder).iterdir() if p.suffix in (".sh", ".yml", ".yaml", ""))[:20]
+    out = []
+    for p in found:
+        if p.is_file() and not p.is_symlink() and p.stat().st_size <= RUN_FILE_BYTES:
+            out.append((p.relative_to(root).as_posix(), p.read_text(encoding="utf-8", errors="replace")))
+    return out
+
+
+def repository_runs(root: Path, names: list[str]) -> list[tuple[str, int, str]]:
+    """(file, line, arguments) of each line in the repository's READMEs, scripts and CI workflows
+    that runs one of the program names `names` (`./name args`, `bin/name args`), in file order."""
+    wanted = [n for n in dict.fromkeys(names) if n and re.fullmatch(r"[\w.+-]+", n)]
+    if not wanted:
+        return []
+    call = re.compile(r"(?:^|[\s`$(])(?:\.{0,2}/)?(?:[\w.-]+/)*(?:" + "|".join(map(re.escape, wanted))
+                      + r")[ \t]+([^\n`|&;<>#]*)")
+    out = []
+    for path, text in _run_texts(root):
+        for m in call.finditer(text):
+            args = m.group(1).strip().rstrip("\\").strip()
+            if args and not args.startswith(("-h", "--help")):
+                out.append((path, text.count("\n", 0, m.start(1)) + 1, args))
+    return out
+
+
+def run_arguments(run: str) -> str:
+    """The words after the program in a run command template (`{exe} 4096 {seed}` -> `4096 {seed}`),
+    or the whole template when its first word is not the program (a shell line)."""
+    try:
+        words = shlex.split(run)
+    except ValueError:
+        return run
+    if words and "{exe}" in words[0]:
+        return " ".join(words[1:])  # counted, never run: quoting does not matter here
+    return run

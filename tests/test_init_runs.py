@@ -1,0 +1,86 @@
+"""Runs that start: init finds main's argument-count checks, proposes the arguments the repository's
+README, scripts or CI run the program with, and check-config warns of a run command that gives too
+few (runner.init.runs)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.init.runs import argc_guards, repository_runs, run_arguments, too_few
+
+KERNEL = "__global__ void scale(float* a, int n) { int i = threadIdx.x; if (i < n) a[i] *= 2; }\n"
+
+
+def main_with(check: str, body: str = 'printf("please select a dataset: %s <file>\\n", argv[0]); return 1;') -> str:
+    return (KERNEL + "#include <cstdio>\nint main(int argc, char** argv) {\n"
+            f"  if ({check}) {{\n    {body}\n  }}\n  scale<<<1, 32>>>(nullptr, 0);\n  return 0;\n}}\n")
+
+
+@pytest.mark.parametrize("check, needs", [("argc != 2", 1), ("argc < 3", 2), ("2 > argc", 1), ("argc == 1", 1),
+                                          ("argc <= 2", 2), ("4 != argc", 3)])
+def test_an_argument_count_check_that_prints_and_stops_is_found(check: str, needs: int):
+    (guard,) = argc_guards({"main.cu": main_with(check)})
+    assert (guard.file, guard.line, guard.needs) == ("main.cu", 4, needs)
+    assert guard.message == "please select a dataset: %s <file>"
+    assert too_few([guard], "x " * (needs - 1)) is guard and too_few([guard], "x " * needs) is None
+
+
+@pytest.mark.parametrize("text", [
+    main_with("argc > 1", "n = atoi(argv[1]);"),  # an optional argument: it goes on without
+    main_with("argc != 2", 'printf("no file given, using the default\\n");'),  # prints and goes on
+    main_with("argc == 2", "return 0;"),  # stops when given one: not a demand for more
+    KERNEL + "int main() { return 0; }\n",  # no argc at all
+    KERNEL + "// int main(int argc, char** argv) { if (argc != 2) return 1; }\nint main() { return 0; }\n",
+])
+def test_checks_that_do_not_stop_a_run_without_arguments_are_not_guards(text: str):
+    assert argc_guards({"main.cu": text}) == []
+
+
+def test_the_arguments_the_repository_runs_a_program_with(tmp_path: Path):
+    (tmp_path / "README.md").write_text("# gauss\nBuild with make, then\n\n```sh\n./gauss data/matrix4.txt -q\n"
+                                        "./gauss --help\n```\nor `bin/gauss data/m16.txt`.\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run.sh").write_text("#!/bin/sh\nexport X=1\n./other 5\n./gauss data/m64.txt | tee out\n")
+    assert repository_runs(tmp_path, ["gauss"]) == [("README.md", 5, "data/matrix4.txt -q"),
+                                                   ("README.md", 8, "data/m16.txt"),
+                                                   ("scripts/run.sh", 4, "data/m64.txt")]
+    assert repository_runs(tmp_path, ["nothere"]) == []
+    assert run_arguments("{exe} data/m.txt {seed}") == "data/m.txt {seed}"
+
+
+def optimas(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_init_proposes_the_readmes_arguments_where_main_demands_some(tmp_path: Path):
+    root = tmp_path / "gauss"
+    root.mkdir()
+    (root / "gauss.cu").write_text(main_with("argc != 2"))
+    (root / "README.md").write_text("Run it as\n\n    ./gauss data/matrix4.txt\n")
+    r = optimas("init", str(root))
+    assert r.returncode == 0, r.stderr
+    assert ("gauss.cu:4: main stops unless given 1 argument: 'please select a dataset: %s <file>'; the run "
+            "arguments are the ones README.md:3 gives: data/matrix4.txt") in r.stdout
+    assert 'run: "{exe} data/matrix4.txt"' in (root / "optimas.yml").read_text()
+    checked = optimas("check-config", "--config", str(root / "optimas.yml"))
+    assert checked.returncode == 0 and "warning" not in checked.stderr
+    # with no README to go by, init says what stops the run, and check-config warns of it
+    (root / "README.md").unlink()
+    r = optimas("init", str(root), "--force")
+    assert ("gauss.cu:4: main stops unless given 1 argument: 'please select a dataset: %s <file>', and app.run "
+            "gives none: the run stops before any kernel runs. Give its arguments with --args") in r.stdout
+    checked = optimas("check-config", "--config", str(root / "optimas.yml"))
+    assert checked.returncode == 0
+    assert ("warning: app.run ('{exe}'): gauss.cu:4: main stops unless given 1 argument: 'please select a dataset: "
+            "%s <file>'; the run would stop before any kernel runs") in checked.stderr
+    # arguments given on the command line are the user's: kept, and the README's are only shown
+    (root / "README.md").write_text("./gauss data/matrix4.txt\n")
+    r = optimas("init", str(root), "--force", "--args", "")
+    assert 'run: "{exe}"' in (root / "optimas.yml").read_text() and "README.md:1 runs it with" in r.stdout
