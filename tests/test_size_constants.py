@@ -176,6 +176,12 @@ def test_init_proposes_the_constants_only_when_the_run_takes_no_size(tmp_path: P
     r = run_cli("init", str(app), "--force", "--args", "4096")
     assert r.returncode == 0, r.stderr
     assert "size_constants" not in (app / "optimas.yml").read_text()
+    # a log2 size beside it: left out, and init says why
+    logn = PRINTS_N.replace("const int N = 1 << 20;", "const int LOG_N = 20;\n  const int N = 4096;")
+    (app / "prog.cu").write_text(logn.replace("N * sizeof(float)", "(N << LOG_N) * sizeof(float)"))
+    r = run_cli("init", str(app), "--force")
+    assert "size_constants: [N]" in (app / "optimas.yml").read_text()
+    assert "not proposed as size constants: LOG_N: named as a log" in r.stdout
 
 
 def test_check_config_refuses_a_size_constant_without_one_definition(tmp_path: Path):
@@ -288,3 +294,24 @@ def test_a_link_out_of_the_workspace_is_not_read_as_a_source(tmp_path: Path):
     texts = workspace_texts(app, app)
     assert sorted(texts) == ["prog.cu"]
     assert "found none" in definition_problem("N", texts)
+
+
+@pytest.mark.parametrize(("code", "left_out", "why"), [
+    ("#define LOGN 24\nint main() { float *a; cudaMalloc(&a, (1 << LOGN) * sizeof(float)); }\n", "LOGN",
+     "named as a log"),
+    ("#define N_EXP 22\nint main() { float *a; cudaMalloc(&a, (1ul << N_EXP) * 4); k<<<64, 32>>>(a); }\n",
+     "N_EXP", "used as a shift count (1 << N_EXP): a log2 size"),
+    ("#define DEPTH 20\nint main() { float *a; size_t n = 1 << DEPTH; cudaMalloc(&a, DEPTH * n * 4); }\n", "DEPTH",
+     "used as a shift count (1 << DEPTH): a log2 size"),
+    ("#define OCCUPANCY 75\n#define N 4096\nint main() { float *a;\n"
+     "  cudaMalloc(&a, N * OCCUPANCY / 100 * sizeof(float)); }\n", "OCCUPANCY", "named as a occupan"),
+    ("#define FILL 60\n#define N 4096\nint main() { float *a;\n"
+     "  cudaMalloc(&a, N * FILL / 100 * sizeof(float)); }\n", "FILL", "used as a percentage (/ 100)"),
+])
+def test_percentages_ratios_and_log2_sizes_are_left_out_with_the_reason(code: str, left_out: str, why: str):
+    """Scaling a log2 size by the scale's root multiplies the work by orders of magnitude (2^24 ->
+    2^33 at x1.4), and a percentage is not the problem's size: they are left out, and init says why."""
+    reasons: dict[str, str] = {}
+    found = [c.name for c in proposed_size_constants({"main.cu": code}, reasons)]
+    assert left_out not in found and why in reasons[left_out]
+    assert found == (["N"] if "N 4096" in code else [])

@@ -47,6 +47,14 @@ _NEW_ARRAY = re.compile(r"\bnew\s+[\w:<>\s*]+?\[([^\]]+)\]")
 _NOT_SIZE = re.compile(r"thread|block|warp|tile|bin|radius|seed|iter|repeat|repetit|reps?$|trial|epoch|run|dev|gpu|"
                        r"align|bits?$|tmax|steps|"
                        r"^(?:max|min)_?|_(?:max|min)$|limit|capacity", re.I)
+# Names and uses of constants that are allocations' factors but not sizes: scaling a percentage, a
+# ratio or a log2 size multiplies the work by orders of magnitude (2^29 -> 2^(29*1.4)), not by the scale.
+_NOT_LINEAR_NAME = re.compile(r"percent|pct|ratio|frac|occupan|log|shift|expon|pow", re.I)
+_NOT_LINEAR_USES = (
+    (r"(?<!<)<<(?!<)\s*\(?\s*{n}\b", "a shift count (1 << {n}): a log2 size"),  # not a launch's <<<
+    (r"\b(?:pow|powf|exp2|exp2f|ldexp|ldexpf)\s*\([^;]*?\b{n}\b", "an exponent: a log2 size"),
+    (r"\b{n}\s*/\s*100(?:\.0*)?f?\b|/\s*100(?:\.0*)?f?\s*\*\s*{n}\b", "a percentage (/ 100)"),
+)
 _LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx")
 MIN_SIZE = 16  # smaller values are counts, flags and ids more often than sizes
@@ -284,14 +292,28 @@ def _at_file_scope(d: SizeConstant, texts: dict[str, str]) -> bool:
     return d.macro or not any(f.start_line <= d.line <= f.end_line for f in functions(texts[d.file]))
 
 
-def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
+def not_linear(name: str, texts: dict[str, str]) -> str | None:
+    """Why a constant that sizes an allocation is not a size the work is proportional to (its name
+    says a percentage, ratio or log2; the code shifts by it, raises to it or divides it by 100), or None."""
+    if m := _NOT_LINEAR_NAME.search(name):
+        return f"named as a {m.group(0).lower()} (a percentage, ratio or log2 size is not scaled as a size)"
+    for pattern, why in _NOT_LINEAR_USES:
+        rule = re.compile(pattern.format(n=re.escape(name)))
+        for text in texts.values():
+            if rule.search(strip_comments_and_strings(text)):
+                return f"used as {why.format(n=name)}, not scaled as a size"
+    return None
+
+
+def proposed_size_constants(texts: dict[str, str], left_out: dict[str, str] | None = None) -> list[SizeConstant]:
     """The constants that look like the problem size: integer constants of at least MIN_SIZE, each
     defined once, that the arguments of an allocation (malloc, cudaMalloc, new T[n]) are computed
     from (directly or through other constants: OPT_SZ = OPT_N * sizeof(float)) in the file that
     defines them or from file scope; not named like block sizes, bin counts, iteration counts or
     limits, not given bare as a launch's grid or block, and not sizing an array of device code
-    or its launch bounds (a shape: a tile or a table; a bound a kernel compares with is a size).
-    At most MAX_PROPOSED, in the order the allocations name them."""
+    or its launch bounds (a shape: a tile or a table; a bound a kernel compares with is a size),
+    and not a percentage, ratio or log2 size (not_linear; `left_out` gets each such name with the
+    reason). At most MAX_PROPOSED, in the order the allocations name them."""
     wanted: list[tuple[str, str]] = []  # (name, the file that names it)
     for file, text in texts.items():
         for args in _allocation_arguments(strip_comments_and_strings(text)):
@@ -318,5 +340,9 @@ def proposed_size_constants(texts: dict[str, str]) -> list[SizeConstant]:
             wanted += [(w, found[0].file) for w in re.findall(r"\b[A-Za-z_]\w*\b", found[0].value)
                        if w not in seen and w != "sizeof"]
         elif a_size(name, values):
-            roots.append(found[0])
+            why = not_linear(name, texts)
+            if why is None:
+                roots.append(found[0])
+            elif left_out is not None:
+                left_out[name] = why
     return roots[:MAX_PROPOSED]

@@ -60,6 +60,8 @@ class Project:
     # main's argument-count checks that stop the program (runs.argc_guards), and the files defining main
     argc: list[runs.ArgcGuard] = field(default_factory=list)
     mains: list[str] = field(default_factory=list)
+    # constants that size allocations but are not sizes (a percentage, a log2 size): name -> why
+    size_left_out: dict[str, str] = field(default_factory=dict)
 
 
 # Folders of libraries a program carries with it (CUDA's own C++ libraries, vendored code): their
@@ -898,9 +900,12 @@ def inspect(root: Path, build: str | None = None) -> Project:
         kind, build, notes, run_args = detect_build(root, files, mains, texts, parent)
     own = {name: text for name, text in texts.items() if not _VENDORED.search(name)}
     fail_pattern, where = printed_verdict(own)
+    left_out: dict[str, str] = {}
+    constants = proposed_size_constants(own, left_out)
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
                    outside_reads(root, texts, build_files, parent), removed_calls(texts), usage_names(own),
-                   proposed_size_constants(own), old_dialect(root, texts, build_files), runs.argc_guards(own), mains)
+                   constants, old_dialect(root, texts, build_files), runs.argc_guards(own), mains,
+                   size_left_out=left_out)
 
 
 _OLD_STD = re.compile(r"--?std[= ]" + OLD_CPP + r"\b|\b(?:CMAKE_)?(?:CUDA|CXX)_STANDARD\s+(?:98|11|14)\b")
@@ -1196,6 +1201,9 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
              if workspace or constants else {})
     if constants:
         project.size_constants = [c for c in project.size_constants if definition_problem(c.name, texts) is None]
+    if project.size_left_out and not size_arguments(run_args, project.usage):
+        project.notes.append("not proposed as size constants: " + "; ".join(
+            f"{name}: {why}" for name, why in list(project.size_left_out.items())[:4]))
     if workspace:
         # the build compiles files outside the program folder too (a suite's shared main.cu): what
         # they use that CUDA 13 removed needs the headers as much; where the whole workspace is the
