@@ -32,6 +32,7 @@ MARKER = "<!-- optimas:summary -->"
 MARKER_REVIEW = "<!-- optimas:review -->"
 CHECK_NAME = "Optimas"
 ROOM = MAX_BODY - 200  # what a body may use before its markers are appended
+CHECK_SUMMARY = 65_535  # a check run's output.summary: one character less than a comment
 
 
 def code_span(text: str) -> str:
@@ -161,7 +162,7 @@ class Publisher:
 
     def complete_check(self, check_id: int, conclusion: str, title: str, summary: str) -> None:
         run = self.repo.get_check_run(check_id)
-        output = {"title": public(title)[:255], "summary": truncate(public_markdown(summary))}
+        output = {"title": public(title)[:255], "summary": truncate(public_markdown(summary), CHECK_SUMMARY)}
         self._write(lambda: run.edit(status="completed", conclusion=conclusion, output=output))
 
     def head_sha(self) -> str:

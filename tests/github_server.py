@@ -13,6 +13,25 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlparse
 
+# GitHub's sizes, in characters: a comment's or review's body, and a check run's output.summary
+# (65,535: one less)
+BODY_LIMIT = 65_536
+SUMMARY_LIMIT = 65_535
+
+
+def over_limits(method: str, path: str, data) -> str:
+    """What of a write GitHub refuses as too long ("" when nothing): a comment, a review and its
+    comments, a check run's summary."""
+    if method not in ("POST", "PATCH") or not isinstance(data, dict):
+        return ""
+    bodies = [data.get("body")] + [c.get("body") for c in data.get("comments") or [] if isinstance(c, dict)]
+    if any(isinstance(b, str) and len(b) > BODY_LIMIT for b in bodies):
+        return f"body is too long (maximum is {BODY_LIMIT} characters)"
+    summary = (data.get("output") or {}).get("summary") if "/check-runs" in path else None
+    if isinstance(summary, str) and len(summary) > SUMMARY_LIMIT:
+        return f"output.summary is too long (maximum is {SUMMARY_LIMIT} characters)"
+    return ""
+
 
 class FakeGitHub:
     def __init__(self):
@@ -119,6 +138,9 @@ class FakeGitHub:
                 "url": f"{self.url}/repos/{full}"}
 
     def route(self, method: str, path: str, query: dict, data) -> tuple[int, dict]:
+        too_long = over_limits(method, path, data)
+        if too_long:
+            return 422, {"message": "Validation Failed", "errors": [{"code": "custom", "message": too_long}]}
         if (m := re.fullmatch(r"/app-manifests/([^/]+)/conversions", path)) and method == "POST":
             app = self.manifest_codes.pop(m.group(1), None)
             return (201, app) if app else (404, {"message": "Not Found"})

@@ -631,3 +631,23 @@ def test_a_commit_whose_tree_names_one_blob_thousands_of_times_is_not_checked_ou
     subprocess.run([*git, "push", "-q", str(remote), f"{sha}:refs/pull/7/head"], check=True)
     fetch("o/r", 7, sha, "ghs_token", tmp_path / "job4" / "src", url, 60)
     assert (tmp_path / "job4" / "src" / "k.cu").read_bytes() == b"$Id$ " * 1000  # as committed (not 188,000 bytes)
+
+
+def test_a_summary_at_the_comment_limit_still_completes_the_check_run(env):
+    """GitHub takes a comment of 65,536 characters but a check run's summary of 65,535 at most: a
+    summary of 65,536 (the pull request's output and kernel names make its length) still
+    completes the check run, each cut to fit."""
+    from bot.context import JobContext
+    from bot.gpu_job import publish_outcome
+
+    gh, conn, gpu = env
+    pub = JobContext.create(REPO, 1, 2, conn).publisher
+    outcome = {"verdict": "not measured", "postable": False, "edits": [], "headline": "Optimas: not proven"}
+    check = pub.start_check(HEAD, "job-long-summary")
+    summary = "\n".join(["x" * 99] * 655) + "\n" + "y" * (65_536 - 100 * 655)
+    assert len(summary) == 65_536
+    assert publish_outcome(pub, check, outcome, HEAD, summary, "job-long-summary") == 0
+    (comment,) = [c for c in gh.comments if "optimas:summary" in c["body"]]
+    assert len(comment["body"]) <= 65_536 and "truncated" in comment["body"]
+    done = gh.check_runs[check]
+    assert done["conclusion"] == "neutral" and len(done["output"]["summary"]) <= 65_535
