@@ -128,7 +128,9 @@ def _write_lines(path: str | None, lines: list[str]) -> None:
 
 def _replay_dir(value: str, workspace: Path) -> str | None:
     """The workflow's answers folder for the replay backend, or None: absolute and outside the
-    checkout, which the pull request writes (answers it shipped would be posted as the model's)."""
+    checkout, which the pull request writes (answers it shipped would be posted as the model's).
+    The pull request's build runs as the runner's user before the model is asked, so the folder
+    must also be one that user cannot write (the docs say so; it is not checked here)."""
     if not value:
         return None
     path = Path(value)
