@@ -826,3 +826,30 @@ def test_a_cmake_project_that_does_not_configure_is_read_from_its_text_and_says_
     assert "CMake was not asked what it builds (cmake did not configure" in r.stdout
     assert "MODEL is unspecified, pick one" in r.stdout and "the target was read from CMakeLists.txt's text" in r.stdout
     assert "--target saxpy_app " in app.build
+
+
+VECADD = "__global__ void add(float* a) { a[threadIdx.x] += 1; }\nint main() { add<<<1, 32>>>(nullptr); return 0; }\n"
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+@pytest.mark.parametrize("makefile", [
+    "EXE = vecadd\nNVCC = nvcc\nall: $(EXE)\n\n% : %.cu\n\t$(NVCC) -O3 -o $@ $<\n\nclean:\n\trm -f $(EXE)\n",
+    "TARGETS = vecadd\nall: $(TARGETS)\n%: %.cu\n\tnvcc -O2 $< -o $@\n",
+])
+def test_a_makefile_that_names_its_program_through_variables_and_pattern_rules_builds(tmp_path: Path,
+                                                                                       makefile: str):
+    """`EXE = name`, `all: $(EXE)`, `% : %.cu` (a public collection's plain Makefiles, which init
+    took for fragments): make's dry run says what the default goal links."""
+    root = tmp_path / "vecadd"
+    root.mkdir()
+    (root / "Makefile").write_text(makefile)
+    (root / "vecadd.cu").write_text(VECADD)
+    r, app = initialized(root)
+    assert "building target 'all', which makes vecadd (make's dry run, make -pnB, says so" in r.stdout
+    assert "make -B all" in app.build and "cp vecadd {exe}" in app.build
+    built = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
+    assert built.returncode == 0 and "build: ok" in built.stdout, built.stdout + built.stderr
+    # a true fragment (variables only: a suite's common Makefile) is still refused, and says why
+    (root / "Makefile").write_text("NVCC = nvcc\nNVCCFLAGS = -O3\n")
+    r = init(str(root), "--force")
+    assert r.returncode != 0 and "make's dry run of it (make -pnB) links none" in r.stderr

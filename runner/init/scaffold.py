@@ -23,7 +23,7 @@ from runner.base.processes import child_environment, run_process
 from runner.base.runstore import atomic_write_text
 from runner.base.size_constants import SizeConstant, definition_problem, proposed_size_constants, workspace_texts
 from runner.build.nvcc_shim import CCCL_INCLUDE, COMPATS, OLD_CPP, compat_used
-from runner.init import cmake_api, runs
+from runner.init import cmake_api, make_db, runs
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
 MAX_DEPTH = 4
@@ -738,20 +738,27 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     architectures themselves). Also the arguments its `run` target gives the binary ("" if none)."""
     variables = _make_variables(text)
     rules, needs = _parse_rules(text, variables)
-    target = _first_target(rules, needs, variables)
+    target, asked = _first_target(rules, needs, variables), None
     if target is None:
-        raise ConfigError(folder / name.split("/")[-1], [
-            "it has no rule that builds a program: it is a fragment another Makefile includes (a suite's "
-            "common one, which its own driver runs). Give the command that builds the program: optimas init "
-            "--build 'CMD' (with {exe}, {arch} and {lineinfo}; see optimas init --help)"])
-    binary = _binary(rules, variables, target, folder, needs=needs)
+        # its text names the program only through variables and pattern rules: make expands them
+        run = make_db.dry_run(folder, name.split("/")[-1])
+        if run is None or not run.goal or not run.programs:
+            raise ConfigError(folder / name.split("/")[-1], [
+                "it has no rule that builds a program, and make's dry run of it (make -pnB) links none: it is a "
+                "fragment another Makefile includes (a suite's common one, which its own driver runs). Give the "
+                "command that builds the program: optimas init --build 'CMD' (with {exe}, {arch} and {lineinfo}; "
+                "see optimas init --help)"])
+        target, asked = run.goal, run.programs[-1]
+    binary = asked or _binary(rules, variables, target, folder, needs=needs)
     goals = " ".join([*_folder_goals(rules, needs), target])
     settings, required_notes = _required_settings(name, make_required(text))
     make = (f"make -C {sub} -B {goals}" if sub else f"make -B {goals}") + settings
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"
     run_args = run_target_args(rules, variables, binary or target) or ""
     notes = [f"{name}: building target {target!r}" + (f", which makes {binary}" if binary else
-                                                      "; check the name of the binary it makes")]
+                                                      "; check the name of the binary it makes")
+             + (" (make's dry run, make -pnB, says so: the Makefile's text names it through variables and "
+                "pattern rules)" if asked else "")]
     notes += required_notes
     notes += _link_and_home_notes(name, text, rules, needs, variables, binary or target)
     if "EXTRA_NVCCFLAGS" in text:
