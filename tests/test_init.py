@@ -853,3 +853,43 @@ def test_a_makefile_that_names_its_program_through_variables_and_pattern_rules_b
     (root / "Makefile").write_text("NVCC = nvcc\nNVCCFLAGS = -O3\n")
     r = init(str(root), "--force")
     assert r.returncode != 0 and "make's dry run of it (make -pnB) links none" in r.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
+def test_a_makefile_of_several_programs_lists_them_and_builds_the_one_asked_for(tmp_path: Path):
+    """A folder of programs, one Makefile with a TARGETS list and a pattern rule: init lists what the
+    default goal links, builds the first by itself (not `all`), and `--program` picks another."""
+    root = tmp_path / "suite"
+    root.mkdir()
+    (root / "Makefile").write_text("TARGETS = alpha beta gamma\nall: $(TARGETS)\n%: %.cu\n\tnvcc -O2 $< -o $@\n"
+                                   "clean:\n\trm -f $(TARGETS)\n")
+    for name in ("alpha", "beta", "gamma"):
+        (root / f"{name}.cu").write_text(VECADD.replace("add", f"k_{name}"))
+    r, app = initialized(root)
+    assert "make's default goal links 3 programs (alpha, beta, gamma); this config builds alpha; another: " \
+           "optimas init --program NAME" in r.stdout
+    assert "make -B alpha " in app.build and "cp alpha {exe}" in app.build
+    r, app = initialized(root, "--force", "--program", "beta")
+    assert "make -B beta " in app.build and "cp beta {exe}" in app.build
+    built = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
+    assert built.returncode == 0 and "build: ok" in built.stdout, built.stdout + built.stderr
+    r = init(str(root), "--force", "--program", "delta")
+    assert r.returncode == 2 and ("--program delta: neither a target of the Makefile nor a program its default goal "
+                                  "links (alpha, beta, gamma)") in r.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("cmake")), reason="nvcc and cmake not installed")
+def test_a_cmake_program_is_chosen_by_its_target_or_its_artifacts_name(tmp_path: Path):
+    root = tmp_path / "two"
+    root.mkdir()
+    (root / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\nproject(two LANGUAGES CXX CUDA)\n"
+                                         "add_executable(first a.cu)\nadd_executable(second b.cu)\n"
+                                         "set_target_properties(second PROPERTIES OUTPUT_NAME second_bin)\n")
+    (root / "a.cu").write_text(VECADD)
+    (root / "b.cu").write_text(VECADD.replace("add", "bdd"))
+    for asked in ("second", "second_bin"):
+        r, app = initialized(root, "--force", "--program", asked)
+        assert "--target second " in app.build and "cp {exe}.build/second_bin {exe}" in app.build
+        assert "Building target 'second' (./CMakeLists.txt), as --program asks" in r.stdout
+    r = init(str(root), "--force", "--program", "third")
+    assert r.returncode == 2 and "--program third: no executable of that name compiles or links CUDA code" in r.stderr

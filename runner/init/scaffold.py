@@ -179,10 +179,11 @@ def _q(s: str) -> str:
 
 
 def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: dict[str, str],
-                 parent: ParentTarget | None = None) -> tuple[str, str, list[str], str]:
+                 parent: ParentTarget | None = None, program: str | None = None) -> tuple[str, str, list[str], str]:
     """(kind, build command template, notes, run arguments found in the build file) for the project
     in root; `texts`: its sources, as _source_texts reads them; `parent`: the executable of an
-    enclosing CMake project that links root's library (parent_cmake_target)."""
+    enclosing CMake project that links root's library (parent_cmake_target); `program`: the target
+    to build, where the build makes several (init --program)."""
     if parent is not None:
         source = os.path.relpath(parent.top, root.resolve())
         defined = os.path.relpath(parent.top / parent.where, root.resolve())
@@ -195,7 +196,7 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: d
         # inside the command's sh -c '...': a folder with a space in its name is double-quoted
         return "cmake", _cmake_build(f'"{source}"' if re.search(r"\s", source) else source, parent.target), notes, ""
     if (root / "CMakeLists.txt").is_file():
-        asked = _cmake_asked(root, kernel_files)
+        asked = _cmake_asked(root, kernel_files, program)
         if isinstance(asked, tuple):
             return asked
     if (found := _cmake_target(root, kernel_files)) is not None:
@@ -210,11 +211,11 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: d
         notes.insert(0, f"CMake was not asked what it builds ({asked}): the target was read from CMakeLists.txt's text")
         return "cmake", build, notes, ""
     if (mk := _makefile(root)) is not None:
-        return ("make", *_make_build(mk.name, read_makefile(mk), root))
+        return ("make", *_make_build(mk.name, read_makefile(mk), root, program=program))
     if (mk := _kernels_makefile(root, kernel_files)) is not None:
         sub = mk.parent.relative_to(root).as_posix()
         # its run target's arguments are not taken: paths in them would be relative to the subfolder
-        build, notes, _ = _make_build(f"{sub}/{mk.name}", read_makefile(mk), mk.parent, sub)
+        build, notes, _ = _make_build(f"{sub}/{mk.name}", read_makefile(mk), mk.parent, sub, program)
         return "make", build, [f"no Makefile at the top: the one in {sub}/, over the kernels' files, builds",
                                *notes], ""
     cu = [f for f in kernel_files if f.endswith(".cu")]
@@ -386,7 +387,8 @@ def _cmake_build(source: str, target: str, artifact: str | None = None) -> str:
 _SAFE_WORD = re.compile(r"[\w./+-]+")  # a target or artifact name written into the sh -c '...' command as it is
 
 
-def _cmake_asked(root: Path, kernel_files: list[str]) -> tuple[str, str, list[str], str] | str:
+def _cmake_asked(root: Path, kernel_files: list[str], program: str | None = None
+                 ) -> tuple[str, str, list[str], str] | str:
     """The build of the CMake project at root as CMake's File API tells it (runner.init.cmake_api):
     the executable that compiles or links the most kernel files, by its real target name and
     artifact; or why CMake could not be asked (the text is read instead)."""
@@ -398,12 +400,19 @@ def _cmake_asked(root: Path, kernel_files: list[str]) -> tuple[str, str, list[st
     if chosen is None:
         return "CMake's File API lists no executable that compiles or links CUDA code"
     target, programs = chosen
+    if program is not None:
+        target = next((t for t in programs if program in (t.name, Path(t.artifact or "").name)), None)
+        if target is None:
+            raise ConfigError(root / "CMakeLists.txt", [
+                f"--program {program}: no executable of that name compiles or links CUDA code; CMake's File API "
+                f"lists: {cmake_api.describe_programs(model, programs)}"])
     if not _SAFE_WORD.fullmatch(target.name) or not _SAFE_WORD.fullmatch(target.artifact or ""):
         return f"the target {target.name[:80]!r} or what it makes has characters a build command would need quoted"
     notes = [f"CMake's File API (configured in a temporary folder) lists {count_of(len(programs), 'executable')} "
              f"with CUDA code (compiled or linked): {cmake_api.describe_programs(model, programs)}. "
-             f"Building target {target.name!r} ({target.folder}/CMakeLists.txt), which compiles or links the most "
-             "kernel files; another: give its target in app.build's --target and its artifact to cp"]
+             f"Building target {target.name!r} ({target.folder}/CMakeLists.txt)"
+             + (", as --program asks" if program else ", which compiles or links the most kernel files; another: "
+                "optimas init --program NAME")]
     return "cmake", _cmake_build(".", target.name, target.artifact), notes, ""
 
 
@@ -728,7 +737,54 @@ def _required_settings(name: str, required: list[tuple[str, int, str]]) -> tuple
     return settings, notes
 
 
-def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str, list[str], str]:
+def _program_target(makefile: Path, program: str, rules: dict[str, list[str]], run: make_db.DryRun | None
+                    ) -> tuple[str, str]:
+    """(the make target, the binary it makes) for `init --program NAME`: a target of the Makefile's
+    text, or a program make's dry run of the default goal links (by its path or its name)."""
+    linked = run.programs if run is not None else []
+    made = next((p for p in linked if program in (p, Path(p).name)), None)
+    if made is not None:
+        return program if program in rules else made, made
+    if program in rules:
+        return program, program
+    raise ConfigError(makefile, [f"--program {program}: neither a target of the Makefile nor a program its default "
+                                 f"goal links ({', '.join(linked[:12]) or 'make links none'})"])
+
+
+def _make_goal(makefile: Path, rules: dict[str, list[str]], needs: dict[str, list[str]], variables: dict[str, str],
+               run: make_db.DryRun | None, program: str | None) -> tuple[str, str | None]:
+    """(the make target to build, the binary make's dry run says it links, if it was asked): the
+    program asked for; else the text's first target; else, where the text names the program only
+    through variables and pattern rules, what make's dry run links (one: its goal; several, a
+    TARGETS list: the first, by itself)."""
+    if program is not None:
+        return _program_target(makefile, program, rules, run)
+    target = _first_target(rules, needs, variables)
+    if target is not None:
+        return target, None
+    if run is None or not run.goal or not run.programs:
+        raise ConfigError(makefile, [
+            "it has no rule that builds a program, and make's dry run of it (make -pnB) links none: it is a "
+            "fragment another Makefile includes (a suite's common one, which its own driver runs). Give the "
+            "command that builds the program: optimas init --build 'CMD' (with {exe}, {arch} and {lineinfo}; "
+            "see optimas init --help)"])
+    if len(run.programs) == 1:
+        return run.goal, run.programs[0]
+    return _program_target(makefile, run.programs[0], rules, run)
+
+
+def _programs_note(name: str, run: make_db.DryRun | None, built: str, program: str | None) -> list[str]:
+    """The programs make's default goal links, where it links several, and which one is built."""
+    if run is None or len(run.programs) < 2:
+        return []
+    shown = ", ".join(run.programs[:12]) + (f" and {len(run.programs) - 12} more" if len(run.programs) > 12 else "")
+    another = "" if program else "; another: optimas init --program NAME"
+    return [f"{name}: make's default goal links {count_of(len(run.programs), 'program')} ({shown}); this config "
+            f"builds {built}{another}"]
+
+
+def _make_build(name: str, text: str, folder: Path, sub: str = "", program: str | None = None
+                ) -> tuple[str, list[str], str]:
     """Build command template and notes for a Makefile (in the subfolder `sub`, run with make -C):
     its first target; the binary named by the recipe's `-o`; -arch and -lineinfo for every nvcc
     the build runs through NVCC_APPEND_FLAGS (nvcc adds them after its own arguments: a Makefile's
@@ -738,17 +794,8 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
     architectures themselves). Also the arguments its `run` target gives the binary ("" if none)."""
     variables = _make_variables(text)
     rules, needs = _parse_rules(text, variables)
-    target, asked = _first_target(rules, needs, variables), None
-    if target is None:
-        # its text names the program only through variables and pattern rules: make expands them
-        run = make_db.dry_run(folder, name.split("/")[-1])
-        if run is None or not run.goal or not run.programs:
-            raise ConfigError(folder / name.split("/")[-1], [
-                "it has no rule that builds a program, and make's dry run of it (make -pnB) links none: it is a "
-                "fragment another Makefile includes (a suite's common one, which its own driver runs). Give the "
-                "command that builds the program: optimas init --build 'CMD' (with {exe}, {arch} and {lineinfo}; "
-                "see optimas init --help)"])
-        target, asked = run.goal, run.programs[-1]
+    run = make_db.dry_run(folder, name.split("/")[-1])  # what make itself would link for its default goal
+    target, asked = _make_goal(folder / name.split("/")[-1], rules, needs, variables, run, program)
     binary = asked or _binary(rules, variables, target, folder, needs=needs)
     goals = " ".join([*_folder_goals(rules, needs), target])
     settings, required_notes = _required_settings(name, make_required(text))
@@ -759,6 +806,7 @@ def _make_build(name: str, text: str, folder: Path, sub: str = "") -> tuple[str,
                                                       "; check the name of the binary it makes")
              + (" (make's dry run, make -pnB, says so: the Makefile's text names it through variables and "
                 "pattern rules)" if asked else "")]
+    notes += _programs_note(name, run, binary or target, program)
     notes += required_notes
     notes += _link_and_home_notes(name, text, rules, needs, variables, binary or target)
     if "EXTRA_NVCCFLAGS" in text:
@@ -883,7 +931,7 @@ def separate_programs(root: Path, kernel_files: list[str]) -> list[str]:
     return sorted(found)
 
 
-def inspect(root: Path, build: str | None = None) -> Project:
+def inspect(root: Path, build: str | None = None, program: str | None = None) -> Project:
     """What init would write for the project in root; `build`: the user's own build command (what
     would be guessed about the build does not apply)."""
     if not root.is_dir():
@@ -904,7 +952,7 @@ def inspect(root: Path, build: str | None = None) -> Project:
     if build:
         kind, notes, run_args = "the command given", [], ""
     else:
-        kind, build, notes, run_args = detect_build(root, files, mains, texts, parent)
+        kind, build, notes, run_args = detect_build(root, files, mains, texts, parent, program)
     own = {name: text for name, text in texts.items() if not _VENDORED.search(name)}
     fail_pattern, where = printed_verdict(own)
     left_out: dict[str, str] = {}
@@ -1161,25 +1209,31 @@ def runs_that_start(project: Project, root: Path, name: str | None, run_args: st
     return run_args
 
 
+def _program_notes(project: Project) -> list[str]:
+    """What init says of the program's own code: its printed verdict, a clock seed, CUDA 13's removals."""
+    notes = []
+    if project.fail_pattern:
+        notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program prints that "
+                     f"verdict when its own check fails ({project.fail_pattern_in}); remove app.stdout if it prints "
+                     "it otherwise")
+    if project.clock_seed_at:
+        notes.append(f"the program seeds its random inputs from the clock ({project.clock_seed_at}): its results "
+                     "differ from run to run, so comparing a candidate's with the original's judges nothing and every "
+                     "candidate is refused; give it a fixed seed (or take one from its arguments: {seed} in app.run), "
+                     "or judge it by app.stdout alone and set app.gpu_results.compare: off")
+    if project.compat or project.dialect:
+        notes.append("the sources use what CUDA 13 removed or changed: compat_headers is set (see its comment)")
+    return notes
+
+
 def write_config(root: Path, out: Path, name: str | None = None, run_args: str | None = None,
-                 build: str | None = None, force: bool = False) -> tuple[Project, str]:
+                 build: str | None = None, force: bool = False, program: str | None = None) -> tuple[Project, str]:
     """Inspect root, check the config it gives as check-config would, and write it to `out` (never
     over an existing file unless `force`). `run_args` None: the user gave none (init may propose
     some). Returns what was found and the text written."""
     given, run_args = run_args is not None, run_args or ""
-    project = inspect(root, build)
-    if project.fail_pattern:
-        project.notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program "
-                             f"prints that verdict when its own check fails ({project.fail_pattern_in}); remove "
-                             "app.stdout if it prints it otherwise")
-    if project.clock_seed_at:
-        project.notes.append(f"the program seeds its random inputs from the clock ({project.clock_seed_at}): its "
-                             "results differ from run to run, so comparing a candidate's with the original's "
-                             "judges nothing and every candidate is refused; give it a fixed seed (or take one "
-                             "from its arguments: {seed} in app.run), or judge it by app.stdout alone and set "
-                             "app.gpu_results.compare: off")
-    if project.compat or project.dialect:
-        project.notes.append("the sources use what CUDA 13 removed or changed: compat_headers is set (see its comment)")
+    project = inspect(root, build, program)
+    project.notes += _program_notes(project)
     if not run_args and project.run_args:
         run_args = project.run_args
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
