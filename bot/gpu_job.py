@@ -198,7 +198,7 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
             cfg_file = ws / CONFIG_PATH
             replace_file(cfg_file, text)  # the default branch's config, whatever the PR head holds there
             log.info("fetched; running Optimas with the default branch's %s in a sandbox", CONFIG_PATH)
-            outcome = _pipeline(cfg_file, work)
+            outcome = _pipeline(cfg_file, work, ctx.publisher.changed_paths())
     return outcome, sha
 
 
@@ -365,10 +365,12 @@ def _add_corpus(source: Path, corpus: Path) -> None:
         f.write("".join(r + "\n" for r in records))
 
 
-def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
+def _pipeline(cfg_file: Path, work: Path, changed: list[str] | None = None) -> dict[str, Any]:
     """The pipeline on the checkout's config, its commands in a sandbox that may write `work` only
     and read the tracer and nvcc shim that the worker prepares (and checks) beforehand. Its runs
-    are kept, whatever the outcome, once the job's folder passed the last sweep."""
+    are kept, whatever the outcome, once the job's folder passed the last sweep. With `changed`
+    (the pull request's paths), a pull request that changes none of the program's files is
+    answered from one build, with no profile run (runner.flows.scope)."""
     from runner.base.config import load_config
     from runner.base.gpu import sandbox_devices
     from runner.base.processes import cache_root
@@ -388,6 +390,13 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
     # write: what is kept of the runs is those copies (the code can rewrite the run folders)
     with sandboxed([work], [cache_root()], devices) as box, record_copies(work / "runs", work.parent / "records"):
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
+        if changed is not None:
+            untouched = _untouched(lc, changed, cfg_file.parent)
+            box.sweep()
+            if box.exceeded is not None:
+                raise box.exceeded
+            if untouched is not None:
+                return untouched
         try:
             outcome = pipeline(lc, work / "runs", corpus=corpus)[1]
             outcome["model_ignored"] = repository_model_choices(repository)
@@ -405,6 +414,22 @@ def _pipeline(cfg_file: Path, work: Path) -> dict[str, Any]:
         if box.exceeded is not None:  # a command over a limit ends the job, whatever a stage made of it
             raise box.exceeded
         return outcome
+
+
+def _untouched(lc: LoadedConfig, changed: list[str], root: Path) -> dict[str, Any] | None:
+    """The outcome for a pull request that changes none of the program's files (None when it
+    changes some): said in the summary and a neutral check run; nothing is profiled."""
+    from runner.base.gpu import target_arch
+    from runner.flows.scope import pull_request_scope
+
+    scope = pull_request_scope(lc, changed, target_arch(lc), root)
+    log.info("scope: %s", scope.why)
+    if scope.touched:
+        return None
+    return {"verdict": "not run", "postable": False, "edits": [], "run": None,
+            "headline": f"Nothing to optimize: this pull request changes none of the files of "
+                        f"{code_span(lc.config.app.name)}",
+            "details": f"{scope.why}. Nothing was profiled; label again after a change to the program's code."}
 
 
 class RepositoryConfigError(OptimasError):

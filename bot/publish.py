@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 MARKER = "<!-- optimas:summary -->"
 MARKER_REVIEW = "<!-- optimas:review -->"
 CHECK_NAME = "Optimas"
+MAX_LISTED_FILES = 3000  # what GitHub lists of a pull request's files, at most
 ROOM = MAX_BODY - 200  # what a body may use before its markers are appended
 CHECK_SUMMARY = 65_535  # a check run's output.summary: one character less than a comment
 
@@ -167,6 +168,19 @@ class Publisher:
 
     def head_sha(self) -> str:
         return self.repo.get_pull(self.pr).head.sha
+
+    def changed_paths(self) -> list[str] | None:
+        """Every path the PR adds, changes, removes or renames (both names of a rename); None when
+        GitHub lists only part of them (it lists at most 3,000 files of a pull request) or none."""
+        pull = self.repo.get_pull(self.pr)
+        if pull.changed_files > MAX_LISTED_FILES:
+            return None
+        out: dict[str, None] = {}
+        for f in pull.get_files():
+            out[f.filename] = None
+            if f.previous_filename:
+                out[f.previous_filename] = None
+        return list(out) or None
 
     def changed_files(self) -> dict[str, str]:
         """The PR's files with their diff hunks (`patch`), for placing suggestions."""

@@ -212,7 +212,9 @@ class FakeGitHub:
             return 201, c
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)", path):
             pr = self.pulls.get(int(m.group(2)))
-            return (200, pr) if pr else (404, {"message": "Not Found"})
+            # GitHub counts the pull request's files (and lists at most 3,000 of them)
+            return (200, {**pr, "changed_files": len(self.pr_files.get(int(m.group(2)), []))}) if pr else \
+                (404, {"message": "Not Found"})
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/contents/(.+)", path):
             text = self.files.get(m.group(2))
             if text is None or query.get("ref") != ["main"]:

@@ -172,6 +172,28 @@ def test_the_app_asks_the_operators_model_whatever_the_repository_names(monkeypa
     assert "names `llm.backend`, `llm.replay_dir`: the model and its answers are chosen by whoever runs" in summary
 
 
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("nvcc") is None, reason="git and nvcc needed")
+def test_a_pull_request_that_changes_none_of_the_programs_files_runs_nothing(monkeypatch, tmp_path):
+    """Documentation and another program's source: one build tells the program's files (no profile
+    run, no model asked, no run kept); the check run is neutral and the summary says why."""
+    remote = make_remote(tmp_path, ["examples/h200-probe", "benchmarks/stream"])
+    files = [{"filename": "README.md", "status": "modified", "patch": "@@ -1 +1 @@\n-a\n+b"},
+             {"filename": "benchmarks/stream/main.cu", "status": "modified", "patch": "@@ -1 +1 @@\n-a\n+b"},
+             {"filename": "docs/new.md", "status": "renamed", "previous_filename": "docs/old.md", "patch": ""}]
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, pr_files=files)
+    result = gpu_job.latest_result()
+    assert result is not None and result.type.name == "SUCCESSFUL", getattr(result, "exc_string", "")
+    assert result.return_value["verdict"] == "not run" and gh.reviews == []
+    (check,) = gh.check_runs.values()
+    assert check["conclusion"] == "neutral" and "changes none of the files of `probe`" in check["output"]["title"]
+    (summary,) = [c["body"] for c in gh.comments if MARKER in c["body"]]
+    assert "none of the 4 changed files is one the program's build compiles or includes (1 file)" in summary
+    assert not (tmp_path / "worker-runs").exists() or not any((tmp_path / "worker-runs").iterdir())
+    # the same pull request changing the kernel's file runs it
+    gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, pr_files=[*files, *PROBE_PR_FILES])
+    assert gpu_job.latest_result().return_value["verdict"] == "not measured"
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_a_head_that_moves_during_the_job_gets_no_stale_suggestions(monkeypatch, remote):
     gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, move_head=True)

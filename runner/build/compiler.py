@@ -56,6 +56,9 @@ class CompileResult(BaseModel):
     # the compatibility headers pre-included (app.compat_headers): header, names, sources, cwd
     compat: list[dict] = []
     cached: bool = Field(default=False, exclude=True)  # taken from a build cache, not compiled now
+    # with `dependencies`: every file of the workspace the build compiled or included (relative to
+    # the workspace's root; nvcc -MM of each source it compiled); None when that could not be told
+    files: list[str] | None = None
 
 
 _ENTRY = re.compile(r"ptxas info\s*: Compiling entry function '([^']+)'")
@@ -104,7 +107,8 @@ def parse_ptxas(output: str) -> list[KernelResources]:
 
 
 def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, verbose: bool = True,
-          timeout_s: float | None = None, macros: bool = False, configuration: str | None = None) -> CompileResult:
+          timeout_s: float | None = None, macros: bool = False, configuration: str | None = None,
+          dependencies: bool = False) -> CompileResult:
     """Build the app in `workdir` with its build command (timing build, no -lineinfo).
 
     With `verbose`, ptxas's per-kernel resources are reported and parsed: `-Xptxas -v` is added to
@@ -112,7 +116,8 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
     nvcc the build runs. With `macros`, each source nvcc compiled is preprocessed again with the
     flags the build gave it (`nvcc -E -Xcompiler -dM`), for the macros in effect. An app.build that
     depends on the configuration ({config}, its values) is rendered for `configuration` (default:
-    the profiled one).
+    the profiled one). With `dependencies`, the workspace files the build compiled or included are
+    listed (CompileResult.files).
     """
     app = lc.config.app
     if not app.build:
@@ -128,15 +133,10 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         env = build_environment(app.env, lc.config.profiling.nvcc, compat=app.compat_headers)
         compat_record = Path(tmp) / "compat.jsonl"
         env[COMPAT_RECORD] = str(compat_record)
-        if verbose and is_nvcc:
-            argv += ["-Xptxas", "-v"]
-        elif verbose:
-            # make, cmake or a script: the nvcc shim adds -Xptxas -v to each nvcc the build runs;
-            # NVCC_APPEND_FLAGS reaches an nvcc named by its full path, unless the build sets it itself
-            env[PTXAS_REPORT] = "1"
-            env["NVCC_APPEND_FLAGS"] = f"{env.get('NVCC_APPEND_FLAGS', '')} -Xptxas -v".strip()
+        if verbose:
+            argv = _report_resources(argv, env, is_nvcc)
         record = Path(tmp) / "nvcc-calls.jsonl"
-        if macros:
+        if macros or dependencies:
             env[NVCC_RECORD] = str(record)
         limit = timeout_s or app.timeout_s
         copy = _copy_root(lc, workdir)
@@ -145,16 +145,28 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
             return CompileResult(ok=False, command=argv,
                                  output=f"the build timed out after {limit:g} s and was killed")
         calls = read_calls(record) or ([{"cwd": str(workdir), "args": argv[1:], "append": ""}] if is_nvcc else [])
-        found = compiled_macros(calls, workdir, lc.config.profiling.nvcc, env) if macros and r.returncode == 0 \
-            else CompiledMacros()
+        ok, nvcc = r.returncode == 0, lc.config.profiling.nvcc
+        found = compiled_macros(calls, workdir, nvcc, env) if macros and ok else CompiledMacros()
         compat = read_compat(compat_record)
+        files = compiled_files(calls, copy or workdir, nvcc, env) if dependencies and ok else None
     text = r.output
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
-                         resources=parse_ptxas(text) if verbose else [], macros=found,
+                         resources=parse_ptxas(text) if verbose else [], macros=found, files=files,
                          compat=[{**c, "cwd": _relative(c.get("cwd", ""), workdir),
                                   "sources": [_source_in(s, workdir, copy) for s in c["sources"]]}
                                  for c in compat])
+
+
+def _report_resources(argv: list[str], env: dict[str, str], is_nvcc: bool) -> list[str]:
+    """The build's command with ptxas's per-kernel report asked for: `-Xptxas -v` on an nvcc command;
+    for make, cmake or a script, the nvcc shim adds it to each nvcc the build runs (and
+    NVCC_APPEND_FLAGS reaches an nvcc named by its full path, unless the build sets it itself)."""
+    if is_nvcc:
+        return [*argv, "-Xptxas", "-v"]
+    env[PTXAS_REPORT] = "1"
+    env["NVCC_APPEND_FLAGS"] = f"{env.get('NVCC_APPEND_FLAGS', '')} -Xptxas -v".strip()
+    return argv
 
 
 MAX_SOURCE_CHARS = 4096  # a recorded source name longer than this is not a path of the build's
@@ -310,6 +322,37 @@ def compiled_macros(calls: list[dict], workdir: Path, nvcc: str, env: dict[str, 
                     defined[name] = f"{name}{params} {body}".strip() if params else body
             out[rel] = defined
     return CompiledMacros(by_source=out, command_line=list(given) if out else [])
+
+
+MAX_DEPENDENCY_SOURCES = 512  # sources a build compiled whose dependencies are asked; more: not told
+
+
+def compiled_files(calls: list[dict], root: Path, nvcc: str, env: dict[str, str]) -> list[str] | None:
+    """The files under `root` (the workspace copy) that the recorded nvcc calls compiled or included,
+    relative to it, from `nvcc -MM` with each call's preprocessor flags; None when a source's
+    dependencies could not be told (its -MM failed, or too many sources)."""
+    out: dict[str, None] = {}
+    top = Path(os.path.normpath(root))
+    asked = 0
+    for call in calls:
+        cwd = Path(call["cwd"])
+        flags, sources = preprocessor_args([str(a) for a in call["args"]])
+        appended, _ = preprocessor_args(shlex.split(str(call.get("append") or "")))
+        for src in sources:
+            asked += 1
+            if asked > MAX_DEPENDENCY_SOURCES:
+                return None
+            r = run_process([nvcc, "-MM", *flags, *appended, src], cwd, 120, env=env, merge_stderr=False,
+                            what=f"nvcc -MM {src}")
+            if r.returncode != 0:
+                return None
+            # make's rule syntax: `target.o : source header ...`, lines continued with a backslash
+            _, _, needed = r.output.replace("\\\n", " ").partition(":")
+            for word in [src, *needed.split()]:
+                path = Path(os.path.normpath(cwd / word))
+                if path == top or top in path.parents:
+                    out[path.relative_to(top).as_posix()] = None
+    return list(out)
 
 
 def command_line_macros(flags: list[str]) -> list[str]:
