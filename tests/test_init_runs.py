@@ -84,3 +84,52 @@ def test_init_proposes_the_readmes_arguments_where_main_demands_some(tmp_path: P
     (root / "README.md").write_text("./gauss data/matrix4.txt\n")
     r = optimas("init", str(root), "--force", "--args", "")
     assert 'run: "{exe}"' in (root / "optimas.yml").read_text() and "README.md:1 runs it with" in r.stdout
+
+
+PARSED = """#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+int ARRAY_SIZE = 33554432;
+int num_times = 100;
+int n = 4096;
+int width = 1024;
+int seed = 12345;
+__global__ void triad(float* a, int n) { int i = threadIdx.x; if (i < n) a[i] = 2 * a[i]; }
+void parse(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--arraysize") || !strcmp(argv[i], "-s")) ARRAY_SIZE = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--numtimes")) num_times = atoi(argv[++i]);
+    else if (!strncmp(argv[i], "--n=", 4)) n = atoi(argv[i] + 4);
+    else if (!strcmp(argv[i], "--seed")) seed = atoi(argv[++i]);
+  }
+  int opt;
+  while ((opt = getopt(argc, argv, "w:")) != -1) { switch (opt) { case 'w': width = atoi(optarg); break; } }
+}
+int main(int argc, char** argv) { parse(argc, argv); triad<<<1, 32>>>(nullptr, ARRAY_SIZE); return 0; }
+"""
+
+
+def test_optional_size_flags_with_the_codes_defaults_are_found():
+    from runner.init.runs import size_flags
+
+    found = [(f.flag, f.variable, f.default, f.line, f.argument()) for f in size_flags({"stream.cu": PARSED})]
+    assert found == [("--arraysize", "ARRAY_SIZE", 33554432, 12, "--arraysize 33554432"),
+                     ("--n=", "n", 4096, 14, "--n=4096"), ("-w", "width", 1024, 18, "-w 1024")]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_init_passes_an_optional_size_flag_at_its_default_so_that_counter_runs_scale_it(tmp_path: Path):
+    root = tmp_path / "stream"
+    root.mkdir()
+    (root / "stream.cu").write_text(PARSED)
+    r = optimas("init", str(root))
+    assert r.returncode == 0, r.stderr
+    assert ("stream.cu:12: the program takes its size from --arraysize (default 33554432, ARRAY_SIZE): the run "
+            "passes it at its default, so that the counter runs scale it") in r.stdout
+    text = (root / "optimas.yml").read_text()
+    assert 'run: "{exe} --arraysize {arraysize}"' in text
+    assert 'profile_run: "{exe} --arraysize {arraysize*scale}"' in text
+    # arguments the user gives stay theirs: the flag is only named
+    r = optimas("init", str(root), "--force", "--args", "--numtimes 5")
+    assert 'run: "{exe} --numtimes 5"' in (root / "optimas.yml").read_text()
+    assert "add it to --args so that the counter runs can scale it" in r.stdout

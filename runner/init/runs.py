@@ -146,3 +146,48 @@ def run_arguments(run: str) -> str:
     if words and "{exe}" in words[0]:
         return " ".join(words[1:])  # counted, never run: quoting does not matter here
     return run
+
+
+@dataclass(frozen=True)
+class SizeFlag:
+    """An optional command-line flag that sets a size the code otherwise defaults (`--arraysize N`)."""
+
+    flag: str  # as the run passes it: `--arraysize` (its value the next word) or `--size=` (joined)
+    variable: str
+    default: int
+    file: str
+    line: int
+
+    def argument(self) -> str:
+        """The flag with its default, as run arguments."""
+        return f"{self.flag}{self.default}" if self.flag.endswith("=") else f"{self.flag} {self.default}"
+
+
+_TO_INT = r"(?:std::)?(?:atoi|atol|atoll|stoi|stol|stoll|stoul|stoull|strtol|strtoul|strtoll|strtoull)\s*\("
+# `if (!strcmp(argv[i], "--arraysize")) ARRAY_SIZE = atoi(argv[++i]);`, `strncmp(argv[i], "--n=", 4) ... argv[i] + 4`
+_FLAG_VALUE = re.compile(r'"(?P<flag>--?[A-Za-z][\w-]*=?)"[^;{}]{0,80}?\)\s*\)?\s*\{?\s*'
+                         r"(?P<var>[A-Za-z_]\w*)\s*=\s*(?:\(\w+\)\s*)?" + _TO_INT + r"\s*argv\s*\[")
+# getopt: `case 's': n = atoi(optarg);`
+_GETOPT_VALUE = re.compile(r"case\s*'(?P<letter>[A-Za-z])'\s*:\s*\{?\s*(?P<var>[A-Za-z_]\w*)\s*=\s*(?:\(\w+\)\s*)?"
+                           + _TO_INT + r"\s*optarg")
+SIZE_NAME = re.compile(r"(?i)size|len|elements|^n$|^num|_n$|^n_|count|dim|width|height|rows|cols|^[nmk]$")
+NOT_SIZE_NAME = re.compile(r"(?i)seed|dev|gpu|iter|repeat|rep|trial|epoch|warm|loop|verbose|thread|block|step|tpb|"
+                           r"times|runs")
+
+
+def size_flags(texts: dict[str, str], minimum: int = 16) -> list[SizeFlag]:
+    """The optional flags the sources parse into a size variable whose default the code sets
+    (`int ARRAY_SIZE = 33554432;`), named like a size and at least `minimum`."""
+    out: list[SizeFlag] = []
+    for path, text in texts.items():
+        found = [(m.group("flag"), m.group("var"), m.start()) for m in _FLAG_VALUE.finditer(text)]
+        found += [(f"-{m.group('letter')}", m.group("var"), m.start()) for m in _GETOPT_VALUE.finditer(text)]
+        for flag, var, at in found:
+            named = f"{flag.strip('-=')} {var}"
+            if not SIZE_NAME.search(var) and not SIZE_NAME.search(flag.strip("-=")) or NOT_SIZE_NAME.search(named):
+                continue
+            default = re.search(rf"\b{re.escape(var)}\s*=\s*(\d+)\s*[;,)]", text)
+            if default is None or int(default.group(1)) < minimum or any(f.flag == flag for f in out):
+                continue
+            out.append(SizeFlag(flag, var, int(default.group(1)), path, text.count("\n", 0, at) + 1))
+    return out

@@ -62,6 +62,8 @@ class Project:
     mains: list[str] = field(default_factory=list)
     # constants that size allocations but are not sizes (a percentage, a log2 size): name -> why
     size_left_out: dict[str, str] = field(default_factory=dict)
+    # optional flags that set a size the code defaults (`--arraysize N`: runs.size_flags)
+    size_flags: list[runs.SizeFlag] = field(default_factory=list)
 
 
 # Folders of libraries a program carries with it (CUDA's own C++ libraries, vendored code): their
@@ -960,7 +962,7 @@ def inspect(root: Path, build: str | None = None, program: str | None = None) ->
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
                    outside_reads(root, texts, build_files, parent), removed_calls(texts), usage_names(own),
                    constants, old_dialect(root, texts, build_files), runs.argc_guards(own), mains,
-                   size_left_out=left_out)
+                   size_left_out=left_out, size_flags=runs.size_flags(own))
 
 
 _OLD_STD = re.compile(r"--?std[= ]" + OLD_CPP + r"\b|\b(?:CMAKE_)?(?:CUDA|CXX)_STANDARD\s+(?:98|11|14)\b")
@@ -1226,6 +1228,23 @@ def _program_notes(project: Project) -> list[str]:
     return notes
 
 
+def _with_size_flag(project: Project, run_args: str, given: bool) -> str:
+    """Where the run passes no size and the program takes one from an optional flag whose default
+    the code sets (`--arraysize`, `-s`, `--n=`), the run arguments with that flag at its default, so
+    that the counter runs scale it (a note says so); the user's own arguments stay as given."""
+    if not project.size_flags or size_arguments(run_args, project.usage):
+        return run_args
+    f = project.size_flags[0]
+    if given:
+        project.notes.append(f"{f.file}:{f.line}: the program takes its size from {f.flag.rstrip('=')} (default "
+                             f"{f.default}); add it to --args so that the counter runs can scale it")
+        return run_args
+    project.notes.append(f"{f.file}:{f.line}: the program takes its size from {f.flag.rstrip('=')} (default "
+                         f"{f.default}, {f.variable}): the run passes it at its default, so that the counter runs "
+                         "scale it")
+    return f"{run_args} {f.argument()}".strip()
+
+
 def write_config(root: Path, out: Path, name: str | None = None, run_args: str | None = None,
                  build: str | None = None, force: bool = False, program: str | None = None) -> tuple[Project, str]:
     """Inspect root, check the config it gives as check-config would, and write it to `out` (never
@@ -1239,6 +1258,7 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
                              "(pass --args to choose others)")
     run_args = runs_that_start(project, root, name, run_args, given)
+    run_args = _with_size_flag(project, run_args, given)
     if out.exists() and not force:
         raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
     where = out.resolve()
