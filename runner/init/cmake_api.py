@@ -16,7 +16,6 @@ CMake error back, so that init can fall back to reading the text and say so.
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -24,8 +23,9 @@ from pathlib import Path
 
 from runner.base.errors import OptimasError
 from runner.base.processes import run_process
+from runner.base.progress import progress_for
 
-log = logging.getLogger(__name__)
+progress = progress_for("init")
 
 CONFIGURE_TIMEOUT_S = 300.0
 REPLY_LIMIT = 64 << 20  # bytes of one reply file read (a project of thousands of targets stays far below)
@@ -86,6 +86,8 @@ def configure(source: Path, defines: dict[str, str] | None = None, timeout_s: fl
         query.mkdir(parents=True)
         (query / "codemodel-v2").touch()
         argv = [cmake, "-S", str(source), "-B", str(build), *(f"-D{k}={v}" for k, v in (defines or {}).items())]
+        progress(f"asking CMake what {source.name or source} builds (configuring in a temporary folder, at most "
+                 f"{timeout_s:g} s)")
         r = run_process(argv, timeout_s=timeout_s, what="cmake")
         if r.timed_out or r.returncode != 0:
             why = "did not finish within {:g} s".format(timeout_s) if r.timed_out else _cmake_error(r.output)

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.base.processes import run_process
+from runner.base.progress import progress_for
+
+progress = progress_for("init")
 
 DRY_RUN_TIMEOUT_S = 60.0
 _NOT_PROGRAM = (".o", ".obj", ".a", ".so", ".lib", ".dll", ".ptx", ".cubin", ".fatbin", ".d", ".i", ".ii")
@@ -52,6 +55,7 @@ def dry_run(folder: Path, makefile: str = "Makefile", timeout_s: float = DRY_RUN
     make = shutil.which("make")
     if make is None:
         return None
+    progress(f"asking make what {makefile} builds (make -pnB: a dry run, no recipe runs)")
     r = run_process([make, "-f", makefile, "-p", "-n", "-B"], cwd=folder, timeout_s=timeout_s, what="make",
                     merge_stderr=False)
     if r.timed_out or r.returncode != 0:
