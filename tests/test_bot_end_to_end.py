@@ -51,11 +51,14 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def make_remote(tmp_path: Path, folders: list[str]) -> tuple[Path, str]:
-    """A repository holding `folders` of this one, with the PR's head at refs/pull/2/head."""
+def make_remote(tmp_path: Path, folders: list[str], files: dict[str, str] | None = None) -> tuple[Path, str]:
+    """A repository holding `folders` of this one and `files` (path -> text), with the PR's head at
+    refs/pull/2/head."""
     work = tmp_path / "work"
     for folder in folders:
         shutil.copytree(REPO / folder, work / folder)
+    for name, text in (files or {}).items():
+        (work / name).write_text(text)
     git(work.parent, "init", "-q", str(work))
     git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A")
     git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "example")
@@ -79,6 +82,21 @@ PROBE_PR_FILES = [{"filename": "examples/h200-probe/probe_kernels.cu", "status":
                             "float* C, int n){\n+  int r = 0;\n   int r2 = 0;\n }"}]
 
 
+def deliver_label(port: int, sha: str, secret: bytes = SECRET) -> None:
+    """A signed pull_request.labeled delivery (the `optimas` label, head `sha`) to the webhook
+    served on `port`, which must answer 202."""
+    payload = json.loads((FIXTURES / "github" / "payload-examples" / "pull_request" /
+                          "labeled.payload.json").read_text())
+    payload["label"]["name"] = "optimas"
+    payload["pull_request"]["head"]["sha"] = sha
+    raw = json.dumps(payload).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/webhook", data=raw, method="POST", headers={
+        "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": "sha256=" + hmac.new(secret, raw, hashlib.sha256).hexdigest()})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.status == 202
+
+
 def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str = CONFIG,
                      pr_files: list[dict] | None = None, prepare=None):
     """Deliver a signed labeled event, run the control and GPU workers; (fake GitHub, PR head, GPU job).
@@ -99,16 +117,7 @@ def deliver_and_work(monkeypatch, remote, move_head: bool = False, config: str =
         gh.pr_files[2] = pr_files if pr_files is not None else PROBE_PR_FILES
         srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
         threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        payload = json.loads((FIXTURES / "github" / "payload-examples" / "pull_request" /
-                              "labeled.payload.json").read_text())
-        payload["label"]["name"] = "optimas"
-        payload["pull_request"]["head"]["sha"] = sha
-        raw = json.dumps(payload).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{srv.server_port}/webhook", data=raw, method="POST", headers={
-            "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            assert r.status == 202
+        deliver_label(srv.server_port, sha)
         control = Queue(settings.control_queue, connection=conn)
         gpu = Queue(f"e2e-gpu-{suffix}", connection=conn)
         SimpleWorker([control], connection=conn).work(burst=True)

@@ -10,8 +10,6 @@ with a password), bubblewrap, the loopback GitHub, and gunicorn serving `bot.wsg
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import json
 import math
 import os
@@ -35,7 +33,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github_server import FakeGitHub
 from rq import Queue, SimpleWorker
-from test_bot_end_to_end import CONFIG, GH_REPO, PROBE_PR_FILES, make_remote
+from test_bot_end_to_end import CONFIG, GH_REPO, PROBE_PR_FILES, deliver_label, make_remote
 from werkzeug.serving import make_server
 
 from bot.app import create_app
@@ -112,16 +110,7 @@ def run_pr(monkeypatch, remote: tuple[Path, str], redis_url: str, config: str = 
         gh.pr_files[2] = PROBE_PR_FILES
         srv = make_server("127.0.0.1", 0, create_app(settings, conn), threaded=True)
         threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        payload = json.loads((FIXTURES / "github" / "payload-examples" / "pull_request" /
-                              "labeled.payload.json").read_text())
-        payload["label"]["name"] = "optimas"
-        payload["pull_request"]["head"]["sha"] = sha
-        raw = json.dumps(payload).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{srv.server_port}/webhook", data=raw, method="POST", headers={
-            "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            assert r.status == 202
+        deliver_label(srv.server_port, sha, SECRET)
         control = Queue(settings.control_queue, connection=conn)
         SimpleWorker([control], connection=conn).work(burst=True)
         gpu = Queue(f"rec-gpu-{suffix}", connection=conn)

@@ -207,18 +207,6 @@ def test_a_pull_request_build_over_a_limit_fails_the_job_on_the_pr_and_the_worke
 
 def _remote_with_makefile(tmp_path: Path) -> tuple[Path, str]:
     """test_bot_end_to_end.make_remote's repository (the example app), with the Makefile beside its sources."""
-    from conftest import GH_REPO, REPO
-    from test_bot_end_to_end import git
+    from test_bot_end_to_end import make_remote
 
-    work = tmp_path / "work"
-    shutil.copytree(REPO / "examples/h200-probe", work / "examples/h200-probe")
-    (work / "examples/h200-probe/Makefile").write_text(MAKEFILE)
-    git(tmp_path, "init", "-q", str(work))
-    git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A")
-    git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "example")
-    sha = git(work, "rev-parse", "HEAD")
-    bare = tmp_path / "remotes" / f"{GH_REPO}.git"
-    bare.parent.mkdir(parents=True)
-    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
-    git(bare, "update-ref", "refs/pull/2/head", sha)
-    return tmp_path / "remotes", sha
+    return make_remote(tmp_path, ["examples/h200-probe"], {"examples/h200-probe/Makefile": MAKEFILE})
