@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 # `#include "header"`: a local header, resolved next to the including file (not <system> ones).
 LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')  # one-line "..." with its escapes; group 1: the text
 
 _QUALIFIERS = ("__global__", "__device__", "__host__")
 # How much of a head's end the patterns anchored there read: a name, a namespace's or a class's

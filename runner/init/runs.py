@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.base.cuda_source import strip_comments_and_strings
+from runner.base.cuda_source import STRING_LITERAL, strip_comments_and_strings
 
 GUARD_SPAN = 600  # characters after an argc check that its usage message and exit are looked for in
 MAIN_SPAN = 20_000  # characters of main's body read for argc checks
@@ -39,7 +39,6 @@ class ArgcGuard:
 
 
 _MAIN = re.compile(r"\bint\s+main\s*\(\s*int\s+(\w+)\s*,")
-_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _EXIT = re.compile(r"\b(?:return|exit|abort|MPI_Abort|throw)\b")
 
 
@@ -84,7 +83,7 @@ def argc_guards(texts: dict[str, str]) -> list[ArgcGuard]:
             stop = _EXIT.search(guarded)
             if needs is None or stop is None:
                 continue
-            literal = _STRING.search(text, body + c.end(), body + c.end() + stop.start())
+            literal = STRING_LITERAL.search(text, body + c.end(), body + c.end() + stop.start())
             message = literal.group(1).replace("\\n", " ").strip()[:160] if literal else ""
             line = text.count("\n", 0, body + c.start()) + 1
             out.append(ArgcGuard(path, line, needs, message))

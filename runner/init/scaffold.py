@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from runner.base.config import LoadedConfig, copied_parts, parse_config, path_problems
-from runner.base.cuda_source import functions, strip_comments_and_strings
+from runner.base.cuda_source import STRING_LITERAL, functions, strip_comments_and_strings
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.processes import child_environment, run_process
 from runner.base.runstore import atomic_write_text
@@ -116,7 +116,6 @@ def scan(root: Path) -> tuple[list[str], list[str], list[str]]:
 
 
 SOURCE_SUFFIXES = (*CUDA_SUFFIXES, ".cpp", ".cc", ".cxx", ".c")
-_STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 # The verdicts programs print when their own check fails, as they spell them in string literals:
 # "FAIL", "FAILED" ("PASS" : "FAIL", "Result = FAIL", "TEST FAILED"), and "Test failed". Lowercase
 # "failed" alone is left out: error messages ("file open failed") are not checks of the results.
@@ -138,7 +137,7 @@ def printed_verdict(texts: dict[str, str]) -> tuple[str | None, str]:
     for name, text in texts.items():
         if "FAIL" not in text and "ailed" not in text:
             continue
-        for literal in _STRING_LITERAL.findall(text):
+        for literal in STRING_LITERAL.findall(text):
             for pattern in FAIL_VERDICTS:
                 if pattern not in found and re.search(pattern, literal):
                     found[pattern] = name
