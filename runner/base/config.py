@@ -392,16 +392,50 @@ class EvaluationConfig(_Strict):
     timer: Literal["auto", "tracer", "app", "wall"] = "auto"
 
 
+PROGRAM_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$"
+
+
 class Config(_Strict):
-    """The whole configuration (config.yml)."""
+    """The whole configuration (config.yml). A repository of several programs lists them under
+    `programs`: each entry holds the `app` keys that differ for that program (its name, build, run,
+    sources, ...), the rest come from `app`; a command works on one program at a time."""
 
     app: AppConfig = Field(default_factory=AppConfig)
+    programs: list[AppConfig] = Field(default_factory=list, description="the repository's programs, each a "
+                                      "mapping of the app keys that differ for it (name, workdir, build, run, "
+                                      "sources, size_constants, ...): each key given replaces app's whole, the "
+                                      "others are app's; empty: the one program is `app`")
+    programs_per_pull_request: Annotated[int, Field(ge=1, le=20)] = Field(
+        default=3, description="programs profiled for one pull request, of those whose files it changes (the "
+        "most recently changed first); the others are named in the summary as skipped")
     profiles: ProfilesConfig = Field(default_factory=ProfilesConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     profiling: ProfilingConfig = Field(default_factory=ProfilingConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     runs_dir: str = Field(default="runs", description="where run folders go, relative to the config")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _programs_over_app(cls, data: object) -> object:
+        # Each entry of `programs` is validated as the app it makes: app's keys, its own replacing them.
+        if not isinstance(data, dict) or not isinstance(data.get("programs"), list):
+            return data
+        base = data.get("app") if isinstance(data.get("app"), dict) else {}
+        data = dict(data)
+        data["programs"] = [{**base, **entry} if isinstance(entry, dict) else entry for entry in data["programs"]]
+        return data
+
+    def program_names(self) -> list[str]:
+        """The names of the programs listed under `programs` (empty: the config is one program)."""
+        return [p.name for p in self.programs]
+
+    def for_program(self, name: str) -> Config:
+        """This config as the one program `name` of its `programs` list."""
+        for p in self.programs:
+            if p.name == name:
+                return self.model_copy(update={"app": p, "programs": []})
+        raise KeyError(name)
 
 
 class LoadedConfig(BaseModel):
@@ -423,10 +457,42 @@ class LoadedConfig(BaseModel):
         app = self.config.app.model_copy(update=update)
         return self.model_copy(update={"config": self.config.model_copy(update={"app": app})})
 
+    def program_names(self) -> list[str]:
+        """The programs this config lists (empty when it is one program, `app`)."""
+        return self.config.program_names()
+
+    def for_program(self, name: str | None) -> LoadedConfig:
+        """The config of one program: `name` of the `programs` list (None: the only one). A config of
+        one program is itself, also when `name` is its app.name. ConfigError names the choices."""
+        names = self.config.program_names()
+        if not names:
+            if name is None or name == self.config.app.name:
+                return self
+            raise ConfigError(self.path, [f"--program {name}: this config is one program, "
+                                          f"{self.config.app.name!r} (it has no `programs` list)"])
+        if name is None:
+            if len(names) == 1:
+                name = names[0]
+            else:
+                raise ConfigError(self.path, [f"programs: lists {len(names)} programs ({_listed(names)}); choose "
+                                              "one with --program NAME"])
+        if name not in names:
+            raise ConfigError(self.path, [f"--program {name}: not one of the programs listed ({_listed(names)})"])
+        return self.model_copy(update={"config": self.config.for_program(name)})
+
+    def each_program(self) -> list[LoadedConfig]:
+        """Every program's config, in the order listed (the config itself when it is one program)."""
+        return [self.for_program(n) for n in self.config.program_names()] or [self]
+
     def with_llm(self, **update: object) -> LoadedConfig:
         """This config with llm settings replaced (a command line's --backend, an operator's model)."""
         llm = self.config.llm.model_copy(update=update)
         return self.model_copy(update={"config": self.config.model_copy(update={"llm": llm})})
+
+
+def _listed(names: list[str], shown: int = 12) -> str:
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _describe(err: dict) -> str:
@@ -666,14 +732,52 @@ def parse_config(text: str, path: Path | str) -> Config:
                                  "`python -m runner.base.config_reference`, lists every key)"])
     if not isinstance(data, dict):
         raise ConfigError(path, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
+    problems = program_entry_problems(data.get("programs"))
+    if problems:
+        raise ConfigError(path, problems)
     try:
         cfg = Config.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(path, [_describe(x) for x in e.errors()]) from None
-    problems = semantic_problems(cfg)
+        raise ConfigError(path, [_describe(x) for x in e.errors() if _own_error(x, data)]) from None
+    problems = semantic_problems(cfg) if not cfg.programs else []
+    for i, name in enumerate(cfg.program_names()):
+        # a program's own keys are named where they are written; the shared ones (llm, evaluation) once
+        problems += [re.sub(r"^app\.", f"programs.{i}.", p) for p in semantic_problems(cfg.for_program(name))]
     if problems:
-        raise ConfigError(path, problems)
+        raise ConfigError(path, list(dict.fromkeys(problems)))
     return cfg
+
+
+def program_entry_problems(entries: object) -> list[str]:
+    """What the `programs` list must be before its entries are read as apps: mappings, each with
+    its own unique name that can name a run folder."""
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        return [f"programs: expected a list of programs (each a mapping with a name), got {reprlib.repr(entries)}"]
+    out, seen = [], set()
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            out.append(f"programs.{i}: expected a mapping of app keys (name, build, run, ...), got "
+                       f"{reprlib.repr(entry)}")
+            continue
+        name = entry.get("name")
+        if not isinstance(name, str) or not re.match(PROGRAM_NAME, name):
+            out.append(f"programs.{i}.name: expected the program's own name (letters, digits, _ . + -, at most 100), "
+                       f"got {reprlib.repr(name)}")
+        elif name in seen:
+            out.append(f"programs.{i}.name: {name!r} is listed twice; each program has its own name")
+        seen.add(name)
+    return out
+
+
+def _own_error(err: dict, data: dict) -> bool:
+    """Whether a validation error belongs where it is reported: an entry of `programs` repeats the
+    errors of the app keys it takes over, which are reported once, under `app`."""
+    loc = err["loc"]
+    if len(loc) < 3 or loc[0] != "programs" or not isinstance(loc[1], int):
+        return True
+    return loc[2] in data["programs"][loc[1]]
 
 
 def load_config(path: Path | str) -> LoadedConfig:

@@ -19,7 +19,9 @@ from runner.base.config import Config
 SECTIONS = {"app": "The application under optimization", "profiles": "Recorded Nsight Compute exports",
             "analysis": "The Analysis Agent", "profiling": "The Profiling Agent",
             "llm": "The model", "evaluation": "The evaluation stage (build, validate, time)",
-            "runs_dir": "Where run folders go"}
+            "runs_dir": "Where run folders go",
+            "programs": "A repository's programs (each entry: the `app` keys that differ for it)",
+            "programs_per_pull_request": "How many programs one pull request profiles"}
 
 
 def config_comments(text: str) -> dict[str, str]:
@@ -121,6 +123,8 @@ def _rows(path: str, spec: dict, defs: dict, default: Any, comments: dict[str, s
     if spec.get("type") == "array" and "$ref" in items:  # a list of objects: each object's keys too
         meaning = spec.get("description") or comments.get(path, "")
         rows.append(f"| `{path}` | {_type(spec, defs)} | {_default(default)} | {meaning.replace('|', chr(92) + '|')} |")
+        if path == "programs":  # each entry takes app's keys, listed under `app`
+            return
         item = defs[items["$ref"].split("/")[-1]]
         for key, sub in item.get("properties", {}).items():
             _rows(f"{path}[].{key}", sub, defs, sub.get("default"), comments, rows)
