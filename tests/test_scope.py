@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runner.base.config import load_config
-from runner.flows.scope import program_files, pull_request_scope
+from runner.flows.scope import program_files, pull_request_scope, select_programs
 
 pytestmark = pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make needed")
 
@@ -58,8 +58,61 @@ def test_a_pull_request_touches_the_program_through_its_files(tmp_path: Path, ch
     assert ("none of the" in scope.why) == (not touched)
 
 
-def test_a_build_that_fails_counts_every_change(tmp_path: Path):
+def test_a_build_that_fails_counts_every_change_but_documentation(tmp_path: Path):
     root = repository(tmp_path)
     (root / "stencil" / "stencil.cu").write_text("this does not compile\n")
-    scope = pull_request_scope(load_config(root / ".optimas.yml"), ["docs/guide.md"], "sm_90", root)
-    assert scope.touched == ["docs/guide.md"] and "could not be told" in scope.why
+    scope = pull_request_scope(load_config(root / ".optimas.yml"), ["docs/guide.md", "reduce/reduce.cu"], "sm_90",
+                               root)
+    assert scope.touched == ["reduce/reduce.cu"] and "could not be told" in scope.why
+
+
+def test_documentation_alone_is_told_without_a_build(tmp_path: Path):
+    root = repository(tmp_path)
+    (root / "stencil" / "stencil.cu").write_text("this does not compile\n")  # a build would count every change
+    scope = pull_request_scope(load_config(root / ".optimas.yml"), ["docs/guide.md", "README.md"], "sm_90", root)
+    assert scope.touched == [] and scope.compiled is None and "other than documentation" in scope.why
+
+
+PROGRAMS = """app:
+  workspace: .
+  build: sh -c 'make -B && cp $(basename $PWD) {exe}'
+  run: '{exe}'
+programs:
+  - {name: stencil, workdir: stencil, sources: [stencil.cu]}
+  - {name: reduce, workdir: reduce, sources: [reduce.cu]}
+"""
+
+
+def _two_programs(tmp_path: Path) -> Path:
+    root = repository(tmp_path)
+    (root / "reduce" / "Makefile").write_text("reduce: reduce.cu\n\tnvcc -O2 -o reduce reduce.cu\n")
+    (root / "reduce" / "input.dat").write_text("4 5\n")
+    (root / ".optimas.yml").write_text(PROGRAMS)
+    return root
+
+
+@pytest.mark.parametrize("changed, run, skipped", [
+    (["common/grid.cuh"], ["stencil", "reduce"], []),  # the header both include
+    (["reduce/reduce.cu", "reduce/input.dat"], ["reduce"], ["stencil"]),  # one program's kernel and data
+    (["stencil/params.h"], ["stencil"], ["reduce"]),  # a header only one includes
+    (["docs/guide.md"], [], ["stencil", "reduce"]),
+])
+def test_a_pull_request_runs_the_programs_whose_files_it_changes(tmp_path: Path, changed: list[str],
+                                                                  run: list[str], skipped: list[str]):
+    root = _two_programs(tmp_path)
+    chosen = select_programs(load_config(root / ".optimas.yml").each_program(), changed, "sm_90", root, limit=3)
+    assert [lc.config.app.name for lc, _ in chosen.run] == run
+    assert [name for name, _ in chosen.skipped] == skipped
+
+
+def test_past_the_limit_the_most_recently_changed_programs_run_first(tmp_path: Path):
+    root = _two_programs(tmp_path)
+    programs = load_config(root / ".optimas.yml").each_program()
+    changed = ["stencil/stencil.cu", "reduce/reduce.cu"]
+    chosen = select_programs(programs, changed, "sm_90", root, limit=1,
+                             newest_first=lambda: ["reduce/reduce.cu", "stencil/stencil.cu"])
+    assert [lc.config.app.name for lc, _ in chosen.run] == ["reduce"]
+    ((name, why),) = chosen.skipped
+    assert name == "stencil" and "only 1 program run per pull request" in why
+    chosen = select_programs(programs, changed, "sm_90", root, limit=1)  # no order told: the config's
+    assert [lc.config.app.name for lc, _ in chosen.run] == ["stencil"]

@@ -8,8 +8,10 @@ workspace) changes nothing this program runs: no GPU time needs spending on it.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from runner.base.sandbox import scratch
 from runner.base.workspace import workspace_dirs
 from runner.build.cache import copy_workspace
 from runner.build.compiler import build
+
+log = logging.getLogger(__name__)
 
 CODE_SUFFIXES = (".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".inc", ".c", ".cc", ".cpp", ".cxx", ".ipp",
                  ".tcc")
@@ -48,21 +52,76 @@ def _inside(path: str, folder: str) -> bool:
     return folder in ("", ".") or path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def _own_parts(lc: LoadedConfig, root: Path) -> list[str]:
+    """The folders (repository paths) whose files other than code and documentation the program
+    may read: its workdir, app.workspace_paths and, as files directly in it, the workspace's top
+    (a shared Makefile, CMakeLists.txt, data). Another program's folder is not among them."""
+    space, workdir = workspace_dirs(lc)
+    parts = [workdir, *(space / p for p in lc.config.app.workspace_paths)]
+    return [os.path.relpath(p.resolve(), root) for p in parts]
+
+
+def _may_read(lc: LoadedConfig, path: str, root: Path) -> bool:
+    """Whether a changed file other than code could be one the program reads (its build files, its
+    data): documentation never is; otherwise it lies in one of its own folders or at the workspace's top."""
+    if _DOCS.search(path) or path.endswith(CODE_SUFFIXES):
+        return False
+    top = os.path.relpath(workspace_dirs(lc)[0], root)
+    return any(_inside(path, part) for part in _own_parts(lc, root)) or os.path.dirname(path) == (
+        "" if top == "." else top)
+
+
 def pull_request_scope(lc: LoadedConfig, changed: list[str], arch: str, root: Path) -> Scope:
     """What of `changed` (paths relative to the repository's `root`) the program of `lc` may read:
-    the config itself, the files its build compiles or includes, and, in the workspace, anything
-    but other code and documentation. A build whose files cannot be told counts every change."""
+    the config itself, the files its build compiles or includes, and, in its own folders, anything
+    but other code and documentation. A build whose files cannot be told counts every change but
+    documentation; changes that could be none of the program's files (documentation, files outside
+    its workspace) are told without a build."""
     space, _ = workspace_dirs(lc)
     folder = os.path.relpath(space, root)
     config = os.path.relpath(lc.path, root)
+    name = lc.config.app.name
+    if not any(c == config or (_inside(c, folder) and not _DOCS.search(c)) for c in changed):
+        return Scope(compiled=None, why=f"none of the {len(changed)} changed files is in {name}'s workspace "
+                     f"({folder}) other than documentation, or is the config")
     files = program_files(lc, arch)
     if files is None:
-        return Scope(touched=list(changed), why="the build's files could not be told, so every change counts")
+        return Scope(touched=[c for c in changed if not _DOCS.search(c)],
+                     why=f"{name}'s build files could not be told, so every change but documentation counts")
     built = {os.path.normpath(os.path.join(folder, f)) for f in files}
-    touched = [c for c in changed
-               if c == config or c in built
-               or (_inside(c, folder) and not c.endswith(CODE_SUFFIXES) and not _DOCS.search(c))]
-    why = (f"{len(touched)} of the {len(changed)} changed files are the program's" if touched else
-           f"none of the {len(changed)} changed files is one the program's build compiles or includes "
+    touched = [c for c in changed if c == config or c in built or _may_read(lc, c, root)]
+    why = (f"{len(touched)} of the {len(changed)} changed files are {name}'s" if touched else
+           f"none of the {len(changed)} changed files is one {name}'s build compiles or includes "
            f"({len(built)} file{'' if len(built) == 1 else 's'}), its build files, its data or the config")
     return Scope(touched=touched, compiled=len(built), why=why)
+
+
+@dataclass
+class Selection:
+    """The programs a pull request runs, and those it does not, each with why."""
+
+    run: list[tuple[LoadedConfig, Scope]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (program, why)
+
+
+def select_programs(programs: list[LoadedConfig], changed: list[str], arch: str, root: Path, limit: int,
+                    newest_first: Callable[[], list[str]] | None = None) -> Selection:
+    """The programs whose files `changed` touches, at most `limit` of them: where more are touched,
+    those holding the most recently changed files first (`newest_first()`: the changed paths, newest
+    first; asked only then), else in the config's order."""
+    touched, out = [], Selection()
+    for lc in programs:
+        scope = pull_request_scope(lc, changed, arch, root)
+        log.info("scope of %s: %s", lc.config.app.name, scope.why)
+        if scope.touched:
+            touched.append((lc, scope))
+        else:
+            out.skipped.append((lc.config.app.name, scope.why))
+    if len(touched) > limit and newest_first is not None:
+        order = {p: i for i, p in enumerate(newest_first())}
+        touched.sort(key=lambda ls: min((order.get(c, len(order)) for c in ls[1].touched), default=len(order)))
+    out.run = touched[:limit]
+    out.skipped += [(lc.config.app.name, f"its files changed too, but only {limit} program"
+                     f"{'' if limit == 1 else 's'} run per pull request (programs_per_pull_request)")
+                    for lc, _ in touched[limit:]]
+    return out
