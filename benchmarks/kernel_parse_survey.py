@@ -27,7 +27,7 @@ from runner.analysis.hot import KernelTime  # noqa: E402
 from runner.base.cuda_source import code_text, functions  # noqa: E402
 from runner.base.errors import OptimasError  # noqa: E402
 from runner.base.workspace import read_included, read_sources  # noqa: E402
-from runner.init.scaffold import scan  # noqa: E402
+from runner.init.sources import scan  # noqa: E402
 from runner.proposal.prompt import build_prompt  # noqa: E402
 
 SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".inl")

@@ -35,7 +35,7 @@ from runner.base.runstore import create_run  # noqa: E402
 from runner.base.workspace import read_context, read_sources, workspace_dirs  # noqa: E402
 from runner.evaluation import measure  # noqa: E402
 from runner.evaluation.stage import evaluate  # noqa: E402
-from runner.init.scaffold import write_config  # noqa: E402
+from runner.init.write import write_config  # noqa: E402
 from runner.profiling.agent import ProfilingAgent  # noqa: E402
 from runner.proposal.parser import Proposal  # noqa: E402
 from runner.proposal.prompt import build_prompt  # noqa: E402

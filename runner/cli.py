@@ -510,7 +510,7 @@ def _run_warnings(lc: LoadedConfig) -> list[str]:
     """What the run commands lack that the program's main demands (an argument count it checks
     before any work): a run that stops at once fails on the GPU host, after the build."""
     from runner.init.runs import run_arguments, too_few
-    from runner.init.scaffold import main_guards
+    from runner.init.write import main_guards
 
     app = lc.config.app
     commands = {k: v for k, v in (("app.run", app.run), ("app.profile_run", app.profile_run),
@@ -594,7 +594,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from runner.init.scaffold import count_of, write_config
+    from runner.init.project import count_of
+    from runner.init.write import write_config
 
     out = args.output or args.dir / "optimas.yml"
     project, _ = write_config(args.dir, out, args.name, args.args, args.build, args.force, args.program)

@@ -11,7 +11,7 @@ from conftest import FIXTURES, REPO
 from runner.analysis.evidence import render_markdown
 from runner.analysis.stage import analyze, with_code_versions
 from runner.base.config import load_config
-from runner.init.scaffold import size_arguments
+from runner.init.sizes import size_arguments
 from runner.profiles.counter_plan import (
     CounterPlan,
     distinct_configurations,
@@ -131,7 +131,7 @@ def test_init_leaves_arguments_without_sizes_alone(args):
 
 def test_init_writes_a_config_whose_profile_run_scales_the_sizes(tmp_path: Path):
     from runner.base.processes import render
-    from runner.init.scaffold import write_config
+    from runner.init.write import write_config
     from runner.profiling.agent import counter_scales
 
     (tmp_path / "k.cu").write_text("__global__ void k(float *x, int n) { }\nint main() { k<<<1, 1>>>(0, 1); }\n")

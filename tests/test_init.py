@@ -467,7 +467,8 @@ def test_a_makefile_that_stops_without_the_cuda_locations_gets_them_from_the_nvc
     """A variable the Makefile requires that locates CUDA is set on make's command line to the
     toolkit of the nvcc on PATH (include/ or its library folder); another one is named, with how to
     set it."""
-    from runner.init.scaffold import cuda_toolkit, make_required
+    from runner.init.build_make import cuda_toolkit
+    from runner.init.makefile_text import make_required
 
     assert [(n, line) for n, line, _ in make_required(REQUIRES_CUDA_PLACES)] == [
         ("SUITE_CUDA_LIB", 3), ("SUITE_CUDA_INC", 6), ("DATASET", 9)]
@@ -555,7 +556,7 @@ def test_positional_arguments_are_named_by_the_programs_usage_line_and_a_repeat_
 def test_time_steps_repetitions_and_trials_are_counts_not_sizes():
     """Named by the usage line or a flag, counts of steps, repetitions, trials and epochs stay as
     given: they change how many launches run, not one launch's work."""
-    from runner.init.scaffold import size_arguments
+    from runner.init.sizes import size_arguments
 
     got = size_arguments("4096 4096 500", ["dim_x", "dim_y", "number_of_time_steps"])
     assert got.run == "{dim_x} {dim_y} 500" and got.values == {"dim_x": 4096, "dim_y": 4096}

@@ -23,7 +23,7 @@ from runner.base.size_constants import (
     workspace_texts,
 )
 from runner.build.cache import build_at_scale
-from runner.init.scaffold import _source_texts
+from runner.init.sources import source_texts
 
 SAMPLES = REPO / "benchmarks" / "external" / "cuda-samples" / "Samples"
 RODINIA = REPO / "benchmarks" / "external" / "rodinia" / "cuda"
@@ -43,7 +43,7 @@ RODINIA = REPO / "benchmarks" / "external" / "rodinia" / "cuda"
     (RODINIA / "nw", []),
 ])
 def test_the_constants_allocations_are_sized_from_are_proposed(folder: Path, expected: list[str]):
-    assert [c.name for c in proposed_size_constants(_source_texts(folder))] == expected
+    assert [c.name for c in proposed_size_constants(source_texts(folder))] == expected
 
 
 def test_a_constant_that_sizes_device_arrays_is_a_shape_and_a_bound_kernels_compare_with_a_size():

@@ -1,0 +1,164 @@
+"""`optimas init`'s entry: inspect the project, choose the run, check and write the config."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from runner.base.config import LoadedConfig, copied_parts, parse_config, path_problems
+from runner.base.errors import ConfigError, OptimasError
+from runner.base.runstore import atomic_write_text
+from runner.base.size_constants import definition_problem, proposed_size_constants, workspace_texts
+from runner.init import runs
+from runner.init.build import detect_build, separate_programs
+from runner.init.build_cmake import parent_cmake_target
+from runner.init.project import Project, count_of
+from runner.init.render import outside_notes, render_config
+from runner.init.sizes import size_arguments, usage_names, with_size_flag
+from runner.init.sources import (
+    BUILD_FILES,
+    CUDA_SUFFIXES,
+    MAX_DEPTH,
+    VENDORED_PATH,
+    clock_seed,
+    old_dialect,
+    printed_verdict,
+    removed_calls,
+    scan,
+    source_texts,
+    walk,
+)
+from runner.init.workspace import outside_reads, read_parts, smallest_workspace
+
+
+def inspect(root: Path, build: str | None = None, program: str | None = None) -> Project:
+    """What init would write for the project in root; `build`: the user's own build command (what
+    would be guessed about the build does not apply)."""
+    if not root.is_dir():
+        raise OptimasError(f"{root}: not a folder; give the folder of a CUDA project (optimas init DIR)")
+    files, kernels, mains = scan(root)
+    if not files:
+        raise ConfigError(root, [f"no __global__ function found in {', '.join(CUDA_SUFFIXES)} files under {root} "
+                                 f"(searched {MAX_DEPTH} levels deep, skipping hidden and build folders)"])
+    programs = separate_programs(root, files)
+    if len(programs) > 1:
+        shown = ", ".join(programs[:12]) + (f" and {len(programs) - 12} more" if len(programs) > 12 else "")
+        raise ConfigError(root, [f"{len(programs)} separate programs under {root}, each built by its own build file "
+                                 f"and none at the top: {shown}. A config is for one program: run optimas init on "
+                                 "the one to optimize (optimas init <its folder>)"])
+    texts = source_texts(root)
+    build_files = walk(root, (), BUILD_FILES)
+    parent = parent_cmake_target(root)
+    if build:
+        kind, notes, run_args = "the command given", [], ""
+    else:
+        kind, build, notes, run_args = detect_build(root, files, mains, texts, parent, program)
+    own = {name: text for name, text in texts.items() if not VENDORED_PATH.search(name)}
+    fail_pattern, where = printed_verdict(own)
+    left_out: dict[str, str] = {}
+    constants = proposed_size_constants(own, left_out)
+    return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
+                   outside_reads(root, texts, build_files, parent), removed_calls(texts), usage_names(own),
+                   constants, old_dialect(root, texts, build_files), runs.argc_guards(own), mains,
+                   size_left_out=left_out, size_flags=runs.size_flags(own))
+
+
+def main_guards(root: Path) -> list[runs.ArgcGuard]:
+    """The argument-count checks that stop the program's main, in the program folder's own sources."""
+    return runs.argc_guards({k: v for k, v in source_texts(root).items() if not VENDORED_PATH.search(k)})
+
+
+def runs_that_start(project: Project, root: Path, name: str | None, run_args: str, given: bool) -> str:
+    """The run arguments to write: `run_args`, or, where main stops unless given more and the user
+    gave none, the first arguments the repository's README, scripts or CI run the program with that
+    are enough; a note says which check stops the program and what was chosen."""
+    short = runs.too_few(project.argc, run_args)
+    if short is None:
+        return run_args
+    names = [name or "", root.resolve().name, *(Path(m).stem for m in project.mains)]
+    seen = [r for r in runs.repository_runs(root, names) if runs.too_few([short], r[2]) is None]
+    gives = f"app.run gives {count_of(len(shlex.split(run_args)), 'argument')}" if run_args else "app.run gives none"
+    if seen and not given:
+        where, line, args = seen[0]
+        project.notes.append(f"{short.describe()}; the run arguments are the ones {where}:{line} gives: {args} "
+                             "(pass --args to choose others)")
+        return args
+    shown = f"; {seen[0][0]}:{seen[0][1]} runs it with: {seen[0][2]}" if seen else ""
+    project.notes.append(f"{short.describe()}, and {gives}: the run stops before any kernel runs. Give its "
+                         f"arguments with --args (or in app.run){shown}")
+    return run_args
+
+
+def program_notes(project: Project) -> list[str]:
+    """What init says of the program's own code: its printed verdict, a clock seed, CUDA 13's removals."""
+    notes = []
+    if project.fail_pattern:
+        notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program prints that "
+                     f"verdict when its own check fails ({project.fail_pattern_in}); remove app.stdout if it prints "
+                     "it otherwise")
+    if project.clock_seed_at:
+        notes.append(f"the program seeds its random inputs from the clock ({project.clock_seed_at}): its results "
+                     "differ from run to run, so comparing a candidate's with the original's judges nothing and every "
+                     "candidate is refused; give it a fixed seed (or take one from its arguments: {seed} in app.run), "
+                     "or judge it by app.stdout alone and set app.gpu_results.compare: off")
+    if project.compat or project.dialect:
+        notes.append("the sources use what CUDA 13 removed or changed: compat_headers is set (see its comment)")
+    return notes
+
+
+def write_config(root: Path, out: Path, name: str | None = None, run_args: str | None = None,
+                 build: str | None = None, force: bool = False, program: str | None = None) -> tuple[Project, str]:
+    """Inspect root, check the config it gives as check-config would, and write it to `out` (never
+    over an existing file unless `force`). `run_args` None: the user gave none (init may propose
+    some). Returns what was found and the text written."""
+    given, run_args = run_args is not None, run_args or ""
+    project = inspect(root, build, program)
+    project.notes += program_notes(project)
+    if not run_args and project.run_args:
+        run_args = project.run_args
+        project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
+                             "(pass --args to choose others)")
+    run_args = runs_that_start(project, root, name, run_args, given)
+    run_args = with_size_flag(project, run_args, given)
+    if out.exists() and not force:
+        raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
+    where = out.resolve()
+    workdir = os.path.relpath(root.resolve(), where.parent)
+    workspace = None
+    parts: list[str] = []
+    if project.outside:
+        space = smallest_workspace(root, project.outside)
+        if space == Path(space.anchor) or Path.home().resolve().is_relative_to(space):
+            project.notes.append("the build reads files outside the program folder ("
+                                 + "; ".join(outside_notes(project)) + "), but the folder holding them all is "
+                                 f"{space}, too large to copy for every candidate: set app.workspace yourself")
+        else:
+            workspace = os.path.relpath(space, where.parent)
+            parts = read_parts(root, project.outside, space)
+    # a name defined again elsewhere in what a build copies (another program of the suite) cannot
+    # be scaled: leave it out
+    space_dir = (where.parent / workspace).resolve() if workspace else root.resolve()
+    constants = bool(project.size_constants) and not size_arguments(run_args, project.usage)
+    texts = (workspace_texts(space_dir, root.resolve(), copied_parts(space_dir, root.resolve(), parts))
+             if workspace or constants else {})
+    if constants:
+        project.size_constants = [c for c in project.size_constants if definition_problem(c.name, texts) is None]
+    if project.size_left_out and not size_arguments(run_args, project.usage):
+        project.notes.append("not proposed as size constants: " + "; ".join(
+            f"{name}: {why}" for name, why in list(project.size_left_out.items())[:4]))
+    if workspace:
+        # the build compiles files outside the program folder too (a suite's shared main.cu): what
+        # they use that CUDA 13 removed needs the headers as much; where the whole workspace is the
+        # build's (a CMake project), its build files may set the dialect
+        project.compat = removed_calls(texts)
+        if not parts:
+            project.dialect = project.dialect or old_dialect(space_dir, texts, walk(space_dir, (), BUILD_FILES))
+    text = render_config(project, name or root.resolve().name, run_args, workdir, workspace, parts)
+    cfg = parse_config(text, where)
+    lc = LoadedConfig(path=where, config=cfg, sha256="")
+    problems = path_problems(lc)
+    if problems:
+        raise ConfigError(where, problems)
+    atomic_write_text(out, text)
+    return project, text
