@@ -25,7 +25,7 @@ python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implement
   --platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_34_x86_64 \
   --platform manylinux2014_x86_64 --platform any -d "$work/wheels" \
   ncu-report==2026.3.1 pydantic==2.14.4 unidiff==1.0.1 flask==3.1.3 gunicorn==27.0.1 pygithub==2.10.0 \
-  pyjwt==2.15.1 rq==3.0.0 redis==8.1.0 openai==3.57.0 ollama==0.6.3 cryptography
+  pyjwt==2.15.1 rq==3.0.0 redis==8.1.0 openai==3.57.0 ollama==0.6.3 ruamel.yaml==0.19.1 cryptography
 
 # On the image already (its dateutil and tzdata are the ones its pandas was built with), or not
 # needed by the tests that run there (google-genai: its backend's tests need no GPU).

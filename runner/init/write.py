@@ -14,7 +14,7 @@ from runner.init import runs
 from runner.init.build import detect_build, separate_programs
 from runner.init.build_cmake import parent_cmake_target
 from runner.init.project import Project, count_of
-from runner.init.render import outside_notes, render_config
+from runner.init.render import ProgramSpec, outside_notes, render_config
 from runner.init.sizes import size_arguments, usage_names, with_size_flag
 from runner.init.sources import (
     BUILD_FILES,
@@ -154,7 +154,7 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
         project.compat = removed_calls(texts)
         if not parts:
             project.dialect = project.dialect or old_dialect(space_dir, texts, walk(space_dir, (), BUILD_FILES))
-    text = render_config(project, name or root.resolve().name, run_args, workdir, workspace, parts)
+    text = render_config([ProgramSpec(project, name or root.resolve().name, run_args, workdir, workspace, parts)])
     cfg = parse_config(text, where)
     lc = LoadedConfig(path=where, config=cfg, sha256="")
     problems = path_problems(lc)
