@@ -22,6 +22,7 @@ from rq import get_current_job
 
 from bot.context import JobContext
 from bot.jobs import CONFIG_PATH, release_job_key
+from bot.programs import changed_first, changed_texts, not_run_outcome, program_lines, programs_outcome, run_each
 from bot.publish import Publisher, code_block, code_span
 from bot.review import plan_review, review_body
 from bot.settings import WorkerSettings
@@ -198,7 +199,7 @@ def _fetch_and_run(ctx: JobContext, head_sha: str) -> tuple[dict[str, Any], str]
             cfg_file = ws / CONFIG_PATH
             replace_file(cfg_file, text)  # the default branch's config, whatever the PR head holds there
             log.info("fetched; running Optimas with the default branch's %s in a sandbox", CONFIG_PATH)
-            outcome = _pipeline(cfg_file, work, ctx.publisher.changed_paths())
+            outcome = _pipeline(cfg_file, work, ctx.publisher.changed_paths(), ctx.publisher.paths_newest_first)
     return outcome, sha
 
 
@@ -365,12 +366,14 @@ def _add_corpus(source: Path, corpus: Path) -> None:
         f.write("".join(r + "\n" for r in records))
 
 
-def _pipeline(cfg_file: Path, work: Path, changed: list[str] | None = None) -> dict[str, Any]:
+def _pipeline(cfg_file: Path, work: Path, changed: list[str] | None = None,
+              newest_first: Callable[[], list[str]] | None = None) -> dict[str, Any]:
     """The pipeline on the checkout's config, its commands in a sandbox that may write `work` only
     and read the tracer and nvcc shim that the worker prepares (and checks) beforehand. Its runs
     are kept, whatever the outcome, once the job's folder passed the last sweep. With `changed`
-    (the pull request's paths), a pull request that changes none of the program's files is
-    answered from one build, with no profile run (runner.flows.scope)."""
+    (the pull request's paths), only the programs whose files it changes run (runner.flows.scope:
+    one build each tells their files; `newest_first` orders them past programs_per_pull_request),
+    and a pull request that changes none is answered with no profile run."""
     from runner.base.config import load_config
     from runner.base.gpu import sandbox_devices
     from runner.base.processes import cache_root
@@ -390,16 +393,29 @@ def _pipeline(cfg_file: Path, work: Path, changed: list[str] | None = None) -> d
     # write: what is kept of the runs is those copies (the code can rewrite the run folders)
     with sandboxed([work], [cache_root()], devices) as box, record_copies(work / "runs", work.parent / "records"):
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
-        if changed is not None:
-            untouched = _untouched(lc, changed, cfg_file.parent)
+        programs, skipped, touched = _programs_to_run(lc, changed, cfg_file.parent, newest_first)
+        box.sweep()
+        if box.exceeded is not None:
+            raise box.exceeded
+        if not programs:
+            return _untouched(lc, skipped)
+
+        def after_failure() -> None:
             box.sweep()
             if box.exceeded is not None:
-                raise box.exceeded
-            if untouched is not None:
-                return untouched
-        try:
-            outcome = pipeline(lc, work / "runs", corpus=corpus)[1]
+                raise box.exceeded from None
+
+        def run_one(program: LoadedConfig) -> dict[str, Any]:
+            outcome = pipeline(program, work / "runs", corpus=corpus)[1]
             outcome["model_ignored"] = repository_model_choices(repository)
+            outcome["changed"] = touched.get(program.config.app.name, [])
+            if outcome.get("hot") and outcome["changed"]:
+                outcome["hot"], outcome["hot_changed"] = changed_first(
+                    outcome["hot"], changed_texts(cfg_file.parent, outcome["changed"]))
+            return outcome
+
+        try:
+            outcomes = run_each(programs, run_one, after_failure)
         except OptimasError:
             # the pipeline's own failure: every command had ended and been swept; the runs say why
             box.sweep()  # raises, and nothing is kept, when the folder cannot be checked whole
@@ -413,23 +429,40 @@ def _pipeline(cfg_file: Path, work: Path, changed: list[str] | None = None) -> d
         keep_runs(work / "runs", runs_folder(), runs_created()[made:], corpus, work.parent / "records")
         if box.exceeded is not None:  # a command over a limit ends the job, whatever a stage made of it
             raise box.exceeded
-        return outcome
+        if len(lc.program_names()) <= 1:
+            return outcomes[0][1]
+        return programs_outcome(outcomes, skipped)
 
 
-def _untouched(lc: LoadedConfig, changed: list[str], root: Path) -> dict[str, Any] | None:
-    """The outcome for a pull request that changes none of the program's files (None when it
-    changes some): said in the summary and a neutral check run; nothing is profiled."""
+def _programs_to_run(lc: LoadedConfig, changed: list[str] | None, root: Path,
+                     newest_first: Callable[[], list[str]] | None
+                     ) -> tuple[list[LoadedConfig], list[tuple[str, str]], dict[str, list[str]]]:
+    """The programs to run for a pull request, those not run with why, and each run program's
+    changed files. Without `changed` (GitHub did not list them all), the first programs listed."""
     from runner.base.gpu import target_arch
-    from runner.flows.scope import pull_request_scope
+    from runner.flows.scope import select_programs
 
-    scope = pull_request_scope(lc, changed, target_arch(lc), root)
-    log.info("scope: %s", scope.why)
-    if scope.touched:
-        return None
+    every = lc.each_program()
+    limit = lc.config.programs_per_pull_request
+    if changed is None:
+        skipped = [(p.config.app.name, "GitHub did not list every file of the pull request, so the first "
+                    f"{limit} programs listed ran") for p in every[limit:]]
+        return every[:limit], skipped, {}
+    chosen = select_programs(every, changed, target_arch(lc), root, limit, newest_first)
+    return ([p for p, _ in chosen.run], chosen.skipped,
+            {p.config.app.name: scope.touched for p, scope in chosen.run})
+
+
+def _untouched(lc: LoadedConfig, skipped: list[tuple[str, str]]) -> dict[str, Any]:
+    """The outcome for a pull request that changes none of the programs' files: said in the
+    summary and a neutral check run; nothing is profiled."""
+    if lc.program_names():
+        return not_run_outcome(lc.program_names(), skipped)
+    ((_, why),) = skipped
     return {"verdict": "not run", "postable": False, "edits": [], "run": None,
             "headline": f"Nothing to optimize: this pull request changes none of the files of "
                         f"{code_span(lc.config.app.name)}",
-            "details": f"{scope.why}. Nothing was profiled; label again after a change to the program's code."}
+            "details": f"{why}. Nothing was profiled; label again after a change to the program's code."}
 
 
 class RepositoryConfigError(OptimasError):
@@ -679,12 +712,57 @@ _UNPROVEN_CHARS = 20_000  # of an unproven candidate's diff shown in the summary
 def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
                  artifacts_url: str | None = None) -> str:
     """The summary comment. It names the run by its id only (the worker host's paths are nobody's
-    business) and links the artifacts where the operator serves them (OPTIMAS_ARTIFACTS_URL)."""
+    business) and links the artifacts where the operator serves them (OPTIMAS_ARTIFACTS_URL). An
+    outcome of several programs has a part for each program run, and names those not run."""
     lines = [f"### Optimas on `{head_sha[:7]}`", "", outcome["headline"], ""]
+    if outcome.get("programs"):
+        lines += program_lines(outcome, lambda o: result_lines(o, artifacts_url))
+        ignored = next((o["model_ignored"] for _, o in outcome["programs"] if o.get("model_ignored")), None)
+    else:
+        lines += result_lines(outcome, artifacts_url)
+        ignored = outcome.get("model_ignored")
+    if ignored:
+        lines.append(f"The repository's config names {', '.join(code_span(k) for k in ignored)}: "
+                     "the model and its answers are chosen by whoever runs Optimas (the App's operator, the "
+                     "workflow's inputs), never by the repository; they were not used.")
+    if config_changed:
+        lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
+    return "\n".join(lines)
+
+
+def _ear_line(ear: Any) -> str:
+    def num(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.2f}"
+
+    return (f"EAR: evidence coverage {num(ear.coverage)}, localization {num(ear.localization)}, "
+            f"directional {num(ear.directional)}, hallucinations {ear.hallucinations.count}, "
+            f"correct {'n/a' if ear.correct is None else ear.correct}")
+
+
+def _compat_line(c: dict[str, Any]) -> str:
+    if c["header"] == DIALECT:
+        sources = ", ".join(code_span(s) for s in c["sources"])
+        said = ", ".join(code_span(n) for n in c["names"])
+        return (f"Built with {sources} compiled as C++17 where the build said {said} (app.compat_headers: "
+                "CUDA 13's Thrust, CUB, libcu++ and cooperative groups headers need C++17): it changes what "
+                "that code means, and your own CUDA 13 toolchain does not build it without the same change.")
+    return (f"Built with Optimas's compatibility header {code_span(c['header'])} pre-included into "
+            f"{', '.join(code_span(s) for s in c['sources'])} (app.compat_headers, for "
+            f"{', '.join(code_span(n) for n in c['names'])}): it changes what that code means, and your own "
+            "CUDA 13 toolchain does not build it without the same change.")
+
+
+def result_lines(outcome: dict[str, Any], artifacts_url: str | None = None) -> list[str]:
+    """What the summary says of one program's outcome below its headline: details, hot kernels,
+    evidence, validation, timings, EAR, the run's link, compatibility headers, an unproven diff."""
+    lines = []
     if outcome.get("details"):
         lines += [code_block(outcome["details"]), ""]
     if outcome.get("hot"):
-        lines.append("Hot kernels: " + ", ".join(code_span(k.split("(")[0]) for k in outcome["hot"]))
+        changed = set(outcome.get("hot_changed") or [])
+        lines.append("Hot kernels: " + ", ".join(code_span(k.split("(")[0]) + (" (defined in a changed file)"
+                                                                              if k in changed else "")
+                                                 for k in outcome["hot"]))
         lines.append(f"Evidence items: {outcome.get('evidence')}; verdict: {code_span(outcome['verdict'])}; "
                      f"run `{outcome['run']}`")
     if outcome.get("reasons"):
@@ -694,35 +772,12 @@ def summary_text(outcome: dict[str, Any], head_sha: str, config_changed: bool,
         lines.append(f"Validation: {code_span(outcome['validation'])}")  # the program's output in it
     for line in outcome.get("per_config", []):
         lines.append(f"- {line}")
-    ear = outcome.get("ear")
-    if ear is not None:
-        def num(x):
-            return "n/a" if x is None else f"{x:.2f}"
-
-        lines.append(f"EAR: evidence coverage {num(ear.coverage)}, localization {num(ear.localization)}, "
-                     f"directional {num(ear.directional)}, hallucinations {ear.hallucinations.count}, "
-                     f"correct {'n/a' if ear.correct is None else ear.correct}")
+    if outcome.get("ear") is not None:
+        lines.append(_ear_line(outcome["ear"]))
     if artifacts_url and outcome.get("run"):  # the dashboard's page of the run
         lines.append(f"The run on the dashboard: {artifacts_url.rstrip('/')}/runs/{outcome['run']}")
-    for c in outcome.get("compat") or []:
-        if c["header"] == DIALECT:
-            sources = ", ".join(code_span(s) for s in c["sources"])
-            said = ", ".join(code_span(n) for n in c["names"])
-            lines.append(f"Built with {sources} compiled as C++17 where the build said {said} (app.compat_headers: "
-                         "CUDA 13's Thrust, CUB, libcu++ and cooperative groups headers need C++17): it changes what "
-                         "that code means, and your own CUDA 13 toolchain does not build it without the same change.")
-            continue
-        lines.append(f"Built with Optimas's compatibility header {code_span(c['header'])} pre-included into "
-                     f"{', '.join(code_span(s) for s in c['sources'])} (app.compat_headers, for "
-                     f"{', '.join(code_span(n) for n in c['names'])}): it changes what that code means, and your own "
-                     "CUDA 13 toolchain does not build it without the same change.")
+    lines += [_compat_line(c) for c in outcome.get("compat") or []]
     if outcome.get("unproven"):
         lines += ["", "The candidate, not proven on a GPU (shown as text; no suggestion was posted):",
                   code_block(outcome["unproven"][-_UNPROVEN_CHARS:])]
-    if outcome.get("model_ignored"):
-        lines.append(f"The repository's config names {', '.join(code_span(k) for k in outcome['model_ignored'])}: "
-                     "the model and its answers are chosen by whoever runs Optimas (the App's operator, the "
-                     "workflow's inputs), never by the repository; they were not used.")
-    if config_changed:
-        lines.append("The repository's Optimas config changed after this run was requested; the current one was used.")
-    return "\n".join(lines)
+    return lines

@@ -32,6 +32,7 @@ MARKER = "<!-- optimas:summary -->"
 MARKER_REVIEW = "<!-- optimas:review -->"
 CHECK_NAME = "Optimas"
 MAX_LISTED_FILES = 3000  # what GitHub lists of a pull request's files, at most
+MAX_COMMITS_READ = 20  # of a pull request's commits read to order its programs by recency (one request each)
 ROOM = MAX_BODY - 200  # what a body may use before its markers are appended
 CHECK_SUMMARY = 65_535  # a check run's output.summary: one character less than a comment
 
@@ -181,6 +182,16 @@ class Publisher:
             if f.previous_filename:
                 out[f.previous_filename] = None
         return list(out) or None
+
+    def paths_newest_first(self, commits: int = MAX_COMMITS_READ) -> list[str]:
+        """The paths the pull request's last `commits` commits change, those of the newest commit
+        first: which of several programs a pull request touches it changed most recently."""
+        shas = [c.sha for c in self.repo.get_pull(self.pr).get_commits()]  # oldest first
+        out: dict[str, None] = {}
+        for sha in reversed(shas[-commits:]):
+            for f in self.repo.get_commit(sha).files:
+                out.setdefault(f.filename)
+        return list(out)
 
     def changed_files(self) -> dict[str, str]:
         """The PR's files with their diff hunks (`patch`), for placing suggestions."""

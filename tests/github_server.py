@@ -43,6 +43,8 @@ class FakeGitHub:
         self.check_runs: dict[int, dict] = {}
         self.reviews: list[dict] = []
         self.pr_files: dict[int, list[dict]] = {}
+        self.pr_commits: dict[int, list[str]] = {}  # a pull request's commits, oldest first
+        self.commit_files: dict[str, list[str]] = {}  # a commit's changed paths
         self.script: list[tuple[int, dict]] = []  # forced answers (status, body) for the next requests
         # (method, path regex, status, body, headers): the first matching request gets this answer
         self.faults: list[tuple[str, str, int, dict, dict]] = []
@@ -158,7 +160,12 @@ class FakeGitHub:
                     and query.get("check_name", [r["name"]]) == [r["name"]]]
             return 200, {"total_count": len(runs), "check_runs": runs}
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)", path):
-            return 200, {"sha": m.group(2), "url": f"{self.url}/repos/{m.group(1)}/commits/{m.group(2)}"}
+            files = [{"filename": f, "status": "modified"} for f in self.commit_files.get(m.group(2), [])]
+            return 200, {"sha": m.group(2), "url": f"{self.url}/repos/{m.group(1)}/commits/{m.group(2)}",
+                         "files": files}
+        if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/commits", path):
+            return 200, [{"sha": sha, "url": f"{self.url}/repos/{m.group(1)}/commits/{sha}"}
+                         for sha in self.pr_commits.get(int(m.group(2)), [])]
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/files", path):
             return 200, self.pr_files.get(int(m.group(2)), [])
         if m := re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews", path):

@@ -51,13 +51,17 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def make_remote(tmp_path: Path, folders: list[str], files: dict[str, str] | None = None) -> tuple[Path, str]:
-    """A repository holding `folders` of this one and `files` (path -> text), with the PR's head at
-    refs/pull/2/head."""
+def make_remote(tmp_path: Path, folders: list[str], files: dict[str, str] | None = None,
+                copies: dict[str, str] | None = None) -> tuple[Path, str]:
+    """A repository holding `folders` of this one, `copies` (its path -> a folder of this one) and
+    `files` (path -> text), with the PR's head at refs/pull/2/head."""
     work = tmp_path / "work"
     for folder in folders:
         shutil.copytree(REPO / folder, work / folder)
+    for name, folder in (copies or {}).items():
+        shutil.copytree(REPO / folder, work / name)
     for name, text in (files or {}).items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text(text)
     git(work.parent, "init", "-q", str(work))
     git(work, "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A")
@@ -183,8 +187,9 @@ def test_the_app_asks_the_operators_model_whatever_the_repository_names(monkeypa
 
 @pytest.mark.skipif(shutil.which("git") is None or shutil.which("nvcc") is None, reason="git and nvcc needed")
 def test_a_pull_request_that_changes_none_of_the_programs_files_runs_nothing(monkeypatch, tmp_path):
-    """Documentation and another program's source: one build tells the program's files (no profile
-    run, no model asked, no run kept); the check run is neutral and the summary says why."""
+    """Documentation and another program's source (outside this one's workspace): told without a
+    build (no profile run, no model asked, no run kept); the check run is neutral and the summary
+    says why. tests/test_bot_programs.py has the cases a build tells."""
     remote = make_remote(tmp_path, ["examples/h200-probe", "benchmarks/stream"])
     files = [{"filename": "README.md", "status": "modified", "patch": "@@ -1 +1 @@\n-a\n+b"},
              {"filename": "benchmarks/stream/main.cu", "status": "modified", "patch": "@@ -1 +1 @@\n-a\n+b"},
@@ -196,7 +201,9 @@ def test_a_pull_request_that_changes_none_of_the_programs_files_runs_nothing(mon
     (check,) = gh.check_runs.values()
     assert check["conclusion"] == "neutral" and "changes none of the files of `probe`" in check["output"]["title"]
     (summary,) = [c["body"] for c in gh.comments if MARKER in c["body"]]
-    assert "none of the 4 changed files is one the program's build compiles or includes (1 file)" in summary
+    # none lies in the program's workspace: told without a build
+    assert "none of the 4 changed files is in probe's workspace (examples/h200-probe) other than documentation" \
+        in summary
     assert not (tmp_path / "worker-runs").exists() or not any((tmp_path / "worker-runs").iterdir())
     # the same pull request changing the kernel's file runs it
     gh, sha, gpu_job = deliver_and_work(monkeypatch, remote, pr_files=[*files, *PROBE_PR_FILES])
