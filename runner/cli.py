@@ -72,9 +72,18 @@ def _configure_logging() -> None:
 _progress = progress_for("cli")
 
 
+PROGRAM_HELP = "the program, where the config lists several (its `programs`); a config of one program needs none"
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
+    p.add_argument("--program", default=None, metavar="NAME", help=PROGRAM_HELP)
     p.add_argument("--runs-dir", type=Path, default=None, help=RUNS_DIR_HELP)
+
+
+def _config(args: argparse.Namespace) -> LoadedConfig:
+    """The config of the one program a command works on (--program where the config lists several)."""
+    return load_config(args.config).for_program(getattr(args, "program", None))
 
 
 def _add_inputs(p: argparse.ArgumentParser, run_help: str) -> None:
@@ -103,7 +112,7 @@ def _add_diagnostics(p: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace) -> LoadedConfig:
     """The config of a command that builds, profiles or prompts, with the command line's --backend
     applied, checked whole (the files it names included) before any work starts."""
-    lc = load_config(args.config)
+    lc = _config(args)
     backend = getattr(args, "backend", None)
     if backend:
         lc = lc.with_llm(backend=backend)
@@ -159,10 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="the runs folder (default: ./runs)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: this machine only)")
     p.add_argument("--port", type=int, default=8050)
-    p = sub.add_parser("check-config", help="validate a config file and exit")
+    p = sub.add_parser("check-config", help="validate a config file (each program it lists) and exit")
     p.add_argument("--config", required=True, type=Path, help="path to config.yml")
-    p.add_argument("--build", action="store_true", help="also build the program as Optimas does (a copy of "
-                   "app.workspace, through its nvcc shim) and say what ptxas reports; exit 3 if it fails")
+    p.add_argument("--program", default=None, metavar="NAME", help="check this program only, where the config "
+                   "lists several (default: every one)")
+    p.add_argument("--build", action="store_true", help="also build each program as Optimas does (a copy of "
+                   "app.workspace, through its nvcc shim) and say what ptxas reports; exit 3 if any fails")
     p = sub.add_parser("init", help="write a first optimas.yml for a CUDA project (no questions asked)")
     p.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the project's folder (default: here)")
     p.add_argument("--name", default=None, help="the app's name (default: the folder's)")
@@ -275,7 +286,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    lc = load_config(args.config)
+    lc = _config(args)
     if args.run and (args.run / "analysis").exists():
         raise OptimasError(f"{args.run}: already analysed; a run's results are never overwritten")
     run, _ = _evidence(args, lc, allow_profiling=False)
@@ -364,7 +375,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from runner.base.workspace import source_name
     from runner.proposal.stage import ProposeResult
 
-    lc = load_config(args.config)
+    lc = _config(args)
     run = open_run(args.run)
     try:
         proposed = ProposeResult.model_validate_json((run.path / "candidates" / "result.json").read_text())
@@ -495,15 +506,34 @@ def invocation() -> str:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    lc = load_config(args.config)
-    problems = input_problems(lc.config) + path_problems(lc)
-    problems += [f"profiles: {p} does not exist" for p in lc.config.profiles.all_paths() if not lc.resolve(p).exists()]
+    loaded = load_config(args.config)
+    chosen = [loaded.for_program(args.program)] if args.program else loaded.each_program()
+    several = len(loaded.program_names()) > 1
+    problems = []
+    for lc in chosen:
+        own = input_problems(lc.config) + path_problems(lc)
+        problems += [f"{lc.config.app.name}: {p}" if several else p for p in own]
+    problems += [f"profiles: {p} does not exist" for p in loaded.config.profiles.all_paths()
+                 if not loaded.resolve(p).exists()]
     if problems:
-        raise ConfigError(lc.path, problems)
-    print(f"{args.config}: valid (sha256 {lc.sha256[:12]})")
-    for warning in _run_warnings(lc):
-        print(f"warning: {warning}", file=sys.stderr)
-    return _check_build(lc) if args.build else 0
+        raise ConfigError(loaded.path, list(dict.fromkeys(problems)))
+    listed = f"; {len(chosen)} of {len(loaded.program_names())} programs checked" if several else ""
+    print(f"{args.config}: valid (sha256 {loaded.sha256[:12]}){listed}")
+    for lc in chosen:
+        for warning in _run_warnings(lc):
+            print(f"warning: {lc.config.app.name + ': ' if several else ''}{warning}", file=sys.stderr)
+    if not args.build:
+        return 0
+    if not several:
+        return _check_build(chosen[0])
+    failed = []
+    for i, lc in enumerate(chosen, 1):
+        print(f"[{i}/{len(chosen)}] {lc.config.app.name}", flush=True)
+        if _check_build(lc) != 0:
+            failed.append(lc.config.app.name)
+    print(f"{len(chosen) - len(failed)} of {len(chosen)} programs built" +
+          (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 3 if failed else 0
 
 
 def _run_warnings(lc: LoadedConfig) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,41 @@ def test_a_shared_key_in_error_is_reported_once_under_app(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as e:
         load_config(_write(tmp_path, "app:\n  timeout_s: -1\nprograms: [{name: a}, {name: b}]\n"))
     assert str(e.value).count("timeout_s") == 1 and "app.timeout_s" in str(e.value)
+
+
+KERNEL = "__global__ void k(float* a) {{ a[threadIdx.x] *= {f}; }}\nint main() {{ k<<<1, 32>>>(nullptr); return 0; }}\n"
+
+
+def _two_programs(tmp_path: Path, second: str) -> Path:
+    for name, text in (("saxpy", KERNEL.format(f=2)), ("stencil", second)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.cu").write_text(text)
+    return _write(tmp_path, TWO.replace("build: make stencil", "build: nvcc -o {exe} stencil.cu")
+                  .replace(' {OMP_NUM_THREADS: "1"}', " {}"))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc needed")
+def test_check_config_builds_each_program_and_names_the_one_that_fails(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    config = _two_programs(tmp_path, KERNEL.format(f=3))
+    r = run_cli("check-config", "--config", str(config), "--build")
+    assert r.returncode == 0, r.stderr
+    assert "2 of 2 programs checked" in r.stdout and "[1/2] saxpy" in r.stdout and "[2/2] stencil" in r.stdout
+    assert "2 of 2 programs built" in r.stdout
+    (tmp_path / "stencil" / "stencil.cu").write_text("this is not CUDA\n")
+    r = run_cli("check-config", "--config", str(config), "--build")
+    assert r.returncode == 3 and "1 of 2 programs built; failed: stencil" in r.stdout
+    r = run_cli("check-config", "--config", str(config), "--build", "--program", "saxpy")
+    assert r.returncode == 0 and "1 of 2 programs checked" in r.stdout and "stencil" not in r.stdout
+
+
+def test_a_command_on_a_config_of_several_programs_asks_which(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    config = _two_programs(tmp_path, KERNEL.format(f=3))
+    r = run_cli("prompt", "--config", str(config), "--runs-dir", str(tmp_path / "runs"))
+    assert r.returncode == 2 and "lists 2 programs (saxpy, stencil); choose one with --program NAME" in r.stderr
+    assert not (tmp_path / "runs").exists()
+    r = run_cli("check-config", "--config", str(config), "--program", "gemm")
+    assert r.returncode == 2 and "--program gemm: not one of the programs listed (saxpy, stencil)" in r.stderr
