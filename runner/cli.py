@@ -177,8 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init", help="write a first optimas.yml for a CUDA project (no questions asked)")
     p.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the project's folder (default: here)")
     p.add_argument("--name", default=None, help="the app's name (default: the folder's)")
-    p.add_argument("--program", default=None, metavar="NAME", help="the program to build where the build makes "
-                   "several (a make target or what it links, a CMake target; init lists them)")
+    p.add_argument("--program", default=None, metavar="NAME", help="write only this program where the build makes "
+                   "several (a make target or what it links, a CMake target; default: all, under programs)")
     p.add_argument("--args", default=None, metavar="ARGS", help="arguments of the program's run command (default: "
                    "the ones the Makefile's run target, or where main demands some, the README, scripts or CI give)")
     p.add_argument("--build", default=None, metavar="CMD", help="the build command template, instead of the one "
@@ -624,19 +624,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from runner.init.project import count_of
+    from runner.init.report import summary
     from runner.init.write import write_config
 
     out = args.output or args.dir / "optimas.yml"
-    project, _ = write_config(args.dir, out, args.name, args.args, args.build, args.force, args.program)
-    print(f"wrote {out}: {count_of(len(project.kernels), 'kernel')} in {count_of(len(project.kernel_files), 'file')}, "
-          f"build by {project.build_kind}")
-    for note in project.notes:
-        print(f"  check: {note}")
-    print("next steps:\n"
-          f"  1. read {out} and adjust the build and run commands, configurations and outputs\n"
-          f"  2. optimas check-config --config {out} --build\n"
-          f"  3. on a GPU machine: optimas profile --config {out}, then optimas run --config {out}")
+    specs, _ = write_config(args.dir, out, args.name, args.args, args.build, args.force, args.program)
+    print("\n".join(summary(specs, out)))
     top = repository_root(args.dir)
     if top is not None and out.resolve() != top / REPOSITORY_CONFIG:
         print(f"  for pull requests (the GitHub App or Action), the config is {REPOSITORY_CONFIG} at the "

@@ -783,8 +783,8 @@ KERNEL = "__global__ void {name}(float* a, int n) {{ int i = threadIdx.x; if (i 
 def test_cmake_says_what_it_builds_through_its_file_api(tmp_path: Path):
     """A target named from a cache variable (`${APP}-bench`: its text names no real target), a
     library's kernels linked by an executable of another folder that renames its output, and an
-    executable with no CUDA code: CMake's File API gives the real targets and artifacts; init lists
-    the programs with CUDA code and builds the one holding the most kernel files."""
+    executable with no CUDA code: CMake's File API gives the real targets and artifacts; init writes
+    one config listing the programs with CUDA code, each built by its own target."""
     root = tmp_path / "repo"
     for folder in ("lib", "bench", "tool"):
         (root / folder).mkdir(parents=True)
@@ -803,18 +803,21 @@ def test_cmake_says_what_it_builds_through_its_file_api(tmp_path: Path):
     (root / "bench" / "bench.cpp").write_text("void launch(float*);\nint main() { launch(nullptr); return 0; }\n")
     (root / "tool" / "CMakeLists.txt").write_text("add_executable(tool tool.cpp)\n")
     (root / "tool" / "tool.cpp").write_text("int main() { return 0; }\n")
-    r, app = initialized(root)
-    assert ("lists 2 executables with CUDA code (compiled or linked): bench -> bin/runbench (lib/kern.cu, "
-            "lib/more.cu); stencil-bench -> stencil-bench (main.cu)") in r.stdout
-    assert "--target bench " in app.build and "cp {exe}.build/bin/runbench {exe}" in app.build
-    assert "tool" not in r.stdout.split("lists")[1].split(".")[0]
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    lc = load_config(root / "optimas.yml")
+    assert lc.program_names() == ["bench", "stencil-bench"]  # the tool compiles no CUDA code
+    bench, stencil = (lc.for_program(n).config.app for n in lc.program_names())
+    assert "--target bench " in bench.build and "cp {exe}.build/bin/runbench {exe}" in bench.build
+    assert bench.sources == ["lib/kern.cu", "lib/more.cu"] and stencil.sources == ["main.cu"]
+    assert "--target stencil-bench " in stencil.build and "cp {exe}.build/stencil-bench {exe}" in stencil.build
+    assert "stencil-bench: 1 kernel (k) in main.cu" in r.stdout and "bench: 2 kernels (lk, mk)" in r.stdout
     built = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
-    assert built.returncode == 0 and "build: ok" in built.stdout, built.stdout + built.stderr
-    # one program of the top folder holding as many kernel files as another: the top's is built
-    (root / "lib" / "more.cu").unlink()
-    (root / "lib" / "CMakeLists.txt").write_text("add_library(kern STATIC kern.cu)\n")
-    r, app = initialized(root, "--force")
-    assert "--target stencil-bench " in app.build and "cp {exe}.build/stencil-bench {exe}" in app.build
+    assert built.returncode == 0 and "2 of 2 programs built" in built.stdout, built.stdout + built.stderr
+    # one program asked for: the config is that one alone
+    r, app = initialized(root, "--force", "--program", "bench")
+    assert "--target bench " in app.build
+    assert "Building target 'bench' (bench/CMakeLists.txt), as --program asks" in r.stdout
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
@@ -857,19 +860,21 @@ def test_a_makefile_that_names_its_program_through_variables_and_pattern_rules_b
 
 
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
-def test_a_makefile_of_several_programs_lists_them_and_builds_the_one_asked_for(tmp_path: Path):
-    """A folder of programs, one Makefile with a TARGETS list and a pattern rule: init lists what the
-    default goal links, builds the first by itself (not `all`), and `--program` picks another."""
+def test_a_makefile_of_several_programs_lists_them_all_or_the_one_asked_for(tmp_path: Path):
+    """A folder of programs, one Makefile with a TARGETS list and a pattern rule: init lists every
+    program the default goal links, each built by itself (not `all`); `--program` writes one."""
     root = tmp_path / "suite"
     root.mkdir()
     (root / "Makefile").write_text("TARGETS = alpha beta gamma\nall: $(TARGETS)\n%: %.cu\n\tnvcc -O2 $< -o $@\n"
                                    "clean:\n\trm -f $(TARGETS)\n")
     for name in ("alpha", "beta", "gamma"):
         (root / f"{name}.cu").write_text(VECADD.replace("add", f"k_{name}"))
-    r, app = initialized(root)
-    assert "make's default goal links 3 programs (alpha, beta, gamma); this config builds alpha; another: " \
-           "optimas init --program NAME" in r.stdout
-    assert "make -B alpha " in app.build and "cp alpha {exe}" in app.build
+    r = init(str(root))
+    assert r.returncode == 0, r.stderr
+    lc = load_config(root / "optimas.yml")
+    assert lc.program_names() == ["alpha", "beta", "gamma"] and "3 programs (3 kernels)" in r.stdout
+    alpha = lc.for_program("alpha").config.app
+    assert "make -B alpha " in alpha.build and "cp alpha {exe}" in alpha.build and alpha.sources == ["alpha.cu"]
     r, app = initialized(root, "--force", "--program", "beta")
     assert "make -B beta " in app.build and "cp beta {exe}" in app.build
     built = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")

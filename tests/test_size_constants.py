@@ -188,10 +188,14 @@ def test_check_config_refuses_a_size_constant_without_one_definition(tmp_path: P
     app, cfg = _program(tmp_path, PRINTS_N, "  build: nvcc -o {exe} prog.cu\n  run: '{exe}'\n"
                                             "  size_constants: [N, SIZE]\n")
     (app / "other.h").write_text("#define N 64\n")
+    # a definition in a file the program does not include is another program's (a folder of programs)
+    r = run_cli("check-config", "--config", str(cfg))
+    assert r.returncode == 2 and "'N' needs" not in r.stdout + r.stderr, r.stdout + r.stderr
+    (app / "prog.cu").write_text('#include "other.h"\n' + (app / "prog.cu").read_text())
     r = run_cli("check-config", "--config", str(cfg))
     assert r.returncode == 2, r.stdout + r.stderr
     out = r.stdout + r.stderr
-    assert "'N' needs exactly one definition" in out and "other.h:1" in out and "prog.cu:5" in out
+    assert "'N' needs exactly one definition" in out and "other.h:1" in out and "prog.cu:6" in out
     assert "'SIZE' needs exactly one definition" in out and "found none" in out
 
 

@@ -659,7 +659,7 @@ def path_problems(lc: LoadedConfig) -> list[str]:
                        f"{space.resolve()}")
     if app.size_constants and space.is_dir() and workdir.is_dir():
         texts = workspace_texts(space, workdir, copied_parts(space, workdir, app.workspace_paths))
-        out += [p for name in app.size_constants if (p := definition_problem(name, texts))]
+        out += [p for name in app.size_constants if (p := definition_problem(name, texts, sources=app.sources))]
     return out
 
 

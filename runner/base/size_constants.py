@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import operator
 import os
+import posixpath
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -131,16 +132,61 @@ def several_macros(found: list[SizeConstant]) -> bool:
     return len(found) > 1 and all(d.macro for d in found)
 
 
-def definition_problem(name: str, texts: dict[str, str], found: list[SizeConstant] | None = None) -> str | None:
+def definition_problem(name: str, texts: dict[str, str], found: list[SizeConstant] | None = None,
+                       sources: list[str] | None = None) -> str | None:
     """Why `name` cannot be scaled (None when it has exactly one definition in `texts`, or only
-    macro definitions; `found`: its definitions, when known)."""
-    found = definitions_of(name, texts) if found is None else found
+    macro definitions; `found`: its definitions, when known). `sources` (app.sources, named as
+    `texts` names files): where the workspace defines it several times (a folder of programs, each
+    defining `N`), the definitions in the program's own files (program_texts) decide."""
+    found = program_definitions(name, texts, sources) if found is None else found
     if len(found) == 1 or several_macros(found):
         return None
     where = ("found " + "; ".join(f"{d.file}:{d.line}" for d in found)) if found else "found none"
     return (f"app.size_constants: {name!r} needs exactly one definition in the workspace's sources (a "
             f"`#define {name} value`, a declaration `int {name} = value;` or one statement `{name} = number;`), "
-            f"or only `#define`s of it (one per branch), {where}")
+            f"or only `#define`s of it (one per branch), {where}"
+            + (" (in the program's own files, app.sources and what they include, too)" if sources else ""))
+
+
+def program_definitions(name: str, texts: dict[str, str], sources: list[str] | None = None) -> list[SizeConstant]:
+    """The definitions of `name` in `texts`; where there are several and `sources` names the
+    program's files, those in the program's own files (program_texts) when they are one (or only
+    macros)."""
+    found = definitions_of(name, texts)
+    if len(found) <= 1 or several_macros(found) or not sources:
+        return found
+    own = definitions_of(name, program_texts(texts, sources))
+    return own if len(own) == 1 or several_macros(own) else found
+
+
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+_UNIT_SUFFIXES = (".cu", ".c", ".cc", ".cpp", ".cxx")
+
+
+def included_closure(texts: dict[str, str], names: list[str]) -> dict[str, str]:
+    """The texts of `names` and of the local headers they include (`#include "x.h"`, resolved
+    beside the including file, then from the top of `texts`), transitively."""
+    out: dict[str, str] = {}
+    todo = [posixpath.normpath(n) for n in names]
+    while todo:
+        name = todo.pop()
+        if name in out or name not in texts:
+            continue
+        out[name] = texts[name]
+        for inc in _LOCAL_INCLUDE.findall(texts[name]):
+            where = (posixpath.normpath(posixpath.join(posixpath.dirname(name), inc)), posixpath.normpath(inc))
+            todo += [w for w in where if w in texts][:1]
+    return out
+
+
+def program_texts(texts: dict[str, str], sources: list[str]) -> dict[str, str]:
+    """One program's files among a workspace's `texts`: its `sources`, the translation units that
+    include one of them (a main.cu including its kernels' header), and what all of those include."""
+    wanted = {posixpath.normpath(s) for s in sources}
+    units = [name for name, text in texts.items() if name.endswith(_UNIT_SUFFIXES) and any(
+        posixpath.normpath(posixpath.join(posixpath.dirname(name), inc)) in wanted
+        for inc in _LOCAL_INCLUDE.findall(text))]
+    return included_closure(texts, [*wanted, *units])
 
 
 MAX_EXPRESSION = 200  # characters: a size is written shortly
@@ -210,14 +256,16 @@ def scaled_value(value: str, scale: float) -> str:
     return f"({expr})"
 
 
-def scaled_sources(names: list[str], texts: dict[str, str], scale: float) -> dict[str, str]:
+def scaled_sources(names: list[str], texts: dict[str, str], scale: float,
+                   sources: list[str] | None = None) -> dict[str, str]:
     """The texts that change when each constant in `names` is scaled by `scale`: file -> new text.
-    Each name must have exactly one definition in `texts`, or only macro definitions, each of
-    which is scaled (definition_problem; a ValueError says where it has none or several)."""
+    Each name must have exactly one definition in `texts` (or in the program's own files, with
+    `sources`: program_definitions), or only macro definitions, each of which is scaled
+    (definition_problem; a ValueError says where it has none or several)."""
     spans: dict[str, list[SizeConstant]] = {}
     for name in names:
-        found = definitions_of(name, texts)
-        if problem := definition_problem(name, texts, found):
+        found = program_definitions(name, texts, sources)
+        if problem := definition_problem(name, texts, found, sources):
             raise ValueError(problem)
         for d in found:
             spans.setdefault(d.file, []).append(d)

@@ -158,7 +158,7 @@ def build_at_scale(lc: LoadedConfig, arch: str, texts: dict[str, str], scale: fl
     workspace through the build cache: the counter runs' build at another problem size. A
     ValueError when a constant has no definition to rewrite (definition_problem)."""
     names = lc.config.app.size_constants
-    files = scaled_sources(names, texts, size_share(scale, len(names)))
+    files = scaled_sources(names, texts, size_share(scale, len(names)), lc.config.app.sources)
     return compile_candidate(lc, files, arch, log, exe=exe, cache=cache, configuration=configuration)
 
 

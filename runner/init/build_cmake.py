@@ -136,7 +136,26 @@ def cmake_build(source: str, target: str, artifact: str | None = None) -> str:
             f"cmake --build {{exe}}.build --target {target} -j && cp {made} {{exe}}'")
 
 
-_SAFE_WORD = re.compile(r"[\w./+-]+")  # a target or artifact name written into the sh -c '...' command as it is
+SAFE_WORD = re.compile(r"[\w./+-]+")  # a target or artifact name written into the sh -c '...' command as it is
+
+
+_configured: dict[Path, cmake_api.CodeModel | cmake_api.CMakeUnavailable] = {}
+
+
+def codemodel(root: Path) -> cmake_api.CodeModel:
+    """CMake's codemodel of the project at root (cmake_api.configure, with compile_commands.json
+    exported), configured once per project in this process: listing its programs and building one
+    ask the same configure step."""
+    key = root.resolve()
+    if key not in _configured:
+        try:
+            _configured[key] = cmake_api.configure(root, {"CMAKE_EXPORT_COMPILE_COMMANDS": "ON"})
+        except cmake_api.CMakeUnavailable as e:
+            _configured[key] = e
+    found = _configured[key]
+    if isinstance(found, cmake_api.CMakeUnavailable):
+        raise found
+    return found
 
 
 def cmake_asked(root: Path, kernel_files: list[str], program: str | None = None
@@ -145,7 +164,7 @@ def cmake_asked(root: Path, kernel_files: list[str], program: str | None = None
     the executable that compiles or links the most kernel files, by its real target name and
     artifact; or why CMake could not be asked (the text is read instead)."""
     try:
-        model = cmake_api.configure(root)
+        model = codemodel(root)
     except cmake_api.CMakeUnavailable as e:
         return str(e)
     chosen = cmake_api.choose_program(model, kernel_files)
@@ -158,7 +177,7 @@ def cmake_asked(root: Path, kernel_files: list[str], program: str | None = None
             raise ConfigError(root / "CMakeLists.txt", [
                 f"--program {program}: no executable of that name compiles or links CUDA code; CMake's File API "
                 f"lists: {cmake_api.describe_programs(model, programs)}"])
-    if not _SAFE_WORD.fullmatch(target.name) or not _SAFE_WORD.fullmatch(target.artifact or ""):
+    if not SAFE_WORD.fullmatch(target.name) or not SAFE_WORD.fullmatch(target.artifact or ""):
         return f"the target {target.name[:80]!r} or what it makes has characters a build command would need quoted"
     notes = [f"CMake's File API (configured in a temporary folder) lists {count_of(len(programs), 'executable')} "
              f"with CUDA code (compiled or linked): {cmake_api.describe_programs(model, programs)}. "

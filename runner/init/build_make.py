@@ -179,15 +179,16 @@ def _programs_note(name: str, run: make_db.DryRun | None, built: str, program: s
             f"builds {built}{another}"]
 
 
-def make_build(name: str, text: str, folder: Path, sub: str = "", program: str | None = None
-                ) -> tuple[str, list[str], str]:
+def make_build(name: str, text: str, folder: Path, sub: str = "", program: str | None = None,
+               listed: bool = False) -> tuple[str, list[str], str]:
     """Build command template and notes for a Makefile (in the subfolder `sub`, run with make -C):
     its first target; the binary named by the recipe's `-o`; -arch and -lineinfo for every nvcc
     the build runs through NVCC_APPEND_FLAGS (nvcc adds them after its own arguments: a Makefile's
     older -arch gives way, with a warning), and the variable the recipes call nvcc by set to the
     nvcc on PATH on make's command line (it overrides the Makefile's, in sub-makes too);
     EXTRA_NVCCFLAGS where the Makefile takes it (NVIDIA's samples, which choose their
-    architectures themselves). Also the arguments its `run` target gives the binary ("" if none)."""
+    architectures themselves). Also the arguments its `run` target gives the binary ("" if none).
+    `listed`: the config lists every program, so no note names the others."""
     variables = make_variables(text)
     rules, needs = parse_rules(text, variables)
     run = make_db.dry_run(folder, name.split("/")[-1])  # what make itself would link for its default goal
@@ -202,7 +203,7 @@ def make_build(name: str, text: str, folder: Path, sub: str = "", program: str |
                                                       "; check the name of the binary it makes")
              + (" (make's dry run, make -pnB, says so: the Makefile's text names it through variables and "
                 "pattern rules)" if asked else "")]
-    notes += _programs_note(name, run, binary or target, program)
+    notes += [] if listed else _programs_note(name, run, binary or target, program)
     notes += required_notes
     notes += _link_and_home_notes(name, text, rules, needs, variables, binary or target)
     if "EXTRA_NVCCFLAGS" in text:

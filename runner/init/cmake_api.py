@@ -51,6 +51,9 @@ class CodeModel:
 
     source: Path
     targets: dict[str, CMakeTarget] = field(default_factory=dict)
+    # compile_commands.json's entries where the configure step exported them
+    # (CMAKE_EXPORT_COMPILE_COMMANDS; Makefile and Ninja generators): directory, file, command, output
+    compile_commands: list[dict] = field(default_factory=list)
 
     def linked_cuda_sources(self, target: CMakeTarget) -> list[str]:
         """The CUDA sources of a target and of every target it depends on, transitively."""
@@ -94,11 +97,21 @@ def configure(source: Path, defines: dict[str, str] | None = None, timeout_s: fl
             raise CMakeUnavailable(f"cmake did not configure {source}: {why}")
         try:
             model = read_codemodel(build, source)
+            model.compile_commands = _compile_commands(build)
         except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
             raise CMakeUnavailable(f"CMake's File API reply for {source} could not be read ({e})") from None
         return model
     finally:
         shutil.rmtree(build, ignore_errors=True)
+
+
+def _compile_commands(build: Path) -> list[dict]:
+    """The entries of compile_commands.json in the build folder (none when it was not exported)."""
+    path = build / "compile_commands.json"
+    if not path.is_file() or path.stat().st_size > REPLY_LIMIT:
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [e for e in data if isinstance(e, dict) and isinstance(e.get("file"), str)] if isinstance(data, list) else []
 
 
 def _cmake_error(output: str) -> str:

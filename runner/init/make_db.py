@@ -23,7 +23,7 @@ progress = progress_for("init")
 
 DRY_RUN_TIMEOUT_S = 60.0
 _NOT_PROGRAM = (".o", ".obj", ".a", ".so", ".lib", ".dll", ".ptx", ".cubin", ".fatbin", ".d", ".i", ".ii")
-_COMPILERS = re.compile(r"(?:^|/)(?:nvcc|g\+\+|c\+\+|gcc|cc|clang\+\+|clang|icpx|mpicxx|mpicc|nvc\+\+)$")
+COMPILERS = re.compile(r"(?:^|/)(?:nvcc|g\+\+|c\+\+|gcc|cc|clang\+\+|clang|icpx|mpicxx|mpicc|nvc\+\+)$")
 
 
 @dataclass(frozen=True)
@@ -35,16 +35,21 @@ class DryRun:
     programs: list[str]  # what the linking commands make (their -o), relative to the Makefile's folder
 
 
+def output_of(words: list[str]) -> str | None:
+    """What a compiler command writes (`-o out` or `-oout`), or None when it names nothing."""
+    out = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "-o"), None)
+    return out or next((w[2:] for w in words if w.startswith("-o") and len(w) > 2), None)
+
+
 def _linked(command: str) -> str | None:
     """The program a compiler command links (`nvcc -O3 -o vecadd vecadd.cu` -> vecadd), or None."""
     try:
         words = shlex.split(command)
     except ValueError:
         return None
-    if not words or not _COMPILERS.search(words[0]) or "-c" in words:
+    if not words or not COMPILERS.search(words[0]) or "-c" in words:
         return None
-    out = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "-o"), None)
-    out = out or next((w[2:] for w in words if w.startswith("-o") and len(w) > 2), None)
+    out = output_of(words)
     if out is None or out.endswith(_NOT_PROGRAM):
         return None
     return out

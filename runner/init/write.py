@@ -7,12 +7,19 @@ import shlex
 from pathlib import Path
 
 from runner.base.config import LoadedConfig, copied_parts, parse_config, path_problems
+from runner.base.cuda_source import functions
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.runstore import atomic_write_text
-from runner.base.size_constants import definition_problem, proposed_size_constants, workspace_texts
+from runner.base.size_constants import (
+    definition_problem,
+    included_closure,
+    proposed_size_constants,
+    workspace_texts,
+)
 from runner.init import runs
 from runner.init.build import detect_build, separate_programs
-from runner.init.build_cmake import parent_cmake_target
+from runner.init.build_cmake import ParentTarget, parent_cmake_target
+from runner.init.programs import Found, discover
 from runner.init.project import Project, count_of
 from runner.init.render import ProgramSpec, outside_notes, render_config
 from runner.init.sizes import size_arguments, usage_names, with_size_flag
@@ -54,6 +61,15 @@ def inspect(root: Path, build: str | None = None, program: str | None = None) ->
         kind, notes, run_args = "the command given", [], ""
     else:
         kind, build, notes, run_args = detect_build(root, files, mains, texts, parent, program)
+    return _facts(root, (files, kernels, mains), (kind, build, notes, run_args), texts, build_files, parent)
+
+
+def _facts(root: Path, scanned: tuple[list[str], list[str], list[str]], built: tuple[str, str, list[str], str],
+           texts: dict[str, str], build_files: list[Path], parent: ParentTarget | None = None) -> Project:
+    """The Project of one program: `scanned` (its kernel files, kernels, files defining main),
+    `built` (the build's kind, command, notes and run arguments) and what its sources `texts` say."""
+    files, kernels, mains = scanned
+    kind, build, notes, run_args = built
     own = {name: text for name, text in texts.items() if not VENDORED_PATH.search(name)}
     fail_pattern, where = printed_verdict(own)
     left_out: dict[str, str] = {}
@@ -62,6 +78,30 @@ def inspect(root: Path, build: str | None = None, program: str | None = None) ->
                    outside_reads(root, texts, build_files, parent), removed_calls(texts), usage_names(own),
                    constants, old_dialect(root, texts, build_files), runs.argc_guards(own), mains,
                    size_left_out=left_out, size_flags=runs.size_flags(own))
+
+
+def inspect_programs(root: Path) -> list[tuple[Found, Project]]:
+    """Each program the project's build makes, where it makes several (programs.discover), with what
+    its own files say: its kernels, sizes and checks come from what its build compiles and what
+    that includes, never from the rest of the folder. Empty where it makes one (inspect)."""
+    if not root.is_dir():
+        return []
+    files, _, mains = scan(root)
+    if not files or len(separate_programs(root, files)) > 1:
+        return []
+    texts = source_texts(root)
+    build_files = walk(root, (), BUILD_FILES)
+    out = []
+    for found in discover(root, mains, texts):
+        own = included_closure(texts, found.units)
+        kernel_files = [f for f in files if f in own]
+        if not kernel_files:
+            continue  # a program without kernels of its own (a CPU tool of the build)
+        kernels = list(dict.fromkeys(k.name for f in kernel_files for k in functions(own[f]) if k.is_kernel))
+        project = _facts(root, (kernel_files, kernels, [m for m in mains if m in own]),
+                         (found.kind, found.build, list(found.notes), ""), own, build_files)
+        out.append((found, project))
+    return out if len(out) > 1 else []
 
 
 def main_guards(root: Path) -> list[runs.ArgcGuard]:
@@ -108,22 +148,43 @@ def program_notes(project: Project) -> list[str]:
 
 
 def write_config(root: Path, out: Path, name: str | None = None, run_args: str | None = None,
-                 build: str | None = None, force: bool = False, program: str | None = None) -> tuple[Project, str]:
+                 build: str | None = None, force: bool = False, program: str | None = None
+                 ) -> tuple[list[ProgramSpec], str]:
     """Inspect root, check the config it gives as check-config would, and write it to `out` (never
-    over an existing file unless `force`). `run_args` None: the user gave none (init may propose
-    some). Returns what was found and the text written."""
-    given, run_args = run_args is not None, run_args or ""
-    project = inspect(root, build, program)
+    over an existing file unless `force`): every program the build makes (`programs:`), or one
+    (`program`, a `build` given, or a build of one). `run_args` None: the user gave none (init may
+    propose some). Returns what was written for each program and the text."""
+    given, args = run_args is not None, run_args or ""
+    several = [] if build or program else inspect_programs(root)
+    if several:
+        found = [(f.name, p, f.name) for f, p in several]
+    else:
+        found = [(name or root.resolve().name, inspect(root, build, program), name)]
+    if out.exists() and not force:
+        raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
+    where = out.resolve()
+    specs = [_spec(root, where, project, shown, asked, args, given) for shown, project, asked in found]
+    text = render_config(specs)
+    lc = LoadedConfig(path=where, config=parse_config(text, where), sha256="")
+    problems = [f"{each.config.app.name}: {p}" if several else p
+                for each in lc.each_program() for p in path_problems(each)]
+    if problems:
+        raise ConfigError(where, problems)
+    atomic_write_text(out, text)
+    return specs, text
+
+
+def _spec(root: Path, where: Path, project: Project, shown: str, name: str | None, run_args: str,
+          given: bool) -> ProgramSpec:
+    """What init writes for one program (`shown`: its name in the config; `name`: the one asked for,
+    if any): its notes, run arguments, workspace and the size constants that its own files define once."""
     project.notes += program_notes(project)
     if not run_args and project.run_args:
         run_args = project.run_args
         project.notes.append(f"the run arguments are the ones the Makefile's run target gives: {run_args} "
                              "(pass --args to choose others)")
-    run_args = runs_that_start(project, root, name, run_args, given)
+    run_args = runs_that_start(project, root, name or shown, run_args, given)
     run_args = with_size_flag(project, run_args, given)
-    if out.exists() and not force:
-        raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
-    where = out.resolve()
     workdir = os.path.relpath(root.resolve(), where.parent)
     workspace = None
     parts: list[str] = []
@@ -137,16 +198,17 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
             workspace = os.path.relpath(space, where.parent)
             parts = read_parts(root, project.outside, space)
     # a name defined again elsewhere in what a build copies (another program of the suite) cannot
-    # be scaled: leave it out
+    # be scaled, unless the program's own files define it once: leave it out
     space_dir = (where.parent / workspace).resolve() if workspace else root.resolve()
     constants = bool(project.size_constants) and not size_arguments(run_args, project.usage)
     texts = (workspace_texts(space_dir, root.resolve(), copied_parts(space_dir, root.resolve(), parts))
              if workspace or constants else {})
     if constants:
-        project.size_constants = [c for c in project.size_constants if definition_problem(c.name, texts) is None]
+        project.size_constants = [c for c in project.size_constants
+                                  if definition_problem(c.name, texts, sources=project.kernel_files) is None]
     if project.size_left_out and not size_arguments(run_args, project.usage):
         project.notes.append("not proposed as size constants: " + "; ".join(
-            f"{name}: {why}" for name, why in list(project.size_left_out.items())[:4]))
+            f"{n}: {why}" for n, why in list(project.size_left_out.items())[:4]))
     if workspace:
         # the build compiles files outside the program folder too (a suite's shared main.cu): what
         # they use that CUDA 13 removed needs the headers as much; where the whole workspace is the
@@ -154,11 +216,4 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
         project.compat = removed_calls(texts)
         if not parts:
             project.dialect = project.dialect or old_dialect(space_dir, texts, walk(space_dir, (), BUILD_FILES))
-    text = render_config([ProgramSpec(project, name or root.resolve().name, run_args, workdir, workspace, parts)])
-    cfg = parse_config(text, where)
-    lc = LoadedConfig(path=where, config=cfg, sha256="")
-    problems = path_problems(lc)
-    if problems:
-        raise ConfigError(where, problems)
-    atomic_write_text(out, text)
-    return project, text
+    return ProgramSpec(project, shown, run_args, workdir, workspace, parts)

@@ -1,0 +1,181 @@
+"""Every program a project builds, asked of its build: CMake's File API (each executable with CUDA
+code), make's dry run (each program the default goal links, e.g. a TARGETS list built by `%: %.cu`)
+or, without a build file, each `main` whose file or neighbours define kernels. Each comes with the
+files its build compiles, so that its kernels, sizes and checks are read from those files alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.base.size_constants import included_closure
+from runner.init import cmake_api, make_db
+from runner.init.build_cmake import SAFE_WORD, cmake_build, codemodel
+from runner.init.build_make import make_build
+from runner.init.build_nvcc import include_folders
+from runner.init.makefile_text import makefile_in, read_makefile
+from runner.init.sources import BUILD_FILES, walk
+
+log = logging.getLogger(__name__)
+
+UNIT_SUFFIXES = (".cu", ".c", ".cc", ".cpp", ".cxx")
+
+
+@dataclass
+class Found:
+    """One program of the project, as its build makes it."""
+
+    name: str
+    build: str  # the build command template
+    kind: str  # cmake | make | nvcc
+    units: list[str]  # the files its build compiles, relative to the project folder
+    notes: list[str] = field(default_factory=list)
+    # what its build compiles, as compile_commands.json entries (paths as the build gives them)
+    commands: list[dict] = field(default_factory=list)
+
+
+def discover(root: Path, mains: list[str], texts: dict[str, str]) -> list[Found]:
+    """The programs the project in `root` builds (several, or none when it builds one or its build
+    could not be asked: then init reads the build as for one program)."""
+    if (root / "CMakeLists.txt").is_file():
+        return _cmake_programs(root)
+    if (mk := makefile_in(root)) is not None:
+        return _make_programs(root, mk)
+    if not walk(root, (), BUILD_FILES):
+        return _nvcc_programs(mains, texts)
+    return []
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name`, or `name-2`, `name-3` ... when a program of that name is listed already."""
+    base = re.sub(r"[^A-Za-z0-9_.+-]", "_", name).lstrip("._+-") or "program"
+    out, n = base, 1
+    while out in taken:
+        n += 1
+        out = f"{base}-{n}"
+    taken.add(out)
+    return out
+
+
+def _cmake_programs(root: Path) -> list[Found]:
+    """Each executable CMake's File API lists with CUDA code (compiled or linked)."""
+    try:
+        model = codemodel(root)
+    except cmake_api.CMakeUnavailable as e:
+        log.info("CMake could not be asked what %s builds: %s", root, e)
+        return []
+    programs = model.programs()
+    if len(programs) < 2:
+        return []
+    out, taken = [], set()
+    for t in programs:
+        if not SAFE_WORD.fullmatch(t.name) or not SAFE_WORD.fullmatch(t.artifact or ""):
+            log.info("CMake target %r left out: its name needs quoting in a build command", t.name)
+            continue
+        units = list(dict.fromkeys([*t.sources, *model.linked_cuda_sources(t)]))
+        name = _unique(t.name, taken)
+        note = (f"CMake's File API: target {t.name!r} ({t.folder}/CMakeLists.txt) makes {t.artifact}, compiling "
+                f"{', '.join(units[:4])}{' ...' if len(units) > 4 else ''}")
+        commands = [c for c in model.compile_commands if c.get("output", "").startswith(_object_folder(t))]
+        out.append(Found(name, cmake_build(".", t.name, t.artifact), "cmake", units, [note], commands))
+    return out
+
+
+def _object_folder(t: cmake_api.CMakeTarget) -> str:
+    """Where CMake's Makefile and Ninja generators put a target's objects (relative to the build folder)."""
+    folder = "" if t.folder == "." else f"{t.folder}/"
+    return f"{folder}CMakeFiles/{t.name}.dir/"
+
+
+def _make_programs(root: Path, makefile: Path) -> list[Found]:
+    """Each program make's dry run of the default goal links, built by its own target."""
+    run = make_db.dry_run(root, makefile.name)
+    if run is None or len(run.programs) < 2:
+        return []
+    text = read_makefile(makefile)
+    compiled = compile_steps(run.commands)
+    out, taken = [], set()
+    for program in run.programs:
+        steps = _steps_of(program, compiled)
+        units = [u for s in steps for u in s.sources if not posixpath.isabs(u)]
+        if not units:
+            continue
+        build, notes, _ = make_build(makefile.name, text, root, program=program, listed=True)
+        out.append(Found(_unique(Path(program).name, taken), build, "make", list(dict.fromkeys(units)), notes,
+                         [c for s in steps for c in s.entries()]))
+    return out
+
+
+@dataclass(frozen=True)
+class Step:
+    """One compiler command of a build: what it reads and writes."""
+
+    words: tuple[str, ...]
+    output: str
+    sources: tuple[str, ...]
+    objects: tuple[str, ...]  # the objects it links
+
+    def entries(self) -> list[dict]:
+        """Its compile_commands.json entries, one per source (the directory is the caller's to add)."""
+        return [{"file": s, "arguments": list(self.words), "output": self.output} for s in self.sources]
+
+
+def compile_steps(commands: list[str]) -> list[Step]:
+    """The compiler commands among a build's commands (make's dry run), with their outputs."""
+    out = []
+    for command in commands:
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            continue
+        if not words or not make_db.COMPILERS.search(words[0]):
+            continue
+        sources = tuple(w for w in words[1:] if w.endswith(UNIT_SUFFIXES) and not w.startswith("-"))
+        objects = tuple(w for w in words[1:] if w.endswith(".o") and not w.startswith("-"))
+        output = make_db.output_of(words)
+        if output is None and "-c" in words and len(sources) == 1:
+            output = posixpath.splitext(posixpath.basename(sources[0]))[0] + ".o"
+        if output is not None and (sources or objects):
+            out.append(Step(tuple(words), output, sources, tuple(o for o in objects if o != output)))
+    return out
+
+
+def _steps_of(program: str, steps: list[Step]) -> list[Step]:
+    """The commands that build `program`: the one that links it and those that compile its objects."""
+    by_output = {posixpath.normpath(s.output): s for s in steps}
+    todo, out = [posixpath.normpath(program)], []
+    while todo:
+        step = by_output.pop(todo.pop(), None)
+        if step is not None:
+            out.append(step)
+            todo += [posixpath.normpath(o) for o in step.objects]
+    return out
+
+
+def _nvcc_programs(mains: list[str], texts: dict[str, str]) -> list[Found]:
+    """Without a build file: each .cu file defining main, with the .cu files beside it that define
+    none, when those or what they include define kernels."""
+    if len(mains) < 2:
+        return []
+    out, taken = [], set()
+    for main in mains:
+        folder = posixpath.dirname(main)
+        units = [main, *(f for f in texts if posixpath.dirname(f) == folder and f.endswith(".cu")
+                         and f not in mains)]
+        if not any("__global__" in t for t in included_closure(texts, units).values()):
+            continue
+        extra = include_folders(texts, units)
+        build = ("nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -I. " + "".join(f"-I{d} " for d in extra)
+                 + "-o {exe} " + " ".join(units))
+        stem = posixpath.splitext(posixpath.basename(main))[0]
+        name = _unique(posixpath.basename(folder) if stem == "main" and folder else stem, taken)
+        words = shlex.split(build.replace("{arch}", "sm_90").replace("{lineinfo}", "").replace("{exe}", name))
+        out.append(Found(name, build, "nvcc", units, [f"{main} defines main(): built with {', '.join(units[1:])}"
+                                                       if len(units) > 1 else f"{main} defines main()"],
+                         [{"file": u, "arguments": words, "output": name} for u in units]))
+    return out

@@ -1,0 +1,101 @@
+"""`optimas init` on repositories of many programs, on real builds (make, CMake, nvcc): one config
+lists every program, each with what its own build compiles."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from runner.base.config import load_config
+from runner.base.sandbox import scratch
+from runner.build.cache import compile_candidate
+
+PROGRAM = """\
+#include <cstdio>
+#define N {n}
+#define C 4
+__global__ void {kernel}(float* a, int n) {{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2; }}
+int main() {{
+  float* a;
+  cudaMalloc(&a, N * C * sizeof(float));
+  {kernel}<<<(N + 255) / 256, 256>>>(a, N);
+  cudaDeviceSynchronize();
+  printf("PASS\\n");
+  return 0;
+}}
+"""
+
+needs_tools = pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make needed")
+
+
+def _builds(config: Path, name: str, tmp: Path) -> bool:
+    """What check-config --build does for one program: build it as Optimas does (a workspace copy)."""
+    lc = load_config(config).for_program(name)
+    with scratch("optimas-test-") as folder:
+        return compile_candidate(lc, {}, "sm_90", Path(folder) / "build.log").ok
+
+
+@needs_tools
+def test_a_makefile_of_twelve_programs_gives_one_config_listing_each_with_its_own_sizes(tmp_path: Path):
+    """A TARGETS list built by `%: %.cu`, every file defining N and C: each program's size constant
+    comes from its own file (the folder defines N twelve times) and each builds by its own target."""
+    root = tmp_path / "suite"
+    root.mkdir()
+    names = [f"prog{i:02d}" for i in range(12)]
+    (root / "Makefile").write_text(f"TARGETS = {' '.join(names)}\nall: $(TARGETS)\n%: %.cu\n\tnvcc -O2 $< -o $@\n"
+                                   "clean:\n\trm -f $(TARGETS)\n")
+    for i, name in enumerate(names):
+        (root / f"{name}.cu").write_text(PROGRAM.format(n=1024 * (i + 1), kernel=f"k_{name}"))
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    config = root / "optimas.yml"
+    lc = load_config(config)
+    assert lc.program_names() == names
+    assert "12 programs (12 kernels), build by make" in r.stdout
+    assert "prog03: 1 kernel (k_prog03) in prog03.cu" in r.stdout
+    assert "check-config --config" in r.stdout and "--build" in r.stdout
+    text = config.read_text()
+    for i, name in enumerate(names):
+        app = lc.for_program(name).config.app
+        assert app.sources == [f"{name}.cu"] and app.size_constants == ["N"], (name, app)
+        assert f"make -B {name} " in app.build and f"cp {name} {{exe}}" in app.build
+        assert f"N = {1024 * (i + 1)} ({name}.cu:2)" in text
+    # check-config accepts every program's constant: its own file defines it once
+    checked = run_cli("check-config", "--config", str(config))
+    assert checked.returncode == 0 and "12 of 12 programs checked" in checked.stdout, checked.stdout + checked.stderr
+    assert all(_builds(config, name, tmp_path) for name in names)
+    # one program asked for: that one alone, in app
+    r = run_cli("init", str(root), "--force", "--program", "prog05")
+    assert r.returncode == 0, r.stderr
+    one = load_config(config)
+    assert one.program_names() == [] and "make -B prog05 " in one.config.app.build
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc needed")
+def test_a_folder_tree_without_build_files_lists_each_main_with_kernels(tmp_path: Path):
+    """Without a build file: each .cu defining main, with the .cu files beside it that define none;
+    a main that reaches no kernel is no program of the config."""
+    root = tmp_path / "tree"
+    for folder in ("stencil", "scan", "tools"):
+        (root / folder).mkdir(parents=True)
+    (root / "stencil" / "main.cu").write_text('#include "stencil.cuh"\nint main() { float* a; cudaMalloc(&a, 4096);'
+                                              ' run(a); return 0; }\n')
+    (root / "stencil" / "stencil.cuh").write_text("void run(float* a);\n")
+    (root / "stencil" / "stencil.cu").write_text("__global__ void st(float* a) { a[threadIdx.x] += 1; }\n"
+                                                 "void run(float* a) { st<<<1, 32>>>(a); }\n")
+    (root / "scan" / "scan.cu").write_text(PROGRAM.format(n=2048, kernel="scan_k"))
+    (root / "tools" / "gen.cu").write_text("#include <cstdio>\nint main() { printf(\"x\"); return 0; }\n")
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    config = root / "optimas.yml"
+    lc = load_config(config)
+    assert sorted(lc.program_names()) == ["scan", "stencil"]
+    stencil = lc.for_program("stencil").config.app
+    assert stencil.build.endswith("-o {exe} stencil/main.cu stencil/stencil.cu") and stencil.sources == [
+        "stencil/stencil.cu"]
+    scan = lc.for_program("scan").config.app
+    assert scan.size_constants == ["N"] and scan.sources == ["scan/scan.cu"]
+    assert all(_builds(config, name, tmp_path) for name in ("scan", "stencil"))
