@@ -32,8 +32,9 @@ from bot.gpu_job import (
     summary_text,
     with_operator_model,
 )
+from bot.programs import not_run_outcome, programs_outcome, programs_to_run, run_each
 from bot.publish import Publisher, code_block
-from runner.base.config import BACKENDS, DIAGNOSTICS, REPOSITORY_CONFIG
+from runner.base.config import BACKENDS, DIAGNOSTICS, REPOSITORY_CONFIG, LoadedConfig
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.processes import child_environment
 from runner.base.redaction import describe, redact, register_secret
@@ -120,6 +121,31 @@ def policy_failure(fail_on: str, outcome: dict[str, Any], improved: bool) -> str
     return None
 
 
+def _run_programs(lc: LoadedConfig, program: str, pub: Publisher | None, workspace: Path, runs: Path,
+                  diagnostics: str | None) -> tuple[Any, dict[str, Any]]:
+    """The pipeline on the config's program, or, where it lists several, on the one the `program`
+    input names, else on those whose files the pull request changes (GitHub lists them; at most
+    programs_per_pull_request): the first program's result (None when none ran) and the outcome."""
+    if program or not lc.program_names():
+        return pipeline(lc.for_program(program or None), runs, diagnostics)
+    if pub is None:
+        raise ConfigError(lc.path, [f"programs: lists {len(lc.program_names())} programs; set the action's "
+                                    "`program` input to one of them, or let it publish (the pull request's changed "
+                                    "files then choose)"])
+    chosen, skipped, _ = programs_to_run(lc, pub.changed_paths(), workspace, pub.paths_newest_first)
+    if not chosen:
+        return None, not_run_outcome(lc.program_names(), skipped)
+    results: list[Any] = []
+
+    def run_one(one: LoadedConfig) -> dict[str, Any]:
+        result, outcome = pipeline(one, runs, diagnostics)
+        results.append(result)
+        return outcome
+
+    outcomes = run_each(chosen, run_one, lambda: None)
+    return results[0], programs_outcome(outcomes, skipped)
+
+
 def _write_lines(path: str | None, lines: list[str]) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as f:
@@ -175,7 +201,7 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     refuse_key_redirection(lc)  # the config comes from the pull request; the key is the workflow's
     ignored = repository_model_choices(lc)
     lc = with_operator_model(lc, args.backend, args.model, _replay_dir(args.replay_dir, workspace), args.base_url)
-    problems = semantic_problems(lc.config) + path_problems(lc)
+    problems = semantic_problems(lc.config) + [p for one in lc.each_program() for p in path_problems(one)]
     if problems:
         raise ConfigError(config, problems)
 
@@ -192,7 +218,8 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     run_key = f"action-{env.get('GITHUB_RUN_ID', 'local')}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
     check = pub.start_check(analysed, external_id=run_key) if pub else None
     try:
-        result, outcome = pipeline(lc, Path(env.get("RUNNER_TEMP") or workspace) / "optimas-runs", args.diagnostics)
+        result, outcome = _run_programs(lc, args.program, pub, workspace,
+                                        Path(env.get("RUNNER_TEMP") or workspace) / "optimas-runs", args.diagnostics)
         outcome["model_ignored"] = ignored
     except Exception as e:
         if pub and check is not None:
@@ -206,6 +233,13 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
                         "no suggestions were posted. Check out the head: actions/checkout with `ref` set to the "
                         "pull request's head SHA.")
         publish_outcome(pub, check, outcome, analysed, summary, run_key, suggest=not moved)
+    if result is None:  # the pull request changes none of the programs' files: nothing ran
+        if pub:
+            publish_outcome(pub, check, outcome, analysed, summary, run_key)
+        _write_lines(env.get("GITHUB_STEP_SUMMARY"), [summary])
+        _write_lines(env.get("GITHUB_OUTPUT"), [f"verdict={outcome['verdict']}"])
+        print(summary)
+        return 0
     out = outputs(result, outcome)
     evidence = result.run.path / "analysis" / "diagnostics.md"
     # the evidence quotes the pull request's code (kernel names, source lines): shown as text
@@ -251,6 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--replay-dir", default="", help="the replay backend's answers: a folder outside the checkout")
     ap.add_argument("--base-url", default="", help="the model server's URL (the config may not name one)")
     ap.add_argument("--diagnostics", default="", choices=["", *DIAGNOSTICS])
+    ap.add_argument("--program", default="", help="the program to run, where the config lists several "
+                    "(default: those whose files the pull request changes)")
     ap.add_argument("--publish", type=_bool, default=True)
     ap.add_argument("--fail-on", choices=FAIL_ON, default="error")
     args = ap.parse_args(argv)

@@ -22,7 +22,15 @@ from rq import get_current_job
 
 from bot.context import JobContext
 from bot.jobs import CONFIG_PATH, release_job_key
-from bot.programs import changed_first, changed_texts, not_run_outcome, program_lines, programs_outcome, run_each
+from bot.programs import (
+    changed_first,
+    changed_texts,
+    not_run_outcome,
+    program_lines,
+    programs_outcome,
+    programs_to_run,
+    run_each,
+)
 from bot.publish import Publisher, code_block, code_span
 from bot.review import plan_review, review_body
 from bot.settings import WorkerSettings
@@ -393,7 +401,7 @@ def _pipeline(cfg_file: Path, work: Path, changed: list[str] | None = None,
     # write: what is kept of the runs is those copies (the code can rewrite the run folders)
     with sandboxed([work], [cache_root()], devices) as box, record_copies(work / "runs", work.parent / "records"):
         box.sweep()  # the checkout's links that lead out of the job's folder are gone before anything reads it
-        programs, skipped, touched = _programs_to_run(lc, changed, cfg_file.parent, newest_first)
+        programs, skipped, touched = programs_to_run(lc, changed, cfg_file.parent, newest_first)
         box.sweep()
         if box.exceeded is not None:
             raise box.exceeded
@@ -432,25 +440,6 @@ def _pipeline(cfg_file: Path, work: Path, changed: list[str] | None = None,
         if len(lc.program_names()) <= 1:
             return outcomes[0][1]
         return programs_outcome(outcomes, skipped)
-
-
-def _programs_to_run(lc: LoadedConfig, changed: list[str] | None, root: Path,
-                     newest_first: Callable[[], list[str]] | None
-                     ) -> tuple[list[LoadedConfig], list[tuple[str, str]], dict[str, list[str]]]:
-    """The programs to run for a pull request, those not run with why, and each run program's
-    changed files. Without `changed` (GitHub did not list them all), the first programs listed."""
-    from runner.base.gpu import target_arch
-    from runner.flows.scope import select_programs
-
-    every = lc.each_program()
-    limit = lc.config.programs_per_pull_request
-    if changed is None:
-        skipped = [(p.config.app.name, "GitHub did not list every file of the pull request, so the first "
-                    f"{limit} programs listed ran") for p in every[limit:]]
-        return every[:limit], skipped, {}
-    chosen = select_programs(every, changed, target_arch(lc), root, limit, newest_first)
-    return ([p for p, _ in chosen.run], chosen.skipped,
-            {p.config.app.name: scope.touched for p, scope in chosen.run})
 
 
 def _untouched(lc: LoadedConfig, skipped: list[tuple[str, str]]) -> dict[str, Any]:

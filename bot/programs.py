@@ -13,8 +13,9 @@ from typing import Any
 from runner.base.config import LoadedConfig
 from runner.base.cuda_source import functions, kernel_base_name
 from runner.base.errors import OptimasError
+from runner.base.gpu import target_arch
 from runner.base.redaction import describe
-from runner.flows.scope import CODE_SUFFIXES
+from runner.flows.scope import CODE_SUFFIXES, select_programs
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,22 @@ def changed_texts(root: Path, touched: list[str]) -> list[str]:
         if path.endswith(CODE_SUFFIXES) and f.is_file() and not f.is_symlink():
             out.append(f.read_text(encoding="utf-8", errors="replace")[:1 << 20])
     return out
+
+
+def programs_to_run(lc: LoadedConfig, changed: list[str] | None, root: Path,
+                     newest_first: Callable[[], list[str]] | None
+                     ) -> tuple[list[LoadedConfig], list[tuple[str, str]], dict[str, list[str]]]:
+    """The programs to run for a pull request, those not run with why, and each run program's
+    changed files. Without `changed` (GitHub did not list them all), the first programs listed."""
+    every = lc.each_program()
+    limit = lc.config.programs_per_pull_request
+    if changed is None:
+        skipped = [(p.config.app.name, "GitHub did not list every file of the pull request, so the first "
+                    f"{limit} programs listed ran") for p in every[limit:]]
+        return every[:limit], skipped, {}
+    chosen = select_programs(every, changed, target_arch(lc), root, limit, newest_first)
+    return ([p for p, _ in chosen.run], chosen.skipped,
+            {p.config.app.name: scope.touched for p, scope in chosen.run})
 
 
 def _overlaps(e: dict[str, Any], kept: list[dict[str, Any]]) -> bool:

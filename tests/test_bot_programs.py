@@ -5,6 +5,7 @@ names those run and those skipped with why, and documentation alone spends no bu
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,37 @@ def test_past_the_limit_the_program_changed_last_runs(monkeypatch, tmp_path: Pat
     summary = _summary(gh)
     assert _ran(summary) == ["probe_c"]
     assert "- `probe_a`: its files changed too, but only 1 program run per pull request" in summary
+
+
+def _action_workspace(tmp_path: Path) -> tuple[Path, str]:
+    """The three programs checked out at a pull request's head, as a workflow's checkout holds them."""
+    remotes, head = _remote(tmp_path)
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "clone", "-q", str(remotes / "Codertocat" / "Hello-World.git"), str(ws)], check=True)
+    (ws / ".optimas.yml").write_text(PROGRAMS)
+    return ws, head
+
+
+def test_the_action_runs_the_programs_the_pull_request_changes(tmp_path: Path):
+    from github_server import FakeGitHub
+    from test_bot_action import _action
+
+    ws, head = _action_workspace(tmp_path)
+    event = {"action": "labeled", "label": {"name": "optimas"},
+             "pull_request": {"number": 2, "head": {"sha": head, "repo": {"full_name": "octo/probe"}}}}
+    with FakeGitHub() as gh:
+        gh.add_pull("octo/probe", 2, head)
+        gh.pr_files[2] = _changed("apps/probe_c/probe_kernels.cu")
+        r, outputs, summary = _action(tmp_path, gh, ws, event)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert _ran(summary) == ["probe_c"] and outputs["verdict"] == "probe_c: not measured" and outputs["run-id"]
+        gh.pr_files[2] = _changed("docs/guide.md")
+        r, outputs, summary = _action(tmp_path, gh, ws, event)
+        assert r.returncode == 0 and outputs == {"verdict": "not run"}
+        assert "changes none of the files of the 3 programs" in summary
+        (check,) = gh.check_runs.values()  # one per workflow run and attempt: the second run updates it
+        assert check["conclusion"] == "neutral" and "changes none of the files" in check["output"]["title"]
+    r, outputs, summary = _action(tmp_path, gh, ws, event, "--publish", "false")
+    assert r.returncode == 2 and "set the action's `program` input" in r.stdout + r.stderr
+    r, outputs, summary = _action(tmp_path, gh, ws, event, "--publish", "false", "--program", "probe_a")
+    assert r.returncode == 0 and _ran(summary) == [] and outputs["verdict"] == "not measured"
