@@ -628,8 +628,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     from runner.init.write import write_config
 
     out = args.output or args.dir / "optimas.yml"
-    specs, _ = write_config(args.dir, out, args.name, args.args, args.build, args.force, args.program)
-    print("\n".join(summary(specs, out)))
+    written = write_config(args.dir, out, args.name, args.args, args.build, args.force, args.program)
+    print("\n".join(summary(written.specs, out, written.compile_commands)))
     top = repository_root(args.dir)
     if top is not None and out.resolve() != top / REPOSITORY_CONFIG:
         print(f"  for pull requests (the GitHub App or Action), the config is {REPOSITORY_CONFIG} at the "

@@ -135,7 +135,7 @@ def test_init_writes_a_config_whose_profile_run_scales_the_sizes(tmp_path: Path)
     from runner.profiling.agent import counter_scales
 
     (tmp_path / "k.cu").write_text("__global__ void k(float *x, int n) { }\nint main() { k<<<1, 1>>>(0, 1); }\n")
-    _, text = write_config(tmp_path, tmp_path / "optimas.yml", run_args="--n=1024 --iters=5")
+    text = write_config(tmp_path, tmp_path / "optimas.yml", run_args="--n=1024 --iters=5").text
     assert 'run: "{exe} --n={n} --iters=5"' in text and "configurations: {default: {n: 1024}}" in text
     assert 'profile_run: "{exe} --n={n*scale} --iters=5"' in text
     cfg = load_config(tmp_path / "optimas.yml").config

@@ -770,7 +770,8 @@ def test_check_config_build_builds_as_optimas_does_and_says_what_ptxas_reports(t
     r = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
     assert r.returncode == 0, r.stderr
     assert "build: ok in" in r.stdout and "ptxas reports 1 kernel (compiler feedback K*)" in r.stdout
-    assert sorted(p.name for p in root.iterdir()) == ["Makefile", "k.cu", "optimas.yml"]  # built in a copy
+    # built in a copy: the folder holds what init wrote and nothing more
+    assert sorted(p.name for p in root.iterdir()) == ["Makefile", "compile_commands.json", "k.cu", "optimas.yml"]
     (root / "k.cu").write_text("__global__ void twice(float* a) { a[threadIdx.x] *= ; }\nint main() { return 0; }\n")
     r = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
     assert r.returncode == 3 and "build failed after" in r.stderr and "expected an expression" in r.stderr

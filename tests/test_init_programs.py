@@ -3,6 +3,7 @@ lists every program, each with what its own build compiles."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def test_a_makefile_of_twelve_programs_gives_one_config_listing_each_with_its_ow
     root = tmp_path / "suite"
     root.mkdir()
     names = [f"prog{i:02d}" for i in range(12)]
-    (root / "Makefile").write_text(f"TARGETS = {' '.join(names)}\nall: $(TARGETS)\n%: %.cu\n\tnvcc -O2 $< -o $@\n"
+    (root / "Makefile").write_text(f"TARGETS = {' '.join(names)}\nall: $(TARGETS)\n"
+                                   "%: %.cu\n\tnvcc -O2 -DSCALE=2 $< -o $@\n"
                                    "clean:\n\trm -f $(TARGETS)\n")
     for i, name in enumerate(names):
         (root / f"{name}.cu").write_text(PROGRAM.format(n=1024 * (i + 1), kernel=f"k_{name}"))
@@ -67,6 +69,10 @@ def test_a_makefile_of_twelve_programs_gives_one_config_listing_each_with_its_ow
     checked = run_cli("check-config", "--config", str(config))
     assert checked.returncode == 0 and "12 of 12 programs checked" in checked.stdout, checked.stdout + checked.stderr
     assert all(_builds(config, name, tmp_path) for name in names)
+    # what make's dry run compiles, beside the config: each program's source, its -D macros and output
+    commands = json.loads((root / "compile_commands.json").read_text())
+    assert [(c["directory"], c["file"], c["output"]) for c in commands] == [(".", f"{n}.cu", n) for n in names]
+    assert all("-DSCALE=2" in c["arguments"] for c in commands) and "compile_commands.json: 12" in r.stdout
     # one program asked for: that one alone, in app
     r = run_cli("init", str(root), "--force", "--program", "prog05")
     assert r.returncode == 0, r.stderr
@@ -99,3 +105,38 @@ def test_a_folder_tree_without_build_files_lists_each_main_with_kernels(tmp_path
     scan = lc.for_program("scan").config.app
     assert scan.size_constants == ["N"] and scan.sources == ["scan/scan.cu"]
     assert all(_builds(config, name, tmp_path) for name in ("scan", "stencil"))
+    commands = json.loads((root / "compile_commands.json").read_text())
+    assert {c["file"] for c in commands} == {"stencil/main.cu", "stencil/stencil.cu", "scan/scan.cu"}
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("cmake")), reason="nvcc and cmake needed")
+def test_a_cmake_project_of_three_executables_lists_each_and_exports_its_compile_commands(tmp_path: Path):
+    """Three executables with CUDA code, one named from a cache variable (`${APP}-bench`), one in a
+    subfolder with a define of its own; a CPU-only tool is no program."""
+    root = tmp_path / "proj"
+    (root / "sub").mkdir(parents=True)
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES CXX CUDA)\n"
+        'set(APP "stencil" CACHE STRING "which app")\nadd_executable(${APP}-bench a.cu)\n'
+        "add_executable(second b.cu)\nadd_subdirectory(sub)\nadd_executable(tool tool.cpp)\n")
+    (root / "sub" / "CMakeLists.txt").write_text("add_executable(third c.cu)\n"
+                                                 "target_compile_definitions(third PRIVATE WIDTH=64)\n")
+    (root / "a.cu").write_text(PROGRAM.format(n=1024, kernel="ka"))
+    (root / "b.cu").write_text(PROGRAM.format(n=2048, kernel="kb"))
+    (root / "sub" / "c.cu").write_text(PROGRAM.format(n=4096, kernel="kc"))
+    (root / "tool.cpp").write_text("int main() { return 0; }\n")
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    config = root / "optimas.yml"
+    lc = load_config(config)
+    assert sorted(lc.program_names()) == ["second", "stencil-bench", "third"]
+    third = lc.for_program("third").config.app
+    assert "--target third " in third.build and third.sources == ["sub/c.cu"] and third.size_constants == ["N"]
+    assert "--target stencil-bench " in lc.for_program("stencil-bench").config.app.build
+    assert all(_builds(config, name, tmp_path) for name in lc.program_names())
+    commands = {c["file"]: c for c in json.loads((root / "compile_commands.json").read_text())}
+    assert set(commands) == {"a.cu", "b.cu", "sub/c.cu"}  # the tool is no program
+    c = commands["sub/c.cu"]
+    assert c["directory"] == "." and "-DWIDTH=64" in c["arguments"]
+    assert c["output"] == "build/sub/CMakeFiles/third.dir/c.cu.o" and c["arguments"][-1] == c["output"]
+    assert not any(str(tmp_path) in w for e in commands.values() for w in e["arguments"])  # portable

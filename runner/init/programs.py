@@ -7,6 +7,7 @@ files its build compiles, so that its kernels, sizes and checks are read from th
 from __future__ import annotations
 
 import logging
+import os
 import posixpath
 import re
 import shlex
@@ -40,8 +41,8 @@ class Found:
 
 
 def discover(root: Path, mains: list[str], texts: dict[str, str]) -> list[Found]:
-    """The programs the project in `root` builds (several, or none when it builds one or its build
-    could not be asked: then init reads the build as for one program)."""
+    """The programs the project in `root` builds, as its build says (none where it could not be
+    asked: then init reads the build's text as for one program)."""
     if (root / "CMakeLists.txt").is_file():
         return _cmake_programs(root)
     if (mk := makefile_in(root)) is not None:
@@ -70,8 +71,8 @@ def _cmake_programs(root: Path) -> list[Found]:
         log.info("CMake could not be asked what %s builds: %s", root, e)
         return []
     programs = model.programs()
-    if len(programs) < 2:
-        return []
+    folders = [c["directory"] for c in model.compile_commands if isinstance(c.get("directory"), str)]
+    build_top = os.path.commonpath(folders) if folders else ""
     out, taken = [], set()
     for t in programs:
         if not SAFE_WORD.fullmatch(t.name) or not SAFE_WORD.fullmatch(t.artifact or ""):
@@ -81,21 +82,57 @@ def _cmake_programs(root: Path) -> list[Found]:
         name = _unique(t.name, taken)
         note = (f"CMake's File API: target {t.name!r} ({t.folder}/CMakeLists.txt) makes {t.artifact}, compiling "
                 f"{', '.join(units[:4])}{' ...' if len(units) > 4 else ''}")
-        commands = [c for c in model.compile_commands if c.get("output", "").startswith(_object_folder(t))]
+        commands = [_cmake_entry(c, model.source, build_top) for c in model.compile_commands
+                    if f"/CMakeFiles/{t.name}.dir/" in "/" + _cmake_output(c, build_top)]
         out.append(Found(name, cmake_build(".", t.name, t.artifact), "cmake", units, [note], commands))
     return out
 
 
-def _object_folder(t: cmake_api.CMakeTarget) -> str:
-    """Where CMake's Makefile and Ninja generators put a target's objects (relative to the build folder)."""
-    folder = "" if t.folder == "." else f"{t.folder}/"
-    return f"{folder}CMakeFiles/{t.name}.dir/"
+CMAKE_BUILD = "build"  # how compile_commands.json names CMake's build folder (init's was a temporary one)
+
+
+def _words(entry: dict) -> list[str]:
+    return entry["arguments"] if isinstance(entry.get("arguments"), list) else shlex.split(entry.get("command", ""))
+
+
+def _cmake_output(entry: dict, build_top: str) -> str:
+    """What a CMake compile command writes, relative to the top of the build folder (relative to
+    its own directory, a subfolder's for a subfolder's target; older CMake exports no `output`:
+    its `-o` says)."""
+    written = entry.get("output") or make_db.output_of(_words(entry)) or ""
+    if posixpath.isabs(written) or not build_top:
+        return written
+    return posixpath.normpath(posixpath.join(os.path.relpath(entry.get("directory", build_top), build_top), written))
+
+
+def _cmake_entry(entry: dict, top: Path, build_top: str) -> dict:
+    """A compile_commands.json entry of CMake's, with paths relative to the project's top: its
+    sources as they are, the build folder's files under CMAKE_BUILD."""
+    words = _words(entry)
+    here = os.path.relpath(entry.get("directory", build_top), build_top) if build_top else "."
+    own = posixpath.normpath(posixpath.join(CMAKE_BUILD, here))
+    places = ((entry.get("directory", ""), own), (build_top, CMAKE_BUILD), (str(top), "."))
+
+    def relative(word: str) -> str:
+        for folder, instead in places:
+            if folder and folder in word:
+                word = word.replace(folder + "/", "" if instead == "." else instead + "/").replace(folder, instead)
+        return word
+
+    out = [relative(w) for w in words]
+    # the object and dependency files CMake names relative to the command's own build folder
+    for i, w in enumerate(out[:-1]):
+        if w in ("-o", "-MF") and not posixpath.isabs(out[i + 1]) and not out[i + 1].startswith(CMAKE_BUILD + "/"):
+            out[i + 1] = posixpath.normpath(posixpath.join(own, out[i + 1]))
+    output = _cmake_output(entry, build_top)
+    return {"file": relative(entry["file"]), "arguments": out,
+            "output": output if posixpath.isabs(output) else f"{CMAKE_BUILD}/{output}"}
 
 
 def _make_programs(root: Path, makefile: Path) -> list[Found]:
     """Each program make's dry run of the default goal links, built by its own target."""
     run = make_db.dry_run(root, makefile.name)
-    if run is None or len(run.programs) < 2:
+    if run is None or not run.programs:
         return []
     text = read_makefile(makefile)
     compiled = compile_steps(run.commands)
@@ -160,8 +197,6 @@ def _steps_of(program: str, steps: list[Step]) -> list[Step]:
 def _nvcc_programs(mains: list[str], texts: dict[str, str]) -> list[Found]:
     """Without a build file: each .cu file defining main, with the .cu files beside it that define
     none, when those or what they include define kernels."""
-    if len(mains) < 2:
-        return []
     out, taken = [], set()
     for main in mains:
         folder = posixpath.dirname(main)

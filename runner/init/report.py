@@ -8,8 +8,9 @@ from runner.init.project import count_of
 from runner.init.render import ProgramSpec
 
 
-def summary(specs: list[ProgramSpec], out: Path) -> list[str]:
-    """The lines init prints for the config it wrote to `out`."""
+def summary(specs: list[ProgramSpec], out: Path, compile_commands: str = "") -> list[str]:
+    """The lines init prints for the config it wrote to `out` (`compile_commands`: what it says of
+    compile_commands.json)."""
     if len(specs) == 1:
         p = specs[0].project
         lines = [f"wrote {out}: {count_of(len(p.kernels), 'kernel')} in {count_of(len(p.kernel_files), 'file')}, "
@@ -29,6 +30,8 @@ def summary(specs: list[ProgramSpec], out: Path) -> list[str]:
             lines += [f"    check: {note}" for note in p.notes if note not in common]
         build = (f"  2. optimas check-config --config {out} --build   (builds each program; --program NAME: "
                  "one of them)")
+    if compile_commands:
+        lines.append(compile_commands)
     return [*lines, "next steps:", f"  1. read {out} and adjust the build and run commands, configurations and outputs",
             build, f"  3. on a GPU machine: optimas profile --config {out}, then optimas run --config {out}"
             + (" (with --program NAME)" if len(specs) > 1 else "")]

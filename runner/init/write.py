@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
+from typing import NamedTuple
 
 from runner.base.config import LoadedConfig, copied_parts, parse_config, path_problems
 from runner.base.cuda_source import functions
@@ -19,6 +20,7 @@ from runner.base.size_constants import (
 from runner.init import runs
 from runner.init.build import detect_build, separate_programs
 from runner.init.build_cmake import ParentTarget, parent_cmake_target
+from runner.init.compile_db import COMPILE_COMMANDS, write_compile_commands
 from runner.init.programs import Found, discover
 from runner.init.project import Project, count_of
 from runner.init.render import ProgramSpec, outside_notes, render_config
@@ -80,19 +82,21 @@ def _facts(root: Path, scanned: tuple[list[str], list[str], list[str]], built: t
                    size_left_out=left_out, size_flags=runs.size_flags(own))
 
 
-def inspect_programs(root: Path) -> list[tuple[Found, Project]]:
+def inspect_programs(root: Path) -> tuple[list[tuple[Found, Project]], list[Found]]:
     """Each program the project's build makes, where it makes several (programs.discover), with what
     its own files say: its kernels, sizes and checks come from what its build compiles and what
-    that includes, never from the rest of the folder. Empty where it makes one (inspect)."""
+    that includes, never from the rest of the folder (none where it makes one: inspect); and every
+    program the build was seen to make (for compile_commands.json)."""
     if not root.is_dir():
-        return []
+        return [], []
     files, _, mains = scan(root)
     if not files or len(separate_programs(root, files)) > 1:
-        return []
+        return [], []
     texts = source_texts(root)
     build_files = walk(root, (), BUILD_FILES)
     out = []
-    for found in discover(root, mains, texts):
+    every = discover(root, mains, texts)
+    for found in every:
         own = included_closure(texts, found.units)
         kernel_files = [f for f in files if f in own]
         if not kernel_files:
@@ -101,7 +105,7 @@ def inspect_programs(root: Path) -> list[tuple[Found, Project]]:
         project = _facts(root, (kernel_files, kernels, [m for m in mains if m in own]),
                          (found.kind, found.build, list(found.notes), ""), own, build_files)
         out.append((found, project))
-    return out if len(out) > 1 else []
+    return (out if len(out) > 1 else []), every
 
 
 def main_guards(root: Path) -> list[runs.ArgcGuard]:
@@ -147,16 +151,23 @@ def program_notes(project: Project) -> list[str]:
     return notes
 
 
+class Written(NamedTuple):
+    """What write_config wrote: each program, the config's text, and what it says of compile_commands.json."""
+
+    specs: list[ProgramSpec]
+    text: str
+    compile_commands: str
+
+
 def write_config(root: Path, out: Path, name: str | None = None, run_args: str | None = None,
-                 build: str | None = None, force: bool = False, program: str | None = None
-                 ) -> tuple[list[ProgramSpec], str]:
+                 build: str | None = None, force: bool = False, program: str | None = None) -> Written:
     """Inspect root, check the config it gives as check-config would, and write it to `out` (never
     over an existing file unless `force`): every program the build makes (`programs:`), or one
-    (`program`, a `build` given, or a build of one). `run_args` None: the user gave none (init may
-    propose some). Returns what was written for each program and the text."""
+    (`program`, a `build` given, or a build of one); and compile_commands.json beside it, from what
+    the build was seen to compile. `run_args` None: the user gave none (init may propose some)."""
     given, args = run_args is not None, run_args or ""
-    several = [] if build or program else inspect_programs(root)
-    if several:
+    several, every = inspect_programs(root) if not build else ([], [])
+    if several and not program:
         found = [(f.name, p, f.name) for f, p in several]
     else:
         found = [(name or root.resolve().name, inspect(root, build, program), name)]
@@ -166,12 +177,13 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
     specs = [_spec(root, where, project, shown, asked, args, given) for shown, project, asked in found]
     text = render_config(specs)
     lc = LoadedConfig(path=where, config=parse_config(text, where), sha256="")
-    problems = [f"{each.config.app.name}: {p}" if several else p
+    problems = [f"{each.config.app.name}: {p}" if len(specs) > 1 else p
                 for each in lc.each_program() for p in path_problems(each)]
     if problems:
         raise ConfigError(where, problems)
     atomic_write_text(out, text)
-    return specs, text
+    said = write_compile_commands(out.parent / COMPILE_COMMANDS, root, every, force)
+    return Written(specs, text, said)
 
 
 def _spec(root: Path, where: Path, project: Project, shown: str, name: str | None, run_args: str,
