@@ -185,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "found (placeholders {exe} {arch} {lineinfo})")
     p.add_argument("--output", type=Path, default=None, help="where to write it (default: DIR/optimas.yml)")
     p.add_argument("--force", action="store_true", help="replace an existing file")
+    p.add_argument("--probe", action="store_true", help="then, on this machine's GPU, build each program as "
+                   "Optimas does and run it once: its exit status, time and last output lines; exit 3 if any fails")
     return parser
 
 
@@ -634,7 +636,23 @@ def cmd_init(args: argparse.Namespace) -> int:
     if top is not None and out.resolve() != top / REPOSITORY_CONFIG:
         print(f"  for pull requests (the GitHub App or Action), the config is {REPOSITORY_CONFIG} at the "
               f"repository's root: optimas init {args.dir} --output {os.path.relpath(top / REPOSITORY_CONFIG)}")
-    return 0
+    return _probe(out) if args.probe else 0
+
+
+def _probe(config: Path) -> int:
+    """init --probe: each program of the config just written, built and run once (runner.init.probe)."""
+    from runner.init.probe import probe_all
+
+    loaded = load_config(config)
+    n = len(loaded.each_program())
+    print(f"probing {n} program{'' if n == 1 else 's'} on this GPU (a build and one run each) ...", flush=True)
+    probes = probe_all(loaded)
+    for p in probes:
+        print(p.describe(), flush=True)
+    failed = [p.program for p in probes if not p.ok]
+    print(f"{n - len(failed)} of {n} programs built and ran (exit 0)"
+          + (f"; fix the run command of {', '.join(failed)} (app.run, or --args)" if failed else ""))
+    return 3 if failed else 0
 
 
 def repository_root(folder: Path) -> Path | None:

@@ -53,3 +53,15 @@ def test_a_build_that_fails_says_the_compilers_last_lines(tmp_path: Path):
 def test_without_a_gpu_the_probe_says_so_before_building(tmp_path: Path):
     with pytest.raises(ProfilingError, match="--probe runs each program on this machine's GPU"):
         probe_all(load_config(_config(tmp_path, "{exe} 1")))
+
+
+@pytest.mark.gpu
+def test_init_probe_runs_each_program_once_on_the_gpu(tmp_path: Path):
+    from conftest import run_cli
+
+    (tmp_path / "prog.cu").write_text(GUARDED)
+    r = run_cli("init", str(tmp_path), "--probe")
+    assert r.returncode == 3, r.stdout + r.stderr  # main demands an argument the config cannot know
+    assert "prog: exit 1 in " in r.stdout and "usage: " in r.stdout and "0 of 1 programs built and ran" in r.stdout
+    r = run_cli("init", str(tmp_path), "--probe", "--force", "--args", "64")
+    assert r.returncode == 0 and "prog: exit 0 in " in r.stdout and "n = 64" in r.stdout
