@@ -529,9 +529,10 @@ def operator_model(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
 
 
 def within_operator_limits(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig:
-    """The config with llm.candidates and evaluation.max_iterations cut to the operator's limits
-    (OPTIMAS_MAX_CANDIDATES, OPTIMAS_MAX_ITERATIONS): each candidate and iteration costs model calls
-    on the operator's key and GPU time, and a repository's config chooses them."""
+    """The config with llm.candidates, evaluation.max_iterations and programs_per_pull_request cut
+    to the operator's limits (OPTIMAS_MAX_CANDIDATES, OPTIMAS_MAX_ITERATIONS, OPTIMAS_MAX_PROGRAMS):
+    each candidate, iteration and program costs model calls on the operator's key and GPU time, and
+    a repository's config chooses them."""
     cfg = lc.config
     if cfg.llm.candidates > ws.max_candidates:
         log.info("llm.candidates: %d asked, %d allowed (OPTIMAS_MAX_CANDIDATES)", cfg.llm.candidates, ws.max_candidates)
@@ -541,6 +542,11 @@ def within_operator_limits(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig
                  cfg.evaluation.max_iterations, ws.max_iterations)
         evaluation = lc.config.evaluation.model_copy(update={"max_iterations": ws.max_iterations})
         lc = lc.model_copy(update={"config": lc.config.model_copy(update={"evaluation": evaluation})})
+    if cfg.programs_per_pull_request > ws.max_programs:
+        log.info("programs_per_pull_request: %d asked, %d allowed (OPTIMAS_MAX_PROGRAMS)",
+                 cfg.programs_per_pull_request, ws.max_programs)
+        lc = lc.model_copy(update={"config": lc.config.model_copy(
+            update={"programs_per_pull_request": ws.max_programs})})
     return lc
 
 

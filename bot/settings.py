@@ -156,6 +156,7 @@ class WorkerSettings:
     max_runs_per_installation: int = 2
     max_candidates: int = 4
     max_iterations: int = 5
+    max_programs: int = 3  # programs one pull request runs, whatever programs_per_pull_request asks
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> WorkerSettings:
@@ -197,4 +198,5 @@ class WorkerSettings:
                    max_runs_per_installation=int(_number(e, "OPTIMAS_MAX_RUNS_PER_INSTALLATION",
                                                          cls.max_runs_per_installation, 1)),
                    max_candidates=int(_number(e, "OPTIMAS_MAX_CANDIDATES", cls.max_candidates, 1)),
-                   max_iterations=int(_number(e, "OPTIMAS_MAX_ITERATIONS", cls.max_iterations, 1)))
+                   max_iterations=int(_number(e, "OPTIMAS_MAX_ITERATIONS", cls.max_iterations, 1)),
+                   max_programs=int(_number(e, "OPTIMAS_MAX_PROGRAMS", cls.max_programs, 1)))

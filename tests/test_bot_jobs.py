@@ -408,9 +408,13 @@ def test_a_repository_config_gets_at_most_the_operators_candidates_and_iteration
     from bot.settings import WorkerSettings
     from runner.base.config import load_config
 
-    (tmp_path / ".optimas.yml").write_text("app: {name: x}\nllm: {candidates: 8}\nevaluation: {max_iterations: 100}\n")
+    (tmp_path / ".optimas.yml").write_text("app: {name: x}\nllm: {candidates: 8}\nevaluation: {max_iterations: 100}\n"
+                                           "programs_per_pull_request: 20\n")
     lc = operator_model(load_config(tmp_path / ".optimas.yml"), WorkerSettings.from_env({}))
     assert lc.config.llm.candidates == 4 and lc.config.evaluation.max_iterations == 5
-    more = WorkerSettings.from_env({"OPTIMAS_MAX_CANDIDATES": "8", "OPTIMAS_MAX_ITERATIONS": "200"})
+    assert lc.config.programs_per_pull_request == 3
+    more = WorkerSettings.from_env({"OPTIMAS_MAX_CANDIDATES": "8", "OPTIMAS_MAX_ITERATIONS": "200",
+                                    "OPTIMAS_MAX_PROGRAMS": "30"})
     lc = operator_model(load_config(tmp_path / ".optimas.yml"), more)
     assert lc.config.llm.candidates == 8 and lc.config.evaluation.max_iterations == 100
+    assert lc.config.programs_per_pull_request == 20
