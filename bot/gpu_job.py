@@ -479,9 +479,10 @@ OPERATOR_TOOLS = {"nvcc": "nvcc", "ncu": "ncu", "nvidia_smi": "nvidia-smi"}
 
 def refuse_worker_reach(lc: LoadedConfig, root: Path) -> None:
     """RepositoryConfigError when a repository's config names a file or folder outside its checkout
-    `root` (the worker would copy or read it: its secrets, another job's folder) or a program of
+    `root` (in `app` or any of its `programs`: the worker would copy or read it, its secrets, another
+    job's folder) or a program of
     its own choosing in place of nvcc, ncu or nvidia-smi (which the worker runs unsandboxed)."""
-    problems = paths_outside(lc, root)
+    problems = list(dict.fromkeys(p for one in lc.each_program() for p in paths_outside(one, root)))
     prof = lc.config.profiling
     problems += [f"profiling.{k}: the worker's own {name} is used; a repository's config may not name another"
                  for k, name in OPERATOR_TOOLS.items() if k in prof.model_fields_set and getattr(prof, k) != name]

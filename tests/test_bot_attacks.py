@@ -915,6 +915,10 @@ def test_a_linked_config_in_the_pull_request_is_not_written_through(monkeypatch,
     "../../x.csv}}",
     "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nprofiling: {nvcc: /var/lib/optimas/runs/r/evil}",
     "app: {name: x, sources: [k.cu], build: 'true', run: 'true'}\nprofiling: {ncu: ./ncu}",
+    # a program of a programs list, each key of its own
+    "app: {build: 'true', run: 'true'}\nprograms: [{name: a, sources: [k.cu]}, {name: b, workdir: /run/secrets}]",
+    "app: {build: 'true', run: 'true'}\nprograms: [{name: a, workspace: ../.., sources: [k.cu]}]",
+    "app: {build: 'true', run: 'true'}\nprograms: [{name: a, sources: [k.cu]}, {name: b, sources: [../../x.pem]}]",
 ])
 def test_a_repository_config_may_name_nothing_outside_its_checkout_nor_a_tool_to_run(tmp_path, setting):
     """The worker itself (outside the sandbox) copies the workspace, reads sources, profiles and
