@@ -133,6 +133,28 @@ def _required_settings(name: str, required: list[tuple[str, int, str]]) -> tuple
     return settings, notes
 
 
+_LEADING_REFERENCE = re.compile(r"\$(?:\((\w+)\)|\{(\w+)\})(?=\s|$)")
+
+
+def nvcc_variable(line: str, variables: dict[str, str]) -> str | None:
+    """The variable a recipe line calls nvcc by: the first reference that expands to something
+    (`$(EXEC) $(NVCC) ...`: EXEC, never set or empty, runs nothing in make either), when that
+    something's first word is an nvcc; None otherwise."""
+    rest = line.lstrip("@-+ \t")
+    while (m := _LEADING_REFERENCE.match(rest)) is not None:
+        name = m.group(1) or m.group(2)
+        value = expand(variables.get(name, ""), variables).strip()
+        if value:
+            return name if value.split()[0].endswith("nvcc") else None
+        rest = rest[m.end():].lstrip()
+    return None
+
+
+def _runs_nvcc(command: str) -> bool:
+    """Whether a command of make's dry run runs nvcc (its first word)."""
+    return bool(command.split()) and command.split()[0].endswith("nvcc")
+
+
 def _program_target(makefile: Path, program: str, rules: dict[str, list[str]], run: make_db.DryRun | None
                     ) -> tuple[str, str]:
     """(the make target, the binary it makes) for `init --program NAME`: a target of the Makefile's
@@ -208,12 +230,12 @@ def make_build(name: str, text: str, folder: Path, sub: str = "", program: str |
     notes += _link_and_home_notes(name, text, rules, needs, variables, binary or target)
     if "EXTRA_NVCCFLAGS" in text:
         return f"sh -c '{make} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes, run_args
-    calls = [(m.group(1) or m.group(2), line) for lines in rules.values() for line in lines
-             if (m := re.match(r"\$(?:\((\w+)\)|\{(\w+)\})\s", line))
-             and expand(variables.get(m.group(1) or m.group(2), ""), variables).split(" ")[0].endswith("nvcc")]
+    calls = [(var, line) for lines in rules.values() for line in lines
+             if (var := nvcc_variable(line, variables)) is not None]
     literal = [line for lines in rules.values() for line in lines
                if re.match(r"(?:\S*/)?nvcc\s", expand(line, variables).lstrip("@-+ "))]
-    compiled = " ".join([*(expand(line, variables) for _, line in calls), *(expand(x, variables) for x in literal)])
+    compiled = " ".join([*(expand(line, variables) for _, line in calls), *(expand(x, variables) for x in literal),
+                         *(c for c in (run.commands if run is not None else []) if _runs_nvcc(c))])
     notes += _old_architecture_notes(name, compiled)
     notes.append(f"{name}: every nvcc the build runs gets -arch={{arch}} {{lineinfo}} through NVCC_APPEND_FLAGS")
     override = ""

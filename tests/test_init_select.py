@@ -1,0 +1,97 @@
+"""`optimas init` on the survey's build shapes (benchmarks/results/init-survey-2026-12-07b.md): nvcc
+called after a launcher variable that expands to nothing, and `--program NAME` where the build makes
+several programs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from runner.base.config import load_config
+from runner.base.sandbox import scratch
+from runner.build.cache import compile_candidate
+
+needs_tools = pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make needed")
+
+KERNEL = """\
+__global__ void {kernel}(float* a, int n) {{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2; }}
+void run_{kernel}(float* a, int n) {{ {kernel}<<<(n + 255) / 256, 256>>>(a, n); cudaDeviceSynchronize(); }}
+"""
+MAIN = """\
+#include <cstdio>
+#include <cuda_runtime.h>
+void run_{kernel}(float* a, int n);
+int main() {{
+  float* a;
+  cudaMalloc(&a, 1024 * sizeof(float));
+  run_{kernel}(a, 1024);
+  printf("PASS\\n");
+  return 0;
+}}
+"""
+# NVIDIA's samples' shape (Learn-CUDA-Programming's Makefiles): nvcc from a toolkit folder, the
+# recipes start with $(EXEC), which nothing sets, and -gencode for architectures CUDA 13 refuses
+SAMPLES_MAKEFILE = """\
+CUDA_PATH=/opt/cuda-that-is-not-here
+HOST_COMPILER ?= g++
+NVCC=${CUDA_PATH}/bin/nvcc -ccbin ${HOST_COMPILER}
+TARGET=reduction_sequential reduction_interleaving
+SMS = 52 60 75 80
+$(foreach sm, ${SMS}, $(eval GENCODE_FLAGS += -gencode arch=compute_$(sm),code=sm_$(sm)))
+
+all : ${TARGET}
+
+%.o: %.cu
+\t$(EXEC) $(NVCC) $(GENCODE_FLAGS) -o $@ -c $<
+
+main_%.o: main_%.cpp
+\t$(EXEC) $(NVCC) $(GENCODE_FLAGS) -o $@ -c $<
+
+reduction_sequential: main_sequential.o sequential.o
+\t$(EXEC) $(NVCC) -o $@ $(GENCODE_FLAGS) $+
+
+reduction_interleaving: main_interleaving.o interleaving.o
+\t$(EXEC) $(NVCC) -o $@ $(GENCODE_FLAGS) $+
+
+clean:
+\trm -f ${TARGET} *.o
+"""
+
+
+def _builds(config: Path, name: str | None) -> bool:
+    """What check-config --build does for one program: build it as Optimas does (a workspace copy)."""
+    lc = load_config(config)
+    lc = lc.for_program(name) if name else lc
+    with scratch("optimas-test-") as folder:
+        return compile_candidate(lc, {}, "sm_90", Path(folder) / "build.log").ok
+
+
+@needs_tools
+def test_nvcc_called_after_an_empty_launcher_variable_is_set_to_the_nvcc_on_path(tmp_path: Path):
+    """`$(EXEC) $(NVCC) ...`: EXEC expands to nothing, so NVCC is the compiler; init sets it to the
+    nvcc on PATH (the toolkit folder the Makefile names does not exist) and says which architectures
+    the -gencode flags (made by $(foreach ... $(eval))) ask for that CUDA 13 refuses."""
+    root = tmp_path / "05_warp_divergence"
+    root.mkdir()
+    (root / "Makefile").write_text(SAMPLES_MAKEFILE)
+    for variant in ("sequential", "interleaving"):
+        (root / f"{variant}.cu").write_text(KERNEL.format(kernel=f"k_{variant}"))
+        (root / f"main_{variant}.cpp").write_text(MAIN.format(kernel=f"k_{variant}"))
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    config = root / "optimas.yml"
+    lc = load_config(config)
+    assert lc.program_names() == ["reduction_sequential", "reduction_interleaving"]
+    for name in lc.program_names():
+        assert " make -B " + name + " NVCC=nvcc && cp " + name + " {exe}" in lc.for_program(name).config.app.build
+    assert "nvcc is called through NVCC; the build sets it to the nvcc on PATH" in r.stdout
+    assert "its nvcc flags generate code for compute_52, which CUDA 13 refuses" in r.stdout
+    assert all(_builds(config, name) for name in lc.program_names())
+    r = run_cli("init", str(root), "--force", "--program", "reduction_interleaving")
+    assert r.returncode == 0, r.stderr
+    one = load_config(config)
+    assert one.program_names() == [] and "make -B reduction_interleaving NVCC=nvcc" in one.config.app.build
+    assert _builds(config, None)
