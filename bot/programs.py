@@ -6,10 +6,14 @@ why."""
 from __future__ import annotations
 
 import logging
+import os
+import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bot.publish import code_span
 from runner.base.config import LoadedConfig
 from runner.base.cuda_source import functions, kernel_base_name
 from runner.base.errors import OptimasError
@@ -34,14 +38,47 @@ def changed_first(hot: list[str], changed_texts: list[str]) -> tuple[list[str], 
     return mine + [k for k in hot if k not in mine], mine
 
 
+MAX_CHANGED_TEXT = 1 << 20  # bytes of the changed files read in all: each is parsed for its kernels
+
+
 def changed_texts(root: Path, touched: list[str]) -> list[str]:
-    """The text of each changed code file the program's build reads, as the pull request's head holds it."""
-    out = []
+    """The text of each changed code file the program's build reads, as the pull request's head holds
+    it: regular files inside the checkout `root` only (never through a link, never a FIFO or a device),
+    MAX_CHANGED_TEXT bytes of them in all (the program's run may have left a sparse file of the disk
+    limit's size in place of one; the worker reads it unsandboxed)."""
+    out, left = [], MAX_CHANGED_TEXT
+    base = root.resolve()
     for path in touched:
+        if left <= 0:
+            break
         f = root / path
-        if path.endswith(CODE_SUFFIXES) and f.is_file() and not f.is_symlink():
-            out.append(f.read_text(encoding="utf-8", errors="replace")[:1 << 20])
+        if not path.endswith(CODE_SUFFIXES) or os.path.isabs(path) or base not in f.resolve().parents:
+            continue
+        data = _head(f, left)
+        if data is not None:
+            left -= len(data)
+            out.append(data.decode("utf-8", errors="replace"))
     return out
+
+
+def _head(f: Path, size: int) -> bytes | None:
+    """At most `size` bytes of the regular file `f`, opened without following a link (None: not one)."""
+    try:
+        fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while size > 0 and (chunk := os.read(fd, min(size, 1 << 16))):
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def programs_to_run(lc: LoadedConfig, changed: list[str] | None, root: Path,
@@ -74,7 +111,7 @@ def programs_outcome(outcomes: list[tuple[str, dict[str, Any]]], skipped: list[t
     for name, o in outcomes:
         for e in o["edits"] if o["postable"] else []:
             if _overlaps(e, edits):
-                dropped.append(f"{name}: {e['file']} lines {e['start_line']}-{e['end_line']}")
+                dropped.append(f"{code_span(name)}: {code_span(e['file'])} lines {e['start_line']}-{e['end_line']}")
                 continue
             edits.append(e)
     proven = [name for name, o in outcomes if o["postable"]]
@@ -125,12 +162,18 @@ def program_lines(outcome: dict[str, Any], lines_of: Callable[[dict[str, Any]], 
     and those skipped with why."""
     out = []
     for name, o in outcome["programs"]:
-        reads = ", ".join(f"`{c}`" for c in o.get("changed", [])[:10])
+        reads = ", ".join(code_span(c) for c in o.get("changed", [])[:10])  # the pull request's file names
         out += ["", f"#### `{name}`: {o['headline']}", "",
                 *([f"Run because the pull request changes what it reads: {reads}"] if reads else []), *lines_of(o)]
     if outcome.get("overlapping"):
         out += ["", "Edits of a shared file that overlap another program's (not posted): "
                 + "; ".join(outcome["overlapping"])]
     if outcome.get("skipped"):
-        out += ["", "Programs not run:", *(f"- `{name}`: {why}" for name, why in outcome["skipped"])]
+        out += ["", "Programs not run:", *(f"- `{name}`: {_words(why)}" for name, why in outcome["skipped"])]
     return out
+
+
+def _words(why: str) -> str:
+    """A why as plain words where it is only words, else as code: it may name a folder of the config,
+    which in the Action is the pull request's (a mention, a link or an image in its name)."""
+    return why if re.fullmatch(r"[\w .,'()/+=-]*", why) and "www." not in why.lower() else code_span(why)
