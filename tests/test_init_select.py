@@ -95,3 +95,56 @@ def test_nvcc_called_after_an_empty_launcher_variable_is_set_to_the_nvcc_on_path
     one = load_config(config)
     assert one.program_names() == [] and "make -B reduction_interleaving NVCC=nvcc" in one.config.app.build
     assert _builds(config, None)
+
+
+STANDALONE = """\
+#include <cstdio>
+__global__ void {kernel}(float* a) {{ a[threadIdx.x] = {value}; }}
+int main() {{
+  float* a;
+  cudaMalloc(&a, 32 * sizeof(float));
+  {kernel}<<<1, 32>>>(a);
+  cudaDeviceSynchronize();
+  printf("PASS\\n");
+  return 0;
+}}
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_program_picks_one_file_of_a_folder_of_standalone_programs_and_an_unknown_one_is_an_error(tmp_path: Path):
+    """A folder without a build file whose files each define main (an exercise and its solution):
+    init lists each; `--program NAME` (a stem or a file name) builds that file alone; a name that is
+    none of them is refused, naming the files."""
+    root = tmp_path / "hw1"
+    root.mkdir()
+    for i, stem in enumerate(("vector_add", "vector_add_solution", "hello")):
+        (root / f"{stem}.cu").write_text(STANDALONE.format(kernel=f"k{i}", value=i))
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    assert load_config(root / "optimas.yml").program_names() == ["hello", "vector_add", "vector_add_solution"]
+    for asked in ("vector_add_solution", "vector_add_solution.cu"):
+        r = run_cli("init", str(root), "--force", "--program", asked)
+        assert r.returncode == 0, r.stderr
+        one = load_config(root / "optimas.yml")
+        assert one.program_names() == [] and one.config.app.build.endswith("-o {exe} vector_add_solution.cu")
+        assert one.config.app.sources == ["vector_add_solution.cu"], one.config.app.sources
+        assert _builds(root / "optimas.yml", None)
+    r = run_cli("init", str(root), "--force", "--program", "vector_add_sol")
+    assert r.returncode != 0
+    assert "--program vector_add_sol: no such program here" in r.stderr and "vector_add_solution.cu" in r.stderr
+
+
+def test_program_in_a_folder_of_one_program_with_kernels_names_the_files_defining_main(tmp_path: Path):
+    """One file with kernels and main, another main without kernels (a CPU tool): the config is for
+    one program, and a `--program` naming neither file is an error, not ignored."""
+    root = tmp_path / "one"
+    root.mkdir()
+    (root / "bench.cu").write_text(STANDALONE.format(kernel="k", value=1))
+    (root / "tool.cu").write_text("#include <cstdio>\nint main() { printf(\"hi\\n\"); return 0; }\n")
+    r = run_cli("init", str(root), "--program", "other")
+    assert r.returncode != 0 and not (root / "optimas.yml").exists()
+    assert "--program other: no file defining main() is named so" in r.stderr and "bench.cu, tool.cu" in r.stderr
+    r = run_cli("init", str(root), "--program", "bench")
+    assert r.returncode == 0, r.stderr
+    assert load_config(root / "optimas.yml").config.app.build.endswith("-o {exe} bench.cu")

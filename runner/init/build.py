@@ -27,7 +27,7 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: d
         build, notes, _ = make_build(f"{sub}/{mk.name}", read_makefile(mk), mk.parent, sub, program)
         return "make", build, [f"no Makefile at the top: the one in {sub}/, over the kernels' files, builds",
                                *notes], ""
-    return nvcc_build(kernel_files, mains, texts)
+    return nvcc_build(kernel_files, mains, texts, program)
 
 
 def _has_build_file(folder: Path) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
+from runner.base.errors import OptimasError
 from runner.init.sources import QUOTED_INCLUDE
 
 
@@ -35,14 +36,31 @@ def include_folders(texts: dict[str, str], units: list[str]) -> list[str]:
     return folders
 
 
-def nvcc_build(kernel_files: list[str], mains: list[str], texts: dict[str, str]) -> tuple[str, str, list[str], str]:
-    """detect_build's answer without a build file: one nvcc line over the file defining main and the
-    .cu files defining kernels, with -I for the folders their quoted includes resolve from."""
+def chosen_main(mains: list[str], program: str | None) -> list[str]:
+    """`mains` with the one `init --program NAME` names (its path, file name or stem) first; an
+    error naming them where none is."""
+    if program is None:
+        return mains
+    match = next((m for m in mains if program in (m, posixpath.basename(m), posixpath.splitext(
+        posixpath.basename(m))[0])), None)
+    if match is None:
+        raise OptimasError(f"--program {program}: no file defining main() is named so; the folder has no build "
+                           f"file, and the files defining main() are {', '.join(mains) or 'none'}")
+    return [match, *(m for m in mains if m != match)]
+
+
+def nvcc_build(kernel_files: list[str], mains: list[str], texts: dict[str, str],
+               program: str | None = None) -> tuple[str, str, list[str], str]:
+    """detect_build's answer without a build file: one nvcc line over the file defining main (the
+    one `program` names, else the first) and the .cu files defining kernels and no main, with -I for
+    the folders their quoted includes resolve from."""
+    mains = chosen_main(mains, program)
     cu = [f for f in kernel_files if f.endswith(".cu")]
     units = list(dict.fromkeys([*mains[:1], *(c for c in cu if c not in mains)]))
     notes = []
     if len(mains) > 1:
-        notes.append(f"several files define main() ({', '.join(mains)}); the build uses {mains[0]}")
+        notes.append(f"several files define main() ({', '.join(mains)}); the build uses {mains[0]}"
+                     + ("" if program else "; another: optimas init --program NAME (its file name)"))
     if not mains:
         notes.append("no .cu file defines main(): give the build command that links your program")
     extra = include_folders(texts, units or cu)

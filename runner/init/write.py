@@ -167,8 +167,11 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
     the build was seen to compile. `run_args` None: the user gave none (init may propose some)."""
     given, args = run_args is not None, run_args or ""
     several, every = inspect_programs(root) if not build else ([], [])
+    asked = _asked_program(root, program, several) if program and not build else None
     if several and not program:
         found = [(f.name, p, f.name) for f, p in several]
+    elif asked is not None:
+        found = [(name or asked[0].name, asked[1], name or asked[0].name)]
     else:
         found = [(name or root.resolve().name, inspect(root, build, program), name)]
     if out.exists() and not force:
@@ -184,6 +187,24 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
     atomic_write_text(out, text)
     said = write_compile_commands(out.parent / COMPILE_COMMANDS, root, every, force)
     return Written(specs, text, said)
+
+
+def _asked_program(root: Path, program: str, several: list[tuple[Found, Project]]) -> tuple[Found, Project] | None:
+    """The program `init --program NAME` asks for in a folder of standalone files (no build file):
+    by its name, its main file's name or stem; an error naming them where none is; None for a
+    make or CMake build (the build itself is asked: inspect)."""
+    several = [pair for pair in several if pair[0].kind == "nvcc"]
+
+    def names(f: Found) -> set[str]:
+        main = f.units[0] if f.units else ""
+        return {f.name, main, Path(main).name, Path(main).stem}
+
+    match = next((pair for pair in several if program in names(pair[0])), None)
+    if match is None and several:
+        raise ConfigError(root, [f"--program {program}: no such program here; the files defining main() with "
+                                 f"kernels are {', '.join(f.units[0] for f, _ in several)} (give one's name or "
+                                 "file name)"])
+    return match
 
 
 def _spec(root: Path, where: Path, project: Project, shown: str, name: str | None, run_args: str,
