@@ -148,3 +148,42 @@ def test_program_in_a_folder_of_one_program_with_kernels_names_the_files_definin
     r = run_cli("init", str(root), "--program", "bench")
     assert r.returncode == 0, r.stderr
     assert load_config(root / "optimas.yml").config.app.build.endswith("-o {exe} bench.cu")
+
+
+@needs_tools
+def test_program_names_a_binary_whose_target_is_named_otherwise(tmp_path: Path):
+    """`prefetch: prefetch.cu` writing `-o $@.out` (Learn-CUDA-Programming's unified memory
+    Makefile): each listed program builds its target and copies the .out; `--program prefetch` and
+    `--program prefetch.out` both do. A recipe that compiles an object then links (`callbacks:`,
+    cufft-callbacks): its binary is what it links, never the object."""
+    root = tmp_path / "unified"
+    root.mkdir()
+    (root / "Makefile").write_text("NVCC = nvcc\nTARGET = simple prefetch\nall: ${TARGET}\n"
+                                   "simple: simple.cu\n\t${NVCC} -o $@.out $<\n"
+                                   "prefetch: prefetch.cu\n\t${NVCC} -o $@.out $<\nclean:\n\trm -f *.out\n")
+    for i, stem in enumerate(("simple", "prefetch")):
+        (root / f"{stem}.cu").write_text(STANDALONE.format(kernel=f"k{i}", value=i))
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    config = root / "optimas.yml"
+    lc = load_config(config)
+    assert lc.program_names() == ["simple.out", "prefetch.out"]
+    assert "make -B prefetch NVCC=nvcc && cp prefetch.out {exe}" in lc.for_program("prefetch.out").config.app.build
+    assert all(_builds(config, name) for name in lc.program_names())
+    for asked in ("prefetch", "prefetch.out"):
+        r = run_cli("init", str(root), "--force", "--program", asked)
+        assert r.returncode == 0, r.stderr
+        assert "make -B prefetch NVCC=nvcc && cp prefetch.out {exe}" in load_config(config).config.app.build
+    assert _builds(config, None)
+    root = tmp_path / "callbacks"
+    root.mkdir()
+    (root / "Makefile").write_text("callbacks: cb.cu\n\tnvcc -dc -o cufft_cb.o -c cb.cu\n"
+                                   "\tnvcc -o cufft_cb cufft_cb.o\nclean:\n\trm -f cufft_cb *.o\n")
+    (root / "cb.cu").write_text(STANDALONE.format(kernel="k", value=1))
+    for asked in ((), ("--program", "cufft_cb"), ("--program", "callbacks")):
+        r = run_cli("init", str(root), "--force", *asked)
+        assert r.returncode == 0, r.stderr
+        assert "make -B callbacks && cp cufft_cb {exe}" in load_config(root / "optimas.yml").config.app.build, asked
+    assert _builds(root / "optimas.yml", None)
+    r = run_cli("init", str(root), "--force", "--program", "nosuch")
+    assert r.returncode != 0 and "--program nosuch: neither a target of the Makefile" in r.stderr

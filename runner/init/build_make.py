@@ -155,16 +155,32 @@ def _runs_nvcc(command: str) -> bool:
     return bool(command.split()) and command.split()[0].endswith("nvcc")
 
 
-def _program_target(makefile: Path, program: str, rules: dict[str, list[str]], run: make_db.DryRun | None
-                    ) -> tuple[str, str]:
+def _target_linking(made: str, rules: dict[str, list[str]], variables: dict[str, str]) -> str | None:
+    """The target of the Makefile's text whose recipe writes `made` with -o (`unified_prefetch:`,
+    `-o $@.out`, for unified_prefetch.out; `callbacks:` linking cufft_callbacks), None if none does."""
+    want = posixpath.normpath(made)
+    for target, recipe in rules.items():
+        outs = (o for line in recipe for o in re.findall(r"(?:^|\s)-o\s*(\S+)", expand(line, variables, target)))
+        if any(posixpath.normpath(o) == want for o in outs):
+            return target
+    return None
+
+
+def _program_target(makefile: Path, program: str, rules: dict[str, list[str]], variables: dict[str, str],
+                    run: make_db.DryRun | None) -> tuple[str, str]:
     """(the make target, the binary it makes) for `init --program NAME`: a target of the Makefile's
-    text, or a program make's dry run of the default goal links (by its path or its name)."""
+    text (the binary its recipe writes), or a program make's dry run of the default goal links (by
+    its path, its name or its name less a suffix: unified_prefetch for unified_prefetch.out), built
+    by the target whose recipe links it."""
     linked = run.programs if run is not None else []
     made = next((p for p in linked if program in (p, Path(p).name)), None)
     if made is not None:
-        return program if program in rules else made, made
+        return (program if program in rules else _target_linking(made, rules, variables) or made), made
     if program in rules:
-        return program, program
+        return program, binary_of(rules, variables, program, makefile.parent) or program
+    made = next((p for p in linked if Path(p).stem == program or Path(p).name.startswith(program + ".")), None)
+    if made is not None and (target := _target_linking(made, rules, variables)) is not None:
+        return target, made
     raise ConfigError(makefile, [f"--program {program}: neither a target of the Makefile nor a program its default "
                                  f"goal links ({', '.join(linked[:12]) or 'make links none'})"])
 
@@ -176,7 +192,7 @@ def _make_goal(makefile: Path, rules: dict[str, list[str]], needs: dict[str, lis
     through variables and pattern rules, what make's dry run links (one: its goal; several, a
     TARGETS list: the first, by itself)."""
     if program is not None:
-        return _program_target(makefile, program, rules, run)
+        return _program_target(makefile, program, rules, variables, run)
     target = first_target(rules, needs, variables)
     if target is not None:
         return target, None
@@ -188,7 +204,7 @@ def _make_goal(makefile: Path, rules: dict[str, list[str]], needs: dict[str, lis
             "see optimas init --help)"])
     if len(run.programs) == 1:
         return run.goal, run.programs[0]
-    return _program_target(makefile, run.programs[0], rules, run)
+    return _program_target(makefile, run.programs[0], rules, variables, run)
 
 
 def _programs_note(name: str, run: make_db.DryRun | None, built: str, program: str | None) -> list[str]:
@@ -199,6 +215,24 @@ def _programs_note(name: str, run: make_db.DryRun | None, built: str, program: s
     another = "" if program else "; another: optimas init --program NAME"
     return [f"{name}: make's default goal links {count_of(len(run.programs), 'program')} ({shown}); this config "
             f"builds {built}{another}"]
+
+
+def _nvcc_override(name: str, rules: dict[str, list[str]], variables: dict[str, str], run: make_db.DryRun | None
+                   ) -> tuple[str, list[str]]:
+    """make's command-line setting of the variable the recipes call nvcc by (` NVCC=nvcc`, "" if
+    none), and what init says of the architectures its nvcc lines (and make's dry run) ask for."""
+    calls = [(var, line) for lines in rules.values() for line in lines
+             if (var := nvcc_variable(line, variables)) is not None]
+    literal = [line for lines in rules.values() for line in lines
+               if re.match(r"(?:\S*/)?nvcc\s", expand(line, variables).lstrip("@-+ "))]
+    compiled = " ".join([*(expand(line, variables) for _, line in calls), *(expand(x, variables) for x in literal),
+                         *(c for c in (run.commands if run is not None else []) if _runs_nvcc(c))])
+    notes = _old_architecture_notes(name, compiled)
+    notes.append(f"{name}: every nvcc the build runs gets -arch={{arch}} {{lineinfo}} through NVCC_APPEND_FLAGS")
+    if not calls:
+        return "", notes
+    notes.append(f"{name}: nvcc is called through {calls[0][0]}; the build sets it to the nvcc on PATH")
+    return f" {calls[0][0]}=nvcc", notes
 
 
 def make_build(name: str, text: str, folder: Path, sub: str = "", program: str | None = None,
@@ -224,22 +258,12 @@ def make_build(name: str, text: str, folder: Path, sub: str = "", program: str |
     notes = [f"{name}: building target {target!r}" + (f", which makes {binary}" if binary else
                                                       "; check the name of the binary it makes")
              + (" (make's dry run, make -pnB, says so: the Makefile's text names it through variables and "
-                "pattern rules)" if asked else "")]
+                "pattern rules)" if asked and asked != binary_of(rules, variables, target, folder) else "")]
     notes += [] if listed else _programs_note(name, run, binary or target, program)
     notes += required_notes
     notes += _link_and_home_notes(name, text, rules, needs, variables, binary or target)
     if "EXTRA_NVCCFLAGS" in text:
         return f"sh -c '{make} EXTRA_NVCCFLAGS={{lineinfo}} && {copy}'", notes, run_args
-    calls = [(var, line) for lines in rules.values() for line in lines
-             if (var := nvcc_variable(line, variables)) is not None]
-    literal = [line for lines in rules.values() for line in lines
-               if re.match(r"(?:\S*/)?nvcc\s", expand(line, variables).lstrip("@-+ "))]
-    compiled = " ".join([*(expand(line, variables) for _, line in calls), *(expand(x, variables) for x in literal),
-                         *(c for c in (run.commands if run is not None else []) if _runs_nvcc(c))])
-    notes += _old_architecture_notes(name, compiled)
-    notes.append(f"{name}: every nvcc the build runs gets -arch={{arch}} {{lineinfo}} through NVCC_APPEND_FLAGS")
-    override = ""
-    if calls:
-        override = f" {calls[0][0]}=nvcc"
-        notes.append(f"{name}: nvcc is called through {calls[0][0]}; the build sets it to the nvcc on PATH")
+    override, nvcc_notes = _nvcc_override(name, rules, variables, run)
+    notes += nvcc_notes
     return f"sh -c 'NVCC_APPEND_FLAGS=\"-arch={{arch}} {{lineinfo}}\" {make}{override} && {copy}'", notes, run_args

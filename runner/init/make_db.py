@@ -22,7 +22,7 @@ from runner.base.progress import progress_for
 progress = progress_for("init")
 
 DRY_RUN_TIMEOUT_S = 60.0
-_NOT_PROGRAM = (".o", ".obj", ".a", ".so", ".lib", ".dll", ".ptx", ".cubin", ".fatbin", ".d", ".i", ".ii")
+NOT_PROGRAM = (".o", ".obj", ".a", ".so", ".lib", ".dll", ".ptx", ".cubin", ".fatbin", ".d", ".i", ".ii")
 COMPILERS = re.compile(r"(?:^|/)(?:nvcc|g\+\+|c\+\+|gcc|cc|clang\+\+|clang|icpx|mpicxx|mpicc|nvc\+\+)$")
 
 
@@ -50,7 +50,7 @@ def _linked(command: str) -> str | None:
     if not words or not COMPILERS.search(words[0]) or "-c" in words:
         return None
     out = output_of(words)
-    if out is None or out.endswith(_NOT_PROGRAM):
+    if out is None or out.endswith(NOT_PROGRAM):
         return None
     return out
 

@@ -9,6 +9,8 @@ import re
 import shlex
 from pathlib import Path
 
+from runner.init.make_db import NOT_PROGRAM
+
 _ASSIGNMENT = re.compile(r"^[ \t]*(?:override[ \t]+|export[ \t]+)?([A-Za-z_]\w*)[ \t]*"
                          r"(:{1,3}=|\?=|\+=|=)[ \t]*(.*?)[ \t]*$", re.M)
 
@@ -176,7 +178,8 @@ def binary_of(rules: dict[str, list[str]], variables: dict[str, str], target: st
     `all: bin/app`), four steps deep; through a recursive make (`cd sub; make`, `make -C sub`) into
     a subfolder's Makefile, two levels deep."""
     recipe = [expand(line, variables, target) for line in rules.get(target, [])]
-    found = next((o for line in recipe for o in re.findall(r"(?:^|\s)-o\s*(\S+)", line) if "$" not in o), None)
+    found = next((o for line in recipe for o in re.findall(r"(?:^|\s)-o\s*(\S+)", line)
+                  if "$" not in o and not o.endswith(NOT_PROGRAM)), None)  # an object is never the binary
     if found is None and needs is not None:
         todo, seen = [(t, 1) for t in _made_by(rules, needs, variables, target)], {target}
         while todo and found is None:
