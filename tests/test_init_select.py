@@ -187,3 +187,25 @@ def test_program_names_a_binary_whose_target_is_named_otherwise(tmp_path: Path):
     assert _builds(root / "optimas.yml", None)
     r = run_cli("init", str(root), "--force", "--program", "nosuch")
     assert r.returncode != 0 and "--program nosuch: neither a target of the Makefile" in r.stderr
+
+
+def test_program_where_cmake_cannot_configure_builds_that_target_or_names_the_targets(tmp_path: Path):
+    """CMake that does not configure here (a library it links is not found, as cuBLAS for
+    SGEMM_CUDA): init reads the targets from CMakeLists.txt's text, and `--program NAME` builds that
+    one, or is refused naming the executables."""
+    root = tmp_path / "sgemm"
+    root.mkdir()
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(sgemm LANGUAGES CXX CUDA)\n"
+        "find_library(MISSING_LIB optimas_no_such_library)\n"
+        "add_executable(sgemm sgemm.cu)\ntarget_link_libraries(sgemm ${MISSING_LIB})\n"
+        "add_executable(simplest_kernel simplest.cu)\n")
+    for i, stem in enumerate(("sgemm", "simplest")):
+        (root / f"{stem}.cu").write_text(STANDALONE.format(kernel=f"k{i}", value=i))
+    r = run_cli("init", str(root), "--program", "simplest_kernel")
+    assert r.returncode == 0, r.stderr
+    assert "--target simplest_kernel " in load_config(root / "optimas.yml").config.app.build
+    assert "building target 'simplest_kernel' (of sgemm, simplest_kernel; --program asks for it)" in r.stdout
+    r = run_cli("init", str(root), "--force", "--program", "nosuch")
+    assert r.returncode != 0 and "--program nosuch: CMakeLists.txt defines no executable of that name" in r.stderr
+    assert "its executables: sgemm, simplest_kernel" in r.stderr

@@ -209,8 +209,14 @@ def cmake_build_for(root: Path, kernel_files: list[str], parent: ParentTarget | 
             return asked
     if (found := cmake_text_target(root, kernel_files)) is not None:
         where, t, targets = found
+        if program is not None and program not in targets:
+            raise ConfigError(root, [f"--program {program}: {where} defines no executable of that name (CMake could "
+                                     f"not be asked: {asked}); its executables: {', '.join(targets)}"])
+        t = program or t
         build = cmake_build(".", t)
-        notes = [f"{where}: building target {t!r} (of {', '.join(targets)}), configured from the top "
+        notes = [f"{where}: building target {t!r} (of {', '.join(targets)}"
+                 + ("; --program asks for it" if program else "; another: optimas init --program NAME")
+                 + "), configured from the top "
                  "CMakeLists.txt. Architectures CMAKE_CUDA_ARCHITECTURES names are built beside -arch; "
                  "Optimas's builds drop those this CUDA no longer compiles"]
         notes += [f"CMakeLists.txt:{line}: the configuration stops unless {name} is set ({message!r}): add "
