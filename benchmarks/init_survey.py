@@ -8,10 +8,12 @@ Usage: python benchmarks/init_survey.py FOLDER... [--arch sm_90] [--out FILE.md]
        python benchmarks/init_survey.py --repos [--root /tmp/survey] [--only NAME] [--out FILE.md] [--json FILE]
 Each FOLDER gets an optimas.yml (replaced if there is one: run it on a copy of the programs).
 --repos surveys the repositories benchmarks/survey_repos.py lists, extracted under --root: every program init
-lists in each folder (make's or CMake's several programs, one `init --program NAME` each; a folder of
-standalone .cu files with a main each), through the CLI as a user runs it: `optimas init DIR [--program NAME]
---force`, then `optimas check-config --config DIR/optimas.yml --build` (which builds for sm_90: --arch is the
-folder mode's). Run it from a checkout that no one edits meanwhile (a `git archive` of a commit): every init is a
+lists in each folder, through the CLI as a user runs it. Where `optimas init DIR --force` writes one config
+listing several programs (`programs:`), each is built by `optimas check-config --config DIR/optimas.yml --build
+--program NAME`, and `optimas init DIR --program NAME --output ...` is checked to write the same build; where it
+writes one program, that is built (`check-config --build`), and each other program its notes name (make's or
+CMake's targets, files with a main) gets its own `init --program NAME` and build. Builds are for sm_90 (--arch
+is the folder mode's). Run it from a checkout that no one edits meanwhile (a `git archive` of a commit): every init is a
 new process that imports the runner afresh.
 """
 
@@ -68,7 +70,8 @@ def survey(folder: Path, arch: str) -> dict:
 _MAKE_PROGRAMS = re.compile(r"make's default goal links (\d+) programs \((.*?)\); this config builds")
 _CMAKE_PROGRAMS = re.compile(r"CMake's File API \(configured in a temporary folder\) lists (\d+) executables? with "
                              r"CUDA code \(compiled or linked\): (.*?)\. Building target")
-_CMAKE_TEXT = re.compile(r"CMakeLists\.txt: building target '[^']+' \(of (.*?)\), configured from the top")
+_CMAKE_TEXT = re.compile(r"CMakeLists\.txt: building target '[^']+' \(of ([^;)]*)(?:;[^)]*)?\), configured "
+                         r"from the top")
 _MAINS = re.compile(r"several files define main\(\) \((.*?)\); the build uses (\S+)")
 _ARGC = re.compile(r"main stops unless given (\d+) arguments?")
 _ARGS_FOUND = re.compile(r"the run arguments are the ones (.*?) gives?: (.*?) \(pass --args")
@@ -123,6 +126,7 @@ class Row:
     build_output: str = ""
     cause: str = ""  # one line: why it did not build (or was not configured)
     lacks: str = ""  # what the machine lacks, where that is the cause
+    program_option: str = ""  # what `init --program NAME` writes for a listed program (multi-program configs)
 
 
 def _run(cmd: list[str], timeout: int) -> tuple[int, str, str]:
@@ -182,23 +186,9 @@ def _all_programs(folder: Path, kind: str, shown: list[str], total: int) -> list
         return shown
 
 
-def _init_and_build(repo: str, root: Path, folder: str, program: str | None, arch: str) -> Row:
-    """init (with --program where given), then check-config --build of what it wrote."""
-    path = root / folder
-    cmd = [sys.executable, "-m", "runner.cli", "init", str(path), "--force"] + (["--program", program] if program
-                                                                                else [])
-    shown = "optimas init " + " ".join([folder, "--force"] + (["--program", program] if program else []))
-    row = Row(repo, folder, program or "", shown)
-    rc, out, err = _run(cmd, INIT_TIMEOUT_S)
-    row.init_notes = _notes(out)
-    if rc != 0:
-        row.init_error = (err.strip().splitlines() or [f"exit {rc}"])[-1][:400]
-        row.cause = "init refused: " + row.init_error[:300]
-        return row
-    row.configured = True
-    m = re.search(r"build by (.+)$", out, re.M)
-    row.kind = m.group(1).strip() if m else ""
-    app = yaml.safe_load((path / "optimas.yml").read_text())["app"]
+def _fill(row: Row, app: dict, notes: list[str]) -> None:
+    """A row's build, run arguments, sizes and argc figures from what init wrote (`app`) and said."""
+    row.init_notes = notes
     row.build = app.get("build", "")
     run = app.get("run", "")
     row.run_args = run.split(" ", 1)[1] if " " in run else ""
@@ -213,9 +203,13 @@ def _init_and_build(repo: str, root: Path, folder: str, program: str | None, arc
             row.refused_constants = [x.split(":")[0].strip() for x in m.group(1).split("; ")]
         if m := _SIZE_FLAG.search(note):
             row.args_from = row.args_from or f"size flag {m.group(1)}"
+
+
+def _check_build(row: Row, config: Path, program: str | None) -> None:
+    """check-config --build of one program of what init wrote: the pipeline's build."""
     t0 = time.monotonic()
-    rc, out, err = _run([sys.executable, "-m", "runner.cli", "check-config", "--config", str(path / "optimas.yml"),
-                         "--build"], BUILD_TIMEOUT_S)
+    rc, out, err = _run([sys.executable, "-m", "runner.cli", "check-config", "--config", str(config), "--build",
+                         *(["--program", program] if program else [])], BUILD_TIMEOUT_S)
     row.build_seconds = round(time.monotonic() - t0, 1)
     row.builds = rc == 0
     text = out + err
@@ -224,43 +218,111 @@ def _init_and_build(repo: str, root: Path, folder: str, program: str | None, arc
         row.cause = _first_error(text)
         # what the first error names (a CMake configure's NOTFOUND: the variables it lists after)
         row.lacks = _lacks(row.cause) or (_lacks(text) if row.cause.startswith("CMake Error") else "")
+
+
+def _init_and_build(repo: str, root: Path, folder: str, program: str | None, arch: str) -> Row:
+    """init (with --program where given), then check-config --build of what it wrote (one program)."""
+    path = root / folder
+    cmd = [sys.executable, "-m", "runner.cli", "init", str(path), "--force"] + (["--program", program] if program
+                                                                                else [])
+    shown = "optimas init " + " ".join([folder, "--force"] + (["--program", program] if program else []))
+    row = Row(repo, folder, program or "", shown)
+    rc, out, err = _run(cmd, INIT_TIMEOUT_S)
+    if rc != 0:
+        row.init_notes = _notes(out)
+        row.init_error = (err.strip().splitlines() or [f"exit {rc}"])[-1][:400]
+        row.cause = "init refused: " + row.init_error[:300]
+        return row
+    row.configured = True
+    m = re.search(r"build by (.+)$", out, re.M)
+    row.kind = m.group(1).strip() if m else ""
+    _fill(row, yaml.safe_load((path / "optimas.yml").read_text())["app"], _notes(out))
+    _check_build(row, path / "optimas.yml", None)
     return row
 
 
+def _notes_by_program(stdout: str) -> tuple[list[str], dict[str, list[str]]]:
+    """A multi-program init's notes: those for every program, and each program's own."""
+    common: list[str] = []
+    own: dict[str, list[str]] = {}
+    current = None
+    for line in stdout.splitlines():
+        if line.startswith("  check (every program): "):
+            common.append(line[len("  check (every program): "):].strip())
+        elif line.startswith("    check: ") and current is not None:
+            own[current].append(line[len("    check: "):].strip())
+        elif (m := re.match(r"  (\S+): \d+ kernels? ", line)) is not None:
+            current = m.group(1)
+            own[current] = []
+    return common, own
+
+
+def _program_option(root: Path, folder: str, name: str, build: str) -> str:
+    """What `init --program NAME` writes for a program a multi-program config lists: the same build,
+    another one, or init's error (written beside, then removed)."""
+    out = root / folder / ".optimas-survey-program.yml"
+    rc, _, err = _run([sys.executable, "-m", "runner.cli", "init", str(root / folder), "--force", "--program", name,
+                       "--output", str(out)], INIT_TIMEOUT_S)
+    try:
+        if rc != 0:
+            return "refused: " + (err.strip().splitlines() or [f"exit {rc}"])[-1][:200]
+        written = yaml.safe_load(out.read_text())["app"].get("build", "")
+        return "same build" if written == build else f"another build: {written}"
+    finally:
+        out.unlink(missing_ok=True)
+        (root / folder / "compile_commands.json").unlink(missing_ok=True)
+
+
+def _listed_rows(repo: str, root: Path, folder: str, out: str) -> list[Row]:
+    """Each program a multi-program config lists: its build by check-config --build --program, and
+    what `init --program NAME` writes for it."""
+    config = root / folder / "optimas.yml"
+    data = yaml.safe_load(config.read_text())
+    m = re.search(r"build by (.+)$", out, re.M)
+    common, own = _notes_by_program(out)
+    names = [p["name"] for p in data["programs"]]
+    rows = []
+    for entry in data["programs"]:
+        row = Row(repo, folder, entry["name"], f"optimas init {folder} --force", configured=True,
+                  kind=m.group(1).strip() if m else "", programs_listed=names)
+        _fill(row, {**data["app"], **entry}, common + own.get(entry["name"], []))
+        _check_build(row, config, entry["name"])
+        rows.append(row)
+    for row in rows:  # after the builds: init --program writes compile_commands.json beside the config
+        row.program_option = _program_option(root, folder, row.program, row.build)
+    return rows
+
+
 def survey_folder(repo: str, root: Path, folder: str, arch: str) -> list[Row]:
-    """Every program init lists in one folder: the default init, then `--program` for each other one."""
+    """Every program init lists in one folder: one config listing each (each built by itself, and
+    `init --program NAME` checked to write the same build), or the one program init writes."""
+    path = root / folder
+    rc, out, _ = _run([sys.executable, "-m", "runner.cli", "init", str(path), "--force"], INIT_TIMEOUT_S)
+    if rc == 0 and (yaml.safe_load((path / "optimas.yml").read_text()) or {}).get("programs"):
+        return _listed_rows(repo, root, folder, out)
     first = _init_and_build(repo, root, folder, None, arch)
     notes = " ".join(first.init_notes)
-    if m := _MAINS.search(notes):  # standalone .cu files: init builds the first; --program cannot pick another
-        mains = [x.strip() for x in m.group(1).split(", ")]
-        first.program = m.group(2)
-        first.programs_listed = mains
-        rows = [first]
-        for other in mains:
-            if other == m.group(2):
-                continue
-            rows.append(Row(repo, folder, other, f"optimas init {folder} --force --program {Path(other).stem}",
-                            cause="no config: init builds only the first file with main() of a folder; "
-                                  "--program is not read for an nvcc build"))
-        return rows
-    m = _MAKE_PROGRAMS.search(notes) or _CMAKE_PROGRAMS.search(notes)
-    if not m and (t := _CMAKE_TEXT.search(notes)) and ", " in t.group(1):  # CMake's text read: its targets
-        names = [x.strip() for x in t.group(1).split(", ")]
-        m = re.match(r"(\d+) (.*)", f"{len(names)} {t.group(1)}")
-    if not m or not first.configured:
+    listed: list[str] = []
+    if m := _MAINS.search(notes):  # standalone .cu files, one of them with kernels: --program picks another
+        listed, first.program = [x.strip() for x in m.group(1).split(", ")], m.group(2)
+    elif m := _MAKE_PROGRAMS.search(notes) or _CMAKE_PROGRAMS.search(notes):
+        listed = _all_programs(path, first.kind, _split_programs(m.group(2)), int(m.group(1)))
+    elif (t := _CMAKE_TEXT.search(notes)) and ", " in t.group(1):  # CMake's text read: its targets
+        listed = [x.strip() for x in t.group(1).split(", ")]
+    if not listed or not first.configured:
         made = re.search(r"building target '([^']+)'", notes)
         first.program = made.group(1) if made else Path(folder).name if folder != "." else repo.split("/")[1]
         return [first]
-    listed = _all_programs(root / folder, first.kind, _split_programs(m.group(2)), int(m.group(1)))
     first.programs_listed = listed
-    built = re.search(r"this config builds (\S+?)[;.]?(?:\s|$)|Building target '([^']+)'|building target '([^']+)' "
-                      r"\(of", notes)
-    first.program = next((g for g in built.groups() if g), listed[0]) if built else listed[0]
+    if not first.program:
+        built = re.search(r"this config builds (\S+?)[;.]?(?:\s|$)|Building target '([^']+)'|building target "
+                          r"'([^']+)' \(of", notes)
+        first.program = next((g for g in built.groups() if g), listed[0]) if built else listed[0]
     rows = [first]
     for p in listed:
         if p in (first.program, Path(first.program).name):
             continue
-        row = _init_and_build(repo, root, folder, p, arch)
+        row = _init_and_build(repo, root, folder, Path(p).name if p.endswith(".cu") else p, arch)
         row.programs_listed = listed
         rows.append(row)
     return rows
@@ -279,7 +341,8 @@ def _row_md(r: Row) -> str:
     argc = "" if r.argc_needs is None else (f"{r.argc_needs}: " + (f"from {r.args_from}" if r.args_from
                                                                      else "none found"))
     build = f"`{_cell(r.build)}`" if r.build else ""
-    return f"| {r.folder} | {r.program} | {r.kind} | {build} | {argc} | {sizes} | {verdict} |"
+    return (f"| {r.folder} | {r.program} | {r.kind} | {build} | {argc} | {sizes} | {verdict} | "
+            f"{_cell(r.program_option)} |")
 
 
 def summary(rows: list[Row]) -> dict:
@@ -327,8 +390,8 @@ def repos_report(found: dict[str, list[Row]]) -> str:
                     f"{s['constants_kept']} / {s['constants_refused']} | {s['size_arguments']} |")
         parts += [f"\n## {slug}\n", f"https://github.com/{slug} at {m.commit} ({m.date}); license: {m.license}. "
                   f"{m.note}.\n", "| folder | program | init's build | build command written | main's argc "
-                  "guard: arguments needed | sizes the counter runs vary | builds in the pipeline's copy |",
-                  "|---|---|---|---|---|---|---|", *(_row_md(r) for r in rows)]
+                  "guard: arguments needed | sizes the counter runs vary | builds in the pipeline's copy | "
+                  "`init --program NAME` writes |", "|---|---|---|---|---|---|---|---|", *(_row_md(r) for r in rows)]
     return "\n".join(head + parts) + "\n"
 
 
