@@ -116,3 +116,12 @@ def test_past_the_limit_the_most_recently_changed_programs_run_first(tmp_path: P
     assert name == "stencil" and "only 1 program run per pull request" in why
     chosen = select_programs(programs, changed, "sm_90", root, limit=1)  # no order told: the config's
     assert [lc.config.app.name for lc, _ in chosen.run] == ["stencil"]
+
+
+def test_a_changed_build_file_or_config_is_told_without_a_build(tmp_path: Path):
+    root = repository(tmp_path)
+    (root / "stencil" / "stencil.cu").write_text("this does not compile\n")  # a build would count every change
+    scope = pull_request_scope(load_config(root / ".optimas.yml"), ["stencil/Makefile", "stencil/stencil.cu",
+                                                                    "reduce/reduce.cu"], "sm_90", root)
+    assert scope.touched == ["stencil/Makefile", "stencil/stencil.cu"] and scope.compiled is None
+    assert "told without a build" in scope.why

@@ -84,6 +84,12 @@ def pull_request_scope(lc: LoadedConfig, changed: list[str], arch: str, root: Pa
     if not any(c == config or (_inside(c, folder) and not _DOCS.search(c)) for c in changed):
         return Scope(compiled=None, why=f"none of the {len(changed)} changed files is in {name}'s workspace "
                      f"({folder}) other than documentation, or is the config")
+    direct = [c for c in changed if c == config or _may_read(lc, c, root)]
+    if direct:  # its config, build files or data changed: it runs whatever code changed, no build needed
+        own = [c for c in changed if c not in direct and c.endswith(CODE_SUFFIXES)
+               and any(_inside(c, part) for part in _own_parts(lc, root))]
+        return Scope(touched=direct + own, why=f"{len(direct)} of the {len(changed)} changed files are {name}'s "
+                     "config, build files or data (told without a build)")
     files = program_files(lc, arch)
     if files is None:
         return Scope(touched=[c for c in changed if not _DOCS.search(c)],
