@@ -209,3 +209,21 @@ def test_program_where_cmake_cannot_configure_builds_that_target_or_names_the_ta
     r = run_cli("init", str(root), "--force", "--program", "nosuch")
     assert r.returncode != 0 and "--program nosuch: CMakeLists.txt defines no executable of that name" in r.stderr
     assert "its executables: sgemm, simplest_kernel" in r.stderr
+
+
+@needs_tools
+def test_a_default_goal_that_makes_its_folder_then_the_binary_by_sub_makes(tmp_path: Path):
+    """`all:` running `$(MAKE) dirs` (`if [ ! -d bin ] ; then mkdir bin ; fi`) then `$(MAKE)
+    $(BINARIES)` (code-samples' american-options): the program is bin/app, its folder made first;
+    `dirs` is never taken for the program."""
+    root = tmp_path / "options"
+    root.mkdir()
+    (root / "Makefile").write_text("NVCC = nvcc\nBINARIES = bin/app\nall:\n\t$(MAKE) dirs\n\t$(MAKE) $(BINARIES)\n\n"
+                                   "dirs:\n\tif [ ! -d bin ] ; then mkdir bin ; fi\n\n"
+                                   "bin/app: app.cu\n\t$(NVCC) -O3 -o $@ $<\n\nclean:\n\trm -rf bin\n")
+    (root / "app.cu").write_text(STANDALONE.format(kernel="k", value=1))
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    build = load_config(root / "optimas.yml").config.app.build
+    assert "make -B dirs bin/app NVCC=nvcc && cp bin/app {exe}" in build, build
+    assert _builds(root / "optimas.yml", None)

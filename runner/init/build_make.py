@@ -250,7 +250,7 @@ def make_build(name: str, text: str, folder: Path, sub: str = "", program: str |
     run = make_db.dry_run(folder, name.split("/")[-1])  # what make itself would link for its default goal
     target, asked = _make_goal(folder / name.split("/")[-1], rules, needs, variables, run, program)
     binary = asked or binary_of(rules, variables, target, folder, needs=needs)
-    goals = " ".join([*folder_goals(rules, needs), target])
+    goals = " ".join(dict.fromkeys([*folder_goals(rules, needs, variables), target]))
     settings, required_notes = _required_settings(name, make_required(text))
     make = (f"make -C {sub} -B {goals}" if sub else f"make -B {goals}") + settings
     copy = f"cp {sub + '/' if sub else ''}{binary or target} {{exe}}"

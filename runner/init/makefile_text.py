@@ -143,16 +143,24 @@ def _in_goal_order(rules: dict[str, list[str]], needs: dict[str, list[str]], rea
     return [t for t in real if not _makes_folders_only(rules[t])] + [t for t in real if _makes_folders_only(rules[t])]
 
 
-def folder_goals(rules: dict[str, list[str]], needs: dict[str, list[str]]) -> list[str]:
-    """The folders a phony default goal makes before the program (`all: builddir main`): the
-    program's recipe writes there, so a build of the program alone makes them first."""
+def folder_goals(rules: dict[str, list[str]], needs: dict[str, list[str]],
+                 variables: dict[str, str] | None = None) -> list[str]:
+    """The folders a phony default goal makes before the program (`all: builddir main`, or a recipe
+    `$(MAKE) dirs`): the program's recipe writes there, so a build of the program alone makes them
+    first."""
     goal = _default_goal(rules)
-    return [t for t in needs.get(goal, []) if goal in NOT_A_BINARY and _makes_folders_only(rules.get(t, []))]
+    if goal not in NOT_A_BINARY:
+        return []
+    return [t for t in _made_by(rules, needs, variables or {}, goal) if _makes_folders_only(rules.get(t, []))]
+
+
+# `mkdir -p obj`, or the shell's `if [ ! -d bin ] ; then mkdir bin ; fi`
+_MKDIR = re.compile(r"\s*[@-]*\s*(?:mkdir\b|if\s+\[\s*!\s*-d\s[^;]*\]\s*;\s*then\s+mkdir\b[^;]*;\s*fi\s*$)")
 
 
 def _makes_folders_only(recipe: list[str]) -> bool:
     """Whether a rule's recipe only creates folders (mkdir), so its target is no program."""
-    return bool(recipe) and all(re.match(r"\s*[@-]*\s*mkdir\b", line) for line in recipe)
+    return bool(recipe) and all(_MKDIR.match(line) for line in recipe)
 
 
 def makefile_in(folder: Path) -> Path | None:
