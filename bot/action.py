@@ -20,24 +20,24 @@ import secrets
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bot.github_client import token_author, token_client
-from bot.gpu_job import (
-    pipeline,
-    publish_outcome,
-    refuse_key_redirection,
-    repository_model_choices,
-    summary_text,
-    with_operator_model,
-)
-from bot.programs import not_run_outcome, programs_outcome, programs_to_run, run_each
-from bot.publish import Publisher, code_block
+from bot.outcome import Outcome, ProgramOutcome, ProgramsOutcome
+from bot.pipeline import pipeline
+from bot.policy import refuse_key_redirection, repository_model_choices, with_operator_model
+from bot.programs import programs_to_run, run_each
+from bot.publish import Publisher, code_block, publish_outcome
+from bot.summary import summary_text
 from runner.base.config import BACKENDS, DIAGNOSTICS, REPOSITORY_CONFIG, LoadedConfig
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.processes import child_environment
 from runner.base.redaction import describe, redact, register_secret
+
+if TYPE_CHECKING:
+    from runner.flows.optimize import Optimization
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +88,9 @@ def _comment_pull_request(event: dict, repo: str, pr: int, token: str, env: dict
     return {**event, "pull_request": {"number": pr, "head": {"sha": pull.head.sha, "repo": origin}}}, pull.head.sha
 
 
-def outputs(result, outcome: dict[str, Any]) -> dict[str, str]:
+def outputs(result: Optimization, outcome: Outcome) -> dict[str, str]:
     """The step's outputs: verdict, improvement and its interval, EAR scores, run id and folder."""
-    out = {"verdict": str(outcome["verdict"]), "run-id": result.run.id, "run-dir": str(result.run.path),
+    out = {"verdict": outcome.verdict, "run-id": result.run.id, "run-dir": str(result.run.path),
            "improvement": "", "ci-low": "", "ci-high": ""}
     if result.loop is not None:
         kept = next((it for it in result.loop.iterations if it.iteration == result.loop.best), None)
@@ -102,7 +102,7 @@ def outputs(result, outcome: dict[str, Any]) -> dict[str, str]:
         r = result.iteration.result.timing.result
         out["improvement"], out["ci-low"], out["ci-high"] = (f"{r.improvement:.6f}", f"{r.ci_low:.6f}",
                                                              f"{r.ci_high:.6f}")
-    ear = outcome.get("ear")
+    ear = outcome.ear if isinstance(outcome, ProgramOutcome) else None
     for name in ("coverage", "localization", "directional"):
         value = getattr(ear, name, None) if ear is not None else None
         out[f"ear-{name}"] = "" if value is None else f"{value:.4f}"
@@ -110,10 +110,10 @@ def outputs(result, outcome: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def policy_failure(fail_on: str, outcome: dict[str, Any], improved: bool) -> str | None:
+def policy_failure(fail_on: str, outcome: Outcome, improved: bool) -> str | None:
     """Why the step fails under the failure policy, or None. `improved`: a validated candidate is
     significantly faster (a closed loop kept one, or the one evaluated candidate's verdict)."""
-    verdict = str(outcome["verdict"])
+    verdict = outcome.verdict
     if fail_on in ("regression", "no-improvement") and verdict == "slower":
         return "the validated candidate is slower than the original (fail-on: regression)"
     if fail_on == "no-improvement" and not improved:
@@ -122,7 +122,7 @@ def policy_failure(fail_on: str, outcome: dict[str, Any], improved: bool) -> str
 
 
 def _run_programs(lc: LoadedConfig, program: str, pub: Publisher | None, workspace: Path, runs: Path,
-                  diagnostics: str | None) -> tuple[Any, dict[str, Any]]:
+                  diagnostics: str | None) -> tuple[Optimization | None, Outcome]:
     """The pipeline on the config's program, or, where it lists several, on the one the `program`
     input names, else on those whose files the pull request changes (GitHub lists them; at most
     programs_per_pull_request): the first program's result (None when none ran) and the outcome."""
@@ -134,16 +134,16 @@ def _run_programs(lc: LoadedConfig, program: str, pub: Publisher | None, workspa
                                     "files then choose)"])
     chosen, skipped, _ = programs_to_run(lc, pub.changed_paths(), workspace, pub.paths_newest_first)
     if not chosen:
-        return None, not_run_outcome(lc.program_names(), skipped)
-    results: list[Any] = []
+        return None, ProgramOutcome.not_run(lc.program_names(), skipped)
+    results: list[Optimization] = []
 
-    def run_one(one: LoadedConfig) -> dict[str, Any]:
+    def run_one(one: LoadedConfig) -> ProgramOutcome:
         result, outcome = pipeline(one, runs, diagnostics)
         results.append(result)
         return outcome
 
     outcomes = run_each(chosen, run_one, lambda: None)
-    return results[0], programs_outcome(outcomes, skipped)
+    return results[0], ProgramsOutcome.of(outcomes, skipped)
 
 
 def _write_lines(path: str | None, lines: list[str]) -> None:
@@ -175,12 +175,9 @@ def _checked_out_head(workspace: Path) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-def run(args: argparse.Namespace, env: dict[str, str]) -> int:
-    from runner.base.config import load_config, path_problems, semantic_problems
-
-    token = env.get("GITHUB_TOKEN", "")
-    if token:
-        register_secret(token)
+def _event(env: dict[str, str], token: str) -> tuple[int, str | None, str]:
+    """The workflow's pull request (a comment's, as GitHub has it now): its number, head (None:
+    not named) and repository; a fork's pull request is refused."""
     event_path = env.get("GITHUB_EVENT_PATH")
     if not event_path or not Path(event_path).is_file():
         raise ActionError("GITHUB_EVENT_PATH names no event file: run this inside a GitHub Actions workflow")
@@ -190,10 +187,14 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     if "pull_request" not in event:
         event, head = _comment_pull_request(event, repo, pr, token, env)
     refuse_fork(event, repo)
-    if args.publish and not token:
-        raise ActionError("publishing needs a token: pass `github-token` (the workflow's GITHUB_TOKEN by default), "
-                          "or set `publish: false`")
-    workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+    return pr, head, repo
+
+
+def _operator_config(args: argparse.Namespace, workspace: Path) -> tuple[LoadedConfig, list[str]]:
+    """The repository's config with the workflow's model (its own choices refused or replaced: those
+    replaced are returned), checked as a run needs it."""
+    from runner.base.config import load_config, path_problems, semantic_problems
+
     config = args.config if args.config.is_absolute() else workspace / args.config
     if not config.is_file():
         raise ConfigError(config, ["not found: the action's `config` input names the repository's Optimas config"])
@@ -204,14 +205,29 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     problems = semantic_problems(lc.config) + [p for one in lc.each_program() for p in path_problems(one)]
     if problems:
         raise ConfigError(config, problems)
+    return lc, ignored
 
-    pub = None
-    if args.publish:
-        # GitHub's pacing for writes, as the App keeps it (the tests' loopback server needs none)
-        pacing = {"seconds_between_writes": float(env.get("OPTIMAS_GITHUB_WRITE_INTERVAL_S", 1.0)),
-                  "seconds_between_requests": float(env.get("OPTIMAS_GITHUB_REQUEST_INTERVAL_S", 0.25))}
-        client = token_client(token, env.get("GITHUB_API_URL", "https://api.github.com"), **pacing)
-        pub = Publisher(client, repo, pr, author=token_author(client))
+
+def _publisher(env: dict[str, str], token: str, repo: str, pr: int) -> Publisher:
+    # GitHub's pacing for writes, as the App keeps it (the tests' loopback server needs none)
+    pacing = {"seconds_between_writes": float(env.get("OPTIMAS_GITHUB_WRITE_INTERVAL_S", 1.0)),
+              "seconds_between_requests": float(env.get("OPTIMAS_GITHUB_REQUEST_INTERVAL_S", 0.25))}
+    client = token_client(token, env.get("GITHUB_API_URL", "https://api.github.com"), **pacing)
+    return Publisher(client, repo, pr, author=token_author(client))
+
+
+def run(args: argparse.Namespace, env: dict[str, str]) -> int:
+    token = env.get("GITHUB_TOKEN", "")
+    if token:
+        register_secret(token)
+    pr, head, repo = _event(env, token)
+    if args.publish and not token:
+        raise ActionError("publishing needs a token: pass `github-token` (the workflow's GITHUB_TOKEN by default), "
+                          "or set `publish: false`")
+    workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+    lc, ignored = _operator_config(args, workspace)
+    pub = _publisher(env, token, repo, pr) if args.publish else None
+    if pub:
         head = head or pub.head_sha()
     analysed = _checked_out_head(workspace) or head or ""
     # one key per workflow run and attempt: a re-run gets a check run and review of its own
@@ -220,11 +236,13 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     try:
         result, outcome = _run_programs(lc, args.program, pub, workspace,
                                         Path(env.get("RUNNER_TEMP") or workspace) / "optimas-runs", args.diagnostics)
-        outcome["model_ignored"] = ignored
     except Exception as e:
         if pub and check is not None:
             pub.complete_check(check, "failure", "Optimas failed", code_block(describe(e)))
         raise
+    if isinstance(outcome, ProgramOutcome):
+        # several programs' summary shows the notes of their own outcomes, which these runs leave unset
+        outcome = replace(outcome, model_ignored=tuple(ignored))
     summary = summary_text(outcome, analysed, False)
     if pub:
         moved = head is not None and analysed != head
@@ -237,9 +255,15 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
         if pub:
             publish_outcome(pub, check, outcome, analysed, summary, run_key)
         _write_lines(env.get("GITHUB_STEP_SUMMARY"), [summary])
-        _write_lines(env.get("GITHUB_OUTPUT"), [f"verdict={outcome['verdict']}"])
+        _write_lines(env.get("GITHUB_OUTPUT"), [f"verdict={outcome.verdict}"])
         print(summary)
         return 0
+    return _report(args.fail_on, env, result, outcome, summary)
+
+
+def _report(fail_on: str, env: dict[str, str], result: Optimization, outcome: Outcome, summary: str) -> int:
+    """The job summary (with the evidence the model was shown), the step's outputs, and the exit
+    status under the failure policy (an error annotation where it fails)."""
     out = outputs(result, outcome)
     evidence = result.run.path / "analysis" / "diagnostics.md"
     # the evidence quotes the pull request's code (kernel names, source lines): shown as text
@@ -248,8 +272,8 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
     _write_lines(env.get("GITHUB_STEP_SUMMARY"), [summary, *details, "", f"Run folder: `{out['run-dir']}`"])
     _write_lines(env.get("GITHUB_OUTPUT"), [f"{k}={v}" for k, v in out.items()])
     print(summary)
-    improved = outcome["postable"] if result.loop is not None else outcome["verdict"] == "improvement"
-    failure = policy_failure(args.fail_on, outcome, improved)
+    improved = outcome.postable if result.loop is not None else outcome.verdict == "improvement"
+    failure = policy_failure(fail_on, outcome, improved)
     if failure:
         workflow_error(failure)
         return 1

@@ -16,14 +16,17 @@ import itertools
 import logging
 import re
 import time
-from typing import Any, Callable, ContextManager, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, TypeVar
 
 import requests
 from github import Github, GithubException
 
 from bot.github_client import GitHubApp
-from bot.review import MAX_BODY, truncate
+from bot.review import MAX_BODY, plan_review, review_body, truncate
 from runner.base.redaction import public
+
+if TYPE_CHECKING:
+    from bot.outcome import Outcome
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -241,3 +244,19 @@ class Publisher:
         issue = self.repo.get_issue(self.pr)
         return self._write(lambda: issue.create_comment(truncate(public_markdown(body), ROOM) + f"\n{tag}"),
                            lambda: self._comment_with(tag)).id
+
+
+def publish_outcome(pub: Publisher, check: int, outcome: Outcome, head_sha: str, summary: str, run_key: str,
+                    suggest: bool = True) -> int:
+    """One review with the outcome's suggestions (where it has any and `suggest`), the summary
+    comment, and the completed check run; returns how many suggestions were posted. Each write is
+    the publisher's, idempotent under a lost answer (keyed by `run_key`)."""
+    posted = 0
+    if outcome.postable and suggest:
+        comments, outside = plan_review(outcome.edits, pub.changed_files())
+        diff_outside = "\n".join(e.diff for e in outside)
+        pub.post_review(head_sha, review_body(outcome.headline, diff_outside), comments, run_key)
+        posted = len(comments)
+    pub.upsert_summary(summary)
+    pub.complete_check(check, "success" if outcome.postable else "neutral", outcome.headline, summary)
+    return posted

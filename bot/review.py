@@ -5,8 +5,13 @@ rest as a collapsible diff in the review body. Pure functions; publishing is els
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import unidiff
+
+if TYPE_CHECKING:
+    from bot.outcome import Edit
 
 MAX_BODY = 65_536
 TRUNCATED = "\n\n*(truncated: the full text is in the run's artifacts)*"
@@ -81,25 +86,25 @@ def suggestion_body(explanation: str, new_text: str) -> str | None:
     return (truncate(explanation, room) if len(explanation) > room else explanation) + block
 
 
-def plan_review(edits: list[dict], pr_patches: dict[str, str],
-                max_comments: int = MAX_REVIEW_COMMENTS) -> tuple[list[dict], list[dict]]:
+def plan_review(edits: Sequence[Edit], pr_patches: dict[str, str],
+                max_comments: int = MAX_REVIEW_COMMENTS) -> tuple[list[dict], list[Edit]]:
     """Split edits into review comments (inside the PR's diff) and the rest (outside it, too long
     for a comment, or past the first `max_comments`).
 
-    `edits`: dicts with file, start_line, end_line, new_text and explanation (line numbers of the
-    PR head's file). `pr_patches`: the PR's files by path, with their `patch`. A comment needs every
-    line of its range to be commentable; one line gets `line`, several get `start_line` and `line`.
+    `edits`: line numbers of the PR head's file. `pr_patches`: the PR's files by path, with their
+    `patch`. A comment needs every line of its range to be commentable; one line gets `line`,
+    several get `start_line` and `line`.
     """
     comments, outside = [], []
     allowed = {path: commentable_lines(p) for path, p in pr_patches.items() if p}
     for e in edits:
-        ok = allowed.get(e["file"], set())
-        span = range(e["start_line"], e["end_line"] + 1)
-        body = suggestion_body(e["explanation"], e["new_text"])
+        ok = allowed.get(e.file, set())
+        span = range(e.start_line, e.end_line + 1)
+        body = suggestion_body(e.explanation, e.new_text)
         if ok and all(n in ok for n in span) and body is not None and len(comments) < max_comments:
-            c = {"path": e["file"], "line": e["end_line"], "side": "RIGHT", "body": body}
-            if e["end_line"] > e["start_line"]:
-                c.update(start_line=e["start_line"], start_side="RIGHT")
+            c = {"path": e.file, "line": e.end_line, "side": "RIGHT", "body": body}
+            if e.end_line > e.start_line:
+                c.update(start_line=e.start_line, start_side="RIGHT")
             comments.append(c)
         else:
             outside.append(e)

@@ -15,8 +15,8 @@ from urllib.parse import urlparse
 from rq import Worker, get_current_job
 
 from bot.github_client import app_from_env
-from bot.gpu_job import runs_folder
 from bot.jobs import report_failure, settings
+from bot.keep import runs_folder
 from runner.base.redaction import install_log_redaction, register_env_secrets, register_host_path, register_secret
 
 

@@ -149,12 +149,13 @@ def test_the_failure_policy_reads_the_evaluations_own_verdicts():
     from typing import get_args
 
     from bot.action import policy_failure
+    from bot.outcome import ProgramOutcome
     from runner.evaluation.stage import EvaluationResult
 
     verdicts = get_args(EvaluationResult.model_fields["verdict"].annotation)
     assert "slower" in verdicts
     for verdict in verdicts:
-        outcome = {"verdict": verdict, "postable": verdict == "improvement"}
+        outcome = ProgramOutcome("evaluated", verdict, verdict, postable=verdict == "improvement")
         improved = verdict == "improvement"
         assert (policy_failure("regression", outcome, improved) is not None) == (verdict == "slower"), verdict
         assert (policy_failure("no-improvement", outcome, improved) is not None) == (verdict != "improvement")
@@ -188,15 +189,15 @@ def test_a_comment_or_review_planted_with_the_actions_markers_is_not_taken_for_i
         # no GPU here proves a candidate, so the action posted no review; a validated one (its outcome
         # as the evaluation gives it on a GPU) is published under the same run key past mallory's
         from bot.github_client import token_author, token_client
-        from bot.gpu_job import publish_outcome
-        from bot.publish import Publisher
+        from bot.outcome import Edit, ProgramOutcome
+        from bot.publish import Publisher, publish_outcome
 
         client = token_client(TOKEN, gh.url, seconds_between_writes=0, seconds_between_requests=0)
         pub = Publisher(client, "octo/probe", 2, author=token_author(client))
-        edit = {"file": "examples/h200-probe/probe_kernels.cu", "start_line": 31, "end_line": 31,
-                "new_text": "__global__ void matmul(const float* __restrict__ A, const float* B, float* C, int n){",
-                "explanation": "validated", "diff": ""}
-        outcome = {"verdict": "improvement", "postable": True, "edits": [edit], "headline": "Optimas: +10%"}
+        edit = Edit("examples/h200-probe/probe_kernels.cu", 31, 31,
+                    "__global__ void matmul(const float* __restrict__ A, const float* B, float* C, int n){",
+                    "validated")
+        outcome = ProgramOutcome("evaluated", "improvement", "Optimas: +10%", postable=True, edits=(edit,))
         check = pub.start_check(head, external_id="action-77-2")
         assert publish_outcome(pub, check, outcome, head, "summary", "action-77-2") == 1
         (review,) = [v for v in gh.reviews if v["user"]["login"] == "github-actions[bot]"]

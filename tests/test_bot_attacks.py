@@ -430,7 +430,7 @@ def test_a_tree_too_deep_to_check_fails_the_job_and_nothing_is_kept(tmp_path):
 
 
 def test_only_runs_are_kept_and_only_as_plain_files(tmp_path):
-    from bot.gpu_job import keep_runs
+    from bot.keep import keep_runs
 
     work, runs = tmp_path / "job" / "work" / "runs", tmp_path / "worker" / "runs"
     secret = tmp_path / "worker" / "secrets" / "app.pem"
@@ -476,12 +476,12 @@ def test_what_a_job_keeps_on_the_runs_volume_is_bounded(tmp_path, monkeypatch):
     """The code under test writes in its run folders: a file over the limit is left out, and once
     the job's budget is spent (bytes, and a cost per file and folder) its other runs are not kept
     (limits made smaller here)."""
-    from bot import gpu_job
-    from bot.gpu_job import keep_runs
+    from bot import keep
+    from bot.keep import keep_runs
 
-    monkeypatch.setattr(gpu_job, "KEEP_FILE_BYTES", 1000)
-    monkeypatch.setattr(gpu_job, "KEEP_JOB_BYTES", 3000)
-    monkeypatch.setattr(gpu_job, "ENTRY_BYTES", 10)
+    monkeypatch.setattr(keep, "KEEP_FILE_BYTES", 1000)
+    monkeypatch.setattr(keep, "KEEP_JOB_BYTES", 3000)
+    monkeypatch.setattr(keep, "ENTRY_BYTES", 10)
     work, runs = tmp_path / "job" / "work" / "runs", tmp_path / "worker" / "runs"
     made = []
     for n, size in enumerate((2000, 2000)):
@@ -616,16 +616,18 @@ def test_a_writers_push_runs_only_on_a_head_a_writer_approved(served, how):
 # What the pull request's code decides (kernel names, what it prints) is shown as code, never as Markdown.
 
 def test_names_and_output_from_the_pull_request_cannot_mention_or_link():
-    from bot.gpu_job import summary_text
+    from bot.outcome import ProgramOutcome
     from bot.publish import code_block, code_span
+    from bot.summary import summary_text
 
     evil = "matmul` @octo-org/everyone [sign in again](https://evil.example/login) `"
     span = code_span(evil)
     assert span.startswith("`` ") and span.endswith(" ``") and span.count("``") == 2
     block = code_block("ok\n```\n@octo-org/everyone ![x](https://evil.example/x.png)\n```")
     assert block.startswith("````text\n") and block.endswith("\n````")
-    text = summary_text({"headline": "No usable candidate", "details": "error near `x` @someone",
-                         "hot": [evil + "(int)"], "evidence": 3, "verdict": "no candidate", "run": "r1"}, HEAD, False)
+    text = summary_text(ProgramOutcome("no candidate", "no candidate", "No usable candidate",
+                                       details="error near `x` @someone", hot=(evil + "(int)",), evidence=3, run="r1"),
+                        HEAD, False)
     assert f"Hot kernels: {code_span(evil.split('(')[0])}" in text and "```text\nerror near `x` @someone\n```" in text
 
 
@@ -644,7 +646,10 @@ def test_the_model_s_words_the_programs_output_and_file_names_reach_the_pr_as_te
     """What the pull request controls (its program's output in the validation, its source lines in the
     evidence, file names) and what the model says (steerable by text in the pull request) are shown as
     code: no mention, image or link is live in the summary or a review comment (an attacker's pass)."""
-    from bot.gpu_job import recorded_outcome, summary_text
+    from dataclasses import replace
+
+    from bot.outcome import Compat, recorded_outcome
+    from bot.summary import summary_text
     from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
     from runner.base.config import load_config
     from runner.base.runstore import create_run
@@ -669,10 +674,10 @@ def test_the_model_s_words_the_programs_output_and_file_names_reach_the_pr_as_te
     result = Optimization("recorded", run, diag, {"k.cu": (app / "k.cu").read_text()},
                           iteration=Iteration(proposed, None, "no GPU here: " + EVIL))
     outcome = recorded_outcome(result, lc, app)
-    (comment,) = outcome["edits"]
-    assert EVIL.splitlines()[-1] in comment["explanation"] and _live_markdown(comment["explanation"]) == []
-    outcome.update(validation="default/seed 1: failed (exit 1: " + EVIL + ")", verdict=EVIL,
-                   compat=[{"header": "cuda_removed_api.h", "sources": ["a` " + EVIL + " `.cu"], "names": [EVIL]}])
+    (comment,) = outcome.edits
+    assert EVIL.splitlines()[-1] in comment.explanation and _live_markdown(comment.explanation) == []
+    outcome = replace(outcome, validation="default/seed 1: failed (exit 1: " + EVIL + ")", verdict=EVIL,
+                      compat=(Compat("cuda_removed_api.h", ("a` " + EVIL + " `.cu",), (EVIL,)),))
     text = summary_text(outcome, HEAD, False)
     assert "@octo-org/admins" in text and _live_markdown(text) == [], _live_markdown(text)
 
@@ -694,9 +699,10 @@ def test_hiding_the_hosts_paths_cannot_join_backticks_and_end_a_code_span_early(
     Markdown on the PR (an attacker's pass). Pieces are made public before they are fenced, a
     change of fences in the last pass shows the whole as code, and a cut keeps every fence."""
     from bot.github_client import app_from_env
-    from bot.gpu_job import summary_text
+    from bot.outcome import ProgramOutcome
     from bot.publish import Publisher, code_block, code_span, public_markdown
     from bot.review import MAX_BODY, truncate
+    from bot.summary import summary_text
 
     gh, conn, gpu = env
     link = "[Re-authorize Optimas](https://evil.example/login) ![px](https://evil.example/t.png) @octo-org/admins"
@@ -706,7 +712,7 @@ def test_hiding_the_hosts_paths_cannot_join_backticks_and_end_a_code_span_early(
     pub = Publisher.for_installation(app_from_env(), 1, GH_REPO, 2, author="optimas[bot]")
     body = f"**Optimas** (`S1`):\n\n{code_block(rationale)}\n\n```suggestion\n  a[0] = 2;\n```"
     pub.post_review(HEAD, "Optimas: +3%", [{"path": "k.cu", "line": 2, "side": "RIGHT", "body": body}], "run1")
-    pub.upsert_summary(summary_text({"headline": "h", "verdict": "v", "run": "r", "validation": printed}, HEAD, False))
+    pub.upsert_summary(summary_text(ProgramOutcome("evaluated", "v", "h", run="r", validation=printed), HEAD, False))
     stored = [gh.reviews[-1]["comments"][0]["body"], gh.comments[-1]["body"]]
     for text in stored:
         assert "evil.example" in text and "optimas-job" not in text and "optimas-candidate" not in text
@@ -728,15 +734,17 @@ def test_output_that_redaction_turns_into_a_key_header_hides_nothing_of_the_bots
     """Hiding a host path could join the halves of a private key's header that redaction had not
     seen as one; the summary's last pass then masked from there to its end, the verdict and the
     validation included (an attacker's second pass). public() now runs to a fixed point."""
-    from bot.gpu_job import summary_text
+    from bot.outcome import ProgramOutcome
     from bot.publish import public_markdown
+    from bot.summary import summary_text
     from runner.base.redaction import public
 
     printed = "-----BEGIN /w/optimas-job-abc/src/PRIVATE KEY-----"
     assert public(printed) == public(public(printed)) == "***"
-    text = public_markdown(summary_text({"headline": "No usable candidate", "details": "nvcc: error: " + printed,
-                                         "hot": ["k1"], "verdict": "validation failed", "evidence": 3, "run": "r1",
-                                         "validation": "FAILED on default/seed 1: outputs differ"}, HEAD, False))
+    text = public_markdown(summary_text(ProgramOutcome("no candidate", "validation failed", "No usable candidate",
+                                                       details="nvcc: error: " + printed, hot=("k1",), evidence=3,
+                                                       run="r1", validation="FAILED on default/seed 1: outputs differ"),
+                                        HEAD, False))
     assert "validation failed" in text and "outputs differ" in text and "PRIVATE KEY" not in text
     assert _rendered_live(text) == []
 
@@ -761,7 +769,8 @@ def test_a_link_the_code_puts_in_place_of_a_source_does_not_move_its_suggestion(
     """A suggestion goes on the file the edit was validated for: the pull request's code, run after
     the checkout was read, can put a link to victim.cu in place of k.cu, and the path resolved
     through it posted k.cu's edit on victim.cu's lines (an attacker's pass)."""
-    from bot.gpu_job import RepositoryConfigError, loop_edits, pr_path
+    from bot.outcome import loop_edits, pr_path
+    from bot.policy import RepositoryConfigError
     from bot.review import plan_review
 
     root = tmp_path / "src"
@@ -770,7 +779,7 @@ def test_a_link_the_code_puts_in_place_of_a_source_does_not_move_its_suggestion(
     (root / "victim.cu").write_text("int check_auth(User u) {\n  return verify(u);\n}\n")
     (root / "app" / "k.cu").symlink_to("../victim.cu")  # what the code left in place of k.cu
     edits = loop_edits({"k.cu": k}, {"k.cu": k.replace("a[0] = 1;", "a[0] = 2;")}, root / "app", root, "+12%")
-    assert [e["file"] for e in edits] == ["app/k.cu"]
+    assert [e.file for e in edits] == ["app/k.cu"]
     comments, _ = plan_review(edits, {"victim.cu": "@@ -1,3 +1,3 @@\n int check_auth(User u) {\n-  x\n+  y\n }",
                                       "app/k.cu": "@@ -1,3 +1,3 @@\n a\n-b\n+c\n d"})
     assert [c["path"] for c in comments] == ["app/k.cu"]
@@ -781,7 +790,7 @@ def test_a_link_the_code_puts_in_place_of_a_source_does_not_move_its_suggestion(
 def test_a_link_the_code_puts_in_place_of_the_working_folder_does_not_move_a_suggestion(tmp_path):
     """Nor a link in place of the config's `app.workdir` (kernels -> victim): the working folder
     is the config's, as written (an attacker's second pass)."""
-    from bot.gpu_job import recorded_outcome
+    from bot.outcome import recorded_outcome
     from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
     from runner.base.config import load_config
     from runner.base.runstore import create_run
@@ -807,7 +816,7 @@ def test_a_link_the_code_puts_in_place_of_the_working_folder_does_not_move_a_sug
                              proposal=Proposal(shape="structured", raw="", edits=[edit]))
     result = Optimization("recorded", create_run(tmp_path / "runs"), diag, {"k.cu": k},
                           iteration=Iteration(proposed, None, "no GPU here"))
-    assert [e["file"] for e in recorded_outcome(result, lc, root)["edits"]] == ["kernels/k.cu"]
+    assert [e.file for e in recorded_outcome(result, lc, root).edits] == ["kernels/k.cu"]
 
 
 # A reply from Redis that comes after the client's timeout: the retry must neither enqueue the job
@@ -924,7 +933,7 @@ def test_a_repository_config_may_name_nothing_outside_its_checkout_nor_a_tool_to
     """The worker itself (outside the sandbox) copies the workspace, reads sources, profiles and
     outputs, and runs nvcc to prepare the shim and the tracer: a repository's config naming the
     worker's secrets, or a program of its own as nvcc, is refused before any of that."""
-    from bot.gpu_job import RepositoryConfigError, refuse_worker_reach
+    from bot.policy import RepositoryConfigError, refuse_worker_reach
     from runner.base.config import load_config
 
     work = tmp_path / "job" / "work"
@@ -935,7 +944,7 @@ def test_a_repository_config_may_name_nothing_outside_its_checkout_nor_a_tool_to
 
 
 def test_a_repository_config_within_its_checkout_passes(tmp_path):
-    from bot.gpu_job import refuse_worker_reach
+    from bot.policy import refuse_worker_reach
     from runner.base.config import load_config
 
     work = tmp_path / "work"
@@ -1072,7 +1081,8 @@ def test_a_failed_runs_check_run_shows_the_build_error_as_code(monkeypatch, tmp_
 def test_a_compat_record_the_build_wrote_cannot_put_markdown_in_the_summary(tmp_path):
     """The compat record is a file the sandboxed build can write: a header or names that are not
     Optimas's own are dropped, and the header is shown as code all the same."""
-    from bot.gpu_job import summary_text
+    from bot.outcome import Compat, ProgramOutcome
+    from bot.summary import summary_text
     from runner.build.compiler import read_compat
 
     record = tmp_path / "compat.jsonl"
@@ -1085,8 +1095,8 @@ def test_a_compat_record_the_build_wrote_cannot_put_markdown_in_the_summary(tmp_
     )) + "\n")
     compat = read_compat(record)
     assert [c["header"] for c in compat] == ["cuda_legacy_warp.h"]
-    outcome = {"verdict": "no change", "postable": False, "edits": [], "run": "r", "headline": "no change",
-               "compat": compat + [{"header": evil, "names": ["__shfl_down"], "sources": [], "cwd": "."}]}
+    outcome = ProgramOutcome("no change", "no change", "no change", run="r",
+                             compat=(*map(Compat.from_record, compat), Compat(evil, (), ("__shfl_down",))))
     text = summary_text(outcome, "a" * 40, False)
     spans = re.sub(r"(`+).*?\1", "", text)
     assert "evil.example" not in spans and "@octo-org" not in spans

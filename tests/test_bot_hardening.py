@@ -363,13 +363,14 @@ def test_a_lost_review_answer_makes_no_second_review(env):
     """The review of a candidate a GPU proved (its outcome as the evaluation gives it there),
     published through the App's client with its answer lost: one review."""
     from bot.context import JobContext
-    from bot.gpu_job import publish_outcome
+    from bot.outcome import Edit, ProgramOutcome
+    from bot.publish import publish_outcome
 
     gh, conn, gpu = env
     gh.pr_files[2] = [{"filename": "k.cu", "status": "modified", "patch": "@@ -1,2 +1,3 @@\n a\n+b\n c"}]
     pub = JobContext.create(REPO, 1, 2, conn).publisher
-    edit = {"file": "k.cu", "start_line": 2, "end_line": 2, "new_text": "B", "explanation": "S1", "diff": ""}
-    outcome = {"verdict": "improvement", "postable": True, "edits": [edit], "headline": "Optimas: +10%"}
+    edit = Edit("k.cu", 2, 2, "B", "S1")
+    outcome = ProgramOutcome("evaluated", "improvement", "Optimas: +10%", postable=True, edits=(edit,))
     gh.lost_answers.append(("POST", r"/repos/.+/pulls/2/reviews"))
     check = pub.start_check(HEAD, "job-lost-review")
     assert publish_outcome(pub, check, outcome, HEAD, "summary", "job-lost-review") == 1
@@ -506,7 +507,7 @@ def test_a_non_writer_gets_one_reply_however_often_they_ask(env):
 
 
 def test_the_operators_model_applies_whatever_the_repository_names(tmp_path):
-    from bot.gpu_job import operator_model
+    from bot.policy import operator_model
     from bot.settings import SettingsError, WorkerSettings
     from runner.base.config import load_config
 
@@ -548,7 +549,7 @@ def test_the_operators_model_applies_whatever_the_repository_names(tmp_path):
                                       "OPTIMAS_LLM_BASE_URL": "https://llm.operator.example/v1"})
     assert operator_model(load_config(own), ws_url).config.llm.base_url == "https://llm.operator.example/v1"
     # a repository may not say where the operator's key goes, nor which of the worker's keys is sent
-    from bot.gpu_job import RepositoryConfigError
+    from bot.policy import RepositoryConfigError
 
     for extra in ("base_url: http://attacker.example/v1", "api_key_env: GEMINI_API_KEY"):
         steal = tmp_path / "steal.yml"
@@ -638,11 +639,12 @@ def test_a_summary_at_the_comment_limit_still_completes_the_check_run(env):
     summary of 65,536 (the pull request's output and kernel names make its length) still
     completes the check run, each cut to fit."""
     from bot.context import JobContext
-    from bot.gpu_job import publish_outcome
+    from bot.outcome import ProgramOutcome
+    from bot.publish import publish_outcome
 
     gh, conn, gpu = env
     pub = JobContext.create(REPO, 1, 2, conn).publisher
-    outcome = {"verdict": "not measured", "postable": False, "edits": [], "headline": "Optimas: not proven"}
+    outcome = ProgramOutcome("unproven", "not measured", "Optimas: not proven")
     check = pub.start_check(HEAD, "job-long-summary")
     summary = "\n".join(["x" * 99] * 655) + "\n" + "y" * (65_536 - 100 * 655)
     assert len(summary) == 65_536

@@ -404,7 +404,7 @@ def test_an_installation_has_at_most_its_share_of_gpu_runs_at_once(env):
 
 
 def test_a_repository_config_gets_at_most_the_operators_candidates_and_iterations(tmp_path):
-    from bot.gpu_job import operator_model
+    from bot.policy import operator_model
     from bot.settings import WorkerSettings
     from runner.base.config import load_config
 

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,9 @@ from markdown_it import MarkdownIt
 from test_bot_end_to_end import deliver_and_work
 from test_bot_programs import PROGRAMS, _changed, _ran, _remote, _summary
 
-from bot.programs import changed_texts, program_lines, programs_outcome
+from bot.outcome import Edit, ProgramOutcome, ProgramsOutcome
+from bot.programs import changed_texts
+from bot.summary import program_lines
 from runner.base.config import ConfigError, parse_config
 
 EVIL = "evil.example"
@@ -44,29 +47,28 @@ EVIL_NAMES = [f"apps/probe_b/x` @octocat ![p](https://{EVIL}/p.png) <img src=htt
 
 @pytest.mark.parametrize("evil", EVIL_NAMES)
 def test_a_changed_file_name_cannot_leave_its_code_span_in_a_programs_part(evil):
-    outcome = programs_outcome([("probe_b", {"verdict": "not measured", "postable": False, "edits": [],
-                                             "headline": "not measured", "changed": [evil]})], [])
+    outcome = ProgramsOutcome.of([("probe_b", ProgramOutcome("unproven", "not measured", "not measured",
+                                                              changed=(evil,)))], [])
     assert_inert("\n".join(program_lines(outcome, lambda o: [])))
 
 
 @pytest.mark.parametrize("evil", EVIL_NAMES)
 def test_an_overlapping_edits_file_name_stays_text(evil):
-    edit = {"file": evil, "start_line": 1, "end_line": 3, "diff": ""}
-    outcome = programs_outcome([(n, {"verdict": "improvement", "postable": True, "edits": [dict(edit)],
-                                     "headline": "faster"}) for n in ("probe_a", "probe_b")], [])
-    assert len(outcome["edits"]) == 1 and len(outcome["overlapping"]) == 1
+    edit = Edit(evil, 1, 3, "", "")
+    outcome = ProgramsOutcome.of([(n, ProgramOutcome("evaluated", "improvement", "faster", postable=True,
+                                                     edits=(edit,))) for n in ("probe_a", "probe_b")], [])
+    assert len(outcome.edits) == 1 and len(outcome.overlapping) == 1
     assert_inert("\n".join(program_lines(outcome, lambda o: [])))
 
 
 def test_a_skipped_programs_why_naming_a_pull_requests_folder_stays_text():
     """In the Action the config is the pull request's: a workspace folder's name is in the why."""
     why = f"none of the 1 changed files is in b's workspace (w @octocat ![x](https://{EVIL}/x.png)) other than"
-    outcome = programs_outcome([("probe_a", {"verdict": "not run", "postable": False, "edits": [],
-                                             "headline": "x"})], [("probe_b", why)])
+    outcome = ProgramsOutcome.of([("probe_a", ProgramOutcome("not run", "not run", "x"))], [("probe_b", why)])
     text = "\n".join(program_lines(outcome, lambda o: []))
     assert_inert(text)
     plain = "its files changed too, but only 1 program run per pull request (programs_per_pull_request)"
-    outcome["skipped"] = [("probe_b", plain)]
+    outcome = replace(outcome, skipped=(("probe_b", plain),))
     assert f"- `probe_b`: {plain}" in "\n".join(program_lines(outcome, lambda o: []))  # plain words stay plain
 
 

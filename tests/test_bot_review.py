@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+from bot.outcome import Edit, ProgramOutcome
 from bot.review import MAX_BODY, commentable_lines, fence_for, plan_review, review_body, suggestion_body
 
 
@@ -25,17 +26,17 @@ def test_commentable_lines_are_the_right_side_of_the_hunks():
 def test_edits_inside_the_diff_become_suggestions_the_rest_stay_outside():
     patches = {"k.cu": patch_of(BASE, HEAD)}
     edits = [
-        {"file": "k.cu", "start_line": 20, "end_line": 21, "new_text": "x\ny", "explanation": "S1: line 20"},
-        {"file": "k.cu", "start_line": 22, "end_line": 22, "new_text": "z", "explanation": "S2"},
-        {"file": "k.cu", "start_line": 5, "end_line": 5, "new_text": "w", "explanation": "far away"},
-        {"file": "other.cu", "start_line": 20, "end_line": 20, "new_text": "v", "explanation": "not in the PR"},
-        {"file": "k.cu", "start_line": 23, "end_line": 30, "new_text": "u", "explanation": "half inside"},
+        Edit("k.cu", 20, 21, "x\ny", "S1: line 20"),
+        Edit("k.cu", 22, 22, "z", "S2"),
+        Edit("k.cu", 5, 5, "w", "far away"),
+        Edit("other.cu", 20, 20, "v", "not in the PR"),
+        Edit("k.cu", 23, 30, "u", "half inside"),
     ]
     comments, outside = plan_review(edits, patches)
     assert comments[0] == {"path": "k.cu", "line": 21, "side": "RIGHT", "start_line": 20, "start_side": "RIGHT",
                            "body": "S1: line 20\n\n```suggestion\nx\ny\n```"}
     assert comments[1]["line"] == 22 and "start_line" not in comments[1]
-    assert [e["explanation"] for e in outside] == ["far away", "not in the PR", "half inside"]
+    assert [e.explanation for e in outside] == ["far away", "not in the PR", "half inside"]
 
 
 def test_code_with_backticks_gets_a_longer_fence():
@@ -53,9 +54,9 @@ def test_bodies_stay_within_the_limit_and_never_cut_a_suggestion():
     # Code that cannot fit a comment is no suggestion at all (a cut one, committed, deletes code).
     assert suggestion_body("e", "x" * MAX_BODY) is None
     patches = {"k.cu": patch_of(BASE, HEAD)}
-    edits = [{"file": "k.cu", "start_line": 20, "end_line": 20, "new_text": "x" * MAX_BODY, "explanation": "big"}]
+    edits = [Edit("k.cu", 20, 20, "x" * MAX_BODY, "big")]
     comments, outside = plan_review(edits, patches)
-    assert comments == [] and [e["explanation"] for e in outside] == ["big"]
+    assert comments == [] and [e.explanation for e in outside] == ["big"]
     text = review_body("summary", "-a\n+b")
     assert "<details><summary>Edits not posted as suggestions (outside this pull request's diff" in text
     assert "```diff\n-a\n+b\n```" in text
@@ -63,14 +64,13 @@ def test_bodies_stay_within_the_limit_and_never_cut_a_suggestion():
 
 def test_a_review_holds_at_most_max_comments_suggestions():
     patches = {"k.cu": patch_of(BASE, HEAD)}
-    edits = [{"file": "k.cu", "start_line": 20, "end_line": 20, "new_text": f"v{i}", "explanation": f"e{i}"}
-             for i in range(7)]
+    edits = [Edit("k.cu", 20, 20, f"v{i}", f"e{i}") for i in range(7)]
     comments, outside = plan_review(edits, patches, max_comments=5)
-    assert len(comments) == 5 and [e["explanation"] for e in outside] == ["e5", "e6"]
+    assert len(comments) == 5 and [e.explanation for e in outside] == ["e5", "e6"]
 
 
 def test_loop_edits_map_the_kept_candidate_onto_the_pr_heads_lines(tmp_path):
-    from bot.gpu_job import loop_edits
+    from bot.outcome import loop_edits
 
     root = tmp_path / "src"
     workdir = root / "app"
@@ -79,12 +79,12 @@ def test_loop_edits_map_the_kept_candidate_onto_the_pr_heads_lines(tmp_path):
     # two iterations' worth of changes: line 3 rewritten, a line inserted after 7
     final = {"k.cu": original["k.cu"].replace("line 3\n", "line three\n").replace("line 7\n", "line 7\nline 7b\n")}
     edits = loop_edits(original, final, workdir, root, "why")
-    assert [(e["file"], e["start_line"], e["end_line"], e["new_text"]) for e in edits] == [
+    assert [(e.file, e.start_line, e.end_line, e.new_text) for e in edits] == [
         ("app/k.cu", 3, 3, "line three"), ("app/k.cu", 7, 7, "line 7\nline 7b")]
 
 
 def test_an_edit_outside_the_diff_is_shown_as_a_unified_diff():
-    from bot.gpu_job import edit_diff
+    from bot.outcome import edit_diff
 
     d = edit_diff("app/k.cu", "a\nb\nc\n", 2, 2, "B\nB2")
     assert d.startswith("--- a/app/k.cu\n+++ b/app/k.cu\n@@ -1,3 +1,4 @@")
@@ -92,24 +92,25 @@ def test_an_edit_outside_the_diff_is_shown_as_a_unified_diff():
 
 
 def test_the_summary_links_the_runs_dashboard_page():
-    from bot.gpu_job import summary_text
+    from bot.summary import summary_text
 
-    outcome = {"verdict": "no change", "postable": False, "edits": [], "run": "20261205T000000Z-abc",
-               "headline": "no change"}
+    outcome = ProgramOutcome("no change", "no change", "no change", run="20261205T000000Z-abc")
     text = summary_text(outcome, "a" * 40, False, "https://optimas.example.org/dashboard/")
     assert "https://optimas.example.org/dashboard/runs/20261205T000000Z-abc" in text
     assert "dashboard" not in summary_text(outcome, "a" * 40, False, None)
 
 
 def test_the_summary_says_which_compatibility_header_went_into_which_file():
-    from bot.gpu_job import summary_text
+    from dataclasses import replace
 
-    outcome = {"verdict": "no change", "postable": False, "edits": [], "run": "r", "headline": "no change",
-               "compat": [{"header": "cuda_legacy_warp.h", "names": ["__shfl_down"], "sources": ["reduce.cu"],
-                           "cwd": "."}]}
+    from bot.outcome import Compat
+    from bot.summary import summary_text
+
+    outcome = ProgramOutcome("no change", "no change", "no change", run="r",
+                             compat=(Compat("cuda_legacy_warp.h", ("reduce.cu",), ("__shfl_down",)),))
     text = summary_text(outcome, "a" * 40, False)
     assert "`cuda_legacy_warp.h` pre-included into `reduce.cu`" in text and "`__shfl_down`" in text
-    assert "compatibility header" not in summary_text({**outcome, "compat": []}, "a" * 40, False)
-    dialect = {"header": "C++17", "names": ["-std=c++14"], "sources": ["Main.cu"], "cwd": "."}
-    text = summary_text({**outcome, "compat": [dialect]}, "a" * 40, False)
+    assert "compatibility header" not in summary_text(replace(outcome, compat=()), "a" * 40, False)
+    dialect = Compat("C++17", ("Main.cu",), ("-std=c++14",))
+    text = summary_text(replace(outcome, compat=(dialect,)), "a" * 40, False)
     assert "`Main.cu` compiled as C++17 where the build said `-std=c++14`" in text and "header `" not in text

@@ -423,7 +423,8 @@ def test_a_candidate_that_only_rounded_otherwise_is_told_why_that_happens():
 
 
 def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_measurements(tmp_path):
-    from bot.gpu_job import loop_outcome, summary_text
+    from bot.outcome import loop_outcome
+    from bot.summary import summary_text
     from runner.base.runstore import create_run
     from runner.evaluation.stage import evaluate
     from runner.flows.loop import IterationSummary, LoopResult
@@ -444,12 +445,12 @@ def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_
         best=1, cumulative_improvement=r.improvement, stopped_because="iteration 2: no usable candidate (x)")
     # the kept iteration's evaluation is shown; no kept sources given: nothing to suggest
     out = loop_outcome(Optimization("loop", run, _diag(), {}, loop=loop, shown=result), lc, tmp_path)
-    assert out["postable"] is False and out["edits"] == [] and out["run"] == run.id
-    assert out["per_config"][0] == (f"iteration 1: {result.verdict} {r.improvement:+.1%} ({r.ci_low:+.1%} to "
+    assert out.postable is False and out.edits == () and out.run == run.id
+    assert out.per_config[0] == (f"iteration 1: {result.verdict} {r.improvement:+.1%} ({r.ci_low:+.1%} to "
                                     f"{r.ci_high:+.1%}), directional consistency 0.50")
-    assert out["per_config"][1] == "iteration 2: no-candidate"
-    assert [line.split(":")[0] for line in out["per_config"][2:]] == ["iteration 1, small", "iteration 1, large"]
-    assert out["ear"].coverage == 1.0 and out["validation"] == result.validation.summary()
+    assert out.per_config[1] == "iteration 2: no-candidate"
+    assert [line.split(":")[0] for line in out.per_config[2:]] == ["iteration 1, small", "iteration 1, large"]
+    assert out.ear.coverage == 1.0 and out.validation == result.validation.summary()
     text = summary_text(out, "a" * 40, False)
     assert "iteration 1, large:" in text and "EAR: evidence coverage 1.00" in text and "Validation:" in text
 

@@ -238,7 +238,8 @@ def test_an_answer_that_proposes_no_change_is_a_result_not_a_failure(tmp_path: P
 
 
 def test_the_bot_posts_the_reasons_of_a_no_change_answer_instead_of_a_review(tmp_path: Path, monkeypatch):
-    from bot.gpu_job import recorded_outcome, summary_text
+    from bot.outcome import recorded_outcome
+    from bot.summary import summary_text
     from runner.analysis.stage import profile_inputs
     from runner.flows.optimize import optimize
 
@@ -247,7 +248,7 @@ def test_the_bot_posts_the_reasons_of_a_no_change_answer_instead_of_a_review(tmp
         lc = load_config(example_config(tmp_path, backend="openai", model="strong-model", base_url=f"{s.url}/v1"))
         result = optimize(lc, tmp_path / "runs", profile_inputs(lc))
     outcome = recorded_outcome(result, lc, REPO)
-    assert outcome["postable"] is False and outcome["edits"] == [] and outcome["verdict"] == "no change"
+    assert outcome.postable is False and outcome.edits == () and outcome.verdict == "no change"
     text = summary_text(outcome, "a" * 40, False)
     assert "No change proposed" in text
     assert "The model's reasons:\n```text\n- R1: triad runs at 91% of peak DRAM bandwidth" in text

@@ -79,7 +79,7 @@ def append_text(path: Path, text: str) -> None:
 
 # The App's GPU job: its run folders lie in the folder the sandboxed commands may write, so every
 # record the worker writes there is written a second time into a folder they cannot reach, at the
-# same path relative to it; what is kept of the runs is the records' copies (bot.gpu_job.keep_runs).
+# same path relative to it; what is kept of the runs is the records' copies (bot.keep.keep_runs).
 _COPIES: tuple[str, Path] | None = None
 _COPIES_LOCK = threading.Lock()
 
