@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.init.build_cmake import ParentTarget, cmake_build_for
+from runner.init.build_configure import configure_build, configure_top
 from runner.init.build_make import kernels_makefile, make_build
 from runner.init.build_nvcc import nvcc_build
 from runner.init.makefile_text import makefile_in, read_makefile
@@ -19,6 +20,8 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: d
     cmake = cmake_build_for(root, kernel_files, parent, program)
     if cmake is not None:
         return cmake
+    if (top := configure_top(root)) is not None:
+        return configure_build(root, top, program)
     if (mk := makefile_in(root)) is not None:
         return ("make", *make_build(mk.name, read_makefile(mk), root, program=program))
     if (mk := kernels_makefile(root, kernel_files)) is not None:

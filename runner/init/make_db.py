@@ -41,7 +41,7 @@ def output_of(words: list[str]) -> str | None:
     return out or next((w[2:] for w in words if w.startswith("-o") and len(w) > 2), None)
 
 
-def _linked(command: str) -> str | None:
+def linked(command: str) -> str | None:
     """The program a compiler command links (`nvcc -O3 -o vecadd vecadd.cu` -> vecadd), or None."""
     try:
         words = shlex.split(command)
@@ -55,18 +55,21 @@ def _linked(command: str) -> str | None:
     return out
 
 
-def dry_run(folder: Path, makefile: str = "Makefile", timeout_s: float = DRY_RUN_TIMEOUT_S) -> DryRun | None:
-    """make's dry run of the default goal in `folder` (None where make is missing or fails)."""
+def dry_run(folder: Path, makefile: str = "Makefile", timeout_s: float = DRY_RUN_TIMEOUT_S,
+            always: bool = True) -> DryRun | None:
+    """make's dry run of the default goal in `folder` (None where make is missing or fails);
+    `always` off: without -B (an automake Makefile's -B remakes the Makefile itself, and its
+    rule for that reruns configure even in a dry run)."""
     make = shutil.which("make")
     if make is None:
         return None
     progress(f"asking make what {makefile} builds (make -pnB: a dry run, no recipe runs)")
-    r = run_process([make, "-f", makefile, "-p", "-n", "-B"], cwd=folder, timeout_s=timeout_s, what="make",
-                    merge_stderr=False)
+    r = run_process([make, "-f", makefile, "-p", "-n", *(["-B"] if always else [])], cwd=folder,
+                    timeout_s=timeout_s, what="make", merge_stderr=False)
     if r.timed_out or r.returncode != 0:
         return None
     head, _, database = r.output.partition("\n# GNU Make")
     commands = [line.strip() for line in head.splitlines() if line.strip() and not line.startswith("make")]
     goal = re.search(r"^\.DEFAULT_GOAL :?= (\S+)", database, re.M)
-    programs = [p for c in commands if (p := _linked(c)) is not None]
+    programs = [p for c in commands if (p := linked(c)) is not None]
     return DryRun(goal.group(1) if goal else None, commands, list(dict.fromkeys(programs)))

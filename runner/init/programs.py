@@ -17,6 +17,7 @@ from pathlib import Path
 from runner.base.size_constants import included_closure
 from runner.init import cmake_api, make_db
 from runner.init.build_cmake import SAFE_WORD, cmake_build, codemodel
+from runner.init.build_configure import configure_top
 from runner.init.build_make import make_build
 from runner.init.build_nvcc import include_folders
 from runner.init.makefile_text import makefile_in, read_makefile
@@ -45,6 +46,8 @@ def discover(root: Path, mains: list[str], texts: dict[str, str]) -> list[Found]
     asked: then init reads the build's text as for one program)."""
     if (root / "CMakeLists.txt").is_file():
         return _cmake_programs(root)
+    if configure_top(root) is not None:
+        return []  # an autoconf project's folder: configure makes its Makefile (build_configure)
     if (mk := makefile_in(root)) is not None:
         return _make_programs(root, mk)
     if not walk(root, (), BUILD_FILES):

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from runner.init.build_cmake import CMAKE_SUBDIRECTORY, ParentTarget
+from runner.init.build_configure import configure_top
 from runner.init.makefile_text import INCLUDE_LINE, expand, make_variables, read_makefile
 from runner.init.sources import QUOTED_INCLUDE
 
@@ -59,6 +60,8 @@ def outside_reads(root: Path, texts: dict[str, str], build_files: list[Path],
         for inc in _INCLUDE_FLAG.findall(expanded):
             if "$" not in inc:
                 note(mk.parent, inc, f"{rel} compiles with -I{inc}")
+    if (conf := configure_top(root)) is not None and conf != top:
+        found.setdefault(conf, f"configure in {conf} makes this folder's Makefile (autoconf)")
     if parent is not None:
         found.setdefault(parent.top, f"the executable {parent.target!r} that links this folder's library "
                                      f"{parent.library!r} is built by the CMake project in {parent.top}")
