@@ -110,3 +110,55 @@ def test_configure_that_finds_no_usable_cuda_is_said_and_the_build_names_why(tmp
     ok, out = _builds(prog / "optimas.yml")
     assert not ok
     assert "configure found no usable CUDA (where init ran, its checks said no: cuNeeded in -lcublas)" in out
+
+
+# BabelStream's shape (survey defect 9): CMake stops unless MODEL names one of its models, and the
+# CUDA one's folder (src/cuda) holds the kernels; that model's .cmake requires the compiler and arch
+MODELS_CMAKE = """\
+cmake_minimum_required(VERSION 3.18)
+project(stream LANGUAGES CXX)
+macro(register_model NAME)
+  list(APPEND MODELS ${NAME})
+endmacro()
+macro(register_flag_required NAME DESCRIPTION)
+  if (NOT DEFINED ${NAME})
+    message(FATAL_ERROR "`${NAME}` is not set! (${DESCRIPTION})")
+  endif ()
+endmacro()
+register_model(serial)
+register_model(cuda)
+if (NOT DEFINED MODEL)
+    message(FATAL_ERROR "MODEL is unspecified, pick one from the available models")
+endif ()
+include(src/${MODEL}/model.cmake)
+"""
+CUDA_MODEL = """\
+register_flag_required(CMAKE_CUDA_COMPILER "Path to the CUDA nvcc compiler")
+register_flag_required(CUDA_ARCH "Nvidia architecture, will be passed in via `-arch=` (e.g `sm_70`) for nvcc")
+enable_language(CUDA)
+add_executable(cuda-stream src/cuda/stream.cu)
+"""
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("cmake")), reason="nvcc and cmake needed")
+def test_a_required_cmake_model_is_set_to_the_one_whose_folder_holds_the_kernels(tmp_path: Path):
+    """MODEL unset stops CMake; the kernels are in src/cuda and CMakeLists.txt names `cuda` among its
+    models: init configures with -DMODEL=cuda (and the compiler and arch that model's .cmake requires),
+    through the File API, says so, and the build it writes builds."""
+    root = tmp_path / "stream"
+    (root / "src" / "cuda").mkdir(parents=True)
+    (root / "src" / "serial").mkdir(parents=True)
+    (root / "CMakeLists.txt").write_text(MODELS_CMAKE)
+    (root / "src" / "cuda" / "model.cmake").write_text(CUDA_MODEL)
+    (root / "src" / "cuda" / "stream.cu").write_text(VADD)
+    (root / "src" / "serial" / "model.cmake").write_text("add_executable(serial-stream src/serial/stream.cpp)\n")
+    (root / "src" / "serial" / "stream.cpp").write_text("int main() { return 0; }\n")
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    assert "the build sets -DMODEL=cuda: the CUDA kernels are in a folder cuda/" in r.stdout
+    assert "CMake's File API (configured in a temporary folder) lists 1 executable" in r.stdout
+    build = load_config(root / "optimas.yml").config.app.build
+    assert "-DMODEL=cuda -DCMAKE_CUDA_COMPILER=nvcc -DCUDA_ARCH={arch}" in build
+    assert "--target cuda-stream" in build
+    ok, out = _builds(root / "optimas.yml")
+    assert ok, out

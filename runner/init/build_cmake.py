@@ -36,6 +36,56 @@ def cmake_required(cmakelists: Path) -> list[tuple[str, int, str]]:
     return [(m.group(1), text.count("\n", 0, m.start()) + 1, m.group(2)[:120]) for m in _CMAKE_REQUIRED.finditer(text)]
 
 
+def evident_values(root: Path) -> tuple[dict[str, str], list[str]]:
+    """Values for the variables CMakeLists.txt refuses to configure without, where the sources make
+    one evident: the name of the folder holding the CUDA kernels (BabelStream's src/cuda for
+    MODEL, among models the CMakeLists names: register_model(cuda ...)), where CMakeLists.txt names
+    it as a word; one with "cuda" in it first. With a note on each."""
+    top = root / "CMakeLists.txt"
+    required = cmake_required(top) if top.is_file() else []
+    if not required:
+        return {}, []
+    text = top.read_text(errors="replace")
+    folders: list[str] = []
+    for cu in sorted(root.rglob("*.cu")):
+        rel = cu.relative_to(root)
+        if len(rel.parts) > 5 or any(p.startswith(".") for p in rel.parts):
+            continue
+        if "__global__" in cu.read_text(errors="replace"):
+            folders += [p for p in rel.parts[:-1] if p not in folders]
+    named = [f for f in folders if re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)]
+    named.sort(key=lambda f: "cuda" not in f.lower())
+    values: dict[str, str] = {}
+    notes: list[str] = []
+    for name, line, message in required:
+        if named and (len(named) == 1 or "cuda" in named[0].lower()):
+            values[name] = named[0]
+            notes.append(f"CMakeLists.txt:{line}: the configuration stops unless {name} is set ({message!r}); the "
+                         f"build sets -D{name}={named[0]}: the CUDA kernels are in a folder {named[0]}/, a name "
+                         "CMakeLists.txt gives as one of its choices (change it in app.build for another)")
+            _model_flags(root, named[0], values, notes)
+    return values, notes
+
+
+_FLAG_REQUIRED = re.compile(r"(?i)\bregister_flag_required\s*\(\s*(\w+)\s+\"([^\"]*)\"")
+
+
+def _model_flags(root: Path, folder: str, values: dict[str, str], notes: list[str]) -> None:
+    """The flags the chosen model's own .cmake files require (BabelStream's
+    `register_flag_required(CMAKE_CUDA_COMPILER ...)` and CUDA_ARCH in src/cuda/model.cmake): the nvcc on
+    PATH, and {arch}."""
+    own = (p for p in root.rglob("*.cmake") if p.parent.name == folder and len(p.parts) - len(root.parts) <= 4)
+    for mf in sorted(own):
+        for name, why in _FLAG_REQUIRED.findall(mf.read_text(errors="replace")):
+            value = ("nvcc" if name == "CMAKE_CUDA_COMPILER" else
+                     "{arch}" if "ARCH" in name.upper() and re.search(r"(?i)nvidia|sm_|-arch", why) else None)
+            if value is None or name in values:
+                continue
+            values[name] = value
+            notes.append(f"{mf.relative_to(root).as_posix()} requires {name} ({why[:80]!r}): the build sets "
+                         f"-D{name}={value}")
+
+
 def cmake_text_target(root: Path, kernel_files: list[str]) -> tuple[str, str, list[str]] | None:
     """(the CMakeLists.txt, relative to root, that defines it; the executable target to build; all
     that file's targets) from the top CMakeLists.txt, or from one it reaches by add_subdirectory
@@ -124,14 +174,15 @@ def parent_cmake_target(root: Path) -> ParentTarget | None:
     return None
 
 
-def cmake_build(source: str, target: str, artifact: str | None = None) -> str:
+def cmake_build(source: str, target: str, artifact: str | None = None, defines: dict[str, str] | None = None) -> str:
     """The build command for a CMake target: configured from `source` outside the tree with
     -arch={arch} {lineinfo}, the binary copied from `artifact` (its path in the build folder, as
     CMake's File API gives it), else found by name in the build folder (CMAKE_RUNTIME_OUTPUT_DIRECTORY
     or a subfolder's target puts it elsewhere than the top of the build folder)."""
     made = (f"{{exe}}.build/{artifact}" if artifact else
             f"\"$(find {{exe}}.build -name {target} -type f -perm -u+x | head -n 1)\"")
-    return (f"sh -c 'cmake -S {source} -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release "
+    given = "".join(f" -D{k}={v}" for k, v in (defines or {}).items())
+    return (f"sh -c 'cmake -S {source} -B {{exe}}.build -DCMAKE_BUILD_TYPE=Release{given} "
             f"\"-DCMAKE_CUDA_FLAGS=-arch={{arch}} {{lineinfo}}\" >/dev/null && "
             f"cmake --build {{exe}}.build --target {target} -j && cp {made} {{exe}}'")
 
@@ -149,7 +200,9 @@ def codemodel(root: Path) -> cmake_api.CodeModel:
     key = root.resolve()
     if key not in _configured:
         try:
-            _configured[key] = cmake_api.configure(root, {"CMAKE_EXPORT_COMPILE_COMMANDS": "ON"})
+            given = {k: v.replace("{arch}", "sm_90") for k, v in evident_values(root)[0].items()}
+            defines = {"CMAKE_EXPORT_COMPILE_COMMANDS": "ON", **given}
+            _configured[key] = cmake_api.configure(root, defines)
         except cmake_api.CMakeUnavailable as e:
             _configured[key] = e
     found = _configured[key]
@@ -184,7 +237,8 @@ def cmake_asked(root: Path, kernel_files: list[str], program: str | None = None
              f"Building target {target.name!r} ({target.folder}/CMakeLists.txt)"
              + (", as --program asks" if program else ", which compiles or links the most kernel files; another: "
                 "optimas init --program NAME")]
-    return "cmake", cmake_build(".", target.name, target.artifact), notes, ""
+    values, value_notes = evident_values(root)
+    return "cmake", cmake_build(".", target.name, target.artifact, values), notes + value_notes, ""
 
 
 def cmake_build_for(root: Path, kernel_files: list[str], parent: ParentTarget | None = None,

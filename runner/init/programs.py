@@ -16,7 +16,7 @@ from pathlib import Path
 
 from runner.base.size_constants import included_closure
 from runner.init import cmake_api, make_db
-from runner.init.build_cmake import SAFE_WORD, cmake_build, codemodel
+from runner.init.build_cmake import SAFE_WORD, cmake_build, codemodel, evident_values
 from runner.init.build_configure import configure_top
 from runner.init.build_make import make_build
 from runner.init.build_nvcc import include_folders
@@ -87,7 +87,8 @@ def _cmake_programs(root: Path) -> list[Found]:
                 f"{', '.join(units[:4])}{' ...' if len(units) > 4 else ''}")
         commands = [_cmake_entry(c, model.source, build_top) for c in model.compile_commands
                     if f"/CMakeFiles/{t.name}.dir/" in "/" + _cmake_output(c, build_top)]
-        out.append(Found(name, cmake_build(".", t.name, t.artifact), "cmake", units, [note], commands))
+        build = cmake_build(".", t.name, t.artifact, evident_values(root)[0])
+        out.append(Found(name, build, "cmake", units, [note], commands))
     return out
 
 
