@@ -100,6 +100,41 @@ _LACKS = [
     (re.compile(r"\bpgc|nvc\+\+|-acc\b"), "an OpenACC compiler (not installed)"),
 ]
 
+# what CUDA 13 removed (the build needs an older CUDA): the compiler's first error names it
+_OLD_CUDA = [
+    (re.compile(r"cudaDeviceProp.{0,3} has no member named .(\w+)|\"(\w+)\" is not a member of \"cudaDeviceProp"),
+     "cudaDeviceProp::{} (removed in CUDA 13)"),
+    (re.compile(r"calling a __host__ function\(\"(cudaDeviceSynchronize)\"\) from a __global__"),
+     "device-side {} (removed in CUDA 12)"),
+    (re.compile(r"(nvToolsExt\.h): No such file"), "NVTX 2's {} (removed in CUDA 12.9)"),
+    (re.compile(r"identifier \"(cudaThreadSynchronize|cudaMemcpyToArray|cudaBindTexture\w*|cudaUnbindTexture)\" is "
+                r"undefined"), "{} (removed by CUDA 13)"),
+]
+# an exercise whose blanks are the point: the file the error is in holds FIXME where code goes
+_FIXME = re.compile(r"\bFIXME\b")
+_ERROR_FILE = re.compile(r"([\w./-]+\.(?:cu|cuh|cpp|h))[(:]")
+
+
+def _older_cuda(cause: str) -> str:
+    for pat, what in _OLD_CUDA:
+        if m := pat.search(cause):
+            return "an older CUDA: " + what.format(next(g for g in m.groups() if g))
+    return ""
+
+
+def _fixme_blanks(folder: Path, program: str, cause: str) -> str:
+    """Where the file the build fails in (or the program's own .cu) holds FIXME blanks: what to say."""
+    m = _ERROR_FILE.search(cause)
+    names = [m.group(1)] if m else []
+    names.append(Path(program).stem + ".cu")
+    for name in names:
+        f = folder / name
+        if f.is_file() and (n := len(_FIXME.findall(f.read_text(errors="replace")))):
+            answers = sorted(p.name for p in f.parent.glob(f"{f.stem}*solution*"))
+            return (f"an exercise: {name} holds {n} FIXME blanks to fill in"
+                    + (f" (the answer: {', '.join(answers)})" if answers else ""))
+    return ""
+
 
 @dataclass
 class Row:
@@ -125,7 +160,8 @@ class Row:
     build_seconds: float = 0.0
     build_output: str = ""
     cause: str = ""  # one line: why it did not build (or was not configured)
-    lacks: str = ""  # what the machine lacks, where that is the cause
+    lacks: str = ""  # what the machine lacks, where that is the cause (an older CUDA too)
+    upstream: str = ""  # why the upstream source does not compile as written (an exercise's FIXME blanks)
     program_option: str = ""  # what `init --program NAME` writes for a listed program (multi-program configs)
 
 
@@ -217,7 +253,10 @@ def _check_build(row: Row, config: Path, program: str | None) -> None:
     if rc:
         row.cause = _first_error(text)
         # what the first error names (a CMake configure's NOTFOUND: the variables it lists after)
-        row.lacks = _lacks(row.cause) or (_lacks(text) if row.cause.startswith("CMake Error") else "")
+        row.lacks = (_lacks(row.cause) or (_lacks(text) if row.cause.startswith("CMake Error") else "")
+                     or _older_cuda(row.cause))
+        if not row.lacks:
+            row.upstream = _fixme_blanks(config.parent, row.program, row.cause)
 
 
 def _init_and_build(repo: str, root: Path, folder: str, program: str | None, arch: str) -> Row:
@@ -334,6 +373,8 @@ def _cell(s: str) -> str:
 
 def _row_md(r: Row) -> str:
     verdict = ("yes" if r.builds else f"no: {_cell(r.cause)}" if r.configured else _cell(r.cause))
+    if not r.builds and (r.lacks or r.upstream):
+        verdict += f" ({'needs ' + r.lacks if r.lacks else _cell(r.upstream)})"
     sizes = (f"arguments: {', '.join(r.size_arguments)}" if r.size_arguments else
              f"constants: {', '.join(r.size_constants)}" if r.size_constants else "none")
     if r.refused_constants:
@@ -350,6 +391,7 @@ def summary(rows: list[Row]) -> dict:
     conf = [r for r in rows if r.configured]
     return {"programs": len(rows), "configs": len(conf), "builds": sum(bool(r.builds) for r in conf),
             "lacks": sum(bool(r.lacks) for r in rows if not r.builds),
+            "upstream": sum(bool(r.upstream) for r in rows if not r.builds and not r.lacks),
             "argc": sum(r.argc_needs is not None for r in conf),
             "argc_args_found": sum(r.argc_needs is not None and bool(r.args_from) for r in conf),
             "constants_kept": sum(len(r.size_constants) for r in conf),
@@ -373,20 +415,29 @@ def survey_repos(root: Path, arch: str, only: str | None, jobs: int) -> dict[str
     return out
 
 
+def _share(s: dict) -> str:
+    """Builds passing of the programs whose build needs nothing the machine lacks (and whose upstream
+    source compiles as written)."""
+    n = s["programs"] - s["lacks"] - s["upstream"]
+    return f"{s['builds']} of {n}" + (f" ({100 * s['builds'] / n:.0f} %)" if n else "")
+
+
 def repos_report(found: dict[str, list[Row]]) -> str:
     """The Markdown tables: the per-repository figures, then every program."""
     from survey_repos import SURVEY  # noqa: PLC0415
 
     meta = {r.slug: r for r in SURVEY}
     head = ["| repository | commit | programs found | configs written | builds passing | fails for what the machine "
-            "lacks | runs needing arguments (args found) | size constants kept / refused | programs with size "
-            "arguments |", "|---|---|---|---|---|---|---|---|---|"]
+            "lacks (an older CUDA included) | upstream source does not compile as written (exercise blanks) | "
+            "builds passing of those needing nothing lacking | runs needing arguments (args found) | size constants "
+            "kept / refused | programs with size arguments |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     parts = []
     for slug, rows in found.items():
         s = summary(rows)
         m = meta[slug]
         head.append(f"| [{slug}](https://github.com/{slug}) | {m.commit[:10]} ({m.date}) | {s['programs']} | "
-                    f"{s['configs']} | {s['builds']} | {s['lacks']} | {s['argc']} ({s['argc_args_found']}) | "
+                    f"{s['configs']} | {s['builds']} | {s['lacks']} | {s['upstream']} | {_share(s)} | "
+                    f"{s['argc']} ({s['argc_args_found']}) | "
                     f"{s['constants_kept']} / {s['constants_refused']} | {s['size_arguments']} |")
         parts += [f"\n## {slug}\n", f"https://github.com/{slug} at {m.commit} ({m.date}); license: {m.license}. "
                   f"{m.note}.\n", "| folder | program | init's build | build command written | main's argc "
