@@ -106,7 +106,7 @@ _OLD_CUDA = [
      "cudaDeviceProp::{} (removed in CUDA 13)"),
     (re.compile(r"calling a __host__ function\(\"(cudaDeviceSynchronize)\"\) from a __global__"),
      "device-side {} (removed in CUDA 12)"),
-    (re.compile(r"(nvToolsExt\.h): No such file"), "NVTX 2's {} (removed in CUDA 12.9)"),
+    (re.compile(r"(nvToolsExt\.h): No such file"), "NVTX 2's {} (removed in CUDA 13)"),
     (re.compile(r"identifier \"(cudaThreadSynchronize|cudaMemcpyToArray|cudaBindTexture\w*|cudaUnbindTexture)\" is "
                 r"undefined"), "{} (removed by CUDA 13)"),
 ]
