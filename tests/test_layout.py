@@ -1,6 +1,8 @@
-"""The package layout's import rule, checked as CI checks everything: the stages as ordered layers
-(base <- tracing <- build <- profiles <- analysis <- profiling <- proposal <- evaluation <- flows <-
-the CLI and the bot), and the corpus store imports no stage (contracts in .importlinter)."""
+"""The gates over the product, checked as CI checks everything: the import rules (contracts in
+.importlinter: the stages as ordered layers, base <- tracing <- build <- profiles <- analysis <-
+profiling <- proposal <- evaluation <- flows <- the CLI and the bot; the corpus store imports no
+stage; the Action loads neither the web app nor the jobs), each function's size and complexity in
+runner/ and bot/, and ruff over the code, its tests and the benchmarks."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def _lint(root: Path) -> subprocess.CompletedProcess:
 def test_imports_go_one_way():
     r = _lint(REPO)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "2 kept, 0 broken" in r.stdout
+    assert "3 kept, 0 broken" in r.stdout
 
 
 @pytest.mark.parametrize("module, back", [
@@ -32,8 +34,10 @@ def test_imports_go_one_way():
     ("runner/profiling/agent.py", "runner.proposal.stage"),       # profiling building through the proposal stage
     ("runner/proposal/prompt.py", "runner.evaluation.measure"),   # the prompt reaching forward into evaluation
     ("runner/build/compiler.py", "runner.profiling.agent"),       # the build room depending on a stage
+    ("bot/outcome.py", "bot.jobs"),                               # the Action reaching the control jobs
+    ("bot/publish.py", "bot.app"),                                # the Action loading the web app
 ])
-def test_an_import_against_the_pipeline_breaks_the_contract(tmp_path: Path, module: str, back: str):
+def test_a_planted_import_breaks_a_contract(tmp_path: Path, module: str, back: str):
     for name in ("runner", "bot"):
         shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "native"))
     shutil.copy2(REPO / ".importlinter", tmp_path / ".importlinter")
@@ -44,26 +48,63 @@ def test_an_import_against_the_pipeline_breaks_the_contract(tmp_path: Path, modu
     assert back in r.stdout
 
 
-MOST_LINES, MOST_COMPLEXITY = 80, 25  # per function in runner/ (issue #31)
+MOST_LINES, MOST_COMPLEXITY = 80, 25  # per function in runner/ and bot/ (issues #31, #45)
 
 
-def test_no_function_in_runner_is_too_long_or_too_complex():
-    """radon's cyclomatic complexity and each function's length, over every module of runner/
-    (methods and nested functions included)."""
+def _functions(blocks):
+    """radon's blocks as functions: a class's methods, and nested functions after their parent."""
+    for b in blocks:
+        if hasattr(b, "methods"):  # a class: its methods
+            yield from _functions(b.methods)
+            continue
+        yield b
+        yield from _functions(b.closures)
+
+
+def too_long_or_complex(root: Path, packages: tuple[str, ...]) -> list[str]:
+    """The functions of `packages` (under `root`) over MOST_LINES lines or above cyclomatic
+    complexity MOST_COMPLEXITY (radon's), methods and nested functions included."""
     from radon.complexity import cc_visit
 
-    def functions(blocks):
-        for b in blocks:
-            if hasattr(b, "methods"):  # a class: its methods
-                yield from functions(b.methods)
-                continue
-            yield b
-            yield from functions(b.closures)
-
     too: set[str] = set()  # radon lists a method with its class and again on its own
-    for path in sorted((REPO / "runner").rglob("*.py")):
-        for f in functions(cc_visit(path.read_text())):
-            lines = f.endline - f.lineno + 1
-            if f.complexity > MOST_COMPLEXITY or lines > MOST_LINES:
-                too.add(f"{path.relative_to(REPO)}:{f.lineno} {f.fullname}: complexity {f.complexity}, {lines} lines")
-    assert not too, "split these at their seams:\n" + "\n".join(sorted(too))
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            for f in _functions(cc_visit(path.read_text())):
+                lines = f.endline - f.lineno + 1
+                if f.complexity > MOST_COMPLEXITY or lines > MOST_LINES:
+                    too.add(f"{path.relative_to(root)}:{f.lineno} {f.fullname}: complexity {f.complexity}, "
+                            f"{lines} lines")
+    return sorted(too)
+
+
+def test_no_function_in_runner_or_bot_is_too_long_or_too_complex():
+    too = too_long_or_complex(REPO, ("runner", "bot"))
+    assert not too, "split these at their seams:\n" + "\n".join(too)
+
+
+def test_a_long_or_complex_function_is_caught(tmp_path: Path):
+    (tmp_path / "bot").mkdir()
+    branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(MOST_COMPLEXITY))
+    (tmp_path / "bot" / "planted.py").write_text(f"def branchy(x):\n{branches}    return -1\n\n\n"
+                                                 "def long():\n" + "    y = 1\n" * MOST_LINES)
+    assert [t.split(" ")[1].rstrip(":") for t in too_long_or_complex(tmp_path, ("bot",))] == ["branchy", "long"]
+
+
+LINTED = ("runner", "bot", "tests", "benchmarks")  # ruff's rules and line length: pyproject.toml
+
+
+def _ruff(root: Path, *paths: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("ruff", path=str(Path(sys.executable).parent)) or "ruff"
+    return subprocess.run([exe, "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), *paths], cwd=root,
+                          capture_output=True, text=True)
+
+
+def test_ruff_finds_nothing_in_the_product_its_tests_and_benchmarks():
+    r = _ruff(REPO, *LINTED)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+def test_ruff_catches_a_planted_unused_import(tmp_path: Path):
+    (tmp_path / "planted.py").write_text("import os\n")
+    r = _ruff(tmp_path, "planted.py")
+    assert r.returncode == 1 and "F401" in r.stdout, r.stdout + r.stderr
