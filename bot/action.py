@@ -241,8 +241,10 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
             pub.complete_check(check, "failure", "Optimas failed", code_block(describe(e)))
         raise
     if isinstance(outcome, ProgramOutcome):
-        # several programs' summary shows the notes of their own outcomes, which these runs leave unset
         outcome = replace(outcome, model_ignored=tuple(ignored))
+    elif outcome.kind == "programs":  # its summary shows the notes of the programs' own outcomes
+        outcome = replace(outcome, programs=tuple((name, replace(o, model_ignored=tuple(ignored)))
+                                                  for name, o in outcome.programs))
     summary = summary_text(outcome, analysed, False)
     if pub:
         moved = head is not None and analysed != head
@@ -251,9 +253,7 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> int:
                         "no suggestions were posted. Check out the head: actions/checkout with `ref` set to the "
                         "pull request's head SHA.")
         publish_outcome(pub, check, outcome, analysed, summary, run_key, suggest=not moved)
-    if result is None:  # the pull request changes none of the programs' files: nothing ran
-        if pub:
-            publish_outcome(pub, check, outcome, analysed, summary, run_key)
+    if result is None:  # the pull request changes none of the programs' files: nothing ran (published above)
         _write_lines(env.get("GITHUB_STEP_SUMMARY"), [summary])
         _write_lines(env.get("GITHUB_OUTPUT"), [f"verdict={outcome.verdict}"])
         print(summary)

@@ -133,6 +133,8 @@ def test_the_action_runs_the_programs_the_pull_request_changes(tmp_path: Path):
         r, outputs, summary = _action(tmp_path, gh, ws, event)
         assert r.returncode == 0, r.stdout + r.stderr
         assert _ran(summary) == ["probe_c"] and outputs["verdict"] == "probe_c: not measured" and outputs["run-id"]
+        assert "The repository's config names `llm.backend`" in summary  # the workflow's model, said once
+        assert summary.count("The repository's config names") == 1
         gh.pr_files[2] = _changed("docs/guide.md")
         r, outputs, summary = _action(tmp_path, gh, ws, event)
         assert r.returncode == 0 and outputs == {"verdict": "not run"}
