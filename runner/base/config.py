@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from runner.base.backends import BACKENDS, NETWORK_BACKENDS
 from runner.base.errors import ConfigError
 from runner.base.processes import placeholders, product_placeholder
 from runner.base.size_constants import definition_problem, workspace_texts
@@ -24,7 +25,6 @@ DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can 
 # The diagnostic configurations of the paper, in the ablation's order ("none": code only).
 DIAGNOSTICS = ("none", "PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline")
 Diagnostic = Literal[DIAGNOSTICS]  # type: ignore[valid-type]
-BACKENDS = ("offline", "replay", "openai", "gemini", "ollama")
 Backend = Literal[BACKENDS]  # type: ignore[valid-type]
 # The kinds of recorded profile input, as the config's `profiles` section and the CLI name them.
 PROFILE_ROLES = ("report", "timing", "raw", "details", "source", "counters")
@@ -517,7 +517,6 @@ def _describe(err: dict) -> str:
 
 # What command templates may hold (see AppConfig); output paths are filled the same way.
 PLACEHOLDERS = ("exe", "arch", "lineinfo", "config", "seed", "scale", "out")
-NETWORK_BACKENDS = ("openai", "gemini", "ollama")
 
 
 def _template_problems(key: str, template: str, app: AppConfig | None = None) -> list[str]:

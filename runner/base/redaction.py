@@ -13,6 +13,8 @@ import os
 import re
 import threading
 
+from runner.base.backends import KEY_VARIABLES
+
 MASK = "***"
 _MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
 
@@ -20,8 +22,10 @@ _lock = threading.Lock()
 _secrets: set[str] = set()
 
 # Environment variables whose values are secrets wherever they are set.
-SECRET_ENV = ("OPTIMAS_WEBHOOK_SECRET", "OPTIMAS_PRIVATE_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-              "ANTHROPIC_API_KEY", "OLLAMA_API_KEY", "NVIDIA_API_KEY", "GITHUB_TOKEN", "GH_TOKEN")
+# Every model backend's key variable comes from the backends' registry; the others are the App's own
+# secrets and keys of tools that may sit beside it.
+SECRET_ENV = ("OPTIMAS_WEBHOOK_SECRET", "OPTIMAS_PRIVATE_KEY", *KEY_VARIABLES, "GOOGLE_API_KEY", "ANTHROPIC_API_KEY",
+              "OLLAMA_API_KEY", "NVIDIA_API_KEY", "GITHUB_TOKEN", "GH_TOKEN")
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S), MASK),

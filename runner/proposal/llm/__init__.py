@@ -59,5 +59,10 @@ def make_backend(cfg: LLMConfig, base_dir: Path) -> Backend:
         raise LLMError(f"the {cfg.backend} backend needs llm.model")
     from runner.proposal.llm import network
 
-    return {"openai": network.OpenAIBackend, "gemini": network.GeminiBackend,
-            "ollama": network.OllamaBackend}[cfg.backend](cfg)
+    return NETWORK_CLIENTS[cfg.backend](network)(cfg)
+
+
+# The client class of each network backend of the registry (runner.base.backends), looked up in the
+# network module only when one is asked for: its client libraries take a while to import.
+NETWORK_CLIENTS = {"openai": lambda m: m.OpenAIBackend, "gemini": lambda m: m.GeminiBackend,
+                   "ollama": lambda m: m.OllamaBackend}

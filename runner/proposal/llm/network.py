@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import time
 
+from runner.base.backends import key_variable
 from runner.base.config import LLMConfig
+from runner.base.redaction import register_secret
 from runner.proposal.llm.base import (
     LLMError,
     LLMRequest,
@@ -22,6 +24,7 @@ from runner.proposal.llm.base import (
 def _api_key(cfg: LLMConfig, default_env: str, required: bool) -> str | None:
     env = cfg.api_key_env or default_env
     key = os.environ.get(env)
+    register_secret(key)  # a variable of llm.api_key_env's naming is no registry's: its value is masked from here on
     if not key and required:
         raise LLMError(f"the {cfg.backend} backend needs an API key in the environment variable {env} "
                        "(keys are never read from config files)")
@@ -89,7 +92,7 @@ class OpenAIBackend(_NetworkBackend):
 
         self.cfg = cfg
         self._openai = openai
-        key = _api_key(cfg, "OPENAI_API_KEY", required=cfg.base_url is None)
+        key = _api_key(cfg, key_variable("openai"), required=cfg.base_url is None)
         # Local servers accept any key; the library insists on one.
         self.client = openai.OpenAI(api_key=key or "unused", base_url=cfg.base_url, timeout=cfg.timeout_s,
                                     max_retries=0)
@@ -129,7 +132,7 @@ class GeminiBackend(_NetworkBackend):
 
         self.cfg = cfg
         self.types = types
-        key = _api_key(cfg, "GEMINI_API_KEY", required=True)
+        key = _api_key(cfg, key_variable("gemini"), required=True)
         extra = {"base_url": cfg.base_url} if cfg.base_url else {}
         opts = types.HttpOptions(timeout=int(cfg.timeout_s * 1000), **extra)
         self.client = genai.Client(api_key=key, http_options=opts)
