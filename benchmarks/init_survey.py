@@ -106,6 +106,8 @@ _OLD_CUDA = [
      "cudaDeviceProp::{} (removed in CUDA 13)"),
     (re.compile(r"calling a __host__ function\(\"(cudaDeviceSynchronize)\"\) from a __global__"),
      "device-side {} (removed in CUDA 12)"),
+    (re.compile(r"from .CUdevice. \{aka .int.\} to .(CUmemLocation)"),
+     "cuMemAdvise/cuMemPrefetchAsync taking a CUdevice (CUDA 13 takes a {})"),
     (re.compile(r"(nvToolsExt\.h): No such file"), "NVTX 2's {} (removed in CUDA 13)"),
     (re.compile(r"identifier \"(cudaThreadSynchronize|cudaMemcpyToArray|cudaBindTexture\w*|cudaUnbindTexture)\" is "
                 r"undefined"), "{} (removed by CUDA 13)"),
@@ -113,6 +115,18 @@ _OLD_CUDA = [
 # an exercise whose blanks are the point: the file the error is in holds FIXME where code goes
 _FIXME = re.compile(r"\bFIXME\b")
 _ERROR_FILE = re.compile(r"([\w./-]+\.(?:cu|cuh|cpp|h))[(:]")
+
+
+def _missing_include(folder: Path) -> str:
+    """What the machine lacks where init refused a Makefile that is a fragment: a file it includes
+    that is not there (the CUDA SDK 2.x's common.mk), as _LACKS names it."""
+    mk = folder / "Makefile"
+    if not mk.is_file():
+        return ""
+    for m in re.finditer(r"^\s*-?include\s+(\S+)", mk.read_text(errors="replace"), re.M):
+        if "$" not in m.group(1) and not (folder / m.group(1)).exists():
+            return _lacks(f"include {m.group(1)}")
+    return ""
 
 
 def _older_cuda(cause: str) -> str:
@@ -271,6 +285,7 @@ def _init_and_build(repo: str, root: Path, folder: str, program: str | None, arc
         row.init_notes = _notes(out)
         row.init_error = (err.strip().splitlines() or [f"exit {rc}"])[-1][:400]
         row.cause = "init refused: " + row.init_error[:300]
+        row.lacks = _missing_include(path) if "a fragment another Makefile includes" in row.init_error else ""
         return row
     row.configured = True
     m = re.search(r"build by (.+)$", out, re.M)
