@@ -27,20 +27,15 @@ from runner.analysis.stalls import StallLine, salient_stalls
 from runner.base.config import AnalysisConfig
 from runner.base.cuda_source import template_symbol_prefix
 from runner.base.errors import AnalysisError
+from runner.base.evidence_kinds import BY_WORD, KINDS, PROFILE_WORDS, evidence_id
 from runner.profiles.counter_plan import CounterPlan
 from runner.profiles.model import MANGLED, STALL_MEANING, Profile, short_kernel_name
 from runner.tracing.trace import ResultsVariation
 
-
-class EvidenceKind(StrEnum):
-    """The kinds of evidence a prompt shows, each by the letter its ids start with, in the order
-    the prompt lists them."""
-
-    LAUNCH = "L"
-    ROOFLINE = "R"
-    STALL = "S"
-    COUNTER = "C"
-    COMPILER = "K"  # ptxas's per-kernel report, added by the prompt
+# The kinds of evidence a prompt shows, each by the letter its ids start with, in the order the
+# prompt lists them (runner.base.evidence_kinds: LAUNCH = "L", ..., COMPILER = "K").
+EvidenceKind = StrEnum("EvidenceKind", [(k.word.upper(), k.letter) for k in KINDS])
+ProfileEvidence = Literal[PROFILE_WORDS]  # type: ignore[valid-type]
 
 
 # An evidence id as an answer cites it (L1, R2, S10, C3, K1): the parser and EAR read ids with it.
@@ -56,7 +51,7 @@ class Evidence(BaseModel):
     """One citable finding."""
 
     id: str
-    kind: Literal["launch", "roofline", "stall", "counter"]
+    kind: ProfileEvidence
     kernel: str | None
     text: str
     launch: LaunchConfig | None = None
@@ -185,7 +180,8 @@ def _launch_evidence(profile: Profile, aggregated: list[tuple[str, pd.Series]]) 
     items: list[Evidence] = []
     for k, m in aggregated:
         if (lc := launch_config(profile.launches[profile.launches["kernel"] == k], m)) is not None:
-            items.append(Evidence(id=f"L{len(items) + 1}", kind="launch", kernel=k, launch=lc, text=launch_text(lc)))
+            items.append(Evidence(id=evidence_id("launch", len(items) + 1), kind="launch", kernel=k, launch=lc,
+                                  text=launch_text(lc)))
     return items
 
 
@@ -202,7 +198,8 @@ def _roofline_evidence(aggregated: list[tuple[str, pd.Series]], cfg: AnalysisCon
                          "(collect --section SpeedOfLight --section SpeedOfLight_RooflineChart)")
             continue
         rooflines.append(r)
-        items.append(Evidence(id=f"R{len(rooflines)}", kind="roofline", kernel=k, roofline=r, text=_roofline_text(r)))
+        items.append(Evidence(id=evidence_id("roofline", len(rooflines)), kind="roofline", kernel=k, roofline=r,
+                              text=_roofline_text(r)))
     return rooflines, items
 
 
@@ -223,7 +220,8 @@ def _stall_evidence(profile: Profile, hot: list[str], cfg: AnalysisConfig, notes
         elif not found:
             notes.append(f"{short_kernel_name(k)}: no PC samples in the source data for this kernel")
         for s in found:
-            items.append(Evidence(id=f"S{len(items) + 1}", kind="stall", kernel=k, stall=s, text=_stall_text(s)))
+            items.append(Evidence(id=evidence_id("stall", len(items) + 1), kind="stall", kernel=k, stall=s,
+                                  text=_stall_text(s)))
     return items
 
 
@@ -231,7 +229,7 @@ def _counter_evidence(selection: CounterSelection | None) -> list[Evidence]:
     """C*: the counters eOMP selected, in its order."""
     if not selection:
         return []
-    return [Evidence(id=f"C{i}", kind="counter", kernel=selection.kernel, counter=c.model_dump(),
+    return [Evidence(id=evidence_id("counter", i), kind="counter", kernel=selection.kernel, counter=c.model_dump(),
                      text=_counter_text(c)) for i, c in enumerate(selection.counters, start=1)]
 
 
@@ -404,8 +402,7 @@ def _compact(e: Evidence) -> Evidence:
     return e.model_copy(update={"text": _counter_text(SelectedCounter.model_validate(e.counter), compact=True)})
 
 
-_SECTIONS = (("launch", "Launch configuration (L)"), ("roofline", "Roofline (R)"),
-             ("stall", "Salient stalls from PC sampling (S)"), ("counter", "Counters that explain runtime, eOMP (C)"))
+_SECTIONS = tuple((word, BY_WORD[word].section) for word in PROFILE_WORDS)
 
 
 def _render(d: Diagnostics, shown: list[Evidence], omitted: list[str]) -> str:

@@ -18,12 +18,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from runner.base.backends import BACKENDS, NETWORK_BACKENDS
 from runner.base.errors import ConfigError
+from runner.base.evidence_kinds import DIAGNOSTICS
 from runner.base.processes import placeholders, product_placeholder
 from runner.base.size_constants import definition_problem, workspace_texts
 
 DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
 # The diagnostic configurations of the paper, in the ablation's order ("none": code only).
-DIAGNOSTICS = ("none", "PC", "IA", "Roofline", "PC+IA", "PC+Roofline", "IA+Roofline", "PC+IA+Roofline")
 Diagnostic = Literal[DIAGNOSTICS]  # type: ignore[valid-type]
 Backend = Literal[BACKENDS]  # type: ignore[valid-type]
 # The kinds of recorded profile input, as the config's `profiles` section and the CLI name them.

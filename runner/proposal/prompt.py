@@ -20,6 +20,7 @@ from runner.analysis.hot import KernelTime
 from runner.base.config import Config
 from runner.base.cuda_source import kernel_base_name, template_arguments
 from runner.base.errors import OptimasError
+from runner.base.evidence_kinds import BY_WORD, DIAGNOSTICS, SOURCES, evidence_id, kinds_shown, source_kind
 from runner.build.compiler import CompiledMacros, CompileResult, KernelResources
 from runner.profiles.model import short_kernel_name
 from runner.proposal.prompt_context import macros_in_effect, source_blocks
@@ -28,17 +29,8 @@ from runner.tracing.compare import ROUNDING_ULPS
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "prompts"
 
 # Which evidence kinds each diagnostic configuration shows (K* compiler feedback always is; the
-# launch configuration, L*, with any profiler evidence).
-DIAGNOSTIC_KINDS: dict[str, set[str]] = {
-    "none": set(),
-    "PC": {"launch", "stall"},
-    "IA": {"launch", "counter"},
-    "Roofline": {"launch", "roofline"},
-    "PC+IA": {"launch", "stall", "counter"},
-    "PC+Roofline": {"launch", "stall", "roofline"},
-    "IA+Roofline": {"launch", "counter", "roofline"},
-    "PC+IA+Roofline": {"launch", "stall", "counter", "roofline"},
-}
+# launch configuration, L*, with any profiler evidence): runner.base.evidence_kinds.
+DIAGNOSTIC_KINDS: dict[str, set[str]] = {d: kinds_shown(d) for d in DIAGNOSTICS}
 
 BITWISE_RULE = "Results must stay bit-for-bit identical: do not reorder floating-point operations or change precision."
 TOLERANCE_RULE = ("Results must stay within the declared tolerances ({tolerances}): floating-point operations may be "
@@ -108,7 +100,7 @@ def compiler_evidence(resources: list[KernelResources], kernels: list[str],
                   if r.spill_store_bytes or r.spill_load_bytes else "no spills")
         text = (f"{r.registers} registers per thread, {r.shared_bytes} B static shared memory, "
                 f"{r.stack_bytes} B stack frame, {spills} (ptxas)")
-        out.append(KEvidence(id=f"K{len(out) + 1}", kernel=base, text=text, resources=r))
+        out.append(KEvidence(id=evidence_id("compiler", len(out) + 1), kernel=base, text=text, resources=r))
     return out
 
 
@@ -281,8 +273,7 @@ def _is_hot_line(line: str) -> bool:
 
 
 # diagnostic source -> (its name in a prompt, the evidence kind it gives)
-_SOURCES = {"PC": ("PC sampling (S)", "stall"), "IA": ("counters (C)", "counter"),
-            "Roofline": ("roofline (R)", "roofline")}
+_SOURCES = {src: (source_kind(src).prompt_name, source_kind(src).word) for src in SOURCES}
 
 
 def _label(diagnostics: str, shown: set[str], why: dict[str, str] | None = None) -> str:
@@ -293,7 +284,7 @@ def _label(diagnostics: str, shown: set[str], why: dict[str, str] | None = None)
     parts = [name if kind in shown else f"{name}: none for the kernels shown"
              + (f" ({(why or {})[kind].rstrip('.')})" if (why or {}).get(kind) else "")
              for name, kind in (_SOURCES[p] for p in diagnostics.split("+"))]
-    return ", ".join(parts) + ", launch configuration (L), compiler feedback (K)"
+    return ", ".join(parts + [BY_WORD["launch"].prompt_name, BY_WORD["compiler"].prompt_name])
 
 
 def _counter_note(diag: Diagnostics) -> str:
