@@ -18,7 +18,6 @@ from runner.build.nvcc_shim import (
     filter_architectures,
     keep_specific,
     raise_dialect,
-    removed_api_used,
 )
 
 SUPPORTED = frozenset({"compute_75", "compute_80", "compute_90", "compute_100", "sm_75", "sm_80", "sm_90", "sm_100"})
@@ -142,17 +141,24 @@ def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_pat
     assert result.compat == [{"header": "C++17", "names": ["-std=c++14"], "sources": ["k.cu"], "cwd": "."}]
 
 
+def _runtime_used(args: list[str], cwd) -> list[str]:
+    """The removed runtime functions the sources an nvcc call compiles (and include) call."""
+    from runner.build.nvcc_shim import RUNTIME, compat_used, compiled_code
+
+    return compat_used(compiled_code(args, cwd), RUNTIME)
+
+
 def test_the_removed_thread_functions_are_found_where_the_code_calls_them(tmp_path):
     (tmp_path / "a.cu").write_text('#include "util.h"\nint main() { cudaThreadSynchronize(); }\n')
     (tmp_path / "util.h").write_text("inline void done() { cudaThreadExit (); }\n")
     (tmp_path / "own.cu").write_text("#define cudaThreadSynchronize cudaDeviceSynchronize\n"
                                      "int main() { cudaThreadSynchronize(); }\n")
     (tmp_path / "new.cu").write_text("int main() { cudaDeviceSynchronize(); } // was cudaThreadSynchronize\n")
-    assert removed_api_used(["-O2", "a.cu", "-o", "a"], tmp_path) == ["cudaThreadSynchronize", "cudaThreadExit"]
-    assert removed_api_used(["own.cu"], tmp_path) == []  # its own compatibility macro
-    assert removed_api_used(["new.cu", "missing.cu"], tmp_path) == []
+    assert _runtime_used(["-O2", "a.cu", "-o", "a"], tmp_path) == ["cudaThreadSynchronize", "cudaThreadExit"]
+    assert _runtime_used(["own.cu"], tmp_path) == []  # its own compatibility macro
+    assert _runtime_used(["new.cu", "missing.cu"], tmp_path) == []
     (tmp_path / "host.cpp").write_text("void sync() { cudaThreadSynchronize(); }\n")
-    assert removed_api_used(["-c", "host.cpp"], tmp_path) == ["cudaThreadSynchronize"]  # host code nvcc compiles
+    assert _runtime_used(["-c", "host.cpp"], tmp_path) == ["cudaThreadSynchronize"]  # host code nvcc compiles
 
 
 def test_the_warp_functions_without_a_mask_are_found_where_the_code_calls_them():
@@ -189,7 +195,7 @@ def test_prefetch_and_advice_by_device_ordinal_are_told_from_cuda_13s_form():
 def test_the_toolkits_own_headers_are_not_read_as_the_programs_code(tmp_path):
     """Chai includes "cuda_runtime.h" with quotes and compiles with -I$(CUDA_INC): CUDA 13's
     sm_30_intrinsics.h still mentions __shfl(, which read as the program's call."""
-    from runner.build.nvcc_shim import WARP, _compiled_code, compat_used
+    from runner.build.nvcc_shim import WARP, compat_used, compiled_code
 
     toolkit = tmp_path / "cuda"
     (toolkit / "include").mkdir(parents=True)
@@ -197,8 +203,8 @@ def test_the_toolkits_own_headers_are_not_read_as_the_programs_code(tmp_path):
     (toolkit / "include" / "sm_30_intrinsics.h").write_text("#if 0\nT __shfl(T v, int l);\n#endif\n")
     (tmp_path / "kernel.cu").write_text('#include "cuda_runtime.h"\n__global__ void k() {}\n')
     args = ["-I" + str(toolkit / "include"), "-c", "kernel.cu"]
-    assert compat_used(_compiled_code(args, tmp_path), WARP) == ["__shfl"]  # what the program does not call
-    assert compat_used(_compiled_code(args, tmp_path, toolkit), WARP) == []
+    assert compat_used(compiled_code(args, tmp_path), WARP) == ["__shfl"]  # what the program does not call
+    assert compat_used(compiled_code(args, tmp_path, toolkit), WARP) == []
 
 
 LEGACY = ("#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n"

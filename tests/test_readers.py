@@ -299,8 +299,13 @@ def test_source_page_exported_without_metrics(tmp_path: Path):
 def test_merge_fills_durations_from_a_later_export(h200: Path):
     src = NcuSourceCsvReader().read(h200 / "probe_full_source_cuda_sass.csv")
     raw = NcuRawCsvReader().read(h200 / "probe_full_raw_base.csv")
+    assert src.launches.empty  # the source page times nothing: every duration comes from the raw export
     p = merge([src, raw])
     assert len(p.launches) == 5 and not p.lines.empty
+    assert p.launches["duration_ns"].notna().all()
+    matmul = p.launches[p.launches["kernel"].str.startswith("matmul")]
+    assert matmul["duration_ns"].tolist() == [418624.0]  # the raw export's gpu__time_duration.sum, in ns
+    assert sorted(p.launches["duration_ns"]) == sorted(raw.launches["duration_ns"])
 
 
 def test_real_capture_without_lineinfo(h200: Path):

@@ -234,7 +234,7 @@ def functions(text: str) -> list[Function]:
         if c == "{":
             head = clean[stmt_start:i]
             visible = all(k == "ns" or k.startswith("class:") for k in scope_kind)
-            fn = _as_function(text, clean, head, stmt_start, i) if visible else None
+            fn = _as_function(text, clean, head, stmt_start) if visible else None
             if fn is not None:
                 end = _match_brace(clean, i)
                 owners = [k[len("class:"):] for k in scope_kind if k.startswith("class:")]
@@ -277,7 +277,7 @@ def _match_brace(clean: str, open_pos: int) -> int:
     return len(clean) - 1
 
 
-def _as_function(text: str, clean: str, head: str, head_pos: int, brace_pos: int):
+def _as_function(text: str, clean: str, head: str, head_pos: int):
     """(name, qualifiers, start offset, params) if the text before `{` is a function head."""
     h = head.rstrip()
     # Trailing "const", "noexcept", "-> T", initializer lists are not expected in kernels; accept

@@ -16,11 +16,6 @@ F = TypeVar("F", bound=Callable)
 _stage: contextvars.ContextVar[str | None] = contextvars.ContextVar("optimas_stage", default=None)
 
 
-def current_stage() -> str | None:
-    """The stage whose entry point is running in this context, if any."""
-    return _stage.get()
-
-
 def in_stage(name: str) -> Callable[[F], F]:
     """Mark a function as a stage's entry point: progress reported while it runs names `name`."""
     def wrap(fn: F) -> F:

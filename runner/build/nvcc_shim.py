@@ -94,7 +94,6 @@ PREFETCH = Compat(COMPAT / "cuda_legacy_prefetch.h", ("cudaMemPrefetchAsync", "c
                   "managed-memory hints by device ordinal, which CUDA 13 takes as a cudaMemLocation, become "
                   "calls with the location of that device (or the host for cudaCpuDeviceId)")
 COMPATS = (RUNTIME, WARP, VOTE, PREFETCH)
-REMOVED_API = RUNTIME.names
 _ROOT = Path(__file__).resolve().parents[2]  # the folder holding the runner package
 # Single-value options (-arch X, -arch=X, --gpu-architecture ...), list options (-code a,b) and
 # -gencode's "arch=...,code=..." pairs.
@@ -275,7 +274,7 @@ def _sources(args: list[str], cwd: Path) -> list[str]:
     return [a for a in args if a.endswith((".cu", ".cpp", ".cc", ".cxx", ".c")) and (cwd / a).is_file()]
 
 
-def _compiled_code(args: list[str], cwd: Path, toolkit: Path | None = None) -> str:
+def compiled_code(args: list[str], cwd: Path, toolkit: Path | None = None) -> str:
     """The code of the source files among nvcc's arguments (.cu, and C or C++ files nvcc compiles)
     and of the local headers they include, `#include "..."` followed MAX_INCLUDE_DEPTH levels (next
     to the including file, then in the -I folders), with comments and string literals blanked out:
@@ -311,11 +310,6 @@ def compat_used(code: str, compat: Compat) -> list[str]:
     if any(re.search(compat.own.format(n=re.escape(n)), code) for n in compat.names):
         return []
     return [n for n in compat.names if re.search(rf"(?<![\w.]){re.escape(n)}\s*\(", code)]
-
-
-def removed_api_used(args: list[str], cwd: Path) -> list[str]:
-    """The removed runtime functions (REMOVED_API) the compiled sources call (compat_used)."""
-    return compat_used(_compiled_code(args, cwd), RUNTIME)
 
 
 def _ask(nvcc: str, flag: str) -> str | None:
@@ -419,7 +413,7 @@ def run_shim(real: str, supported: list[str], major: int = 0) -> None:
         sys.stderr.write(f"optimas: {note}\n")
     if kept:
         os.environ["NVCC_APPEND_FLAGS"] = appended
-    code = _compiled_code(args, Path.cwd(), Path(real).resolve().parent.parent)
+    code = compiled_code(args, Path.cwd(), Path(real).resolve().parent.parent)
     args = apply_dialect(args, Path.cwd(), code, major)
     if os.environ.get(PTXAS_REPORT) == "1":
         args = [*args, "-Xptxas", "-v"]  # ptxas's per-kernel report, for compiler feedback (K*)
@@ -454,7 +448,7 @@ def apply_compat(args: list[str], cwd: Path, code: str) -> list[str]:
     """nvcc's arguments with the compatibility headers the compiled sources need pre-included, when
     the build asked for them (COMPAT_HEADERS), each recorded (COMPAT_RECORD) and said in the log;
     else unchanged, the log saying which header the setting would add. `code`: the compiled code
-    (_compiled_code)."""
+    (compiled_code)."""
     wanted = os.environ.get(COMPAT_HEADERS) == "1"
     for compat in COMPATS:
         used = compat_used(code, compat)
