@@ -8,6 +8,7 @@ from runner.init.build_cmake import ParentTarget, cmake_build_for
 from runner.init.build_configure import configure_build, configure_top
 from runner.init.build_make import kernels_makefile, make_build
 from runner.init.build_nvcc import nvcc_build
+from runner.init.build_script import script_build, script_in
 from runner.init.makefile_text import makefile_in, read_makefile
 
 
@@ -24,6 +25,8 @@ def detect_build(root: Path, kernel_files: list[str], mains: list[str], texts: d
         return configure_build(root, top, program)
     if (mk := makefile_in(root)) is not None:
         return ("make", *make_build(mk.name, read_makefile(mk), root, program=program))
+    if (script := script_in(root)) is not None:
+        return script_build(script)
     if (mk := kernels_makefile(root, kernel_files)) is not None:
         sub = mk.parent.relative_to(root).as_posix()
         # its run target's arguments are not taken: paths in them would be relative to the subfolder

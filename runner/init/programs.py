@@ -20,6 +20,7 @@ from runner.init.build_cmake import SAFE_WORD, cmake_build, codemodel, evident_v
 from runner.init.build_configure import configure_top
 from runner.init.build_make import make_build
 from runner.init.build_nvcc import include_folders
+from runner.init.build_script import script_in
 from runner.init.makefile_text import makefile_in, read_makefile
 from runner.init.sources import BUILD_FILES, walk
 
@@ -50,8 +51,8 @@ def discover(root: Path, mains: list[str], texts: dict[str, str]) -> list[Found]
         return []  # an autoconf project's folder: configure makes its Makefile (build_configure)
     if (mk := makefile_in(root)) is not None:
         return _make_programs(root, mk)
-    if not walk(root, (), BUILD_FILES):
-        return _nvcc_programs(mains, texts)
+    if not walk(root, (), BUILD_FILES) and script_in(root) is None:
+        return _nvcc_programs(mains, texts)  # a build script's programs are seen in its build (observe)
     return []
 
 

@@ -21,6 +21,7 @@ from runner.init import runs
 from runner.init.build import detect_build, separate_programs
 from runner.init.build_cmake import ParentTarget, parent_cmake_target
 from runner.init.compile_db import COMPILE_COMMANDS, write_compile_commands
+from runner.init.observe import COPY, Observed, learned, observe
 from runner.init.programs import Found, discover
 from runner.init.project import Project, count_of
 from runner.init.render import ProgramSpec, outside_notes, render_config
@@ -178,6 +179,7 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
         raise ConfigError(out, ["the file exists; pass --force to replace it, or --output to write elsewhere"])
     where = out.resolve()
     specs = [_spec(root, where, project, shown, asked, args, given) for shown, project, asked in found]
+    observed = _observed(root, where, specs, every)
     text = render_config(specs)
     lc = LoadedConfig(path=where, config=parse_config(text, where), sha256="")
     problems = [f"{each.config.app.name}: {p}" if len(specs) > 1 else p
@@ -185,8 +187,45 @@ def write_config(root: Path, out: Path, name: str | None = None, run_args: str |
     if problems:
         raise ConfigError(where, problems)
     atomic_write_text(out, text)
-    said = write_compile_commands(out.parent / COMPILE_COMMANDS, root, every, force)
+    said = _compile_commands(out.parent / COMPILE_COMMANDS, root, specs, every, observed, force)
     return Written(specs, text, said)
+
+
+def _compile_commands(path: Path, root: Path, specs: list[ProgramSpec], every: list[Found], observed: Observed | None,
+                      force: bool) -> str:
+    """Write compile_commands.json from what the build's text or its observed run showed; what init says of it."""
+    if observed is None:
+        return write_compile_commands(path, root, every, force)
+    if not observed.ok:
+        return (f"{COMPILE_COMMANDS}: not written: the build, run once in a copy to observe it, failed "
+                f"({observed.command}): {observed.error}")
+    p = specs[0].project
+    seen = Found(specs[0].name, p.build, p.build_kind, observed.sources(), commands=observed.commands)
+    how = f"{count_of(observed.calls, 'nvcc call')} seen in one run of the build in a copy, {observed.seconds:.1f} s"
+    return write_compile_commands(path, root, [seen], force, how=how)
+
+
+def needs_observing(project: Project, every: list[Found]) -> bool:
+    """Whether what the program's build compiles can be told only by running it: a build script, a
+    build command given, or a Makefile whose dry run shows no compiler command (its recipes call a
+    script)."""
+    return project.build_kind in ("script", "the command given") or (
+        project.build_kind == "make" and not any(f.commands for f in every))
+
+
+def _observed(root: Path, where: Path, specs: list[ProgramSpec], every: list[Found]) -> Observed | None:
+    """The build of the one program of `specs`, run once in a copy to observe it where its text
+    cannot tell what it compiles (needs_observing), and what it taught (observe.learned); None
+    where the build was not run."""
+    if len(specs) != 1 or not needs_observing(project := specs[0].project, every):
+        return None
+    lc = LoadedConfig(path=where, config=parse_config(render_config(specs), where), sha256="")
+    template = project.build
+    if project.build_kind != "the command given" and (m := COPY.search(template)):
+        template = template[:m.start()] + "'"  # the copy may name a binary the build does not make
+    observed = observe(lc.with_app(build=template))
+    learned(project, observed, root)
+    return observed
 
 
 def _asked_program(root: Path, program: str, several: list[tuple[Found, Project]]) -> tuple[Found, Project] | None:
