@@ -6,7 +6,9 @@ key the script sets), and the row: programs found,
 built, profiled, the C* and K* evidence in the prompt, the verdict, seconds.
 
 Usage (on a GPU machine, from the repository root):
-  python benchmarks/repo_iterations.py --out OUT.jsonl FOLDER[:PROGRAM] ... [--timeout 300]
+  python benchmarks/repo_iterations.py --out OUT.jsonl FOLDER[//SUB][:PROGRAM] ... [--timeout 300] [--logs DIR]
+FOLDER is copied whole and init runs in its SUB folder (a program folder whose build reads its
+neighbours, `include ../common.mk`), or in FOLDER itself. --logs keeps each run's whole output.
 Each row is appended to OUT.jsonl as it ends, so a call cut short keeps what it finished.
 """
 
@@ -55,13 +57,15 @@ def _evidence(run: Path) -> dict:
     return row
 
 
-def iterate(entry: str, timeout: float) -> dict:
-    """init, then one closed loop, on one FOLDER[:PROGRAM] entry."""
-    folder, _, program = entry.partition(":")
+def iterate(entry: str, timeout: float, logs: Path | None = None) -> dict:
+    """init, then one closed loop, on one FOLDER[//SUB][:PROGRAM] entry."""
+    where, _, program = entry.partition(":")
+    folder, _, sub = where.partition("//")
     row: dict = {"entry": entry}
     with tempfile.TemporaryDirectory(prefix="optimas-iter-") as tmp:
-        copy = Path(tmp) / Path(folder).name
-        shutil.copytree(REPO / folder, copy, symlinks=True)
+        top = Path(tmp) / Path(folder).name
+        shutil.copytree(REPO / folder, top, symlinks=True)
+        copy = top / sub if sub else top
         t0 = time.monotonic()
         r = _cli("init", str(copy), "--force", timeout=300)
         row["init_s"] = round(time.monotonic() - t0, 1)
@@ -84,6 +88,10 @@ def iterate(entry: str, timeout: float) -> dict:
         if lc.program_names():
             args += ["--program", program]
         r = _cli(*args, timeout=timeout)
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+            name = "".join(c if c.isalnum() else "_" for c in entry).strip("_")
+            (logs / f"{name}.log").write_text(r.stdout + "\n--- stderr\n" + r.stderr)
         row.update(run_s=round(time.monotonic() - t0, 1), rc=r.returncode,
                    tail=(r.stdout + r.stderr).strip().splitlines()[-3:])
         made = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.exists() else []
@@ -99,9 +107,10 @@ def main() -> int:
     ap.add_argument("entries", nargs="+")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds for one program's run")
+    ap.add_argument("--logs", type=Path, help="a folder for each run's whole output")
     args = ap.parse_args()
     for entry in args.entries:
-        row = iterate(entry, args.timeout)
+        row = iterate(entry, args.timeout, args.logs)
         with open(args.out, "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
         print(json.dumps({k: row.get(k) for k in ("entry", "found", "rc", "C", "K", "verdict", "run_s")}),

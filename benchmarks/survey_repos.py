@@ -156,6 +156,9 @@ def main() -> int:
                   f"{len(repo.folders)} folders ({repo.note})")
             continue
         git_dir = find_git_dir(args.mirror, repo.slug)
+        if not git_dir.is_dir():
+            log.warning("%s: no snapshot at %s (fetch it first); skipped", repo.slug, git_dir)
+            continue
         head = subprocess.run(["git", f"--git-dir={git_dir}", "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
         if head != repo.commit:
