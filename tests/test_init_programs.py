@@ -140,3 +140,34 @@ def test_a_cmake_project_of_three_executables_lists_each_and_exports_its_compile
     assert c["directory"] == "." and "-DWIDTH=64" in c["arguments"]
     assert c["output"] == "build/sub/CMakeFiles/third.dir/c.cu.o" and c["arguments"][-1] == c["output"]
     assert not any(str(tmp_path) in w for e in commands.values() for w in e["arguments"])  # portable
+
+
+@needs_tools
+def test_a_recursive_makefile_lists_the_programs_its_sub_makes_link_each_built_in_its_folder(tmp_path: Path):
+    """`all: ; $(MAKE) -C a; $(MAKE) -C b; $(MAKE) -C host`: make's dry run runs the sub-makes, so
+    each sub-folder's program is found and built by its own Makefile (make -C a -B prog_a); a
+    sub-folder whose program has no kernel (host-only C++) is not listed."""
+    root = tmp_path / "suite"
+    root.mkdir()
+    (root / "Makefile").write_text("all:\n\t$(MAKE) -C a\n\t$(MAKE) -C b\n\t$(MAKE) -C host\n"
+                                   "\tmkdir -p bin && cp a/prog_a b/prog_b bin/\n")
+    for sub, n in (("a", 1024), ("b", 4096)):
+        (root / sub).mkdir()
+        (root / sub / "Makefile").write_text(f"all: prog_{sub}\nprog_{sub}: prog_{sub}.cu\n"
+                                             f"\tnvcc -O2 -o prog_{sub} prog_{sub}.cu\n")
+        (root / sub / f"prog_{sub}.cu").write_text(PROGRAM.format(n=n, kernel=f"k_{sub}"))
+    (root / "host").mkdir()
+    (root / "host" / "Makefile").write_text("tool: tool.cpp\n\tg++ -O2 -o tool tool.cpp\n")
+    (root / "host" / "tool.cpp").write_text("int main() { return 0; }\n")
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    config = root / "optimas.yml"
+    lc = load_config(config)
+    assert lc.program_names() == ["prog_a", "prog_b"], r.stdout
+    a = lc.for_program("prog_a").config.app
+    assert "make -C a -B prog_a" in a.build and a.build.endswith("cp a/prog_a {exe}'"), a.build
+    assert a.sources == ["a/prog_a.cu"] and a.size_constants == ["N"]
+    entries = json.loads((root / "compile_commands.json").read_text())
+    assert {(e["directory"], e["file"]) for e in entries} >= {("a", "prog_a.cu"), ("b", "prog_b.cu")}, entries
+    assert "paths relative to each command's folder" in r.stdout
+    assert _builds(config, "prog_b", tmp_path)

@@ -47,5 +47,6 @@ def write_compile_commands(path: Path, root: Path, found: list[Found], force: bo
         return f"{COMPILE_COMMANDS}: {path} exists; not replaced (pass --force)"
     atomic_write_text(path, json.dumps(entries, indent=2) + "\n")
     return (f"wrote {path}: {count_of(len(entries), 'compile command')} of {count_of(len(found), 'program')}, "
-            f"paths relative to {entries[0]['directory']}"
+            + (f"paths relative to {entries[0]['directory']}" if len({e['directory'] for e in entries}) == 1
+               else "paths relative to each command's folder")
             + (f" ({how})" if how else ""))

@@ -6,14 +6,21 @@ A Makefile whose text names its program only through a variable and a pattern ru
 `all: $(EXE)`, `% : %.cu`) has no rule init's reading of the text can take for the program's; make
 expands it. The commands that link (an `-o` output that is not an object or a library, no `-c`) say
 what the build makes.
+
+A recursive Makefile (`$(MAKE) -C sub`) runs its sub-makes even in a dry run, and they inherit -n
+and -p: each prints its commands, then its own database, between make's "Entering directory" and
+"Leaving directory" lines; the top make's database comes last. Each command keeps the folder it
+runs in, and what a sub-make links is named from the top folder (`sub/prog`).
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.base.processes import run_process
@@ -23,6 +30,9 @@ progress = progress_for("init")
 
 DRY_RUN_TIMEOUT_S = 60.0
 NOT_PROGRAM = (".o", ".obj", ".a", ".so", ".lib", ".dll", ".ptx", ".cubin", ".fatbin", ".d", ".i", ".ii")
+# make's -w lines; with -p they are printed as comments ("# make[1]: Entering directory '/x/sub'")
+_DIRECTORY = re.compile(r"^(?:#\s*)?\S*make(?:\[\d+\])?: (Entering|Leaving) directory [`'](.*)'\s*$")
+_MAKE = re.compile(r"^\S*/?g?make(?:\s|$)")  # a recursive make's own command line, echoed
 COMPILERS = re.compile(r"(?:^|/)(?:nvcc|g\+\+|c\+\+|gcc|cc|clang\+\+|clang|icpx|mpicxx|mpicc|nvc\+\+)$")
 
 
@@ -33,6 +43,11 @@ class DryRun:
     goal: str | None  # .DEFAULT_GOAL
     commands: list[str]  # the recipes' commands, expanded, in order
     programs: list[str]  # what the linking commands make (their -o), relative to the Makefile's folder
+    directories: list[str] = field(default_factory=list)  # each command's folder, relative to it ("." at the top)
+
+    def folder_of(self, command_index: int) -> str:
+        """The folder (relative to the Makefile's) command `command_index` runs in."""
+        return self.directories[command_index] if command_index < len(self.directories) else "."
 
 
 def output_of(words: list[str]) -> str | None:
@@ -68,8 +83,35 @@ def dry_run(folder: Path, makefile: str = "Makefile", timeout_s: float = DRY_RUN
                     timeout_s=timeout_s, what="make", merge_stderr=False)
     if r.timed_out or r.returncode != 0:
         return None
-    head, _, database = r.output.partition("\n# GNU Make")
-    commands = [line.strip() for line in head.splitlines() if line.strip() and not line.startswith("make")]
-    goal = re.search(r"^\.DEFAULT_GOAL :?= (\S+)", database, re.M)
-    programs = [p for c in commands if (p := linked(c)) is not None]
-    return DryRun(goal.group(1) if goal else None, commands, list(dict.fromkeys(programs)))
+    return parse_dry_run(r.output, folder)
+
+
+def parse_dry_run(output: str, folder: Path) -> DryRun:
+    """A dry run's commands (each with its folder, sub-makes' too), its programs and the top
+    make's default goal, from `make -p -n` output run in `folder`."""
+    top = folder.resolve()
+    stack, in_database = [top], False
+    commands: list[str] = []
+    directories: list[str] = []
+    goal = None
+    for line in output.splitlines():
+        if (m := _DIRECTORY.match(line)) is not None:
+            if m.group(1) == "Entering":
+                stack.append(Path(m.group(2)))
+            elif len(stack) > 1:
+                stack.pop()
+            continue
+        if line.startswith("# GNU Make"):
+            in_database = True
+        elif in_database:
+            in_database = not line.startswith("# Finished Make data base")
+            if len(stack) == 1 and (g := re.match(r"^\.DEFAULT_GOAL :?= (\S+)", line)):
+                goal = g.group(1)
+        elif (command := line.strip()) and not _MAKE.match(command) and not command.startswith("#"):
+            where = os.path.relpath(stack[-1], top)
+            if not where.startswith(".."):
+                commands.append(command)
+                directories.append(posixpath.normpath(where))
+    programs = [posixpath.normpath(posixpath.join(d, p)) for c, d in zip(commands, directories, strict=True)
+                if (p := linked(c)) is not None]
+    return DryRun(goal, commands, list(dict.fromkeys(programs)), directories)

@@ -135,19 +135,28 @@ def _cmake_entry(entry: dict, top: Path, build_top: str) -> dict:
 
 
 def _make_programs(root: Path, makefile: Path) -> list[Found]:
-    """Each program make's dry run of the default goal links, built by its own target."""
+    """Each program make's dry run of the default goal links, built by its own target: the top
+    Makefile's, or for a program a sub-make links (a recursive Makefile's `$(MAKE) -C sub`), the
+    sub-folder Makefile's, run with make -C (the top's default goal may build what this machine
+    cannot, and a program needs only its own)."""
     run = make_db.dry_run(root, makefile.name)
     if run is None or not run.programs:
         return []
     text = read_makefile(makefile)
-    compiled = compile_steps(run.commands)
+    compiled = compile_steps(run.commands, run.directories)
     out, taken = [], set()
     for program in run.programs:
         steps = _steps_of(program, compiled)
         units = [u for s in steps for u in s.sources if not posixpath.isabs(u)]
-        if not units:
+        sub = posixpath.dirname(program)
+        mk = makefile_in(root / sub) if sub else makefile
+        if not units or mk is None:
             continue
-        build, notes, _ = make_build(makefile.name, text, root, program=program, listed=True)
+        if sub:
+            build, notes, _ = make_build(f"{sub}/{mk.name}", read_makefile(mk), root / sub, sub=sub,
+                                         program=posixpath.basename(program), listed=True)
+        else:
+            build, notes, _ = make_build(makefile.name, text, root, program=program, listed=True)
         out.append(Found(_unique(Path(program).name, taken), build, "make", list(dict.fromkeys(units)), notes,
                          [c for s in steps for c in s.entries()]))
     return out
@@ -155,35 +164,49 @@ def _make_programs(root: Path, makefile: Path) -> list[Found]:
 
 @dataclass(frozen=True)
 class Step:
-    """One compiler command of a build: what it reads and writes."""
+    """One compiler command of a build: what it reads and writes (paths relative to the top
+    folder), and the folder it runs in."""
 
     words: tuple[str, ...]
     output: str
     sources: tuple[str, ...]
     objects: tuple[str, ...]  # the objects it links
+    directory: str = "."
 
     def entries(self) -> list[dict]:
-        """Its compile_commands.json entries, one per source (the directory is the caller's to add)."""
-        return [{"file": s, "arguments": list(self.words), "output": self.output} for s in self.sources]
+        """Its compile_commands.json entries, one per source (`directory` relative to the top folder)."""
+        return [{"directory": self.directory, "file": _within(self.directory, s), "arguments": list(self.words),
+                 "output": _within(self.directory, self.output)} for s in self.sources]
 
 
-def compile_steps(commands: list[str]) -> list[Step]:
-    """The compiler commands among a build's commands (make's dry run), with their outputs."""
+def _within(directory: str, path: str) -> str:
+    """A path relative to the top folder, written relative to `directory` (absolute ones as they are)."""
+    return path if posixpath.isabs(path) or directory == "." else posixpath.relpath(path, directory)
+
+
+def compile_steps(commands: list[str], directories: list[str] | None = None) -> list[Step]:
+    """The compiler commands among a build's commands (make's dry run), with their outputs;
+    `directories`: each command's folder, relative to the top folder (all "." when None)."""
     out = []
-    for command in commands:
+    for i, command in enumerate(commands):
         try:
             words = shlex.split(command)
         except ValueError:
             continue
         if not words or not make_db.COMPILERS.search(words[0]):
             continue
-        sources = tuple(w for w in words[1:] if w.endswith(UNIT_SUFFIXES) and not w.startswith("-"))
-        objects = tuple(w for w in words[1:] if w.endswith(".o") and not w.startswith("-"))
+        here = directories[i] if directories and i < len(directories) else "."
+
+        def top(path: str, here: str = here) -> str:
+            return posixpath.normpath(posixpath.join(here, path))
+
+        sources = tuple(top(w) for w in words[1:] if w.endswith(UNIT_SUFFIXES) and not w.startswith("-"))
+        objects = tuple(top(w) for w in words[1:] if w.endswith(".o") and not w.startswith("-"))
         output = make_db.output_of(words)
         if output is None and "-c" in words and len(sources) == 1:
             output = posixpath.splitext(posixpath.basename(sources[0]))[0] + ".o"
         if output is not None and (sources or objects):
-            out.append(Step(tuple(words), output, sources, tuple(o for o in objects if o != output)))
+            out.append(Step(tuple(words), top(output), sources, tuple(o for o in objects if o != top(output)), here))
     return out
 
 
