@@ -674,14 +674,16 @@ def test_validation_says_the_results_repeat_only_when_every_case_matched_bit_for
 
     def case(**kw) -> CaseResult:
         return CaseResult(**{"configuration": "small", "seed": 1, "status": "pass", "modes": ["gpu-results:bitwise"],
-                             **kw})
+                             "gpu_results": "bitwise", **kw})
 
     assert Validation(passed=True, cases=[case(), case(seed=2)]).results_repeat()
     assert not Validation(passed=True, cases=[]).results_repeat()
     # held within rounding of an original whose own results vary: not a repeat bit for bit
     assert not Validation(passed=True, cases=[case(), case(original_ulps=3)]).results_repeat()
     # judged by output files or exit code only: the GPU results were not compared
-    assert not Validation(passed=True, cases=[case(modes=["bitwise"])]).results_repeat()
+    assert not Validation(passed=True, cases=[case(modes=["bitwise"], gpu_results=None)]).results_repeat()
+    # compared within tolerances: not bit for bit
+    assert not Validation(passed=True, cases=[case(gpu_results="tolerance")]).results_repeat()
     assert not Validation(passed=False, cases=[case(), case(status="mismatch")]).results_repeat()
 
 

@@ -14,13 +14,23 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from runner.base.backends import BACKENDS, NETWORK_BACKENDS
 from runner.base.errors import ConfigError
 from runner.base.evidence_kinds import DIAGNOSTICS
 from runner.base.processes import placeholders, product_placeholder
 from runner.base.size_constants import definition_problem, workspace_texts
+from runner.base.validation_modes import AUTO, FileMode, ValidationMode
 
 DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
 # The diagnostic configurations of the paper, in the ablation's order ("none": code only).
@@ -45,8 +55,7 @@ class OutputSpec(_Strict):
     """One output file of the application and how candidates' outputs are compared to it."""
 
     path: str = Field(description="file the run command writes; may use {out}")
-    compare: Literal["bitwise", "tolerance"] = Field(default="bitwise", description="bitwise, or within the "
-                                                     "tolerances below")
+    compare: FileMode = Field(default=ValidationMode.BITWISE, description="bitwise, or within the tolerances below")
     # Tolerance mode, for outputs declared as floating-point reductions: a value passes when
     # |candidate - baseline| <= atol + rtol * |baseline|, or when it is within `ulps` units in the
     # last place. `format` says how to read values: 'optimas' (the benchmarks' sectioned files,
@@ -64,7 +73,7 @@ class GpuResultsSpec(_Strict):
     of managed memory, in program order, as the CUPTI tracer sees them) validate a candidate."""
 
     # auto: compared bit for bit when the app declares no output files, not compared otherwise.
-    compare: Literal["auto", "bitwise", "tolerance", "off"] = "auto"
+    compare: Literal["auto"] | Annotated[ValidationMode, Strict(False)] = AUTO
     # Tolerance mode reads each result as an array of `dtype` and applies OutputSpec's rule.
     rtol: Annotated[float, Field(ge=0)] = Field(default=0.0, description="tolerance mode: relative tolerance")
     atol: Annotated[float, Field(ge=0)] = Field(default=0.0, description="tolerance mode: absolute tolerance")
@@ -80,6 +89,12 @@ class GpuResultsSpec(_Strict):
         default="rounding", description="bitwise mode, when the original's own GPU results differ between two runs "
         "by rounding only: rounding (judge the candidate within 1024 ulps of them, said so in the verdict) | fail "
         "(the case fails with advice)")
+
+    @field_validator("compare", mode="before")
+    @classmethod
+    def _off_unquoted(cls, value: object) -> object:
+        """`compare: off` as written, unquoted, which YAML reads as false."""
+        return ValidationMode.OFF if value is False else value
 
 
 class StdoutSpec(_Strict):
@@ -212,12 +227,12 @@ class AppConfig(_Strict):
         """Whether any run command passes {seed}: without it every seed is the same run."""
         return any("seed" in placeholders(t) for t in (self.run, self.time_run, self.profile_run) if t)
 
-    def gpu_results_mode(self) -> Literal["bitwise", "tolerance", "off"]:
+    def gpu_results_mode(self) -> ValidationMode:
         """How GPU results are compared: gpu_results.compare, where `auto` is bitwise for an app that
         declares no output files and off otherwise."""
-        if self.gpu_results.compare == "auto":
-            return "off" if self.outputs else "bitwise"
-        return self.gpu_results.compare
+        if self.gpu_results.compare == AUTO:
+            return ValidationMode.OFF if self.outputs else ValidationMode.BITWISE
+        return ValidationMode(self.gpu_results.compare)
 
     def tolerances(self) -> str | None:
         """The tolerances a candidate's results are checked within, in words, when every check of
@@ -227,11 +242,12 @@ class AppConfig(_Strict):
             return ", ".join(parts) or "exact"
 
         checks = [(o.path + (f" as {o.dtype}" if o.format == "raw" else ""), o)
-                  for o in self.outputs if o.compare == "tolerance"]
+                  for o in self.outputs if o.compare == ValidationMode.TOLERANCE]
         gpu = self.gpu_results_mode()
-        if gpu == "tolerance":
+        if gpu == ValidationMode.TOLERANCE:
             checks.append((f"GPU results as {self.gpu_results.dtype}", self.gpu_results))
-        if len(checks) < len(self.outputs) + (gpu != "off") or all(rule(spec) == "exact" for _, spec in checks):
+        compared = len(self.outputs) + (gpu != ValidationMode.OFF)
+        if len(checks) < compared or all(rule(spec) == "exact" for _, spec in checks):
             return None
         return "; ".join(f"{what}: {rule(spec)}" for what, spec in checks)
 

@@ -63,13 +63,27 @@ def _split_comment(rest: str) -> tuple[str, str, str]:
     return rest.strip(), "", ""
 
 
+def _choices(spec: dict, defs: dict) -> list | None:
+    """The values a key takes when it is a choice among named values (an enum, a constant, a
+    reference to an enum, or any of these); None when it is not."""
+    if "$ref" in spec:
+        spec = defs[spec["$ref"].split("/")[-1]]
+    if "enum" in spec:
+        return list(spec["enum"])
+    if "const" in spec:
+        return [spec["const"]]
+    if "anyOf" in spec:
+        parts = [_choices(s, defs) for s in spec["anyOf"]]
+        return None if any(p is None for p in parts) else [v for p in parts if p is not None for v in p]
+    return None
+
+
 def _type(spec: dict, defs: dict) -> str:
+    choices = _choices(spec, defs)
+    if choices is not None:
+        return " \\| ".join(f"`{v}`" for v in choices)
     if "$ref" in spec:
         return defs[spec["$ref"].split("/")[-1]].get("title", "object")
-    if "enum" in spec:
-        return " \\| ".join(f"`{v}`" for v in spec["enum"])
-    if "const" in spec:
-        return f"`{spec['const']}`"
     if "anyOf" in spec:
         return " or ".join(_type(s, defs) for s in spec["anyOf"])
     t = spec.get("type", "any")

@@ -14,6 +14,7 @@ from runner.base.config import DEFAULT_ARCH, LoadedConfig
 from runner.base.errors import ProfilingError
 from runner.base.processes import run_process
 from runner.base.sandbox import GpuDevices, SandboxError, current
+from runner.base.validation_modes import ValidationMode
 from runner.base.workspace import build_compiler
 
 log = logging.getLogger(__name__)
@@ -192,7 +193,7 @@ def can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
     app = lc.config.app
     if not app.build or not app.run:
         return False, "app.build and app.run are needed to validate and time a candidate"
-    if not app.outputs and app.gpu_results.compare == "off" and not app.stdout.configured():
+    if app.gpu_results_mode() == ValidationMode.OFF and not app.outputs and not app.stdout.configured():
         return False, ("nothing would validate a candidate: declare app.outputs, or let the tracer compare the "
                        "program's GPU results (app.gpu_results.compare), or check its output (app.stdout)")
     cuda = any(Path(src).suffix in (".cu", ".cuh") for src in app.sources)

@@ -29,6 +29,7 @@ from runner.base.config import AppConfig, LoadedConfig, OutputSpec, StdoutSpec
 from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
+from runner.base.validation_modes import ValidationMode, check_words
 from runner.base.workspace import read_capped
 from runner.evaluation.statistics import Improvement, improvement
 from runner.tracing.compare import (
@@ -71,7 +72,9 @@ class CaseResult(BaseModel):
     seed: int
     status: CaseStatus
     detail: str = ""
-    modes: list[str] = Field(default_factory=list)  # comparison mode per output
+    modes: list[str] = Field(default_factory=list)  # the checks in words (validation_modes.check_words)
+    # How the GPU results were compared (None: they were not: no tracer loaded).
+    gpu_results: ValidationMode | None = None
     # A GPU result's mismatch read as floating-point values: the largest distance in ulps of a
     # differing value from the baseline's (None: not read so, or not floating-point data).
     max_ulps: int | None = None
@@ -95,7 +98,7 @@ class Validation(BaseModel):
     def results_repeat(self) -> bool:
         """Whether every case passed comparing GPU results bit for bit: the candidate's two runs gave
         the same results as each other and as the original's (no rounding allowance was needed)."""
-        return bool(self.cases) and all(c.status == "pass" and "gpu-results:bitwise" in c.modes
+        return bool(self.cases) and all(c.status == "pass" and c.gpu_results == ValidationMode.BITWISE
                                         and c.original_ulps is None for c in self.cases)
 
     def summary(self) -> str:
@@ -214,7 +217,7 @@ def run_traced(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str]
             shutil.rmtree(where, ignore_errors=True)
 
 
-def results_mode(lc: LoadedConfig) -> Literal["bitwise", "tolerance", "off"]:
+def results_mode(lc: LoadedConfig) -> ValidationMode:
     """How GPU results are compared (AppConfig.gpu_results_mode)."""
     return lc.config.app.gpu_results_mode()
 
@@ -243,7 +246,7 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
     cwd = lc.resolve(app.workdir)
     work.mkdir(parents=True, exist_ok=True)
     library = None
-    if results_mode(lc) != "off":
+    if results_mode(lc) != ValidationMode.OFF:
         try:
             library = tracer_library(lc.config.profiling.nvcc)
         except TracerError as e:
@@ -304,7 +307,7 @@ class _CaseRuns:
         if self.library is None:
             return run_once(argv, self.cwd, app.timeout_s, self.env), []
         spec = app.gpu_results
-        if whole or results_mode(self.lc) == "tolerance":  # tolerance mode needs results whole
+        if whole or results_mode(self.lc) == ValidationMode.TOLERANCE:  # tolerance mode needs results whole
             keep, each = spec.keep_bytes, 0
         else:  # bitwise: a few MB kept anyway, so that a mismatch can say where and by how much
             keep, each = min(spec.keep_bytes, MISMATCH_BYTES), MISMATCH_EACH
@@ -325,10 +328,9 @@ class _Baseline(NamedTuple):
 def _validate_case(runs: _CaseRuns) -> CaseResult:
     """Judge the candidate on one configuration and seed (see the module docstring)."""
     lc = runs.lc
-    mode = results_mode(lc)
-    modes = ([s.compare for s in lc.config.app.outputs] + ([f"gpu-results:{mode}"] if runs.traced else [])
-             + (["stdout"] if lc.config.app.stdout.configured() else []))
-    case = CaseResult(configuration=runs.config_name, seed=runs.seed, status="pass", modes=modes)
+    gpu = results_mode(lc) if runs.traced else None
+    case = CaseResult(configuration=runs.config_name, seed=runs.seed, status="pass",
+                      modes=_checks(lc.config.app, gpu), gpu_results=gpu)
     base_out = runs.work / f"baseline-{runs.tag}.out"
     b, base_results = runs.execute(runs.baseline_exe, base_out, "baseline")
     fault, base_values = _baseline_fault(lc, b, base_results, runs.traced)
@@ -341,6 +343,12 @@ def _validate_case(runs: _CaseRuns) -> CaseResult:
     if case.status in ("mismatch", "nondeterministic"):
         _unless_original_varies(case, runs, base, on_gpu)
     return case
+
+
+def _checks(app: AppConfig, gpu_results: ValidationMode | None, rounding: bool = False) -> list[str]:
+    """A case's checks in words (check_words) under `app`: its output files' modes, the GPU results'
+    (None: not compared), the printed output."""
+    return check_words([o.compare for o in app.outputs], gpu_results, rounding, app.stdout.configured())
 
 
 def _baseline_fault(lc: LoadedConfig, b: RunOutcome, base_results: list[ProcessTrace],
@@ -381,11 +389,11 @@ def _unless_original_varies(case: CaseResult, runs: _CaseRuns, base: _Baseline,
         return  # the original repeats what the candidate got wrong
     spec = lc.config.app.gpu_results
     why_not = ""
-    if varies.gpu_only and results_mode(lc) == "bitwise" and spec.original_varies == "rounding":
+    if varies.gpu_only and results_mode(lc) == ValidationMode.BITWISE and spec.original_varies == "rounding":
         spread, base_results, on_gpu = _rounding_spread(runs, base.results, varies.again, on_gpu)
         if isinstance(spread, RoundingSpread):
             spread = _widened_spread(runs, base_results, spread, on_gpu)
-            _judge_within_rounding(case, on_gpu, base_results, spread, spec.dtype)
+            _judge_within_rounding(case, on_gpu, base_results, spread, lc.config.app)
             return
         why_not = f" ({spread})"
     case.status, case.max_ulps = "baseline-failed", None
@@ -450,7 +458,7 @@ def _cut_short(traces: list[ProcessTrace]) -> bool:
 
 
 def _judge_within_rounding(case: CaseResult, runs: list[list[ProcessTrace]], base_results: list[ProcessTrace],
-                           spread: RoundingSpread, dtype_hint: str) -> None:
+                           spread: RoundingSpread, app: AppConfig) -> None:
     """Set `case` from each candidate run's GPU results held within rounding of the original's,
     whose own vary run to run (app.gpu_results.original_varies: rounding)."""
     case.original_ulps, case.max_ulps = spread.ulps, None
@@ -458,14 +466,14 @@ def _judge_within_rounding(case: CaseResult, runs: list[list[ProcessTrace]], bas
             f"held within {ROUNDING_ULPS} ulps of them")
     worst = 0
     for n, run in enumerate(runs, start=1):
-        d = within_rounding(run, base_results, spread, dtype_hint)
+        d = within_rounding(run, base_results, spread, app.gpu_results.dtype)
         if not d.ok:
             case.status, case.detail, case.max_ulps = "mismatch", f"in the candidate's run {n}, {d.why} ({note})", \
                 d.max_ulps
             return
         worst = max(worst, d.max_ulps or 0)
     case.status, case.detail = "pass", f"{note}: they differ by up to {worst} ulps"
-    case.modes = ["gpu-results:rounding" if m == "gpu-results:bitwise" else m for m in case.modes]
+    case.modes = _checks(app, case.gpu_results, rounding=True)
 
 
 def _judge_candidate(case: CaseResult, runs: _CaseRuns, base: _Baseline) -> list[list[ProcessTrace]] | None:

@@ -53,6 +53,7 @@ from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import sandbox_open
 from runner.base.size_constants import workspace_texts
+from runner.base.validation_modes import ValidationMode
 from runner.base.workspace import read_context, workspace_dirs, workspace_parts
 from runner.build.cache import build_at_scale, compile_candidate, copy_workspace
 from runner.build.compiler import CompileResult
@@ -605,7 +606,7 @@ class ProfilingAgent:
         second run's GPU results compare with the first's."""
         library = tracer_library(self.cfg.profiling.nvcc)
         app = self.cfg.app
-        check = app.gpu_results_mode() == "bitwise" and app.gpu_results.original_varies == "rounding"
+        check = app.gpu_results_mode() == ValidationMode.BITWISE and app.gpu_results.original_varies == "rounding"
         again = check and self.known_variation is None  # a second traced run, to compare results with
         keep = dict(keep_bytes=MISMATCH_BYTES, keep_each=MISMATCH_EACH) if again else {}
         folder = self.dir / "trace"

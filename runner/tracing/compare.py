@@ -6,11 +6,14 @@ rounding where the original's own results vary run to run).
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 
 from runner.base.config import GpuResultsSpec, OutputSpec
+from runner.base.validation_modes import ValidationMode
 from runner.tracing.trace import DeviceResult, ProcessTrace, ResultsVariation
 
 # A mismatch whose values all lie within this many ulps of the baseline's reads as the same
@@ -59,24 +62,56 @@ def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(ia - ib)
 
 
-def compare(candidate: bytes, baseline: bytes, spec: OutputSpec) -> tuple[bool, str]:
-    """(equal enough, why not) under the output's comparison mode."""
+class Kept(NamedTuple):
+    """One result of two runs whose bytes differ (by hash), as a comparator reads it: `what` names it,
+    the bytes kept of each run's version, whether both were kept whole, and whose the baseline is."""
+
+    what: str
+    candidate: bytes
+    baseline: bytes
+    whole: bool
+    other: str = "the baseline"
+
+
+class Comparator(NamedTuple):
+    """One validation mode's comparison: of an output file's two versions (`file`: under the
+    output's rule), and of a GPU result whose bytes differ between two runs (`result`: under the
+    GPU results' rule, the words naming it included)."""
+
+    file: Callable[[bytes, bytes, OutputSpec], Difference]
+    result: Callable[[Kept, OutputSpec], Difference]
+
+
+def _bitwise_file(candidate: bytes, baseline: bytes, spec: OutputSpec) -> Difference:
+    """Bit for bit: where the bytes first differ."""
     if candidate == baseline:
-        return True, ""
-    if spec.compare == "bitwise":
-        diff = _first_differing_byte(candidate, baseline)
-        diff = min(len(candidate), len(baseline)) if diff is None else diff
-        return False, f"bytes differ from offset {diff} ({len(candidate)} vs {len(baseline)} bytes)"
+        return Difference(True)
+    diff = _first_differing_byte(candidate, baseline)
+    diff = min(len(candidate), len(baseline)) if diff is None else diff
+    return Difference(False, f"bytes differ from offset {diff} ({len(candidate)} vs {len(baseline)} bytes)")
+
+
+def _bitwise_result(kept: Kept, rule: OutputSpec) -> Difference:
+    """A GPU result differs bit for bit: where, and by how much read as the rule's dtype."""
+    where, max_ulps = first_difference(kept.candidate, kept.baseline, rule.dtype, kept.other)
+    return Difference(False, f"{kept.what} differs from {kept.other}'s{where}", max_ulps)
+
+
+def _tolerance_file(candidate: bytes, baseline: bytes, spec: OutputSpec) -> Difference:
+    """Within the output's tolerances: every value within atol + rtol * |baseline|, or `ulps` units
+    in the last place (NaN equals NaN; integer sections bit for bit)."""
+    if candidate == baseline:
+        return Difference(True)
     try:
         cand, base = _values(candidate, spec), _values(baseline, spec)
     except (ValueError, KeyError) as e:
-        return False, f"cannot read the values ({e})"
+        return Difference(False, f"cannot read the values ({e})")
     if len(cand) != len(base) or any(len(c) != len(b) for c, b in zip(cand, base, strict=True)):
-        return False, "different number of values"
+        return Difference(False, "different number of values")
     for k, (c, b) in enumerate(zip(cand, base, strict=True)):
         if c.dtype.kind != "f":
             if not np.array_equal(c, b):
-                return False, f"section {k}: integer values differ"
+                return Difference(False, f"section {k}: integer values differ")
             continue
         cd, bd = c.astype(np.float64), b.astype(np.float64)
         close = np.abs(cd - bd) <= spec.atol + spec.rtol * np.abs(bd)
@@ -85,9 +120,43 @@ def compare(candidate: bytes, baseline: bytes, spec: OutputSpec) -> tuple[bool, 
         close |= (np.isnan(cd) & np.isnan(bd))
         if not close.all():
             i = int(np.argmin(close))
-            return False, f"section {k}, value {i}: {c[i]!r} vs {b[i]!r} beyond rtol={spec.rtol} atol={spec.atol} " \
-                          f"ulps={spec.ulps}"
-    return True, ""
+            return Difference(False, f"section {k}, value {i}: {c[i]!r} vs {b[i]!r} beyond rtol={spec.rtol} "
+                                     f"atol={spec.atol} ulps={spec.ulps}")
+    return Difference(True)
+
+
+def _tolerance_result(kept: Kept, rule: OutputSpec) -> Difference:
+    """A differing GPU result within the tolerances, which needs both versions kept whole."""
+    if not kept.whole:
+        return Difference(False, f"{kept.what} differs from {kept.other}'s and only "
+                                 f"{min(len(kept.candidate), len(kept.baseline))} of its "
+                                 "bytes were kept for the tolerance check (app.gpu_results.keep_bytes)")
+    d = _tolerance_file(kept.candidate, kept.baseline, rule)
+    return d if d.ok else Difference(False, f"{kept.what}: {d.why}")
+
+
+def _unchecked_file(candidate: bytes, baseline: bytes, spec: OutputSpec) -> Difference:
+    """Not compared: any two versions pass."""
+    return Difference(True)
+
+
+def _unchecked_result(kept: Kept, rule: OutputSpec) -> Difference:
+    """Not compared: any two versions pass."""
+    return Difference(True)
+
+
+# One comparator per validation mode.
+COMPARATORS: Mapping[ValidationMode, Comparator] = MappingProxyType({
+    ValidationMode.BITWISE: Comparator(_bitwise_file, _bitwise_result),
+    ValidationMode.TOLERANCE: Comparator(_tolerance_file, _tolerance_result),
+    ValidationMode.OFF: Comparator(_unchecked_file, _unchecked_result),
+})
+
+
+def compare(candidate: bytes, baseline: bytes, spec: OutputSpec) -> tuple[bool, str]:
+    """(equal enough, why not) under the output's comparison mode."""
+    d = COMPARATORS[ValidationMode(spec.compare)].file(candidate, baseline, spec)
+    return d.ok, d.why
 
 
 def _first_differing_byte(a: bytes, b: bytes) -> int | None:
@@ -148,25 +217,21 @@ def _paired(candidate: list[ProcessTrace], baseline: list[ProcessTrace], other: 
 
 
 def compare_results(candidate: list[ProcessTrace], baseline: list[ProcessTrace], spec: GpuResultsSpec,
-                    mode: Literal["bitwise", "tolerance"], other: str = "the baseline") -> Difference:
-    """How two runs' device-to-host results compare, in program order; `other` names the run
-    compared against in the reason."""
+                    mode: ValidationMode, other: str = "the baseline") -> Difference:
+    """How two runs' device-to-host results compare under `mode` (its COMPARATORS entry), in program
+    order; `other` names the run compared against in the reason."""
     paired = _paired(candidate, baseline, other)
     if isinstance(paired, Difference):
         return paired
-    rule = OutputSpec(path="gpu result", compare="tolerance", format="raw", dtype=spec.dtype, rtol=spec.rtol,
-                      atol=spec.atol, ulps=spec.ulps)
+    comparator = COMPARATORS[ValidationMode(mode)]
+    rule = OutputSpec(path="gpu result", compare=ValidationMode.TOLERANCE, format="raw", dtype=spec.dtype,
+                      rtol=spec.rtol, atol=spec.atol, ulps=spec.ulps)
     for i, (ct, cr), (bt, br) in paired:
-        what = f"GPU result {i} ({br.source}, {br.bytes} bytes)"
-        if mode == "bitwise":
-            where, max_ulps = first_difference(ct.kept_bytes(cr), bt.kept_bytes(br), spec.dtype, other)
-            return Difference(False, f"{what} differs from {other}'s{where}", max_ulps)
-        if cr.kept < cr.bytes or br.kept < br.bytes:
-            return Difference(False, f"{what} differs from {other}'s and only {min(cr.kept, br.kept)} of its "
-                                     "bytes were kept for the tolerance check (app.gpu_results.keep_bytes)")
-        ok, why = compare(ct.kept_bytes(cr), bt.kept_bytes(br), rule)
-        if not ok:
-            return Difference(False, f"{what}: {why}")
+        kept = Kept(f"GPU result {i} ({br.source}, {br.bytes} bytes)", ct.kept_bytes(cr), bt.kept_bytes(br),
+                    cr.kept >= cr.bytes and br.kept >= br.bytes, other)
+        d = comparator.result(kept, rule)
+        if not d.ok:
+            return d
     return Difference(True)
 
 
@@ -244,7 +309,7 @@ def original_spread(first: list[ProcessTrace], second: list[ProcessTrace]) -> Ro
 def results_variation(first: list[ProcessTrace], again: list[ProcessTrace]) -> ResultsVariation:
     """How a second run of the original compares with its first in its GPU results, bit for bit:
     the same, differing by rounding only (original_spread), or otherwise (and how)."""
-    diff = compare_results(again, first, GpuResultsSpec(), "bitwise", "its first run")
+    diff = compare_results(again, first, GpuResultsSpec(), ValidationMode.BITWISE, "its first run")
     if diff.ok:
         return ResultsVariation(varies=False)
     spread = original_spread(first, again)
