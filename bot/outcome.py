@@ -8,12 +8,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from bot import summary
 from bot.policy import RepositoryConfigError
 from runner.base.config import REPOSITORY_CONFIG, LoadedConfig
 from runner.base.redaction import describe
+from runner.build.compat_record import CompatRecord
 
 if TYPE_CHECKING:
     from runner.base.errors import OptimasError
@@ -37,20 +38,6 @@ class Edit:
 
 
 @dataclass(frozen=True)
-class Compat:
-    """A compatibility header (or the C++17 dialect) the build put into some sources, for which names."""
-
-    header: str
-    sources: tuple[str, ...]
-    names: tuple[str, ...]
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> Compat:
-        """From a record of runner.build.compiler.read_compat (the run's manifest holds them)."""
-        return cls(record["header"], tuple(record["sources"]), tuple(record["names"]))
-
-
-@dataclass(frozen=True)
 class ProgramOutcome:
     """What to publish of one program's run. `postable`: its edits are proven (validated and timed
     faster on a GPU) and go out as suggestions; anything else is said as text in the summary."""
@@ -70,7 +57,7 @@ class ProgramOutcome:
     per_config: tuple[str, ...] = ()
     ear: EARScores | None = None
     unproven_diff: str = ""  # the diff of a candidate no GPU proved, shown as text
-    compat: tuple[Compat, ...] = ()
+    compat: tuple[CompatRecord, ...] = ()  # what app.compat_headers changed in the build
     model_ignored: tuple[str, ...] = ()  # the repository's model settings the operator's replaced
     changed: tuple[str, ...] = ()  # the changed files the program's build reads
 

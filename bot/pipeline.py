@@ -7,8 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.outcome import Compat, ProgramOutcome, loop_outcome, recorded_outcome
+from bot.outcome import ProgramOutcome, loop_outcome, recorded_outcome
 from runner.base.config import LoadedConfig
+from runner.build.compat_record import CompatRecord
 
 if TYPE_CHECKING:
     from runner.flows.optimize import Optimization
@@ -23,5 +24,5 @@ def pipeline(lc: LoadedConfig, runs: Path, diagnostics: str | None = None,
 
     result = optimize(lc, runs, profile_inputs(lc), diagnostics, corpus=corpus)
     outcome = (loop_outcome if result.loop is not None else recorded_outcome)(result, lc, lc.path.parent)
-    compat = tuple(Compat.from_record(c) for c in result.run.manifest.get("compat_headers", []))
+    compat = tuple(filter(None, map(CompatRecord.from_json, result.run.manifest.get("compat_headers", []))))
     return result, replace(outcome, compat=compat)

@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from bot.publish import code_block, code_span
-from runner.build.nvcc_shim import DIALECT
 
 if TYPE_CHECKING:
-    from bot.outcome import Compat, Outcome, ProgramOutcome, ProgramsOutcome
+    from bot.outcome import Outcome, ProgramOutcome, ProgramsOutcome
+    from runner.build.compat_record import CompatRecord
     from runner.evaluation.ear import EARScores
 
 NO_CHANGE = "No change proposed: the model found no edit that would make the hot kernels faster."
@@ -116,8 +116,9 @@ def _ear_line(ear: EARScores) -> str:
             f"correct {'n/a' if ear.correct is None else ear.correct}")
 
 
-def _compat_line(c: Compat) -> str:
-    if c.header == DIALECT:
+def _compat_line(c: CompatRecord) -> str:
+    """The summary's sentence on one change app.compat_headers made to the build."""
+    if c.is_dialect:
         sources = ", ".join(code_span(s) for s in c.sources)
         said = ", ".join(code_span(n) for n in c.names)
         return (f"Built with {sources} compiled as C++17 where the build said {said} (app.compat_headers: "

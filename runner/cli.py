@@ -565,7 +565,6 @@ def _check_build(lc: LoadedConfig) -> int:
 
     from runner.base.sandbox import scratch
     from runner.build.cache import compile_candidate
-    from runner.build.nvcc_shim import DIALECT
 
     if not lc.config.app.build:
         raise ConfigError(lc.path, ["app.build: no build command to check (--build)"])
@@ -588,10 +587,9 @@ def _check_build(lc: LoadedConfig) -> int:
         print("  check: ptxas reported no kernel: the prompt will have no compiler feedback (is nvcc run by the "
               "build, and does it compile the kernels?)")
     for c in built.compat:
-        print(f"  {', '.join(c['sources'])} compiled as C++17 where the build said {', '.join(c['names'])}"
-              if c["header"] == DIALECT else
-              f"  compatibility header {c['header']} pre-included into {', '.join(c['sources'])} "
-              f"({', '.join(c.get('names', []))})")
+        print(f"  {', '.join(c.sources)} compiled as C++17 where the build said {', '.join(c.names)}"
+              if c.is_dialect else
+              f"  compatibility header {c.header} pre-included into {', '.join(c.sources)} ({', '.join(c.names)})")
     return 0
 
 

@@ -648,11 +648,12 @@ def test_the_model_s_words_the_programs_output_and_file_names_reach_the_pr_as_te
     code: no mention, image or link is live in the summary or a review comment (an attacker's pass)."""
     from dataclasses import replace
 
-    from bot.outcome import Compat, recorded_outcome
+    from bot.outcome import recorded_outcome
     from bot.summary import summary_text
     from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
     from runner.base.config import load_config
     from runner.base.runstore import create_run
+    from runner.build.compat_record import CompatRecord
     from runner.flows.loop import Iteration
     from runner.flows.optimize import Optimization
     from runner.proposal.parser import Edit, Proposal
@@ -677,7 +678,7 @@ def test_the_model_s_words_the_programs_output_and_file_names_reach_the_pr_as_te
     (comment,) = outcome.edits
     assert EVIL.splitlines()[-1] in comment.explanation and _live_markdown(comment.explanation) == []
     outcome = replace(outcome, validation="default/seed 1: failed (exit 1: " + EVIL + ")", verdict=EVIL,
-                      compat=(Compat("cuda_removed_api.h", ("a` " + EVIL + " `.cu",), (EVIL,)),))
+                      compat=(CompatRecord("cuda_removed_api.h", (EVIL,), ("a` " + EVIL + " `.cu",)),))
     text = summary_text(outcome, HEAD, False)
     assert "@octo-org/admins" in text and _live_markdown(text) == [], _live_markdown(text)
 
@@ -1081,8 +1082,9 @@ def test_a_failed_runs_check_run_shows_the_build_error_as_code(monkeypatch, tmp_
 def test_a_compat_record_the_build_wrote_cannot_put_markdown_in_the_summary(tmp_path):
     """The compat record is a file the sandboxed build can write: a header or names that are not
     Optimas's own are dropped, and the header is shown as code all the same."""
-    from bot.outcome import Compat, ProgramOutcome
+    from bot.outcome import ProgramOutcome
     from bot.summary import summary_text
+    from runner.build.compat_record import CompatRecord
     from runner.build.compiler import read_compat
 
     record = tmp_path / "compat.jsonl"
@@ -1094,9 +1096,9 @@ def test_a_compat_record_the_build_wrote_cannot_put_markdown_in_the_summary(tmp_
         {"header": "cuda_legacy_warp.h", "names": ["__shfl_down"], "sources": [evil], "cwd": "."},
     )) + "\n")
     compat = read_compat(record)
-    assert [c["header"] for c in compat] == ["cuda_legacy_warp.h"]
+    assert [c.header for c in compat] == ["cuda_legacy_warp.h"]
     outcome = ProgramOutcome("no change", "no change", "no change", run="r",
-                             compat=(*map(Compat.from_record, compat), Compat(evil, (), ("__shfl_down",))))
+                             compat=(*compat, CompatRecord(evil, ("__shfl_down",), ())))
     text = summary_text(outcome, "a" * 40, False)
     spans = re.sub(r"(`+).*?\1", "", text)
     assert "evil.example" not in spans and "@octo-org" not in spans

@@ -103,14 +103,14 @@ def test_the_summary_links_the_runs_dashboard_page():
 def test_the_summary_says_which_compatibility_header_went_into_which_file():
     from dataclasses import replace
 
-    from bot.outcome import Compat
     from bot.summary import summary_text
+    from runner.build.compat_record import CompatRecord
 
     outcome = ProgramOutcome("no change", "no change", "no change", run="r",
-                             compat=(Compat("cuda_legacy_warp.h", ("reduce.cu",), ("__shfl_down",)),))
+                             compat=(CompatRecord("cuda_legacy_warp.h", ("__shfl_down",), ("reduce.cu",)),))
     text = summary_text(outcome, "a" * 40, False)
     assert "`cuda_legacy_warp.h` pre-included into `reduce.cu`" in text and "`__shfl_down`" in text
     assert "compatibility header" not in summary_text(replace(outcome, compat=()), "a" * 40, False)
-    dialect = Compat("C++17", ("Main.cu",), ("-std=c++14",))
+    dialect = CompatRecord("C++17", ("-std=c++14",), ("Main.cu",))
     text = summary_text(replace(outcome, compat=(dialect,)), "a" * 40, False)
     assert "`Main.cu` compiled as C++17 where the build said `-std=c++14`" in text and "header `" not in text

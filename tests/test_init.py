@@ -523,7 +523,7 @@ def test_a_folder_whose_cmake_file_makes_a_library_builds_the_executable_that_li
     assert (tmp_path / "prog").is_file()
     # CMake names the source by its absolute path in the build's temporary copy: the record says where it is
     (used,) = built.compat
-    assert used["header"] == "cuda_legacy_prefetch.h" and used["sources"] == ["../main.cu"]
+    assert used.header == "cuda_legacy_prefetch.h" and used.sources == ("../main.cu",)
 
 
 def test_an_older_dialect_with_cuda_13s_cpp17_headers_sets_compat_headers(tmp_path: Path):
@@ -751,7 +751,7 @@ def test_init_sets_compat_headers_for_sources_that_call_what_cuda_13_removed_and
     assert "cuda_legacy_warp.h (k.cu: __shfl_down)" in text
     built = compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90")
     assert built.ok, built.output
-    assert {c["header"] for c in built.compat} == {"cuda_removed_api.h", "cuda_legacy_warp.h"}
+    assert {c.header for c in built.compat} == {"cuda_removed_api.h", "cuda_legacy_warp.h"}
     # the same program without the line: the build fails as with the user's own CUDA 13
     (prog / "optimas.yml").write_text(text.replace("  compat_headers: true\n", ""))
     plain = compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90")

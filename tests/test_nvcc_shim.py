@@ -12,6 +12,7 @@ import yaml
 
 from runner.base.config import load_config
 from runner.base.processes import child_environment
+from runner.build.compat_record import CompatRecord
 from runner.build.compiler import build
 from runner.build.nvcc_shim import (
     build_environment,
@@ -138,7 +139,8 @@ def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_pat
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
     assert "`-std=c++14` given as -std=c++17" in result.output and "<cooperative_groups.h>" in result.output
-    assert result.compat == [{"header": "C++17", "names": ["-std=c++14"], "sources": ["k.cu"], "cwd": "."}]
+    assert result.compat == [CompatRecord("C++17", ("-std=c++14",), ("k.cu",), ".")]
+    assert result.compat[0].is_dialect
 
 
 def _runtime_used(args: list[str], cwd) -> list[str]:
@@ -276,8 +278,8 @@ def test_a_program_that_calls_what_cuda_13_removed_builds_only_when_the_config_a
     assert result.ok, result.output
     assert f"optimas: {said}" in result.output
     (used,) = result.compat
-    assert used["header"] == header and used["sources"] == ["k.cu"] and used["cwd"] == "."
-    assert used["names"] == said.split(", ")[:len(used["names"])]
+    assert used.header == header and used.sources == ("k.cu",) and used.cwd == "." and not used.is_dialect
+    assert list(used.names) == said.split(", ")[:len(used.names)]
 
 
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
@@ -306,8 +308,8 @@ def test_a_call_two_includes_deep_gets_its_header_once_and_a_commented_definitio
                    macros=True)
     assert result.ok, result.output
     (used,) = result.compat
-    assert used["header"] == "cuda_legacy_warp.h" and used["sources"] == ["main.cu"]
-    assert used["names"] == ["__shfl_down"]
+    assert used.header == "cuda_legacy_warp.h" and used.sources == ("main.cu",)
+    assert used.names == ("__shfl_down",)
 
 
 # 20 of a warp's 32 threads vote, as legacy code did inside a branch: an unmasked vote counted the
@@ -484,4 +486,4 @@ def test_a_recorded_source_is_named_from_the_builds_folder_by_its_text_alone(tmp
     line = {"header": "cuda_removed_api.h", "names": ["cudaThreadSynchronize"], "cwd": "."}
     record.write_text("\n".join(json.dumps({**line, "sources": s}) for s in (
         ["k.cu"], ["x" * (MAX_SOURCE_CHARS + 1)], ["k.cu"] * 300)) + "\n")
-    assert [r["sources"] for r in read_compat(record)] == [["k.cu"]]
+    assert [r.sources for r in read_compat(record)] == [("k.cu",)]

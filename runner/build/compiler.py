@@ -8,6 +8,7 @@ import posixpath
 import re
 import shlex
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -17,10 +18,10 @@ from runner.base.errors import OptimasError
 from runner.base.processes import render, run_process
 from runner.base.sandbox import scratch
 from runner.base.workspace import read_capped, workspace_dirs
+from runner.build.compat_record import CompatRecord
 from runner.build.nvcc_shim import (
     COMPAT_RECORD,
     COMPATS,
-    DIALECT,
     DIALECT_OPTION,
     NVCC_RECORD,
     PTXAS_REPORT,
@@ -53,8 +54,8 @@ class CompileResult(BaseModel):
     output: str  # compiler messages, trimmed
     resources: list[KernelResources] = []
     macros: CompiledMacros = CompiledMacros()
-    # the compatibility headers pre-included (app.compat_headers): header, names, sources, cwd
-    compat: list[dict] = []
+    # the compatibility headers pre-included (app.compat_headers), sources and cwd relative to the build's folder
+    compat: list[CompatRecord] = []
     cached: bool = Field(default=False, exclude=True)  # taken from a build cache, not compiled now
     # with `dependencies`: every file of the workspace the build compiled or included (relative to
     # the workspace's root; nvcc -MM of each source it compiled); None when that could not be told
@@ -153,8 +154,8 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
     messages = "\n".join(ln for ln in text.splitlines() if "ptxas info" not in ln and not _FRAME.search(ln))
     return CompileResult(ok=r.returncode == 0, command=argv, output=messages.strip()[-8000:],
                          resources=parse_ptxas(text) if verbose else [], macros=found, files=files,
-                         compat=[{**c, "cwd": _relative(c.get("cwd", ""), workdir),
-                                  "sources": [_source_in(s, workdir, copy) for s in c["sources"]]}
+                         compat=[replace(c, cwd=_relative(c.cwd, workdir),
+                                         sources=tuple(_source_in(s, workdir, copy) for s in c.sources))
                                  for c in compat])
 
 
@@ -207,28 +208,24 @@ def _relative(folder: str, workdir: Path) -> str:
         return folder
 
 
-def read_compat(path: Path) -> list[dict]:
-    """The compatibility headers the shim pre-included (lines that are not such a record are skipped),
-    each once: the same source compiled again (its preprocessing for the macros in effect) records
-    the same header again; a source compiled as C++17 (nvcc_shim.DIALECT) is recorded the same way.
-    The build can write the file too: a record whose header is not one of COMPATS (or the dialect),
-    or whose names are not that header's, is skipped (its text reaches the pull request)."""
+def read_compat(path: Path) -> list[CompatRecord]:
+    """The compatibility headers the shim pre-included, as the records it wrote (lines that are not
+    such a record are skipped), each once: the same source compiled again (its preprocessing for the
+    macros in effect) records the same header again; a source compiled as C++17 (the dialect) is
+    recorded the same way. The build can write the file too: a record whose header is not one of
+    COMPATS (or the dialect), or whose names are not that header's, is skipped (its text reaches the
+    pull request)."""
     known = {c.header.name: set(c.names) for c in COMPATS}
-    seen: set[str] = set()
-    out = []
-    for record in read_records(path, header=str, sources=list, names=list):
-        names, sources = record["names"], record["sources"]
-        if len(sources) > MAX_RECORD_SOURCES or any(not isinstance(x, str) or len(x) > MAX_SOURCE_CHARS
-                                                    for x in sources):
+    out: list[CompatRecord] = []
+    seen: set[tuple[str, tuple[str, ...], str]] = set()
+    for record in filter(None, map(CompatRecord.from_json, read_records(path))):
+        if len(record.sources) > MAX_RECORD_SOURCES or any(len(x) > MAX_SOURCE_CHARS for x in record.sources):
             continue  # not what the shim writes: one compilation's sources, each a path
-        header = record["header"]
-        names_ok = bool(names) and all(isinstance(n, str) for n in names) and (
-            all(DIALECT_OPTION.fullmatch(n) for n in names) if header == DIALECT
-            else header in known and set(names) <= known[header])
-        if not names_ok or not isinstance(record.get("cwd", ""), str):
-            continue
-        key = json.dumps([record["header"], sources, record.get("cwd")])
-        if key not in seen:
+        names_ok = bool(record.names) and (
+            all(DIALECT_OPTION.fullmatch(n) for n in record.names) if record.is_dialect
+            else record.header in known and set(record.names) <= known[record.header])
+        key = (record.header, record.sources, record.cwd)
+        if names_ok and key not in seen:
             seen.add(key)
             out.append(record)
     return out

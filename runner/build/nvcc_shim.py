@@ -45,14 +45,15 @@ from typing import NamedTuple
 
 from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
+from runner.build.compat_record import DIALECT, CompatRecord
 
 SHIM_VERSION = "13"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
 COMPAT_HEADERS = "OPTIMAS_COMPAT_HEADERS"
-# Set to a file by the compiler stage: each header pre-included is recorded there (JSON lines: the
-# header, the names, the sources it went into), for the run's manifest and the pull request.
+# Set to a file by the compiler stage: each header pre-included is recorded there (JSON lines, each a
+# compat_record.CompatRecord), for the run's manifest and the pull request.
 COMPAT_RECORD = "OPTIMAS_COMPAT_RECORD"
 # Set by the compiler stage for builds that run nvcc unnamed (make, cmake, scripts): every nvcc the
 # build starts prints ptxas's per-kernel resources, whatever NVCC_APPEND_FLAGS the build sets itself.
@@ -222,9 +223,7 @@ CCCL_CPP17_MAJOR = 13  # the first CUDA whose Thrust, CUB and libcu++ need C++17
 _STD = ("-std", "--std")
 
 
-# The compat record's name for a source compiled as C++17 where its build said an older dialect.
-DIALECT = "C++17"
-DIALECT_OPTION = re.compile(r"--?std[= ]" + OLD_CPP)  # a record's names for it
+DIALECT_OPTION = re.compile(r"--?std[= ]" + OLD_CPP)  # a compat record's names for a source raised to DIALECT
 
 
 def raise_dialect(args: list[str], code: str, cuda_major: int) -> tuple[list[str], list[str], str]:
@@ -439,8 +438,8 @@ def apply_dialect(args: list[str], cwd: Path, code: str, major: int) -> list[str
         return args
     sys.stderr.write(f"optimas: {', '.join(f'`{r}`' for r in raised)} given as -std=c++17: {why}\n")
     if os.environ.get(COMPAT_RECORD):
-        append_record(os.environ[COMPAT_RECORD], {"header": DIALECT, "names": raised, "sources": _sources(args, cwd),
-                                                  "cwd": str(cwd)})
+        append_record(os.environ[COMPAT_RECORD],
+                      CompatRecord(DIALECT, tuple(raised), tuple(_sources(args, cwd)), str(cwd)).as_json())
     return raised_args
 
 
@@ -463,6 +462,5 @@ def apply_compat(args: list[str], cwd: Path, code: str) -> list[str]:
         sys.stderr.write(f"optimas: {', '.join(used)}, {compat.says} ({compat.header.name}, pre-included)\n")
         if os.environ.get(COMPAT_RECORD):
             append_record(os.environ[COMPAT_RECORD],
-                          {"header": compat.header.name, "names": used, "sources": _sources(args, cwd),
-                           "cwd": str(cwd)})
+                          CompatRecord(compat.header.name, tuple(used), tuple(_sources(args, cwd)), str(cwd)).as_json())
     return args

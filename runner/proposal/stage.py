@@ -27,6 +27,7 @@ from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, append_text, atomic_write_text
 from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
 from runner.build.cache import compile_candidate
+from runner.build.compat_record import CompatRecord
 from runner.build.compiler import CompileResult
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
@@ -101,6 +102,15 @@ class _Stage:
         return self.spec.files
 
 
+def _record_compat(run: Run, compat: list[CompatRecord]) -> None:
+    """Say in the run's manifest (compat_headers, the records' JSON) and its progress what
+    app.compat_headers changed in the original's build."""
+    run.manifest["compat_headers"] = [c.as_json() for c in compat]
+    run.save()
+    progress("compatibility headers pre-included: " + "; ".join(
+        f"{c.header} into {', '.join(c.sources)}" for c in compat))
+
+
 @in_stage("proposal")
 def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
             rejected: str | None = None, sample: int = 1) -> ProposeResult:
@@ -129,10 +139,7 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
             return ProposeResult(status="failed", diagnostics=diagnostics,
                                  reason="the original sources do not build: " + base.output[-1500:])
         if base.compat:  # app.compat_headers changed what the build compiles: the run says where
-            run.manifest["compat_headers"] = base.compat
-            run.save()
-            progress("compatibility headers pre-included: " + "; ".join(
-                f"{c['header']} into {', '.join(c['sources'])}" for c in base.compat))
+            _record_compat(run, base.compat)
     else:
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
     spec = dataclasses.replace(PromptSpec.of(cfg, diag, files, diagnostics, base), rejected=rejected)
