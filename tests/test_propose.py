@@ -4,7 +4,10 @@ model served by a loopback OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,6 +22,8 @@ from runner.base.config import load_config
 from runner.base.context import RunContext
 from runner.base.errors import OptimasError
 from runner.base.runstore import create_run
+from runner.build.compiler import CompileResult
+from runner.evaluation.ear import hallucinations
 from runner.proposal.llm.offline import OfflineContext, answer
 from runner.proposal.parser import parse_response
 from runner.proposal.stage import propose
@@ -365,27 +370,158 @@ REPLAYED_EXTERNAL = {
 }
 
 
-@pytest.mark.slow
-@needs_nvcc
-@pytest.mark.parametrize("app", ["accuracy", "seismic", *REPLAYED_EXTERNAL])
-def test_replayed_answers_still_match_their_prompts(tmp_path: Path, app: str):
+# The original's build each replayed prompt was made with (its K* compiler evidence and macros come
+# from ptxas and the preprocessor), recorded so that the answers are checked against their prompts
+# without building each program twice: OPTIMAS_RECORD_REPLAY_BUILDS=1 records them again from real
+# builds (`pytest tests/test_propose.py -k replayed_answers`), and the test of one app below builds
+# it for real and checks its record against that build.
+REPLAY_BUILDS = FIXTURES / "replay-builds"
+RECORD_BUILDS = "OPTIMAS_RECORD_REPLAY_BUILDS"
+REAL_BUILD_APP = "matrixMul"  # the app whose original and replayed candidate are built for real
+NO_HALLUCINATIONS = {"claims_without_change": [], "edits_without_claim": [], "cited_not_shown": []}
+# What a recorded answer's prompt no longer shows (the answers are kept byte for byte when their
+# prompts are re-keyed): seismic's answer cites S5, which its prompt now lists only among the ids
+# "omitted here for length" (its evidence section grew past analysis.max_prompt_bytes).
+KNOWN_HALLUCINATIONS = {"seismic": {"cited_not_shown": ["S5"]}}
+
+
+def replay_propose_args(app: str, runs_dir: Path) -> list[str]:
+    """`optimas propose --backend replay` on the capture the app's recorded answer answers."""
     if app in REPLAYED_EXTERNAL:  # a third-party program: its capture is kept beside the answers
         config, cap = REPO / REPLAYED_EXTERNAL[app], REPO / "benchmarks" / "replay" / "captures" / f"{app}-h200"
     else:
         config, cap = REPO / "benchmarks" / app / "optimas.yml", FIXTURES / f"{app}-h200"
     timing = next(p for p in (cap / "timing_raw.csv", cap / "timing_trace.tsv") if p.exists())
-    args = ["propose", "--backend", "replay", "--config", str(config), "--runs-dir", str(tmp_path),
+    args = ["propose", "--backend", "replay", "--config", str(config), "--runs-dir", str(runs_dir),
             "--timing", str(timing)]
     for rep in sorted(cap.glob("hot*.ncu-rep")):
         args += ["--report", str(rep)]
     for rep in sorted((cap / "counters").glob("*.ncu-rep")):
         args += ["--counters", str(rep)]
-    r = cli(*args)
+    return args
+
+
+def _digests(files: dict[str, str]) -> dict[str, str]:
+    return {name: hashlib.sha256(text.encode()).hexdigest() for name, text in sorted(files.items())}
+
+
+def _recorded_build(lc, files: dict[str, str], arch: str, app: str) -> CompileResult:
+    """The recorded build of the original `files`, refused where it was of other sources, another
+    build command or another architecture (record it again: OPTIMAS_RECORD_REPLAY_BUILDS=1)."""
+    path = REPLAY_BUILDS / f"{app}.json"
+    assert path.is_file(), f"no recorded build {path}: run with {RECORD_BUILDS}=1"
+    record = json.loads(path.read_text())
+    now = {"build": lc.config.app.build, "arch": arch, "sources": _digests(files)}
+    stale = [k for k, v in now.items() if record[k] != v]
+    assert not stale, f"{path} was recorded for another {', '.join(stale)}: record it again ({RECORD_BUILDS}=1)"
+    return CompileResult.model_validate({"command": [], "output": "", **record["result"]})
+
+
+def _kept(result: CompileResult, files: dict[str, str]) -> dict:
+    """What of the original's build the prompt reads: the K* resources, the compatibility headers
+    and the macros named in the sources (the prompt shows a macro's value only where the code shown
+    uses it), without the thousands of the toolkit's and the compiler's own."""
+    named = set(re.findall(r"[A-Za-z_]\w*", "\n".join(files.values())))
+    macros = result.macros.model_dump(mode="json")
+    macros["by_source"] = {src: {n: v for n, v in sorted(defined.items()) if n in named}
+                           for src, defined in macros["by_source"].items()}
+    return {**result.model_dump(mode="json", include={"ok", "resources", "compat"}), "macros": macros}
+
+
+def _record_build(lc, files: dict[str, str], arch: str, app: str, result: CompileResult) -> None:
+    assert result.ok, result.output[-2000:]
+    REPLAY_BUILDS.mkdir(exist_ok=True)
+    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    record = {"build": lc.config.app.build, "arch": arch, "nvcc": nvcc, "sources": _digests(files),
+              "result": _kept(result, files)}
+    (REPLAY_BUILDS / f"{app}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+class _Builds:
+    """compile_candidate for the proposal stage: `real`, it builds (and keeps each result); else the
+    original's build is its record and the candidate is not built (the stage then reports it as not
+    compile-checked). Recording (OPTIMAS_RECORD_REPLAY_BUILDS=1) builds for real and writes the record."""
+
+    def __init__(self, app: str, real: bool):
+        from runner.build import cache
+
+        self.app, self.real, self.record = app, real, os.environ.get(RECORD_BUILDS) == "1"
+        self.compile = cache.compile_candidate
+        self.original: CompileResult | None = None
+        self.original_files: dict[str, str] = {}
+        self.candidates: list[dict[str, str]] = []
+
+    def __call__(self, lc, files, arch, log=None, *args, macros=False, **kwargs):
+        if not macros:  # a candidate: only the original's build is asked for its macros
+            self.candidates.append(dict(files))
+            return self.compile(lc, files, arch, log, *args, **kwargs) if self.real or self.record else None
+        self.original_files = dict(files)
+        if self.real or self.record:
+            self.original = self.compile(lc, files, arch, log, *args, macros=True, **kwargs)
+            if self.record:
+                _record_build(lc, files, arch, self.app, self.original)
+            return self.original
+        self.original = _recorded_build(lc, files, arch, self.app)
+        return self.original
+
+
+def replay_checked(app: str, runs_dir: Path, monkeypatch, real: bool = False
+                   ) -> tuple[subprocess.CompletedProcess, dict, _Builds]:
+    """Propose with the app's recorded answer: it is found by its prompt's hash, so the prompt is the
+    one it answered, byte for byte; its edits apply within the editable lines on the first attempt
+    (no retry, whose prompt no answer is recorded for) and cite only evidence that prompt shows.
+    The command's output, the run's candidates/result.json and the builds asked for."""
+    import runner.proposal.stage as stage
+    from runner.proposal.parser import Proposal
+
+    builds = _Builds(app, real)
+    monkeypatch.setattr(stage, "compile_candidate", builds)
+    r = cli(*replay_propose_args(app, runs_dir))
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "compiled: yes" in r.stdout
-    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    (run,) = [p for p in runs_dir.iterdir() if p.is_dir()]
     call = json.loads((run / "llm" / "calls.jsonl").read_text().splitlines()[0])
     assert call["backend"] == "replay" and call["label"] == "replayed from a recorded answer"
+    result = json.loads((run / "candidates" / "result.json").read_text())
+    assert result["status"] == "accepted", result.get("reason")
+    assert [a["outcome"] for a in result["attempts"]] == ["accepted"]
+    assert builds.original is not None and builds.original.ok  # the prompt had the original's K* and macros
+    (candidate,) = builds.candidates
+    assert candidate.keys() == builds.original_files.keys() and candidate != builds.original_files  # edited
+    assert (run / "candidates" / "1" / "diff.patch").read_text().startswith("---")
+    assert result["evidence_ids"] == call["evidence_ids"]  # the ids the answered prompt showed
+    proposal = Proposal.model_validate(result["proposal"])
+    assert all(e.cites for e in proposal.edits)
+    # EAR's hallucinations: claims with no change, changes with no claim, evidence cited but not shown
+    found = hallucinations(proposal, result["evidence_ids"]).model_dump()
+    assert found == {**NO_HALLUCINATIONS, **KNOWN_HALLUCINATIONS.get(app, {})}, found
+    return r, result, builds
+
+
+@needs_nvcc
+@pytest.mark.parametrize("app", ["accuracy", "seismic", *REPLAYED_EXTERNAL])
+def test_replayed_answers_still_match_their_prompts(tmp_path: Path, monkeypatch, app: str):
+    """Every recorded answer against its prompt, made with the original's recorded build (its K* and
+    macros). Nothing is built (the test below builds one app's original and candidate), unless
+    OPTIMAS_RECORD_REPLAY_BUILDS=1 records the builds again."""
+    r, result, builds = replay_checked(app, tmp_path, monkeypatch)
+    if os.environ.get(RECORD_BUILDS) == "1":
+        assert "compiled: yes" in r.stdout
+    else:
+        assert "compiled: not checked" in r.stdout and result["compiled"] is None
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_a_replayed_candidate_compiles_and_the_recorded_build_is_the_real_one(tmp_path: Path, monkeypatch):
+    """One app end to end with real builds: its original built with this nvcc gives the prompt its
+    answer was recorded for, the replayed candidate compiles, and the recorded build the test above
+    uses is this build (the same K* resources, macros and compatibility headers)."""
+    r, result, builds = replay_checked(REAL_BUILD_APP, tmp_path, monkeypatch, real=True)
+    assert "compiled: yes" in r.stdout and result["compiled"] is True
+    recorded = json.loads((REPLAY_BUILDS / f"{REAL_BUILD_APP}.json").read_text())["result"]
+    real = _kept(builds.original, builds.original_files)
+    assert real == recorded
+    assert real["resources"] and any(real["macros"]["by_source"].values())  # K* and macros, not empty lists
 
 
 def test_evidence_of_other_code_is_refused(tmp_path: Path):
