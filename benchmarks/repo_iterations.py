@@ -31,10 +31,20 @@ sys.path.insert(0, str(REPO))
 from runner.base.config import load_config  # noqa: E402 (after the path above)
 
 
-def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
+def _cli(*args: str, timeout: float, log: Path | None = None) -> subprocess.CompletedProcess:
+    """The CLI's run; with `log`, its output (stdout and stderr together) streams to that file as it
+    comes, so that a run cut at the limit still shows how far it got."""
+    command = [sys.executable, "-m", "runner.cli", *args]
+    if log is not None:
+        with open(log, "w", encoding="utf-8") as f:
+            try:
+                code = subprocess.run(command, stdout=f, stderr=subprocess.STDOUT, cwd=REPO, timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                code = 124
+        return subprocess.CompletedProcess(command, code, log.read_text(errors="replace"),
+                                           f"timed out after {timeout:g} s" if code == 124 else "")
     try:
-        return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, cwd=REPO,
-                              timeout=timeout)
+        return subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         return subprocess.CompletedProcess(e.cmd, 124, out, f"timed out after {timeout:g} s")
@@ -87,11 +97,11 @@ def iterate(entry: str, timeout: float, logs: Path | None = None) -> dict:
         args = ["run", "--config", str(copy / "optimas.yml"), "--backend", "offline", "--runs-dir", str(runs)]
         if lc.program_names():
             args += ["--program", program]
-        r = _cli(*args, timeout=timeout)
+        log = None
         if logs is not None:
             logs.mkdir(parents=True, exist_ok=True)
-            name = "".join(c if c.isalnum() else "_" for c in entry).strip("_")
-            (logs / f"{name}.log").write_text(r.stdout + "\n--- stderr\n" + r.stderr)
+            log = logs / ("".join(c if c.isalnum() else "_" for c in entry).strip("_") + ".log")
+        r = _cli(*args, timeout=timeout, log=log)
         row.update(run_s=round(time.monotonic() - t0, 1), rc=r.returncode,
                    tail=(r.stdout + r.stderr).strip().splitlines()[-3:])
         made = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.exists() else []
