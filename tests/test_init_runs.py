@@ -133,3 +133,32 @@ def test_init_passes_an_optional_size_flag_at_its_default_so_that_counter_runs_s
     r = optimas("init", str(root), "--force", "--args", "--numtimes 5")
     assert 'run: "{exe} --numtimes 5"' in (root / "optimas.yml").read_text()
     assert "add it to --args so that the counter runs can scale it" in r.stdout
+
+
+# A size flag read by a helper that writes through a pointer (`parseInt(argv[i], &size)`), the
+# flag spelled as a std::string compared with argv, beside flags that set no size.
+POINTER_PARSED = """#include <string>
+#include <cstdio>
+long elements = 1048576;
+long elements_default = 0;
+unsigned repeats = 10;
+int gpu = 0;
+static bool parse_number(const char* text, long* out) { return std::sscanf(text, "%ld", out) == 1; }
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!std::string("--gpu").compare(argv[i])) { gpu = std::stoi(argv[++i]); }
+    else if (!std::string("--elements").compare(argv[i]) || !std::string("-e").compare(argv[i])) {
+      if (++i >= argc || !parse_number(argv[i], &elements)) return 1;
+    }
+    else if (!std::string("--repeats").compare(argv[i])) { if (std::sscanf(argv[++i], "%u", &repeats) != 1) return 1; }
+  }
+  return 0;
+}
+"""
+
+
+def test_a_size_flag_parsed_through_a_pointer_is_found_and_its_default_taken():
+    from runner.init.runs import size_flags
+
+    found = [(f.flag, f.variable, f.line) for f in size_flags({"main.cpp": POINTER_PARSED})]
+    assert found == [("--elements", "elements", 11)]

@@ -166,6 +166,9 @@ _TO_INT = r"(?:std::)?(?:atoi|atol|atoll|stoi|stol|stoll|stoul|stoull|strtol|str
 # `if (!strcmp(argv[i], "--arraysize")) ARRAY_SIZE = atoi(argv[++i]);`, `strncmp(argv[i], "--n=", 4) ... argv[i] + 4`
 _FLAG_VALUE = re.compile(r'"(?P<flag>--?[A-Za-z][\w-]*=?)"[^;{}]{0,80}?\)\s*\)?\s*\{?\s*'
                          r"(?P<var>[A-Za-z_]\w*)\s*=\s*(?:\(\w+\)\s*)?" + _TO_INT + r"\s*argv\s*\[")
+# a parser that writes through a pointer: `"--size") ... || !parseInt(argv[i], &size)`, `sscanf(argv[++i], "%d", &n)`
+_FLAG_POINTER = re.compile(r'"(?P<flag>--?[A-Za-z][\w-]*=?)"[^;]{0,200}?\b\w+\s*\(\s*argv\s*\[[^\]]*\]\s*,\s*'
+                           r'(?:"[^"]*"\s*,\s*)?&\s*(?P<var>[A-Za-z_]\w*)\s*\)')
 # getopt: `case 's': n = atoi(optarg);`
 _GETOPT_VALUE = re.compile(r"case\s*'(?P<letter>[A-Za-z])'\s*:\s*\{?\s*(?P<var>[A-Za-z_]\w*)\s*=\s*(?:\(\w+\)\s*)?"
                            + _TO_INT + r"\s*optarg")
@@ -179,7 +182,9 @@ def size_flags(texts: dict[str, str], minimum: int = 16) -> list[SizeFlag]:
     (`int ARRAY_SIZE = 33554432;`), named like a size and at least `minimum`."""
     out: list[SizeFlag] = []
     for path, text in texts.items():
-        found = [(m.group("flag"), m.group("var"), m.start()) for m in _FLAG_VALUE.finditer(text)]
+        found = [(m.group("flag"), m.group("var"), m.start()) for pattern in (_FLAG_VALUE, _FLAG_POINTER)
+                 for m in pattern.finditer(text)]
+        found.sort(key=lambda f: f[2])
         found += [(f"-{m.group('letter')}", m.group("var"), m.start()) for m in _GETOPT_VALUE.finditer(text)]
         for flag, var, at in found:
             named = f"{flag.strip('-=')} {var}"
