@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
-from runner.build.cache import compile_candidate  # noqa: E402
+from runner.toolchain.builder import compile_candidate  # noqa: E402
 
 
 def main() -> int:

@@ -28,9 +28,9 @@ sys.path.insert(0, str(BENCH.parent))
 
 from bench_tracer import build_app, checked  # noqa: E402 (beside this script)
 
-from runner.base.cuda_source import kernel_key  # noqa: E402
 from runner.base.processes import child_environment, render, run_process  # noqa: E402
 from runner.profiles.readers import NcuRawCsvReader  # noqa: E402
+from runner.scan.cuda_source import kernel_key  # noqa: E402
 from runner.tracing.library import trace_environment, tracer_library  # noqa: E402
 from runner.tracing.trace import read_traces  # noqa: E402
 

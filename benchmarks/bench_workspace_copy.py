@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
-from runner.build.cache import _build_key, copy_workspace  # noqa: E402
+from runner.toolchain.builder import _build_key, copy_workspace  # noqa: E402
 
 
 def make_suite(src: Path, programs: int, files: int, size: int) -> Path:

@@ -44,7 +44,7 @@ BUILD_TIMEOUT_S = 900
 def survey(folder: Path, arch: str) -> dict:
     """init, then the written build command, in one program folder."""
     from runner.base.config import load_config  # noqa: PLC0415 (only the folder mode needs the runner's API)
-    from runner.build.cache import compile_candidate  # noqa: PLC0415
+    from runner.toolchain.builder import compile_candidate  # noqa: PLC0415
 
     r = subprocess.run([sys.executable, "-m", "runner.cli", "init", "--force", str(folder)], capture_output=True,
                        text=True, cwd=BENCH.parent)

@@ -1,5 +1,5 @@
 """How many of the kernels defined in a set of CUDA program folders the source parser finds
-(`runner.base.cuda_source.functions`, which the prompt and the guard rely on to show and protect a
+(`runner.scan.cuda_source.functions`, which the prompt and the guard rely on to show and protect a
 hot kernel). An independent, cruder scan is the reference: each `__global__` followed by a name, a
 parameter list and `{` (after comments, strings and preprocessor lines are blanked, and launch-bound
 attributes or macros taken out). A kernel the scan sees and the parser misses is listed with its file.
@@ -24,11 +24,11 @@ sys.path.insert(0, str(BENCH.parent))
 
 from runner.analysis.evidence import Diagnostics, GpuInfo  # noqa: E402
 from runner.analysis.hot import KernelTime  # noqa: E402
-from runner.base.cuda_source import code_text, functions  # noqa: E402
 from runner.base.errors import OptimasError  # noqa: E402
 from runner.base.workspace import read_included, read_sources  # noqa: E402
 from runner.init.sources import scan  # noqa: E402
 from runner.proposal.prompt import build_prompt  # noqa: E402
+from runner.scan.cuda_source import code_text, functions  # noqa: E402
 
 SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".inl")
 _BOUNDS = re.compile(r"\w*(?:__launch_bounds__|LAUNCH_BOUNDS)\w*\s*\((?:[^()]|\([^()]*\))*\)")

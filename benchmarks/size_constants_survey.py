@@ -18,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
-from runner.base.size_constants import definitions_of, workspace_texts  # noqa: E402
 from runner.base.workspace import workspace_dirs  # noqa: E402
-from runner.build.cache import build_at_scale  # noqa: E402
 from runner.init.write import write_config  # noqa: E402
+from runner.scan.size_constants import definitions_of, workspace_texts  # noqa: E402
+from runner.toolchain.builder import build_at_scale  # noqa: E402
 
 
 def main() -> int:

@@ -218,7 +218,7 @@ def prepare_tools(nvcc: str) -> None:
     """Build or check, outside the sandbox, what the sandboxed commands run from the worker's
     cache: the nvcc shim and the CUPTI tracer (each checked against what it must hold)."""
     from runner.base.processes import cache_root
-    from runner.build.nvcc_shim import shim_folder
+    from runner.toolchain.nvcc_shim import shim_folder
     from runner.tracing.library import TracerError, tracer_library
 
     shim_folder(nvcc, cache_root())

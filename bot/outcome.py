@@ -14,7 +14,7 @@ from bot import summary
 from bot.policy import RepositoryConfigError
 from runner.base.config import REPOSITORY_CONFIG, LoadedConfig
 from runner.base.redaction import describe
-from runner.build.compat_record import CompatRecord
+from runner.toolchain.compat_record import CompatRecord
 
 if TYPE_CHECKING:
     from runner.base.errors import OptimasError

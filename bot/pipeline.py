@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from bot.outcome import ProgramOutcome, loop_outcome, recorded_outcome
 from runner.base.config import LoadedConfig
-from runner.build.compat_record import CompatRecord
+from runner.toolchain.compat_record import CompatRecord
 
 if TYPE_CHECKING:
     from runner.flows.optimize import Optimization

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from bot.outcome import ProgramOutcome
 from runner.base.config import LoadedConfig
-from runner.base.cuda_source import functions, kernel_base_name
 from runner.base.errors import OptimasError
 from runner.base.gpu import target_arch
 from runner.base.redaction import describe
 from runner.flows.scope import CODE_SUFFIXES, select_programs
+from runner.scan.cuda_source import functions, kernel_base_name
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from bot.publish import code_block, code_span
 
 if TYPE_CHECKING:
     from bot.outcome import Outcome, ProgramOutcome, ProgramsOutcome
-    from runner.build.compat_record import CompatRecord
     from runner.evaluation.ear import EARScores
+    from runner.toolchain.compat_record import CompatRecord
 
 NO_CHANGE = "No change proposed: the model found no edit that would make the hot kernels faster."
 NO_CANDIDATE = "No usable candidate: the answers could not be applied, or did not compile"

@@ -299,9 +299,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.base.workspace import read_context
-    from runner.build.cache import compile_candidate
     from runner.proposal.prompt import PromptSpec, render_prompt
     from runner.proposal.stage import check_sources
+    from runner.toolchain.builder import compile_candidate
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
@@ -564,7 +564,7 @@ def _check_build(lc: LoadedConfig) -> int:
     import time
 
     from runner.base.sandbox import scratch
-    from runner.build.cache import compile_candidate
+    from runner.toolchain.builder import compile_candidate
 
     if not lc.config.app.build:
         raise ConfigError(lc.path, ["app.build: no build command to check (--build)"])

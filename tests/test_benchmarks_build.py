@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO
 
 from runner.base.config import load_config
-from runner.build.cache import compile_candidate
+from runner.toolchain.builder import compile_candidate
 
 APPS = sorted(p.parent.name for p in (REPO / "benchmarks").glob("*/optimas.yml"))
 

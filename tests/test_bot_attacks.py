@@ -354,7 +354,7 @@ def test_pull_request_code_runs_in_a_sandbox(monkeypatch, tmp_path, candidates):
     from test_bot_end_to_end import CONFIG, deliver_and_work, make_remote
     from test_bot_hardening import cmdlines
 
-    from runner.build.nvcc_shim import shim_folder
+    from runner.toolchain.nvcc_shim import shim_folder
 
     cache, canary = tmp_path / "worker-cache", tmp_path / "worker-home" / "canary"
     canary.parent.mkdir()
@@ -653,11 +653,11 @@ def test_the_model_s_words_the_programs_output_and_file_names_reach_the_pr_as_te
     from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
     from runner.base.config import load_config
     from runner.base.runstore import create_run
-    from runner.build.compat_record import CompatRecord
     from runner.flows.loop import Iteration
     from runner.flows.optimize import Optimization
     from runner.proposal.parser import Edit, Proposal
     from runner.proposal.stage import ProposeResult
+    from runner.toolchain.compat_record import CompatRecord
 
     assert _live_markdown(EVIL) == ["@octo-org/admins", "![px](https://evil.example/t.png)",
                                     "[Re-authorize Optimas](https://evil.example/login)"]  # the check sees them
@@ -1084,8 +1084,8 @@ def test_a_compat_record_the_build_wrote_cannot_put_markdown_in_the_summary(tmp_
     Optimas's own are dropped, and the header is shown as code all the same."""
     from bot.outcome import ProgramOutcome
     from bot.summary import summary_text
-    from runner.build.compat_record import CompatRecord
-    from runner.build.compiler import read_compat
+    from runner.toolchain.compat_record import CompatRecord
+    from runner.toolchain.compiler import read_compat
 
     record = tmp_path / "compat.jsonl"
     evil = "x` **[Optimas: re-authorize](https://evil.example/login)** @octo-org/maintainers `y"

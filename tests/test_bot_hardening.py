@@ -227,7 +227,7 @@ def test_the_repository_commands_never_see_the_workers_secrets(monkeypatch, tmp_
     assert seen["ENV_DUMP"] == "declared" and seen["CUDA_VISIBLE_DEVICES"] == "3"
     assert seen["LICENSE_SERVER"] == "lic.example.com"
     assert "/optimas-job-" in seen["HOME"] and seen["HOME"] != os.environ.get("HOME")
-    from runner.build.nvcc_shim import COMPAT_HEADERS, COMPAT_RECORD, NVCC_RECORD, PTXAS_REPORT
+    from runner.toolchain.nvcc_shim import COMPAT_HEADERS, COMPAT_RECORD, NVCC_RECORD, PTXAS_REPORT
 
     # the nvcc shim's own switches and record files are the only names of Optimas a build sees
     shim = (NVCC_RECORD, PTXAS_REPORT, COMPAT_RECORD, COMPAT_HEADERS)

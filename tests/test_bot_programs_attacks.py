@@ -128,7 +128,7 @@ def test_a_huge_sparse_changed_file_is_not_read_whole(tmp_path: Path):
 
 
 def test_many_changed_files_are_read_within_one_budget(tmp_path: Path):
-    """Each text is parsed for kernels by the worker (runner.base.cuda_source.functions, which takes
+    """Each text is parsed for kernels by the worker (runner.scan.cuda_source.functions, which takes
     tens of seconds on a dense megabyte): thousands of changed headers must not each cost that."""
     root = tmp_path / "src"
     root.mkdir()

@@ -104,7 +104,7 @@ def test_the_summary_says_which_compatibility_header_went_into_which_file():
     from dataclasses import replace
 
     from bot.summary import summary_text
-    from runner.build.compat_record import CompatRecord
+    from runner.toolchain.compat_record import CompatRecord
 
     outcome = ProgramOutcome("no change", "no change", "no change", run="r",
                              compat=(CompatRecord("cuda_legacy_warp.h", ("__shfl_down",), ("reduce.cu",)),))

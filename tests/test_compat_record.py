@@ -1,4 +1,4 @@
-"""The compat record (runner/build/compat_record.py): the nvcc shim writes it, the compiler reads it
+"""The compat record (runner/toolchain/compat_record.py): the nvcc shim writes it, the compiler reads it
 back, the run's manifest keeps it and the App's summary says it, one typed record throughout."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.build.compat_record import DIALECT, CompatRecord
-from runner.build.compiler import CompileResult, read_compat
-from runner.build.nvcc_shim import COMPAT_HEADERS, COMPAT_RECORD, apply_compat, apply_dialect
+from runner.toolchain.compat_record import DIALECT, CompatRecord
+from runner.toolchain.compiler import CompileResult, read_compat
+from runner.toolchain.nvcc_shim import COMPAT_HEADERS, COMPAT_RECORD, apply_compat, apply_dialect
 
 # Lines as the shim wrote them before the record was typed (a run folder's manifest holds the same form).
 RECORDED = ('{"header": "cuda_legacy_warp.h", "names": ["__shfl_down"], "sources": ["k.cu"], "cwd": "/tmp/b"}\n'
@@ -75,14 +75,14 @@ def test_the_summary_says_what_the_manifest_records(tmp_path: Path):
 
 def test_check_config_build_says_each_record(tmp_path: Path, monkeypatch, capsys):
     """check-config --build names what app.compat_headers changed in the build, from the records."""
-    import runner.build.cache
+    import runner.toolchain.builder
     from runner.base.config import load_config
     from runner.cli import _check_build
 
     (tmp_path / "optimas.yml").write_text("app:\n  build: 'nvcc -o {exe} k.cu'\n  run: '{exe}'\n")
     records = [CompatRecord.from_json(json.loads(x)) for x in RECORDED.splitlines()]
     built = CompileResult(ok=True, command=["nvcc"], output="", compat=[r for r in records if r is not None])
-    monkeypatch.setattr(runner.build.cache, "compile_candidate", lambda *a, **k: built)
+    monkeypatch.setattr(runner.toolchain.builder, "compile_candidate", lambda *a, **k: built)
     assert _check_build(load_config(tmp_path / "optimas.yml")) == 0
     out = capsys.readouterr().out
     assert "  compatibility header cuda_legacy_warp.h pre-included into k.cu (__shfl_down)" in out

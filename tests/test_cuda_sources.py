@@ -9,7 +9,11 @@ import pytest
 
 from runner.analysis.evidence import Diagnostics, GpuInfo
 from runner.analysis.hot import KernelTime
-from runner.base.cuda_source import (
+from runner.base.workspace import read_included, read_source, read_sources, source_name, stored_name, write_source
+from runner.proposal.guard import apply_proposal
+from runner.proposal.parser import Edit, Proposal
+from runner.proposal.prompt import build_prompt
+from runner.scan.cuda_source import (
     after_license_header,
     functions,
     kernel_base_name,
@@ -17,10 +21,6 @@ from runner.base.cuda_source import (
     parameter_count,
     template_arguments,
 )
-from runner.base.workspace import read_included, read_source, read_sources, source_name, stored_name, write_source
-from runner.proposal.guard import apply_proposal
-from runner.proposal.parser import Edit, Proposal
-from runner.proposal.prompt import build_prompt
 
 SOURCE = """\
 #include <cstdio>
@@ -301,8 +301,8 @@ def test_overloaded_kernels_keep_their_interfaces():
 
 
 def test_compiler_feedback_is_of_the_template_instance_that_ran():
-    from runner.build.compiler import KernelResources
     from runner.proposal.prompt import compiler_evidence
+    from runner.toolchain.compiler import KernelResources
 
     # as c++filt spells ptxas's entries, for two instances of one template; the hot kernels as ncu
     # spells them (tests/fixtures/templated-h200: `256` and `1` where c++filt writes `256u`, `true`)

@@ -15,7 +15,7 @@ from runner.base.config import OutputSpec, load_config
 from runner.base.context import RunContext
 from runner.evaluation.measure import time_interleaved, validate
 from runner.evaluation.statistics import improvement
-from runner.tracing.compare import compare
+from runner.validation.compare import compare
 
 APP = FIXTURES / "evalapp"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
@@ -388,7 +388,7 @@ def test_a_candidate_that_only_rounded_otherwise_is_told_why_that_happens():
     from runner.evaluation.stage import EvaluationResult
     from runner.flows.loop import rejection_note
     from runner.proposal.stage import ProposeResult
-    from runner.tracing.compare import first_difference
+    from runner.validation.compare import first_difference
 
     base = np.linspace(1, 2, 64, dtype=np.float32)
     rounded = base.copy()
@@ -494,7 +494,7 @@ def test_a_source_tree_is_built_once_per_run(tmp_path, monkeypatch):
     """The proposal and evaluation stages share the run's build cache: the same sources, command and
     compiler are compiled once, and a later stage that needs the binary gets it from there."""
     from runner.base.runstore import create_run
-    from runner.build.cache import compile_candidate
+    from runner.toolchain.builder import compile_candidate
 
     monkeypatch.delenv("OPTIMAS_BUILD_CACHE", raising=False)  # the test run's shared cache, not the run's
     count = tmp_path / "builds.txt"
@@ -691,8 +691,8 @@ def test_validation_says_the_results_repeat_only_when_every_case_matched_bit_for
 def test_a_build_that_depends_on_the_configuration_is_made_once_per_configuration(tmp_path, monkeypatch):
     """Programs whose sizes are compile-time macros (-D{config}_DATASET, -DN={n}): each configuration
     gets its own baseline and candidate binaries, built once each and cached apart."""
-    from runner.build.cache import compile_candidate
     from runner.evaluation.stage import build_binaries
+    from runner.toolchain.builder import compile_candidate
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     prog = tmp_path / "prog"

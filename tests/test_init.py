@@ -494,7 +494,7 @@ def test_a_folder_whose_cmake_file_makes_a_library_builds_the_executable_that_li
     """Altis's layout: src/prog/CMakeLists.txt only makes progLib; src/CMakeLists.txt makes the
     executable prog from a shared main and links it. init in src/prog builds target prog from the
     project's top, which becomes the workspace, and the build works in the pipeline's copy."""
-    from runner.build.cache import compile_candidate
+    from runner.toolchain.builder import compile_candidate
 
     top = tmp_path / "suite"
     (top / "src" / "prog").mkdir(parents=True)
@@ -588,7 +588,7 @@ SUITE_KERNEL = ('#include "scale.h"\n__global__ void twice(float* a) { a[threadI
 
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
 def test_init_widens_the_workspace_to_what_the_build_reads_and_the_pipelines_copy_builds(tmp_path, monkeypatch):
-    from runner.build.cache import compile_candidate
+    from runner.toolchain.builder import compile_candidate
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     suite = tmp_path / "suite"
@@ -633,7 +633,7 @@ def test_one_program_of_a_suite_copies_and_searches_only_what_its_build_reads(tm
     program of the suite: each build copied and hashed all of them (15,000 files there), and a size
     constant (N) defined again by another program could not be scaled. app.workspace_paths names the
     parts a build reads: only those are copied, hashed and searched."""
-    from runner.build.cache import compile_candidate, copy_workspace
+    from runner.toolchain.builder import compile_candidate, copy_workspace
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "src"
@@ -735,7 +735,7 @@ def test_init_on_a_folder_of_separate_programs_refuses_and_lists_them(tmp_path: 
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")
 def test_init_sets_compat_headers_for_sources_that_call_what_cuda_13_removed_and_the_build_then_works(tmp_path,
                                                                                                    monkeypatch):
-    from runner.build.cache import compile_candidate
+    from runner.toolchain.builder import compile_candidate
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     prog = tmp_path / "legacy"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.base.config import load_config
-from runner.base.size_constants import SizeConstant
 from runner.init.project import Project
 from runner.init.render import ProgramSpec, render_config
+from runner.scan.size_constants import SizeConstant
 
 AWKWARD = "sh -c 'make -B \"a b\" X=#1 && cp out: {exe}'"  # quotes, a `#`, a colon, braces
 

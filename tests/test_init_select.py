@@ -12,7 +12,7 @@ from conftest import run_cli
 
 from runner.base.config import load_config
 from runner.base.sandbox import scratch
-from runner.build.cache import compile_candidate
+from runner.toolchain.builder import compile_candidate
 
 needs_tools = pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make needed")
 

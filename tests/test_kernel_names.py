@@ -12,12 +12,12 @@ from conftest import FIXTURES
 from runner.analysis.evidence import _select_for_hot, diagnose
 from runner.analysis.hot import in_profile_spelling, spelled_as
 from runner.base.config import AnalysisConfig
-from runner.base.cuda_source import functions, kernel_by_name, kernel_key, template_symbol_prefix
 from runner.evaluation.measure import traced_hot_keys
 from runner.profiles.model import MANGLED, Profile
 from runner.profiles.readers import NcuRawCsvReader, NcuReportReader, read_profiles
 from runner.profiles.readers.report import report_kernel_names
 from runner.profiles.readers.trace import TraceReader
+from runner.scan.cuda_source import functions, kernel_by_name, kernel_key, template_symbol_prefix
 
 CAPTURE = FIXTURES / "templated-h200"
 REDUCE = "_ZN5probe6reduceIfLj256ELb1EEEvPKT_PS1_j"

@@ -33,7 +33,7 @@ def test_imports_go_one_way():
     ("runner/profiles/model.py", "runner.analysis.hot"),         # the profile model reaching up into analysis
     ("runner/profiling/agent.py", "runner.proposal.stage"),       # profiling building through the proposal stage
     ("runner/proposal/prompt.py", "runner.evaluation.measure"),   # the prompt reaching forward into evaluation
-    ("runner/build/compiler.py", "runner.profiling.agent"),       # the build room depending on a stage
+    ("runner/toolchain/compiler.py", "runner.profiling.agent"),       # the build room depending on a stage
     ("bot/outcome.py", "bot.jobs"),                               # the Action reaching the control jobs
     ("bot/publish.py", "bot.app"),                                # the Action loading the web app
 ])

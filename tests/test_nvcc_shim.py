@@ -1,4 +1,4 @@
-"""The nvcc every build runs first (runner.build.nvcc_shim): third-party build files that name GPU
+"""The nvcc every build runs first (runner.toolchain.nvcc_shim): third-party build files that name GPU
 architectures CUDA no longer compiles for still build, for the architecture Optimas asks."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import yaml
 
 from runner.base.config import load_config
 from runner.base.processes import child_environment
-from runner.build.compat_record import CompatRecord
-from runner.build.compiler import build
-from runner.build.nvcc_shim import (
+from runner.toolchain.compat_record import CompatRecord
+from runner.toolchain.compiler import build
+from runner.toolchain.nvcc_shim import (
     build_environment,
     filter_architectures,
     keep_specific,
@@ -98,7 +98,7 @@ def test_a_cmake_project_with_old_cuda_architectures_builds(tmp_path, monkeypatc
     (["-o", "app", "a.o", "-std"], "", 13, ["-o", "app", "a.o", "-std"]),
 ])
 def test_an_old_dialect_is_raised_to_cpp17_only_where_cuda_13s_headers_need_it(args, code, major, kept):
-    from runner.build.nvcc_shim import DIALECT_OPTION
+    from runner.toolchain.nvcc_shim import DIALECT_OPTION
 
     got, raised, header = raise_dialect(args, code, major)
     assert got == kept
@@ -145,7 +145,7 @@ def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_pat
 
 def _runtime_used(args: list[str], cwd) -> list[str]:
     """The removed runtime functions the sources an nvcc call compiles (and include) call."""
-    from runner.build.nvcc_shim import RUNTIME, compat_used, compiled_code
+    from runner.toolchain.nvcc_shim import RUNTIME, compat_used, compiled_code
 
     return compat_used(compiled_code(args, cwd), RUNTIME)
 
@@ -164,7 +164,7 @@ def test_the_removed_thread_functions_are_found_where_the_code_calls_them(tmp_pa
 
 
 def test_the_warp_functions_without_a_mask_are_found_where_the_code_calls_them():
-    from runner.build.nvcc_shim import WARP, compat_used
+    from runner.toolchain.nvcc_shim import WARP, compat_used
 
     reduce = ("__device__ float warp_sum(float v) {\n  for (int d = 16; d > 0; d /= 2) v += __shfl_down(v, d);\n"
               "  return v > 0 ? v : __shfl(v, 0);\n}\n")
@@ -177,7 +177,7 @@ def test_the_warp_functions_without_a_mask_are_found_where_the_code_calls_them()
 
 
 def test_the_warp_votes_without_a_mask_are_found_where_the_code_calls_them():
-    from runner.build.nvcc_shim import VOTE, compat_used
+    from runner.toolchain.nvcc_shim import VOTE, compat_used
 
     votes = "__global__ void k(int* o, int p) { o[0] = __any(p) + __all (p != 0); o[1] = __ballot(p > 1); }\n"
     assert compat_used(votes, VOTE) == ["__any", "__all", "__ballot"]
@@ -186,7 +186,7 @@ def test_the_warp_votes_without_a_mask_are_found_where_the_code_calls_them():
 
 
 def test_prefetch_and_advice_by_device_ordinal_are_told_from_cuda_13s_form():
-    from runner.build.nvcc_shim import PREFETCH, compat_used
+    from runner.toolchain.nvcc_shim import PREFETCH, compat_used
 
     assert compat_used("cudaMemPrefetchAsync(p, n, dev); cudaMemAdvise(p, n, a, 0);", PREFETCH) == \
         ["cudaMemPrefetchAsync", "cudaMemAdvise"]
@@ -197,7 +197,7 @@ def test_prefetch_and_advice_by_device_ordinal_are_told_from_cuda_13s_form():
 def test_the_toolkits_own_headers_are_not_read_as_the_programs_code(tmp_path):
     """Chai includes "cuda_runtime.h" with quotes and compiles with -I$(CUDA_INC): CUDA 13's
     sm_30_intrinsics.h still mentions __shfl(, which read as the program's call."""
-    from runner.build.nvcc_shim import WARP, compat_used, compiled_code
+    from runner.toolchain.nvcc_shim import WARP, compat_used, compiled_code
 
     toolkit = tmp_path / "cuda"
     (toolkit / "include").mkdir(parents=True)
@@ -398,7 +398,7 @@ MAKEFILE_ABSOLUTE = ("NVCC := $(shell command -v nvcc)\napp: k.cu\n\t$(NVCC) -O2
                     reason="nvcc, make and cmake not installed")
 @pytest.mark.parametrize("kind", ["make", "make-absolute-nvcc", "cmake", "script"])
 def test_make_cmake_and_script_builds_report_ptxas_resources(tmp_path, monkeypatch, kind):
-    from runner.build.cache import compile_candidate
+    from runner.toolchain.builder import compile_candidate
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     cm = "cmake_minimum_required(VERSION 3.18)\nproject(s LANGUAGES CXX CUDA)\nadd_executable(k_app k.cu)\n"
@@ -433,8 +433,8 @@ SCALE_CU = ('#include "sizes.h"\n__global__ void scale(float* a) {\n'
 def test_the_prompt_shows_macros_as_the_build_compiles_them(tmp_path, monkeypatch):
     from runner.analysis.evidence import Diagnostics, GpuInfo
     from runner.analysis.hot import KernelTime
-    from runner.build.cache import compile_candidate
     from runner.proposal.prompt import build_prompt
+    from runner.toolchain.builder import compile_candidate
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / "p"
@@ -470,7 +470,7 @@ def test_a_recorded_source_is_named_from_the_builds_folder_by_its_text_alone(tmp
     overlong source or too many of them is dropped (an attacker's pass)."""
     import json
 
-    from runner.build.compiler import MAX_SOURCE_CHARS, _copy_root, _source_in, read_compat
+    from runner.toolchain.compiler import MAX_SOURCE_CHARS, _copy_root, _source_in, read_compat
 
     (tmp_path / "optimas.yml").write_text("app: {sources: [k.cu], build: 'true'}\n")
     (tmp_path / "sub").mkdir()

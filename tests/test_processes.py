@@ -12,7 +12,7 @@ import pytest
 from runner.base.config import load_config
 from runner.base.errors import ProfilingError
 from runner.base.processes import run_command, run_process
-from runner.build.compiler import build
+from runner.toolchain.compiler import build
 
 
 def _alive(pid: int) -> bool:
@@ -91,7 +91,7 @@ def test_commands_left_by_a_killed_caller_can_be_killed(tmp_path):
 def test_the_same_build_is_done_once_with_a_build_cache(tmp_path, monkeypatch):
     """OPTIMAS_BUILD_CACHE: the same workspace contents, command and compiler build once; an edited
     source builds again; a kept binary comes back from the cache."""
-    from runner.build.cache import compile_candidate
+    from runner.toolchain.builder import compile_candidate
 
     app = tmp_path / "app"
     app.mkdir()

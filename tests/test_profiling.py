@@ -313,7 +313,7 @@ def test_profile_paths_in_the_profiling_builds_copy_are_renamed_to_the_workspace
 
 
 def test_a_workspace_copy_made_inside_the_workspace_leaves_out_the_folder_it_is_made_in(tmp_path):
-    from runner.build.cache import copy_workspace
+    from runner.toolchain.builder import copy_workspace
 
     app = tmp_path / "app"
     (app / "src").mkdir(parents=True)
@@ -330,7 +330,7 @@ def test_a_workspace_copy_made_inside_the_workspace_leaves_out_the_folder_it_is_
 def test_a_workspace_with_dangling_links_is_copied_without_them(tmp_path):
     """Suites keep links to data never pulled, or to a path on the author's machine: the copy
     leaves them out instead of failing the build."""
-    from runner.build.cache import copy_workspace
+    from runner.toolchain.builder import copy_workspace
 
     app = tmp_path / "suite" / "prog"
     app.mkdir(parents=True)
@@ -353,8 +353,8 @@ def test_links_to_folders_that_loop_are_copied_as_links_and_the_build_runs(tmp_p
     it copies) follow 2^40 paths, holding the worker outside the sandbox and filling its disk (an
     attacker's pass). Links to folders in the workspace, or up the copy's own path, stay links;
     links to files are still copied as files; a copy too large stops with a clear error."""
-    from runner.build import cache
-    from runner.build.cache import WorkspaceCopyError, compile_candidate, copy_workspace
+    from runner.toolchain import builder as cache
+    from runner.toolchain.builder import WorkspaceCopyError, compile_candidate, copy_workspace
 
     app = tmp_path / "app"
     (app / "inc").mkdir(parents=True)

@@ -367,7 +367,7 @@ def test_launch_sites_are_found_in_one_pass_on_crafted_source():
     """Uses of a launching macro whose `(` never closes, thousands of launching macros, and names
     followed by `<` took n^2 steps over the pull request's text (16 KiB: 12 s; an attacker's pass):
     each is read a bounded span, and the sites found are the same."""
-    from runner.base.launch_sites import MAX_LAUNCH_MACROS, launch_sites
+    from runner.scan.launch_sites import MAX_LAUNCH_MACROS, launch_sites
 
     for text in ("#define M(f) f<<<1,1>>>();\n" + "M(" * 100_000,
                  "".join(f"#define M{i}(f) f<<<1,1>>>();\n" for i in range(20_000)),

@@ -22,11 +22,11 @@ from runner.base.config import load_config
 from runner.base.context import RunContext
 from runner.base.errors import OptimasError
 from runner.base.runstore import create_run
-from runner.build.compiler import CompileResult
 from runner.evaluation.ear import hallucinations
 from runner.proposal.llm.offline import OfflineContext, answer
 from runner.proposal.parser import parse_response
 from runner.proposal.stage import propose
+from runner.toolchain.compiler import CompileResult
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -82,8 +82,8 @@ def test_an_original_whose_results_vary_by_rounding_lets_the_prompt_reorder_them
     rounding only, the prompt allows reordering where they vary; beyond rounding, the diagnostics
     say that bit-for-bit validation cannot pass; the same, the prompt stays bit for bit."""
     from runner.proposal.prompt import BITWISE_RULE, ROUNDING_RULE, build_prompt
-    from runner.tracing.compare import ROUNDING_ULPS
     from runner.tracing.trace import ResultsVariation
+    from runner.validation.compare import ROUNDING_ULPS
 
     lc = load_config(REPO / "config.yml")
     files = {"probe_kernels.cu": (REPO / "examples" / "h200-probe" / "probe_kernels.cu").read_text()}
@@ -443,7 +443,7 @@ class _Builds:
     compile-checked). Recording (OPTIMAS_RECORD_REPLAY_BUILDS=1) builds for real and writes the record."""
 
     def __init__(self, app: str, real: bool):
-        from runner.build import cache
+        from runner.toolchain import builder as cache
 
         self.app, self.real, self.record = app, real, os.environ.get(RECORD_BUILDS) == "1"
         self.compile = cache.compile_candidate

@@ -13,7 +13,8 @@ import pytest
 from conftest import REPO, run_cli
 
 from runner.base.config import load_config
-from runner.base.size_constants import (
+from runner.init.sources import source_texts
+from runner.scan.size_constants import (
     definition_problem,
     definitions_of,
     integer_value,
@@ -22,8 +23,7 @@ from runner.base.size_constants import (
     scaled_value,
     workspace_texts,
 )
-from runner.build.cache import build_at_scale
-from runner.init.sources import source_texts
+from runner.toolchain.builder import build_at_scale
 
 SAMPLES = REPO / "benchmarks" / "external" / "cuda-samples" / "Samples"
 RODINIA = REPO / "benchmarks" / "external" / "rodinia" / "cuda"

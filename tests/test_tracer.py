@@ -154,7 +154,7 @@ def _process(tmp: Path, name: str, values: list[np.ndarray], kept: bool = True, 
 
 def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
     from runner.base.config import GpuResultsSpec
-    from runner.tracing.compare import compare_results
+    from runner.validation.compare import compare_results
 
     a = np.linspace(0, 1, 100, dtype=np.float32)
     close = a.copy()
@@ -191,7 +191,7 @@ def test_gpu_results_compared_bitwise_and_within_tolerance(tmp_path: Path):
 def test_an_original_whose_results_vary_by_rounding_judges_candidates_within_rounding(tmp_path: Path):
     """Float atomics make the original's own bits vary run to run: candidates are then held within
     ROUNDING_ULPS on the results it varies, and bit for bit on the ones it repeats."""
-    from runner.tracing.compare import (
+    from runner.validation.compare import (
         ROUNDING_ULPS,
         RoundingSpread,
         original_spread,
@@ -280,7 +280,7 @@ def test_an_original_whose_results_vary_by_rounding_judges_candidates_within_rou
 
 
 def test_two_runs_of_the_original_compared_for_the_prompt(tmp_path: Path):
-    from runner.tracing.compare import results_variation
+    from runner.validation.compare import results_variation
 
     sums = np.linspace(1, 100, 64, dtype=np.float32)
     rounded = sums.copy()
@@ -309,8 +309,8 @@ def test_validation_summary_says_when_results_were_held_within_rounding():
 
 def test_timer_and_gpu_results_defaults_follow_the_config(tmp_path: Path):
     from runner.base.config import ConfigError, load_config
-    from runner.base.cuda_source import kernel_key
     from runner.evaluation.measure import results_mode, timer_of
+    from runner.scan.cuda_source import kernel_key
 
     def cfg(text: str):
         (tmp_path / "c.yml").write_text(text)
@@ -573,7 +573,7 @@ def test_files_the_code_writes_are_read_only_up_to_a_size(tmp_path):
     import os
 
     from runner.base.workspace import FileTooLargeError, read_capped
-    from runner.build.compiler import RECORDS_LIMIT, read_records
+    from runner.toolchain.compiler import RECORDS_LIMIT, read_records
     from runner.tracing.trace import TRACE_LIMIT, TraceFormatError, read_trace
 
     trace, records = tmp_path / "trace-1.tsv", tmp_path / "nvcc.jsonl"

@@ -12,7 +12,7 @@ import pytest
 from runner.base.config import AppConfig, GpuResultsSpec, OutputSpec, parse_config
 from runner.base.errors import ConfigError
 from runner.base.validation_modes import AUTO, ValidationMode, check_words
-from runner.tracing.compare import COMPARATORS, Kept, compare
+from runner.validation.compare import COMPARATORS, Kept, compare
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUN = FIXTURES / "run-folders" / "20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf7"

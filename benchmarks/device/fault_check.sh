@@ -12,7 +12,7 @@ timeout 120 python -m pytest -q -m gpu tests/test_tracer.py -k fault -p no:cache
   > "$out/gpu-tests.txt" 2>&1
 tail -3 "$out/gpu-tests.txt"
 srad=benchmarks/external/rodinia/cuda/srad/srad_v2
-nvcc -arch=sm_90 -lineinfo -include runner/build/compat/cuda_removed_api.h -o /tmp/srad $srad/srad.cu -I$srad \
+nvcc -arch=sm_90 -lineinfo -include runner/toolchain/compat/cuda_removed_api.h -o /tmp/srad $srad/srad.cu -I$srad \
   && timeout 120 compute-sanitizer --print-limit 4 /tmp/srad 2048 2048 0 127 0 127 0.5 2 > "$out/srad-sanitizer.txt" 2>&1
 head -40 "$out/srad-sanitizer.txt"
 timeout 300 python benchmarks/method_survey.py --out /tmp/survey.json --only srad_v2 mask \

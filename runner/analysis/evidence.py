@@ -25,11 +25,11 @@ from runner.analysis.roofline import Roofline, aggregate_launches, roofline
 from runner.analysis.sources import SourceDigest, source_digests
 from runner.analysis.stalls import StallLine, salient_stalls
 from runner.base.config import AnalysisConfig
-from runner.base.cuda_source import template_symbol_prefix
 from runner.base.errors import AnalysisError
 from runner.base.evidence_kinds import BY_WORD, KINDS, PROFILE_WORDS, evidence_id
 from runner.profiles.counter_plan import CounterPlan
 from runner.profiles.model import MANGLED, STALL_MEANING, Profile, short_kernel_name
+from runner.scan.cuda_source import template_symbol_prefix
 from runner.tracing.trace import ResultsVariation
 
 # The kinds of evidence a prompt shows, each by the letter its ids start with, in the order the

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from runner.base.cuda_source import kernel_key
 from runner.base.errors import AnalysisError
 from runner.profiles.model import MANGLED
+from runner.scan.cuda_source import kernel_key
 
 # Cumulative shares are sums of floats; a set that covers alpha up to rounding covers it.
 _EPS = 1e-12

@@ -13,7 +13,6 @@ from pathlib import Path
 from runner.analysis.counters import load_metric_dictionary
 from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
 from runner.base.config import PROFILE_ROLES, LoadedConfig
-from runner.base.cuda_source import defined_kernels
 from runner.base.errors import AnalysisError, OptimasError
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, atomic_write_text, read_record
@@ -21,6 +20,7 @@ from runner.base.workspace import RECORD_LIMIT, read_context
 from runner.profiles.counter_plan import read_plan
 from runner.profiles.model import Profile, merge
 from runner.profiles.readers import read_any, read_profiles, read_timing
+from runner.scan.cuda_source import defined_kernels
 from runner.tracing.trace import ResultsVariation
 
 progress = progress_for("analysis")

@@ -29,8 +29,8 @@ from runner.base.backends import BACKENDS, NETWORK_BACKENDS
 from runner.base.errors import ConfigError
 from runner.base.evidence_kinds import DIAGNOSTICS
 from runner.base.processes import placeholders, product_placeholder
-from runner.base.size_constants import definition_problem, workspace_texts
 from runner.base.validation_modes import AUTO, FileMode, ValidationMode
+from runner.scan.size_constants import definition_problem, workspace_texts
 
 DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
 # The diagnostic configurations of the paper, in the ablation's order ("none": code only).

@@ -1,7 +1,7 @@
 """How a candidate's results are compared with the original's: the validation modes, one vocabulary.
 
 The config names them (app.outputs[].compare, app.gpu_results.compare), validation records them and
-runner/tracing/compare.py holds one comparator per mode (COMPARATORS). app.gpu_results.compare may
+runner/validation/compare.py holds one comparator per mode (COMPARATORS). app.gpu_results.compare may
 also say `auto` (AUTO): the config's choice, resolved to a mode by AppConfig.gpu_results_mode.
 """
 

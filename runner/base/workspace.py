@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 from runner.base.config import DEFAULT_ARCH, LoadedConfig, copied_parts
-from runner.base.cuda_source import LOCAL_INCLUDE, functions, strip_comments_and_strings
 from runner.base.errors import OptimasError
 from runner.base.processes import render
+from runner.scan.cuda_source import LOCAL_INCLUDE, functions, strip_comments_and_strings
 
 
 def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:

@@ -25,8 +25,8 @@ from pydantic import BaseModel, Field
 
 from runner.analysis.counters import counter_value
 from runner.analysis.evidence import EVIDENCE_ID, Diagnostics, Evidence, evidence_order
-from runner.base.cuda_source import Function, functions, strip_comments_and_strings
 from runner.proposal.parser import Edit, Proposal
+from runner.scan.cuda_source import Function, functions, strip_comments_and_strings
 
 _LINES = re.compile(r"lines?\s+(\d+)(?:\s*-\s*(\d+))?", re.IGNORECASE)
 

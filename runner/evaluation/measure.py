@@ -26,13 +26,15 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, Field
 
 from runner.base.config import AppConfig, LoadedConfig, OutputSpec, StdoutSpec
-from runner.base.cuda_source import kernel_key
 from runner.base.errors import OptimasError
 from runner.base.processes import child_environment, render, run_process
 from runner.base.validation_modes import ValidationMode, check_words
 from runner.base.workspace import read_capped
 from runner.evaluation.statistics import Improvement, improvement
-from runner.tracing.compare import (
+from runner.scan.cuda_source import kernel_key
+from runner.tracing.library import TracerError, trace_environment, tracer_library
+from runner.tracing.trace import ProcessTrace, device_fault, read_traces
+from runner.validation.compare import (
     MISMATCH_BYTES,
     MISMATCH_EACH,
     ROUNDING_ULPS,
@@ -44,8 +46,6 @@ from runner.tracing.compare import (
     widened,
     within_rounding,
 )
-from runner.tracing.library import TracerError, trace_environment, tracer_library
-from runner.tracing.trace import ProcessTrace, device_fault, read_traces
 
 POISON = b"\xde\xad\xbe\xef" * 256
 log = logging.getLogger(__name__)

@@ -17,12 +17,12 @@ from runner.base.gpu import target_arch
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, read_record
 from runner.base.workspace import RECORD_LIMIT, read_sources, workspace_dirs
-from runner.build.cache import compile_candidate
 from runner.evaluation.corpus import append_record, update_record
 from runner.evaluation.ear import DirectionCheck, EARScores, direction_score, scores
 from runner.evaluation.measure import EvaluationError, Timing, Validation, time_interleaved, validate
 from runner.evaluation.statistics import Improvement
 from runner.proposal.stage import ProposeResult
+from runner.toolchain.builder import compile_candidate
 
 progress = progress_for("evaluation")
 

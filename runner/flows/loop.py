@@ -29,7 +29,6 @@ from runner.base.errors import OptimasError, ProfilingError
 from runner.base.gpu import can_run_here, detect_gpu, require_tool
 from runner.base.progress import progress_for
 from runner.base.runstore import Run, create_run
-from runner.build.cache import copy_workspace
 from runner.evaluation.ear import DirectionCheck, directional
 from runner.evaluation.stage import EvaluationResult, add_direction, evaluate, record_no_change
 from runner.flows.candidates import Candidate, evaluate_candidates, first_accepted, propose_candidates
@@ -37,6 +36,7 @@ from runner.profiles.model import Profile, merge
 from runner.profiles.readers import read_any, read_profiles
 from runner.profiling.agent import ProfilingAgent
 from runner.proposal.stage import ProposeResult
+from runner.toolchain.builder import copy_workspace
 from runner.tracing.trace import ResultsVariation
 
 progress = progress_for("flows")

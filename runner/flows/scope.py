@@ -18,8 +18,8 @@ from pathlib import Path
 from runner.base.config import LoadedConfig
 from runner.base.sandbox import scratch
 from runner.base.workspace import workspace_dirs
-from runner.build.cache import copy_workspace
-from runner.build.compiler import build
+from runner.toolchain.builder import copy_workspace
+from runner.toolchain.compiler import build
 
 log = logging.getLogger(__name__)
 

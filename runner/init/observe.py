@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.base.config import LoadedConfig
-from runner.base.cuda_source import functions
 from runner.base.errors import OptimasError
 from runner.base.gpu import target_arch
 from runner.base.progress import progress_for
 from runner.base.sandbox import scratch
-from runner.build.cache import copy_workspace
-from runner.build.compiler import build, compiled_files, preprocessor_args, read_calls
-from runner.build.nvcc_shim import NVCC_RECORD, build_environment
 from runner.init import make_db
 from runner.init.project import Project
 from runner.init.sources import CUDA_SUFFIXES
+from runner.scan.cuda_source import functions
+from runner.toolchain.builder import copy_workspace
+from runner.toolchain.compiler import build, compiled_files, preprocessor_args, read_calls
+from runner.toolchain.nvcc_shim import NVCC_RECORD, build_environment
 
 progress = progress_for("init")
 

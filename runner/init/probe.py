@@ -14,8 +14,8 @@ from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, target_arch
 from runner.base.processes import child_environment, render
 from runner.base.sandbox import scratch
-from runner.build.cache import compile_candidate
 from runner.evaluation.measure import run_once
+from runner.toolchain.builder import compile_candidate
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.base.size_constants import included_closure
 from runner.init import cmake_api, make_db
 from runner.init.build_cmake import SAFE_WORD, cmake_build, codemodel, evident_values
 from runner.init.build_configure import configure_top
@@ -23,6 +22,7 @@ from runner.init.build_nvcc import include_folders
 from runner.init.build_script import script_in
 from runner.init.makefile_text import makefile_in, read_makefile
 from runner.init.sources import BUILD_FILES, walk
+from runner.scan.size_constants import included_closure
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.base.size_constants import SizeConstant
 from runner.init import runs
+from runner.scan.size_constants import SizeConstant
 
 
 @dataclass

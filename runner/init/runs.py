@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.base.cuda_source import STRING_LITERAL, strip_comments_and_strings
+from runner.scan.cuda_source import STRING_LITERAL, strip_comments_and_strings
 
 GUARD_SPAN = 600  # characters after an argc check that its usage message and exit are looked for in
 MAIN_SPAN = 20_000  # characters of main's body read for argc checks

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from runner.base.cuda_source import STRING_LITERAL, functions, strip_comments_and_strings
-from runner.build.nvcc_shim import CCCL_INCLUDE, COMPATS, OLD_CPP, compat_used
+from runner.scan.cuda_source import STRING_LITERAL, functions, strip_comments_and_strings
+from runner.toolchain.nvcc_shim import CCCL_INCLUDE, COMPATS, OLD_CPP, compat_used
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
 

@@ -8,15 +8,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from runner.base.config import LoadedConfig, copied_parts, parse_config, path_problems
-from runner.base.cuda_source import functions
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.runstore import atomic_write_text
-from runner.base.size_constants import (
-    definition_problem,
-    included_closure,
-    proposed_size_constants,
-    workspace_texts,
-)
 from runner.init import runs
 from runner.init.build import detect_build, separate_programs
 from runner.init.build_cmake import ParentTarget, parent_cmake_target
@@ -40,6 +33,13 @@ from runner.init.sources import (
     walk,
 )
 from runner.init.workspace import outside_reads, read_parts, smallest_workspace
+from runner.scan.cuda_source import functions
+from runner.scan.size_constants import (
+    definition_problem,
+    included_closure,
+    proposed_size_constants,
+    workspace_texts,
+)
 
 
 def inspect(root: Path, build: str | None = None, program: str | None = None) -> Project:

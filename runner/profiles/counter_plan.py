@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from runner.base.cuda_source import template_symbol_prefix
 from runner.profiles.model import WORK_METRICS, Profile
+from runner.scan.cuda_source import template_symbol_prefix
 from runner.tracing.trace import KernelLaunch, Launches
 
 CounterSource = Literal["sizes", "launch configurations", "code versions", "one run"]

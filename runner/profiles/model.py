@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from runner.base.cuda_source import short_kernel_name as short_kernel_name  # re-exported: readers and stages use it
+from runner.scan.cuda_source import short_kernel_name as short_kernel_name  # re-exported: readers and stages use it
 
 # Canonical stall reason names, as the source page spells them (without the "stall_" prefix).
 STALL_REASONS: tuple[str, ...] = (

@@ -36,7 +36,6 @@ import pandas as pd
 from runner.analysis.hot import KernelTime, select_hot_kernels, spelled_as, widen_to_editable
 from runner.base.config import Config
 from runner.base.context import RunContext
-from runner.base.cuda_source import defined_kernels, kernel_key, template_symbol_prefix
 from runner.base.errors import ProfilingError
 from runner.base.gpu import detect_gpu, require_tool
 from runner.base.processes import (
@@ -52,12 +51,8 @@ from runner.base.processes import (
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import sandbox_open
-from runner.base.size_constants import workspace_texts
 from runner.base.validation_modes import ValidationMode
 from runner.base.workspace import read_context, workspace_dirs, workspace_parts
-from runner.build.cache import build_at_scale, compile_candidate, copy_workspace
-from runner.build.compiler import CompileResult
-from runner.build.nvcc_shim import build_environment
 from runner.profiles.counter_plan import (
     MAX_LAUNCH_CONFIGURATIONS,
     PLAN_FILE,
@@ -70,9 +65,14 @@ from runner.profiles.model import short_kernel_name
 from runner.profiles.readers import NcuRawCsvReader, read_any
 from runner.profiles.readers.report import report_kernel_names
 from runner.profiles.readers.trace import profile_of
-from runner.tracing.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
+from runner.scan.cuda_source import defined_kernels, kernel_key, template_symbol_prefix
+from runner.scan.size_constants import workspace_texts
+from runner.toolchain.builder import build_at_scale, compile_candidate, copy_workspace
+from runner.toolchain.compiler import CompileResult
+from runner.toolchain.nvcc_shim import build_environment
 from runner.tracing.library import TracerError, trace_environment, tracer_library
 from runner.tracing.trace import Launches, ProcessTrace, ResultsVariation, device_fault, read_traces
+from runner.validation.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
 
 progress = progress_for("profiling")
 

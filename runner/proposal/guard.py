@@ -3,7 +3,7 @@ a rule, naming the rule and the lines.
 
 Rules: overlapping-edits, outside-allowed-region, host-code, launch-config, preprocessor,
 opaque-syntax, signature-changed, kernel-removed, new-kernel, duplicate-kernel, no-op. Host code may
-change only where the prompt allowed a launch's execution configuration (runner.base.launch_sites):
+change only where the prompt allowed a launch's execution configuration (runner.scan.launch_sites):
 the launch's grid, block and dynamic shared memory and the one-line declarations they are computed
 from, nothing else, and those only as plain arithmetic (runner.base.launch_expr). Everything outside
 the device-only functions (kernels, `__device__` functions without `__host__`) is host code: a
@@ -23,7 +23,6 @@ from typing import NamedTuple
 import unidiff
 from pydantic import BaseModel, Field
 
-from runner.base.cuda_source import Function, definitions, functions, strip_comments_and_strings
 from runner.base.launch_expr import (
     ALLOWED_CALLS,
     TYPE_WORDS,
@@ -32,8 +31,9 @@ from runner.base.launch_expr import (
     declared_names,
     expression_faults,
 )
-from runner.base.launch_sites import launch_macros, launch_sites, masked, masked_pieces
 from runner.proposal.parser import Edit, Proposal
+from runner.scan.cuda_source import Function, definitions, functions, strip_comments_and_strings
+from runner.scan.launch_sites import launch_macros, launch_sites, masked, masked_pieces
 
 
 class Violation(BaseModel):

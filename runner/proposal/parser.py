@@ -20,8 +20,8 @@ import unidiff
 from pydantic import BaseModel, Field
 
 from runner.analysis.evidence import EVIDENCE_ID, evidence_order
-from runner.base.cuda_source import functions
 from runner.base.errors import OptimasError
+from runner.scan.cuda_source import functions
 
 _FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+.-]*)\s*$")
 _EDIT = re.compile(r"^\s*\**EDIT\**\s+file\s*=\s*(?P<file>\S+)\s+lines\s*=\s*(?P<a>\d+)\s*-\s*(?P<b>\d+)"

@@ -18,13 +18,13 @@ from pydantic import BaseModel
 from runner.analysis.evidence import Diagnostics, Evidence, render_markdown
 from runner.analysis.hot import KernelTime
 from runner.base.config import Config
-from runner.base.cuda_source import kernel_base_name, template_arguments
 from runner.base.errors import OptimasError
 from runner.base.evidence_kinds import BY_WORD, DIAGNOSTICS, SOURCES, evidence_id, kinds_shown, source_kind
-from runner.build.compiler import CompiledMacros, CompileResult, KernelResources
 from runner.profiles.model import short_kernel_name
 from runner.proposal.prompt_context import macros_in_effect, source_blocks
-from runner.tracing.compare import ROUNDING_ULPS
+from runner.scan.cuda_source import kernel_base_name, template_arguments
+from runner.toolchain.compiler import CompiledMacros, CompileResult, KernelResources
+from runner.validation.compare import ROUNDING_ULPS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "prompts"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from runner.base.cuda_source import (
+from runner.scan.cuda_source import (
     Function,
     after_license_header,
     called_names,
@@ -25,8 +25,8 @@ from runner.base.cuda_source import (
     template_arguments,
     used_names,
 )
-from runner.base.launch_sites import launch_sites
-from runner.build.compiler import CompiledMacros
+from runner.scan.launch_sites import launch_sites
+from runner.toolchain.compiler import CompiledMacros
 
 MAX_HELPERS = 24  # device functions shown besides the hot kernels, nearest callees first
 # A file's declarations before its first function are shown whole up to this many lines; beyond,

@@ -26,13 +26,13 @@ from runner.base.gpu import target_arch
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, append_text, atomic_write_text
 from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
-from runner.build.cache import compile_candidate
-from runner.build.compat_record import CompatRecord
-from runner.build.compiler import CompileResult
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
 from runner.proposal.prompt import Prompt, PromptSpec, render_prompt
+from runner.toolchain.builder import compile_candidate
+from runner.toolchain.compat_record import CompatRecord
+from runner.toolchain.compiler import CompileResult
 
 progress = progress_for("proposal")
 

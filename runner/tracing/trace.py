@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from runner.base.cuda_source import short_kernel_name
 from runner.base.errors import OptimasError
+from runner.scan.cuda_source import short_kernel_name
 from runner.tracing.launches import INT_FIELDS, KernelLaunch, Launches
 
 __all__ = ["DEVICE_FAULTS", "FORMAT", "LAUNCH_ERRORS", "MAX_TRACES", "TRACE_LIMIT", "TRACE_TOTAL", "ApiError",

@@ -20,9 +20,9 @@ import time
 from pydantic import BaseModel, ConfigDict
 
 from runner.analysis.evidence import Diagnostics, Evidence
-from runner.base.cuda_source import Function, functions, kernel_by_name, strip_comments_and_strings
 from runner.profiles.model import short_kernel_name
 from runner.proposal.llm.base import LLMError, LLMRequest, LLMResponse, Usage
+from runner.scan.cuda_source import Function, functions, kernel_by_name, strip_comments_and_strings
 
 
 class OfflineContext(BaseModel):

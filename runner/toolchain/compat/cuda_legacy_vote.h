@@ -1,4 +1,4 @@
-/* Written by Optimas; pre-included by its nvcc shim (runner/build/nvcc_shim.py) into a .cu file
+/* Written by Optimas; pre-included by its nvcc shim (runner/toolchain/nvcc_shim.py) into a .cu file
  * that calls the warp votes without a mask (__any, __all, __ballot). CUDA 13 still declares them,
  * and ptxas rejects them for sm_70 and later ("Instruction 'vote' without '.sync' is not
  * supported"). Each becomes its *_sync form over the threads active at the call (__activemask()),

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.base.cuda_source import Function, _line_of, functions, strip_comments_and_strings
+from runner.scan.cuda_source import Function, functions, line_of, strip_comments_and_strings
 
 # (a template's arguments read up to 512 characters: unbounded, the lazy span ran to the end of
 # the text from every name followed by `<`, n^2 steps on crafted source; an attacker's pass)
@@ -118,8 +118,8 @@ def launch_macros(clean: str) -> list[LaunchMacro]:
         end = len(clean) if end < 0 else end
         if "<<<" in clean[m.end():end]:
             params = tuple(p.strip() for p in (m.group(2) or "").split(",") if p.strip())
-            out.append(LaunchMacro(m.group(1), params, m.start(), end, _line_of(clean, m.start()),
-                                   _line_of(clean, end)))
+            out.append(LaunchMacro(m.group(1), params, m.start(), end, line_of(clean, m.start()),
+                                   line_of(clean, end)))
             if len(out) >= MAX_LAUNCH_MACROS:
                 break
     return out

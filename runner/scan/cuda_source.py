@@ -119,7 +119,8 @@ def after_license_header(text: str) -> int:
     return i + 1
 
 
-def _line_of(text: str, pos: int) -> int:
+def line_of(text: str, pos: int) -> int:
+    """The 1-based line of character `pos` of `text`."""
     return text.count("\n", 0, pos) + 1
 
 
@@ -239,8 +240,8 @@ def functions(text: str) -> list[Function]:
                 end = _match_brace(clean, i)
                 owners = [k[len("class:"):] for k in scope_kind if k.startswith("class:")]
                 found.append(Function(
-                    name="::".join([*owners, fn[0]]), qualifiers=fn[1], start_line=_line_of(clean, fn[2]),
-                    body_start_line=_line_of(clean, i), end_line=_line_of(clean, end),
+                    name="::".join([*owners, fn[0]]), qualifiers=fn[1], start_line=line_of(clean, fn[2]),
+                    body_start_line=line_of(clean, i), end_line=line_of(clean, end),
                     signature=" ".join(clean[fn[2]:i].split()), params=fn[3],
                     owner="::".join(owners) or None, span=(fn[2], end)))
                 i = end + 1
@@ -502,9 +503,9 @@ def _types(clean: str, inside: list[tuple[int, int]]) -> dict[str, list[tuple[in
                 spans.append((names[-1], m.start(), end))
     spans += [(m.group(1), m.start(), m.end() - 1) for rx in (_TYPEDEF, _USING) for m in rx.finditer(clean)]
     for name, start, end in spans:
-        first = _line_of(clean, start)
+        first = line_of(clean, start)
         if not any(a <= first <= b for a, b in inside):
-            found.setdefault(name, []).append((first, _line_of(clean, end)))
+            found.setdefault(name, []).append((first, line_of(clean, end)))
     return found
 
 
@@ -524,12 +525,12 @@ def definitions(text: str, funcs: list[Function]) -> dict[str, list[tuple[int, i
     inside = [(f.start_line, f.end_line) for f in funcs]
     found: dict[str, list[tuple[int, int]]] = {}
     for m in _DEFINE.finditer(clean):
-        start = end = _line_of(clean, m.start())
+        start = end = line_of(clean, m.start())
         while end <= len(lines) and lines[end - 1].rstrip().endswith("\\"):
             end += 1  # a macro continued on the next line
         found.setdefault(m.group(1), []).append((start, min(end, len(lines))))
     for m in _CONSTANT.finditer(clean):
-        line = _line_of(clean, m.start())
+        line = line_of(clean, m.start())
         if not any(a <= line <= b for a, b in inside):
             found.setdefault(m.group(1), []).append((line, line))
     for name, ranges in _types(clean, inside).items():

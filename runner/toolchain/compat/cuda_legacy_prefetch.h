@@ -1,4 +1,4 @@
-/* Written by Optimas; pre-included by its nvcc shim (runner/build/nvcc_shim.py) into a .cu file
+/* Written by Optimas; pre-included by its nvcc shim (runner/toolchain/nvcc_shim.py) into a .cu file
  * that calls cudaMemPrefetchAsync or cudaMemAdvise with a device ordinal, as before CUDA 13: CUDA
  * 13 takes a cudaMemLocation there (and a flags word before the stream). Each overload here makes
  * the location the call meant, the device of that ordinal, or the host for cudaCpuDeviceId (-1),

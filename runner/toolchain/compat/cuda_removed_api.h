@@ -1,4 +1,4 @@
-/* Written by Optimas; pre-included by its nvcc shim (runner/build/nvcc_shim.py) into a .cu file
+/* Written by Optimas; pre-included by its nvcc shim (runner/toolchain/nvcc_shim.py) into a .cu file
  * that calls the thread-management functions CUDA 13 removed from the runtime API. Each was an
  * older name of the cudaDevice* function it calls here, with the same arguments and result. */
 #pragma once

@@ -1,4 +1,4 @@
-/* Written by Optimas; pre-included by its nvcc shim (runner/build/nvcc_shim.py) into a .cu file
+/* Written by Optimas; pre-included by its nvcc shim (runner/toolchain/nvcc_shim.py) into a .cu file
  * that calls the warp shuffles without a mask (__shfl, __shfl_up, __shfl_down, __shfl_xor), which
  * CUDA 13 no longer declares. Each becomes its *_sync form over the threads active at the call
  * (__activemask()), the threads the unmasked form exchanged values with on the GPUs it was written

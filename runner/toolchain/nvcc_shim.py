@@ -43,9 +43,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from runner.base.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.base.processes import cache_root, child_environment, run_process
-from runner.build.compat_record import DIALECT, CompatRecord
+from runner.scan.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
+from runner.toolchain.compat_record import DIALECT, CompatRecord
 
 SHIM_VERSION = "13"
 # Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
@@ -352,11 +352,11 @@ def shim_folder(nvcc: str, cache: Path) -> Path | None:
     folder = cache / "nvcc-shim" / key
     target = folder / "nvcc"
     text = (f"#!{sys.executable} -IS\n"
-            "# Written by Optimas (runner/build/nvcc_shim.py): drops GPU architectures this nvcc does not\n"
+            "# Written by Optimas (runner/toolchain/nvcc_shim.py): drops GPU architectures this nvcc does not\n"
             "# support, then runs it. -IS: the standard library only, whatever the build's environment.\n"
             "import sys\n"
             f"sys.path.insert(0, {str(_ROOT)!r})\n"
-            "from runner.build.nvcc_shim import run_shim\n"
+            "from runner.toolchain.nvcc_shim import run_shim\n"
             f"run_shim({str(real)!r}, {sorted(supported)!r}, {major})\n")
     # The cache outlives the job that wrote it: the shim is used only when it holds exactly this text
     if target.is_file() and not target.is_symlink() and target.read_bytes() == text.encode():

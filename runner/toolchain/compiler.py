@@ -18,8 +18,8 @@ from runner.base.errors import OptimasError
 from runner.base.processes import render, run_process
 from runner.base.sandbox import scratch
 from runner.base.workspace import read_capped, workspace_dirs
-from runner.build.compat_record import CompatRecord
-from runner.build.nvcc_shim import (
+from runner.toolchain.compat_record import CompatRecord
+from runner.toolchain.nvcc_shim import (
     COMPAT_RECORD,
     COMPATS,
     DIALECT_OPTION,

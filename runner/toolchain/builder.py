@@ -16,10 +16,10 @@ from runner.base.errors import OptimasError
 from runner.base.processes import size_share
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import scratch
-from runner.base.size_constants import scaled_sources
 from runner.base.workspace import build_compiler, source_bytes, workspace_dirs, workspace_parts, write_source
-from runner.build.compiler import CompileResult, build
-from runner.build.nvcc_shim import SHIM_VERSION
+from runner.scan.size_constants import scaled_sources
+from runner.toolchain.compiler import CompileResult, build
+from runner.toolchain.nvcc_shim import SHIM_VERSION
 
 # Left out of every copy: version control, run folders (a runs_dir inside the workspace), caches and
 # old outputs.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from runner.base.cuda_source import functions, strip_comments_and_strings
+from runner.scan.cuda_source import functions, strip_comments_and_strings
 
 # A definition of a name, read around each place the name is written (never by a pattern run over
 # the whole file: a file of the pull request's could make that take hours). Before the name: the

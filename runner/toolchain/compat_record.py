@@ -4,7 +4,7 @@ said an older dialect (DIALECT).
 
 The shim runs as a script under the build's PATH with the standard library only (`python -IS`), so
 this module imports nothing else. The shim writes each record as a JSON line (CompatRecord.as_json);
-runner.build.compiler.read_compat reads the lines back through CompatRecord.from_json, the run's
+runner.toolchain.compiler.read_compat reads the lines back through CompatRecord.from_json, the run's
 manifest keeps them (compat_headers) in the same JSON form, and check-config --build, the proposal
 stage and the App's summary use the record itself.
 """
