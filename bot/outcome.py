@@ -57,7 +57,7 @@ class ProgramOutcome:
     per_config: tuple[str, ...] = ()
     ear: EARScores | None = None
     unproven_diff: str = ""  # the diff of a candidate no GPU proved, shown as text
-    compat: tuple[CompatRecord, ...] = ()  # what app.compat_headers changed in the build
+    compat: tuple[CompatRecord, ...] = ()  # what app.legacy_cuda changed in the build
     model_ignored: tuple[str, ...] = ()  # the repository's model settings the operator's replaced
     changed: tuple[str, ...] = ()  # the changed files the program's build reads
 

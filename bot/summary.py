@@ -117,15 +117,15 @@ def _ear_line(ear: EARScores) -> str:
 
 
 def _compat_line(c: CompatRecord) -> str:
-    """The summary's sentence on one change app.compat_headers made to the build."""
+    """The summary's sentence on one change app.legacy_cuda made to the build."""
     if c.is_dialect:
         sources = ", ".join(code_span(s) for s in c.sources)
         said = ", ".join(code_span(n) for n in c.names)
-        return (f"Built with {sources} compiled as C++17 where the build said {said} (app.compat_headers: "
+        return (f"Built with {sources} compiled as C++17 where the build said {said} (app.legacy_cuda: "
                 "CUDA 13's Thrust, CUB, libcu++ and cooperative groups headers need C++17): it changes what "
                 "that code means, and your own CUDA 13 toolchain does not build it without the same change.")
     return (f"Built with Optimas's compatibility header {code_span(c.header)} pre-included into "
-            f"{', '.join(code_span(s) for s in c.sources)} (app.compat_headers, for "
+            f"{', '.join(code_span(s) for s in c.sources)} (app.legacy_cuda, for "
             f"{', '.join(code_span(n) for n in c.names)}): it changes what that code means, and your own "
             "CUDA 13 toolchain does not build it without the same change.")
 

@@ -74,7 +74,7 @@ def test_the_summary_says_what_the_manifest_records(tmp_path: Path):
 
 
 def test_check_config_build_says_each_record(tmp_path: Path, monkeypatch, capsys):
-    """check-config --build names what app.compat_headers changed in the build, from the records."""
+    """check-config --build names what app.legacy_cuda changed in the build, from the records."""
     import runner.toolchain.builder
     from runner.base.config import load_config
     from runner.cli import _check_build

@@ -248,3 +248,15 @@ def test_a_config_with_aliases_or_of_any_size_is_refused_before_anything_reads_i
     with pytest.raises(ConfigError) as e:  # a value of the wrong type is named, not written out whole
         parse_config("app:\n  name: [" + ", ".join(["123456789"] * 5000) + "]\n", "long.yml")
     assert len(str(e.value)) < 500
+
+
+def test_the_old_name_compat_headers_is_read_as_legacy_cuda_with_a_deprecation_warning(tmp_path, caplog):
+    old = tmp_path / "old.yml"
+    old.write_text("app:\n  build: nvcc -o {exe} k.cu\n  run: '{exe}'\n  compat_headers: true\n")
+    with caplog.at_level("WARNING", logger="runner.base.config"):
+        assert load_config(old).config.app.legacy_cuda is True
+    assert "app.compat_headers is deprecated: it is now app.legacy_cuda" in caplog.text
+    both = tmp_path / "both.yml"
+    both.write_text("app:\n  build: nvcc -o {exe} k.cu\n  run: '{exe}'\n  compat_headers: true\n  legacy_cuda: false\n")
+    with pytest.raises(ConfigError, match="compat_headers and app.legacy_cuda disagree"):
+        load_config(both)

@@ -516,7 +516,7 @@ def test_a_folder_whose_cmake_file_makes_a_library_builds_the_executable_that_li
     assert app.workspace == "../.." and app.sources == ["prog.cu"]
     assert "cmake -S ../.. -B {exe}.build" in app.build and "--target prog " in app.build
     assert "the executable 'prog' links (../CMakeLists.txt)" in r.stdout
-    assert app.compat_headers and "cuda_legacy_prefetch.h (../main.cu: cudaMemPrefetchAsync)" in \
+    assert app.legacy_cuda and "cuda_legacy_prefetch.h (../main.cu: cudaMemPrefetchAsync)" in \
         (top / "src" / "prog" / "optimas.yml").read_text()
     built = compile_candidate(load_config(top / "src" / "prog" / "optimas.yml"), {}, "sm_90", exe=tmp_path / "prog")
     assert built.ok, built.output
@@ -528,16 +528,16 @@ def test_a_folder_whose_cmake_file_makes_a_library_builds_the_executable_that_li
 
 def test_an_older_dialect_with_cuda_13s_cpp17_headers_sets_compat_headers(tmp_path: Path):
     """XSBench: the Makefile says -std=c++14, the sources include Thrust, which CUDA 13 compiles only
-    as C++17: the shim may raise the dialect only with app.compat_headers, so init sets it and says
+    as C++17: the shim may raise the dialect only with app.legacy_cuda, so init sets it and says
     why; without such a header the dialect is the program's business."""
     root = project(tmp_path / "xs", ("Makefile", "app: main.cu\n\tnvcc -std=c++14 -O3 main.cu -o app\n"))
     (root / "kernels" / "saxpy.cuh").write_text("#include <thrust/reduce.h>\n" + SAXPY)
     r, app = initialized(root)
     text = (root / "optimas.yml").read_text()
-    assert app.compat_headers and "(Makefile: -std=c++14; <thrust/reduce.h>)" in text
+    assert app.legacy_cuda and "(Makefile: -std=c++14; <thrust/reduce.h>)" in text
     (root / "kernels" / "saxpy.cuh").write_text(SAXPY)
     r, app = initialized(root, "--force")
-    assert not app.compat_headers
+    assert not app.legacy_cuda
 
 
 def test_positional_arguments_are_named_by_the_programs_usage_line_and_a_repeat_count_is_not_scaled(tmp_path: Path):
@@ -746,16 +746,16 @@ def test_init_sets_compat_headers_for_sources_that_call_what_cuda_13_removed_and
     r = run_cli("init", str(prog))
     assert r.returncode == 0, r.stderr
     text = (prog / "optimas.yml").read_text()
-    assert "compat_headers: true" in text
+    assert "legacy_cuda: true" in text
     assert "cuda_removed_api.h (k.cu: cudaThreadSynchronize)" in text
     assert "cuda_legacy_warp.h (k.cu: __shfl_down)" in text
     built = compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90")
     assert built.ok, built.output
     assert {c.header for c in built.compat} == {"cuda_removed_api.h", "cuda_legacy_warp.h"}
     # the same program without the line: the build fails as with the user's own CUDA 13
-    (prog / "optimas.yml").write_text(text.replace("  compat_headers: true\n", ""))
+    (prog / "optimas.yml").write_text(text.replace("  legacy_cuda: true\n", ""))
     plain = compile_candidate(load_config(prog / "optimas.yml"), {}, "sm_90")
-    assert not plain.ok and "app.compat_headers: true would pre-include" in plain.output
+    assert not plain.ok and "app.legacy_cuda: true would pre-include" in plain.output
 
 
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make not installed")

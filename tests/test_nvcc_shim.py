@@ -116,7 +116,7 @@ GRID_SYNC = ('#include <cooperative_groups.h>\nnamespace cg = cooperative_groups
 def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_path, monkeypatch):
     """XSBench's and RSBench's Makefiles say -std=c++14 and include Thrust: CUDA 13's headers stop
     with '#error ... requires at least C++17'. Compiling it as C++17 changes what it means
-    (__cplusplus, trigraphs: an attacker's pass), so it is app.compat_headers' to allow: off, the
+    (__cplusplus, trigraphs: an attacker's pass), so it is app.legacy_cuda' to allow: off, the
     build fails and its log says what the setting would do; on, the source compiles as C++17 and
     the build result records it for the run and the pull request."""
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
@@ -131,10 +131,10 @@ def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_pat
         assert off.ok and "C++17" not in off.output, off.output  # an older CUDA takes C++14, and the shim leaves it
         return
     assert not off.ok and off.compat == [] and "requires at least C++" in off.output  # what it is for
-    assert "-std=c++14: " in off.output and "app.compat_headers: true would compile it as C++17" in off.output
+    assert "-std=c++14: " in off.output and "app.legacy_cuda: true would compile it as C++17" in off.output
     assert "given as -std=c++17" not in off.output
     cfg = yaml.safe_load((root / "optimas.yml").read_text())
-    cfg["app"]["compat_headers"] = True
+    cfg["app"]["legacy_cuda"] = True
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
@@ -271,9 +271,9 @@ def test_a_program_that_calls_what_cuda_13_removed_builds_only_when_the_config_a
     # this build fails as the user's own nvcc does: with the error the header is for
     off = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert not off.ok and off.compat == [] and failure in off.output, off.output
-    assert f"app.compat_headers: true would pre-include {header}" in off.output and "pre-included" not in off.output
+    assert f"app.legacy_cuda: true would pre-include {header}" in off.output and "pre-included" not in off.output
     cfg = yaml.safe_load((root / "optimas.yml").read_text())
-    cfg["app"]["compat_headers"] = True
+    cfg["app"]["legacy_cuda"] = True
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
     assert result.ok, result.output
@@ -303,7 +303,7 @@ def test_a_call_two_includes_deep_gets_its_header_once_and_a_commented_definitio
                                   "__global__ void k(float* a) { a[threadIdx.x] = total(a[threadIdx.x]); }\n"
                                   "int main() { printf(\"built\\n\"); return 0; }\n")
     cfg = yaml.safe_load((root / "optimas.yml").read_text())
-    cfg["app"].update(compat_headers=True, sources=["main.cu"])
+    cfg["app"].update(legacy_cuda=True, sources=["main.cu"])
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=True,
                    macros=True)
@@ -331,7 +331,7 @@ def test_votes_without_a_mask_count_the_threads_that_reach_them(tmp_path, monkey
     root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
                    "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
     cfg = yaml.safe_load((root / "optimas.yml").read_text())
-    cfg["app"]["compat_headers"] = True
+    cfg["app"]["legacy_cuda"] = True
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     (root / "k.cu").write_text(VOTE_BRANCH)
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
@@ -346,7 +346,7 @@ def test_prefetch_by_device_ordinal_moves_the_data_where_it_said(tmp_path, monke
     root = project(tmp_path / "p", "Makefile", "app: k.cu\n\tnvcc -O2 k.cu -o app\n",
                    "sh -c 'NVCC_APPEND_FLAGS=\"-arch={arch}\" make -B app && cp app {exe}'")
     cfg = yaml.safe_load((root / "optimas.yml").read_text())
-    cfg["app"]["compat_headers"] = True
+    cfg["app"]["legacy_cuda"] = True
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     (root / "k.cu").write_text(PREFETCH_LEGACY)
     result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)

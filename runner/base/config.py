@@ -7,6 +7,7 @@ working directory. Validation errors name the file, the key path and what was ex
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import reprlib
@@ -41,6 +42,8 @@ PROFILE_ROLES = ("report", "timing", "raw", "details", "source", "counters")
 
 Fraction = Annotated[float, Field(gt=0.0, le=1.0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
+
+log = logging.getLogger(__name__)
 
 
 # Where the GitHub App (on the default branch) and the Action (at the pull request's head) read a
@@ -183,17 +186,35 @@ class AppConfig(_Strict):
         default_factory=dict, description="environment variables set for the build, run and profiling commands "
         "(they get a minimal environment otherwise: PATH, locale, CUDA variables, a HOME of their own)")
     timeout_s: Annotated[float, Field(gt=0)] = 600.0
-    compat_headers: bool = Field(default=False, description="pre-include Optimas's headers for what CUDA 13 "
-                                 "removed or changed (cudaThread*, warp shuffles and votes without a mask, prefetch "
-                                 "and advice by device ordinal) into the sources that use it; they change what the "
-                                 "program means (a mask of the active threads), so the run and the pull request say "
-                                 "which header went into which file")
+    legacy_cuda: bool = Field(default=False, description="build code written for an older CUDA, in two ways: "
+                              "pre-include Optimas's headers for what CUDA 13 removed or changed (cudaThread*, warp "
+                              "shuffles and votes without a mask, prefetch and advice by device ordinal) into the "
+                              "sources that use it, and compile as C++17 the sources a build asks an older C++ dialect "
+                              "for (CUDA 13's headers need C++17). Both change what the program means (a mask of the "
+                              "active threads, __cplusplus), so the run and the pull request say which header went "
+                              "into which file and which sources were raised. Formerly app.compat_headers (still read)")
     kernel_time_regex: str | None = Field(default=None, description="regular expression with one group that "
                                           "captures a kernel time the app prints, e.g. 'kernel_ms=([0-9.]+)'; "
                                           "a group named `unit` may capture its unit (ms, us, s, ns)")
     kernel_time_unit: Literal["ms", "us", "s", "ns"] = "ms"  # of the printed times, where no `unit` group says
     # A program may print several times (per kernel, per iteration): their sum, mean, first or last.
     kernel_time_aggregate: Literal["sum", "mean", "first", "last"] = "sum"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _compat_headers_renamed(cls, data: object) -> object:
+        # app.compat_headers was renamed app.legacy_cuda (it also raises the C++ dialect): the old name is read
+        if not isinstance(data, dict) or "compat_headers" not in data:
+            return data
+        data = dict(data)
+        old = data.pop("compat_headers")
+        if "legacy_cuda" in data and data["legacy_cuda"] != old:
+            raise ValueError("app.compat_headers and app.legacy_cuda disagree: compat_headers is the old name of "
+                             "legacy_cuda; keep legacy_cuda alone")
+        data["legacy_cuda"] = old
+        log.warning("app.compat_headers is deprecated: it is now app.legacy_cuda (it also compiles as C++17 what "
+                    "asks an older dialect); the old name is still read")
+        return data
 
     @model_validator(mode="before")
     @classmethod

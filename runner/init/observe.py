@@ -86,7 +86,7 @@ def observe(lc: LoadedConfig) -> Observed:
         calls = read_calls(record)
         copy_root = Path(tmp) / "ws"
         commands, linked = call_entries(calls, cwd, copy_root)
-        env = build_environment(app.env, lc.config.profiling.nvcc, compat=app.compat_headers)
+        env = build_environment(app.env, lc.config.profiling.nvcc, compat=app.legacy_cuda)
         files = compiled_files(calls, cwd, lc.config.profiling.nvcc, env) if calls else []
     return Observed(command, True, seconds, commands=commands, linked=linked, files=files, calls=len(calls))
 

@@ -185,7 +185,7 @@ def app_entries(spec: ProgramSpec) -> list[Entry]:
         facts = ["The sources use what CUDA 13 removed: " + "; ".join(p.compat) + "."] if p.compat else []
         facts += [f"The build asks for an older C++ than CUDA 13's headers take ({p.dialect}): those sources "
                   "are compiled as C++17."] if p.dialect else []
-        out.append(Entry("compat_headers", True, facts, [
+        out.append(Entry("legacy_cuda", True, facts, [
             "Optimas's compatibility headers let them build by defining those names anew (the warp ones",
             "over the active threads): that changes what the code means, so every run and pull request",
             "says which header went where. Without this line the build fails as with your own CUDA 13."]))

@@ -137,7 +137,7 @@ def old_dialect(root: Path, texts: dict[str, str], build_files: list[Path]) -> s
     """Where the build asks for a C++ dialect older than C++17 while the sources include CUDA 13's
     Thrust, CUB, libcu++ or cooperative groups headers, which stop under it: "file: option;
     <header>" ("" when it does not); `build_files`: root's (BUILD_FILES). The nvcc shim compiles
-    those sources as C++17 with app.compat_headers."""
+    those sources as C++17 with app.legacy_cuda."""
     header = next((m.group(1) for text in texts.values()
                    if (m := CCCL_INCLUDE.search(strip_comments_and_strings(text)))), None)
     if header is None:

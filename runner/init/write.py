@@ -148,7 +148,7 @@ def program_notes(project: Project) -> list[str]:
                      "candidate is refused; give it a fixed seed (or take one from its arguments: {seed} in app.run), "
                      "or judge it by app.stdout alone and set app.gpu_results.compare: off")
     if project.compat or project.dialect:
-        notes.append("the sources use what CUDA 13 removed or changed: compat_headers is set (see its comment)")
+        notes.append("the sources use what CUDA 13 removed or changed: legacy_cuda is set (see its comment)")
     return notes
 
 

@@ -187,7 +187,7 @@ class ProfilingAgent:
         log = self.dir / "logs" / f"{name}.log"
         progress(f"{what}: {shlex.join(argv)}")
         declared = {**self.cfg.app.env, **(env or {})}
-        environment = (build_environment(declared, self.cfg.profiling.nvcc, compat=self.cfg.app.compat_headers)
+        environment = (build_environment(declared, self.cfg.profiling.nvcc, compat=self.cfg.app.legacy_cuda)
                        if build
                        else child_environment(declared))
         result = run_command(argv, cwd, timeout_s, log, progress, what, environment)

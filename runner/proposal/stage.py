@@ -104,7 +104,7 @@ class _Stage:
 
 def _record_compat(run: Run, compat: list[CompatRecord]) -> None:
     """Say in the run's manifest (compat_headers, the records' JSON) and its progress what
-    app.compat_headers changed in the original's build."""
+    app.legacy_cuda changed in the original's build."""
     run.manifest["compat_headers"] = [c.as_json() for c in compat]
     run.save()
     progress("compatibility headers pre-included: " + "; ".join(
@@ -138,7 +138,7 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
         if not base.ok:
             return ProposeResult(status="failed", diagnostics=diagnostics,
                                  reason="the original sources do not build: " + base.output[-1500:])
-        if base.compat:  # app.compat_headers changed what the build compiles: the run says where
+        if base.compat:  # app.legacy_cuda changed what the build compiles: the run says where
             _record_compat(run, base.compat)
     else:
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")

@@ -178,7 +178,7 @@ def _build_key(lc: LoadedConfig, files: dict[str, str], arch: str, macros: bool 
     values = lc.config.app.values(configuration) if configuration else {}
     h.update(json.dumps([lc.config.app.build, arch, str(workdir.relative_to(space)), sorted(lc.config.app.env.items()),
                          *tools, SHIM_VERSION, macros, configuration, sorted(values.items()),
-                         lc.config.app.compat_headers]).encode())
+                         lc.config.app.legacy_cuda]).encode())
     for rel, read in sorted(_copied_files(lc, files).items()):
         h.update(rel.encode() + b"\0")
         h.update(hashlib.sha256(read()).digest())

@@ -1,4 +1,4 @@
-"""One change app.compat_headers made to a build, as the nvcc shim records it (COMPAT_RECORD): a
+"""One change app.legacy_cuda made to a build, as the nvcc shim records it (COMPAT_RECORD): a
 compatibility header pre-included into some sources, or sources compiled as C++17 where the build
 said an older dialect (DIALECT).
 

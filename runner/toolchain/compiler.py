@@ -54,7 +54,7 @@ class CompileResult(BaseModel):
     output: str  # compiler messages, trimmed
     resources: list[KernelResources] = []
     macros: CompiledMacros = CompiledMacros()
-    # the compatibility headers pre-included (app.compat_headers), sources and cwd relative to the build's folder
+    # the compatibility headers pre-included (app.legacy_cuda), sources and cwd relative to the build's folder
     compat: list[CompatRecord] = []
     cached: bool = Field(default=False, exclude=True)  # taken from a build cache, not compiled now
     # with `dependencies`: every file of the workspace the build compiled or included (relative to
@@ -131,7 +131,7 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         if not shutil.which(argv[0]):
             raise OptimasError(f"the build command's compiler {argv[0]!r} (app.build) is not installed or not on PATH")
         is_nvcc = "nvcc" in Path(argv[0]).name
-        env = build_environment(app.env, lc.config.profiling.nvcc, compat=app.compat_headers)
+        env = build_environment(app.env, lc.config.profiling.nvcc, compat=app.legacy_cuda)
         compat_record = Path(tmp) / "compat.jsonl"
         env[COMPAT_RECORD] = str(compat_record)
         if verbose:

@@ -19,14 +19,14 @@ active threads (compat/cuda_legacy_warp.h), and one that calls the votes without
 and one that gives cudaMemPrefetchAsync or cudaMemAdvise a device ordinal, which CUDA 13 takes as a
 cudaMemLocation, overloads that make that location (compat/cuda_legacy_prefetch.h; code that names
 cudaMemLocation already uses CUDA 13's form and gets none).
-These change what the program means, so only with app.compat_headers (COMPAT_HEADERS), each one
+These change what the program means, so only with app.legacy_cuda (COMPAT_HEADERS), each one
 recorded for the run and the pull request; without it the log says which header would apply.
 
 CUDA 13's own headers for Thrust, CUB, libcu++ (`<cuda/...>`) and cooperative groups stop with
 `#error ... requires at least C++17` under an older dialect, and many build files still say
 `-std=c++14` (XSBench, RSBench) or `set(CMAKE_CUDA_STANDARD 14)`: for a source that includes one of
 them, an nvcc of CUDA 13 or later can compile it as C++17 instead (raise_dialect). That changes what
-the program means (`__cplusplus`, trigraphs, ...), so it too is app.compat_headers' to allow and is
+the program means (`__cplusplus`, trigraphs, ...), so it too is app.legacy_cuda' to allow and is
 recorded like a header; without it the log says what the setting would do.
 """
 
@@ -48,7 +48,7 @@ from runner.scan.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.toolchain.compat_record import DIALECT, CompatRecord
 
 SHIM_VERSION = "13"
-# Set to "1" by a build of a config with app.compat_headers: the shim pre-includes the compatibility
+# Set to "1" by a build of a config with app.legacy_cuda: the shim pre-includes the compatibility
 # headers (COMPATS) into the sources that call what they define. Unset, it only says in the build's
 # log which header would let such a source build: the headers change what a program means.
 COMPAT_HEADERS = "OPTIMAS_COMPAT_HEADERS"
@@ -374,7 +374,7 @@ def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", ca
                       compat: bool = False) -> dict[str, str]:
     """The environment of a build command: child_environment(declared) with the shim's folder first
     on PATH (when there is an nvcc to wrap); `compat`: the shim pre-includes the compatibility
-    headers (app.compat_headers)."""
+    headers (app.legacy_cuda)."""
     env = child_environment(declared)
     if compat:
         env[COMPAT_HEADERS] = "1"
@@ -433,7 +433,7 @@ def apply_dialect(args: list[str], cwd: Path, code: str, major: int) -> list[str
         return args
     why = f"this CUDA's Thrust, CUB, libcu++ and cooperative groups headers need C++17 (the code includes <{header}>)"
     if os.environ.get(COMPAT_HEADERS) != "1":
-        sys.stderr.write(f"optimas: {', '.join(raised)}: {why}; app.compat_headers: true would compile it as C++17 "
+        sys.stderr.write(f"optimas: {', '.join(raised)}: {why}; app.legacy_cuda: true would compile it as C++17 "
                          "(it changes what the program means: the run and the pull request then say so)\n")
         return args
     sys.stderr.write(f"optimas: {', '.join(f'`{r}`' for r in raised)} given as -std=c++17: {why}\n")
@@ -455,7 +455,7 @@ def apply_compat(args: list[str], cwd: Path, code: str) -> list[str]:
             continue
         if not wanted:
             sys.stderr.write(f"optimas: {', '.join(used)}: {compat.says.split(', become')[0]}; "
-                             f"app.compat_headers: true would pre-include {compat.header.name} (it changes what "
+                             f"app.legacy_cuda: true would pre-include {compat.header.name} (it changes what "
                              "the program means: the run and the pull request then say so)\n")
             continue
         args = ["--pre-include", str(compat.header), *args]
