@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 PRODUCT = ("runner", "bot")
 # The stages: where the issue asks for no function of more than 6 parameters.
 STAGES = ("runner/profiling", "runner/analysis", "runner/proposal", "runner/evaluation", "runner/flows",
-          "runner/build", "runner/profiles", "runner/tracing")
+          "runner/toolchain", "runner/profiles", "runner/tracing")
 DERIVED = ("workspace_dirs", "target_arch", "read_context", "build_compiler")
 
 
