@@ -66,13 +66,14 @@ EOMP_CHILD = r"""
 import json, sys, time
 import numpy as np, pandas as pd
 from runner.analysis.counters import select_counters
+from runner.base.config import CountersConfig
 rng = np.random.default_rng(0)
 n, c = 64, 4000
 x = rng.normal(size=(n, c))
 y = 5 * x[:, 10] - 3 * x[:, 2000] + 2 * x[:, 3999] + 0.1 * rng.normal(size=n)
 df = pd.DataFrame(x, columns=[f"m{j}" for j in range(c)])
 t = time.perf_counter()
-sel = select_counters(df, y, kappa=5, tau=3, ensemble=200, seed=0)
+sel = select_counters(df, y, CountersConfig(exclude=[], kappa=5, tau=3, ensemble=200, seed=0))
 dt = time.perf_counter() - t
 print(json.dumps({"seconds": dt, "top3": [s.metric for s in sel.counters[:3]]}))
 """

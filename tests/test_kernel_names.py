@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES
 
-from runner.analysis.evidence import _select_for_hot, diagnose
+from runner.analysis.evidence import CounterRuns, _select_for_hot, diagnose
 from runner.analysis.hot import in_profile_spelling, spelled_as
 from runner.base.config import AnalysisConfig
 from runner.evaluation.measure import traced_hot_keys
@@ -115,12 +115,12 @@ def test_counter_runs_of_another_template_instance_count_for_the_hot_kernel():
     hot = [names[-1]]
     notes: list[str] = []
     cfg = AnalysisConfig()
-    chosen = _select_for_hot(runs, hot, cfg, {}, notes, {hot[0]: symbols[-1]})
+    chosen = _select_for_hot(CounterRuns(runs, {}), hot, cfg, notes, {hot[0]: symbols[-1]})
     assert chosen is not None and chosen.kernel == hot[0] and chosen.runs == 6
     assert "other instances of its template" in notes[0]
     # without the symbols only the 4 launches of that exact instance are the kernel's
     notes.clear()
-    chosen = _select_for_hot(runs, hot, cfg, {}, notes)
+    chosen = _select_for_hot(CounterRuns(runs, {}), hot, cfg, notes)
     assert chosen is not None and chosen.runs == 4 and not notes
 
 

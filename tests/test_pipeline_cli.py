@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, run_cli
 
 from runner.analysis.counters import load_metric_dictionary
-from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
+from runner.analysis.evidence import CounterRuns, Diagnostics, diagnose, render_markdown
 from runner.base.config import AnalysisConfig
 from runner.base.runstore import create_run, sha256_file
 from runner.profiles.readers import NcuRawCsvReader, read_profiles
@@ -21,7 +21,7 @@ from runner.profiles.readers import NcuRawCsvReader, read_profiles
 def _diag(h200: Path, **cfg) -> Diagnostics:
     p = read_profiles(raw=[h200 / "probe_full_raw_base.csv"], source=[h200 / "probe_full_source_cuda_sass.csv"])
     runs = NcuRawCsvReader().read(h200 / "probe_sweep_accuracy_raw_base.csv")
-    return diagnose(p, AnalysisConfig(**cfg), runs, load_metric_dictionary())
+    return diagnose(p, AnalysisConfig(**cfg), CounterRuns(runs, load_metric_dictionary()))
 
 
 def test_evidence_ids_are_stable_and_typed(h200: Path):

@@ -107,7 +107,7 @@ def planted(n=64, c=400, seed=1, noise=0.05):
 
 def test_eomp_recovers_planted_counters_with_their_signs():
     x, y = planted()
-    sel = select_counters(x, y, kappa=5, tau=3, ensemble=200, seed=0)
+    sel = select_counters(x, y, CountersConfig(exclude=[], kappa=5, tau=3, ensemble=200, seed=0))
     top3 = {c.metric: c.weight for c in sel.counters[:3]}
     assert set(top3) == {"m5", "m17", "m42"}
     assert top3["m5"] > 0 and top3["m17"] < 0 and top3["m42"] > 0
@@ -117,10 +117,10 @@ def test_eomp_recovers_planted_counters_with_their_signs():
 
 def test_eomp_is_reproducible_for_a_seed_and_varies_across_seeds():
     x, y = planted(n=40, c=300, noise=1.0)
-    a = select_counters(x, y, seed=7)
-    b = select_counters(x, y, seed=7)
+    a = select_counters(x, y, CountersConfig(exclude=[], seed=7))
+    b = select_counters(x, y, CountersConfig(exclude=[], seed=7))
     assert a == b
-    c = select_counters(x, y, seed=8)
+    c = select_counters(x, y, CountersConfig(exclude=[], seed=8))
     assert [s.weight for s in a.counters] != [s.weight for s in c.counters]
 
 
@@ -147,8 +147,8 @@ def test_too_few_runs_and_flat_runtime_are_errors():
 def test_eomp_on_h200_sweep_names_counters_with_descriptions(h200: Path):
     p = NcuRawCsvReader().read(h200 / "probe_sweep_accuracy_raw_base.csv")
     cfg = CountersConfig()
-    sel = select_counters(p.metrics, p.launches["duration_ns"], exclude=cfg.exclude,
-                          descriptions=load_metric_dictionary(), kernel=ACCURACY)
+    sel = select_counters(p.metrics, p.launches["duration_ns"], cfg, descriptions=load_metric_dictionary(),
+                          kernel=ACCURACY)
     assert sel.runs == 12 and len(sel.counters) == 5
     names = [c.metric for c in sel.counters]
     assert not any(n.startswith(("gpu__time_duration", "config_")) or "cycles_elapsed" in n for n in names)
@@ -185,8 +185,7 @@ def test_counter_runs_from_reports_match_their_csv(tmp_path: Path, h200: Path):
     runs = merge([read_any(p) for p in reports])
     csv_runs = NcuRawCsvReader().read(h200 / "probe_sweep_accuracy_raw_base.csv")
     assert sorted(runs.launches["duration_ns"]) == sorted(csv_runs.launches["duration_ns"])
-    sel = select_counters(runs.metrics, runs.launches["duration_ns"], exclude=CountersConfig().exclude,
-                          kernel=ACCURACY)
+    sel = select_counters(runs.metrics, runs.launches["duration_ns"], CountersConfig(), kernel=ACCURACY)
     assert len(sel.counters) == 5
 
 
@@ -214,7 +213,7 @@ def test_in_a_size_sweep_the_work_done_stands_for_the_counters_that_only_measure
 
     p = NcuRawCsvReader().read(h200 / "probe_sweep_accuracy_raw_base.csv")
     exclude = CountersConfig().exclude
-    picks = [select_counters(p.metrics, p.launches["duration_ns"], exclude=exclude, seed=s,
+    picks = [select_counters(p.metrics, p.launches["duration_ns"], CountersConfig(exclude=exclude, seed=s),
                              descriptions=load_metric_dictionary()) for s in (0, 1, 2)]
     for sel in picks:
         first = sel.counters[0]

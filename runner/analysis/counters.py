@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from runner.base.config import CountersConfig
 from runner.base.errors import AnalysisError, ProfileFormatError
 from runner.profiles.model import PCSAMP_METRIC_TO_REASON, STALL_MEANING, WORK_METRICS
 
@@ -186,20 +187,21 @@ def _work_first(groups: list[list[int]], work: int, z: np.ndarray) -> list[list[
     return [first] + rest
 
 
-def eomp(x: np.ndarray, y: np.ndarray, kappa: int, tau: int, ensemble: int, seed: int,
-         forced: list[int] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """Run eOMP on a z-scored N x C matrix `x` and runtime `y`.
+def eomp(x: np.ndarray, y: np.ndarray, cfg: CountersConfig, forced: list[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Run eOMP on a z-scored N x C matrix `x` and runtime `y`, with `cfg`'s kappa (counters per
+    member), tau (the pool each pick is drawn from), ensemble (members) and seed.
 
     Returns (mean weight per counter, share of members that chose it). Weights are least-squares
-    coefficients on z-scored columns against z-scored y, averaged over `ensemble` members. Columns
-    in `forced` are chosen first in every member.
+    coefficients on z-scored columns against z-scored y, averaged over the ensemble's members.
+    Columns in `forced` are chosen first in every member.
     """
+    kappa, tau, ensemble = cfg.kappa, cfg.tau, cfg.ensemble
     n, c = x.shape
     if n < 2 or c == 0:
         raise AnalysisError(f"eOMP needs at least 2 runs and 1 counter, got {n} runs and {c} counters")
     k = min(kappa, c, n - 1) if n > 1 else 1
     yc = (y - y.mean()) / (y.std() or 1.0)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(cfg.seed)
     weights = np.zeros(c)
     chosen_count = np.zeros(c)
     forced = list(forced)[:k]
@@ -227,11 +229,13 @@ def eomp(x: np.ndarray, y: np.ndarray, kappa: int, tau: int, ensemble: int, seed
     return weights / ensemble, chosen_count / ensemble
 
 
-def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, kappa: int = 5, tau: int = 3,
-                    ensemble: int = 200, seed: int = 0, exclude: list[str] = (),
-                    descriptions: dict[str, str] | None = None, kernel: str | None = None,
-                    min_runs: int = 4) -> CounterSelection:
-    """Pick the `kappa` counters that best explain `runtime` across runs (rows of `metrics`)."""
+def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, cfg: CountersConfig | None = None,
+                    descriptions: dict[str, str] | None = None, kernel: str | None = None) -> CounterSelection:
+    """Pick the `cfg.kappa` counters that best explain `runtime` across runs (rows of `metrics`), by
+    eOMP with `cfg` (analysis.counters: its exclusions, at least its min_runs runs; None: the
+    defaults, excluding nothing)."""
+    cfg = cfg or CountersConfig(exclude=[])
+    kappa, min_runs = cfg.kappa, cfg.min_runs
     y = np.asarray(runtime, dtype=float)
     if len(y) != len(metrics):
         raise ValueError(f"{len(metrics)} metric rows but {len(y)} runtimes")
@@ -241,7 +245,7 @@ def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, kapp
     if np.isnan(y).any() or np.std(y) == 0:
         raise AnalysisError("runtime (gpu__time_duration.sum) is missing or identical in every run; "
                             "counter selection needs runs that differ in runtime")
-    cand = prepare_matrix(per_work(metrics), list(exclude))
+    cand = prepare_matrix(per_work(metrics), list(cfg.exclude))
     if cand.shape[1] == 0:
         raise AnalysisError("no counter varies across the runs; nothing to select from")
     xv = cand.to_numpy()
@@ -256,7 +260,7 @@ def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, kapp
         groups = _work_first(groups, names.index(work), z)
         forced = [0]
     leaders = [g[0] for g in groups]
-    w, freq = eomp(z[:, leaders], y, kappa, tau, ensemble, seed, forced)
+    w, freq = eomp(z[:, leaders], y, cfg, forced)
     order = sorted(np.flatnonzero(freq > 0), key=lambda i: (-abs(w[i]), -freq[i], names[leaders[i]]))[:kappa]
     desc = descriptions or {}
     out = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
@@ -126,17 +127,27 @@ def _gpu_info(profile: Profile, rooflines: list[Roofline], metrics: pd.DataFrame
     return info
 
 
-def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None = None,
-             descriptions: dict[str, str] | None = None, timing: pd.DataFrame | None = None,
-             only: list[str] = (), editable: Collection[str] | None = None,
-             counter_plan: CounterPlan | None = None) -> Diagnostics:
-    """Hot kernels, then roofline, stalls and counters for them, as numbered evidence.
+@dataclass(frozen=True)
+class CounterRuns:
+    """What eOMP selects counters from: the counter runs' profile, the metric dictionary that
+    describes their counters, and the plan that says what the runs are (sizes, launch
+    configurations, code versions, or one run and why)."""
+
+    runs: Profile
+    descriptions: dict[str, str] | None = None
+    plan: CounterPlan | None = None
+
+
+def diagnose(profile: Profile, cfg: AnalysisConfig, counters: CounterRuns | None = None,
+             timing: pd.DataFrame | None = None, only: list[str] = (),
+             editable: Collection[str] | None = None) -> Diagnostics:
+    """Hot kernels, then roofline, stalls and counters (from `counters`, the counter runs) for them,
+    as numbered evidence.
 
     Hot kernels come from `timing` (launches of a timing pass over every launch) when given, else
     from the profile's own launches. `only` restricts them to the named kernels (function names or
     full signatures). `editable` names the kernels the app's sources define: when no hot kernel is
-    one of them, the hottest of them are hot too (widen_to_editable). `counter_plan` says what the
-    counter runs are (sizes, launch configurations, code versions, or one run and why).
+    one of them, the hottest of them are hot too (widen_to_editable).
     """
     kernels = _rank_kernels(profile, cfg, timing, only, editable)
     hot = [k.kernel for k in kernels if k.hot]
@@ -149,9 +160,9 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counter_runs: Profile | None
     rooflines, roofline_items = _roofline_evidence(aggregated, cfg, notes)
     evidence = _launch_evidence(profile, aggregated) + roofline_items + _stall_evidence(profile, hot, cfg, notes)
     selection = None
-    if counter_runs is not None and not counter_runs.launches.empty:
+    if counters is not None and not counters.runs.launches.empty:
         symbols = {k.kernel: k.mangled for k in kernels if k.hot and k.mangled}
-        selection = _select_for_hot(counter_runs, hot, cfg, descriptions, notes, symbols, counter_plan)
+        selection = _select_for_hot(counters, hot, cfg, notes, symbols)
         evidence += _counter_evidence(selection)
     else:
         notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
@@ -233,14 +244,14 @@ def _counter_evidence(selection: CounterSelection | None) -> list[Evidence]:
                      text=_counter_text(c)) for i, c in enumerate(selection.counters, start=1)]
 
 
-def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descriptions, notes,
-                    symbols: dict[str, str] | None = None, plan: CounterPlan | None = None
-                    ) -> CounterSelection | None:
+def _select_for_hot(counters: CounterRuns, hot: list[str], cfg: AnalysisConfig, notes: list[str],
+                    symbols: dict[str, str] | None = None) -> CounterSelection | None:
     """eOMP on the hottest kernel that the counter runs cover (else the kernel they profiled most).
 
     A program may launch another instance of a kernel template at another problem size (a flag
     for power-of-two sizes): runs of the hot kernel's template count when `symbols` (hot kernel ->
     mangled name) and the runs' own symbols say which launches share it."""
+    runs, plan = counters.runs, counters.plan
     target, mask, too_few = _covered_hot_kernel(runs, hot, cfg, notes, symbols)
     if target is None and too_few is not None:
         k, n = too_few
@@ -257,10 +268,8 @@ def _select_for_hot(runs: Profile, hot: list[str], cfg: AnalysisConfig, descript
             notes.append(f"counter runs do not cover a hot kernel; counters selected for "
                          f"{short_kernel_name(target)}")
     try:
-        selection = select_counters(runs.metrics.loc[mask], runs.launches.loc[mask, "duration_ns"],
-                               kappa=cfg.counters.kappa, tau=cfg.counters.tau, ensemble=cfg.counters.ensemble,
-                               seed=cfg.counters.seed, exclude=cfg.counters.exclude, descriptions=descriptions,
-                               kernel=target, min_runs=cfg.counters.min_runs)
+        selection = select_counters(runs.metrics.loc[mask], runs.launches.loc[mask, "duration_ns"], cfg.counters,
+                                    counters.descriptions, kernel=target)
         if plan and plan.source != "one run":
             selection.source = plan.describe()
         return selection

@@ -166,8 +166,8 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
     compute_rho = _utilization(res, "compute", sol_c)
     memory_rho = _utilization(res, "memory", sol_m)
     main, intensity, ridges = _intensity(res)
-    bound, binding, lean = _classify(res, sol_c, sol_m, saturation)
-    summary = _summary(res, compute_rho, memory_rho, saturation, bound, binding, lean)
+    bound, binding, lean = classified = _classify(res, sol_c, sol_m, saturation)
+    summary = _summary(res, compute_rho, memory_rho, saturation, classified)
     return Roofline(kernel=kernel, resources=res, compute_rho=compute_rho, memory_rho=memory_rho,
                     sol_compute_pct=sol_c, sol_memory_pct=sol_m, arithmetic_intensity=intensity.get("dram"),
                     ridge_point=ridges.get("dram"), bound=bound, summary=summary,
@@ -177,20 +177,24 @@ def roofline(kernel: str, m: pd.Series, saturation: float = 0.70) -> Roofline:
 
 def _resources(m: pd.Series, saturation: float) -> list[Resource]:
     """Every resource the metrics measure: FLOP rates, then bandwidths, then unit throughputs."""
-    found = [_resource(m, prec, "compute", _flops(m, prec), "FLOP/s", "flops", None, saturation)
-             for prec in ("fp64", "fp32", "fp16")]
-    found.append(_resource(m, "tensor", "compute", None, "", "flops", _PCT_FALLBACK["tensor"], saturation))
-    found += [_resource(m, level, "memory", _bandwidth(m, level), "byte/s", "bandwidth", _PCT_FALLBACK.get(level),
-                        saturation) for level in ("dram", "l2", "l1")]
-    found += [_resource(m, level, "memory", None, "", "throughput", _THROUGHPUT[level], saturation)
-              for level in ("l2", "l1")]
+    found = [_resource(m, prec, "flops", _flops(m, prec), None, saturation) for prec in ("fp64", "fp32", "fp16")]
+    found.append(_resource(m, "tensor", "flops", None, _PCT_FALLBACK["tensor"], saturation))
+    found += [_resource(m, level, "bandwidth", _bandwidth(m, level), _PCT_FALLBACK.get(level), saturation)
+              for level in ("dram", "l2", "l1")]
+    found += [_resource(m, level, "throughput", None, _THROUGHPUT[level], saturation) for level in ("l2", "l1")]
     return [r for r in found if r is not None]
 
 
-def _resource(m: pd.Series, name: str, kind: str, achieved_peak: tuple[float, float] | None, unit: str,
-              measure: str, pct_name: str | None, saturation: float) -> Resource | None:
+_UNITS = {"flops": "FLOP/s", "bandwidth": "byte/s"}  # of a resource measured by its counters
+
+
+def _resource(m: pd.Series, name: str, measure: str, achieved_peak: tuple[float, float] | None,
+              pct_name: str | None, saturation: float) -> Resource | None:
     """One resource from its counters' (achieved, peak), else from ncu's percentage of peak
-    `pct_name`; None when neither was collected."""
+    `pct_name`; None when neither was collected. FLOP rates are compute, bandwidths and unit
+    throughputs memory."""
+    kind = "compute" if measure == "flops" else "memory"
+    unit = _UNITS.get(measure, "")
     if achieved_peak is not None and achieved_peak[1] > 0:
         a, p = achieved_peak
         rho = min(max(a / p, 0.0), 1.0)
@@ -227,8 +231,10 @@ def _intensity(res: list[Resource]) -> tuple[Resource | None, dict[str, float], 
 
 
 def _summary(res: list[Resource], compute_rho: float, memory_rho: float, saturation: float,
-             bound: str, binding: str, lean: str) -> str:
-    """One sentence: how busy compute and memory are, and what bounds the kernel."""
+             classified: tuple[str, str, str]) -> str:
+    """One sentence: how busy compute and memory are, and what bounds the kernel (`classified`:
+    _classify's bound, what binds and the closest figure)."""
+    bound, binding, lean = classified
     tail = {"memory": "memory-bound", "compute": "compute-bound",
             "latency": "latency-bound (no roof and no unit near its peak)"}[bound]
     if bound != "latency":

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 from runner.analysis.counters import load_metric_dictionary
-from runner.analysis.evidence import Diagnostics, diagnose, render_markdown
+from runner.analysis.evidence import CounterRuns, Diagnostics, diagnose, render_markdown
 from runner.base.config import PROFILE_ROLES, LoadedConfig
 from runner.base.errors import AnalysisError, OptimasError
 from runner.base.progress import in_stage, progress_for
@@ -99,8 +99,9 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]]) -> Diagnostics:
     progress(f"analysing {len(profile.launches)} launches of {len(profile.kernels())} kernels")
     # both spellings: diagnose names the timing's kernels as the profile does where it can
     launched = sorted(set(profile.kernels()) | (set(timing["kernel"]) if timing is not None else set()))
-    diag = diagnose(profile, cfg, counter_runs, dictionary, timing=timing, only=lc.config.app.kernels,
-                    editable=_defined(lc, launched), counter_plan=plan)
+    counters = CounterRuns(counter_runs, dictionary, plan) if counter_runs is not None else None
+    diag = diagnose(profile, cfg, counters, timing=timing, only=lc.config.app.kernels,
+                    editable=_defined(lc, launched))
     for p in inputs.get("gpu_results", []):
         diag.results_variation = read_results_variation(p)
         if diag.results_variation.varies and diag.results_variation.rounding_ulps is None:
