@@ -32,7 +32,7 @@ from runner.analysis.stage import analyze, write_analysis  # noqa: E402 (after t
 from runner.base.config import load_config  # noqa: E402
 from runner.base.context import RunContext  # noqa: E402
 from runner.base.runstore import create_run  # noqa: E402
-from runner.base.workspace import read_context, read_sources, workspace_dirs  # noqa: E402
+from runner.base.workspace import read_context, read_sources  # noqa: E402
 from runner.evaluation import measure  # noqa: E402
 from runner.evaluation.stage import evaluate  # noqa: E402
 from runner.init.write import write_config  # noqa: E402
@@ -108,7 +108,7 @@ APP_RUNS = re.compile(r"^(trace|timing|targeted|counters)")  # the profiling com
 def unchanged(lc, proposed: ProposeResult) -> ProposeResult:
     """A candidate that is the original sources, unchanged: what the evaluation costs, measured on
     a program the offline backend had no edit for."""
-    _, workdir = workspace_dirs(lc)
+    _, workdir = lc.dirs
     empty = Proposal(shape="structured", raw="(the original, unchanged: method survey)", edits=[], applied=[])
     return ProposeResult(status="accepted", diagnostics=proposed.diagnostics, proposal=empty, diff="",
                          evidence_ids=[], files=read_sources(workdir, lc.config.app.sources), candidate_dir="",

@@ -18,7 +18,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
-from runner.base.workspace import workspace_dirs  # noqa: E402
 from runner.init.write import write_config  # noqa: E402
 from runner.scan.size_constants import definitions_of, workspace_texts  # noqa: E402
 from runner.toolchain.builder import build_at_scale  # noqa: E402
@@ -46,7 +45,7 @@ def main() -> int:
             continue
         lc = load_config(out)
         names = lc.config.app.size_constants
-        space, workdir = workspace_dirs(lc)
+        space, workdir = lc.dirs
         texts = workspace_texts(space, workdir)
         written = ", ".join(f"{n} x{len(definitions_of(n, texts))}" for n in names) or "-"
         cells = []

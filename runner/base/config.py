@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import reprlib
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -488,6 +489,24 @@ class LoadedConfig(BaseModel):
         """Resolve a path written in the config against the config file's folder."""
         q = Path(p).expanduser()
         return q if q.is_absolute() else (self.path.parent / q)
+
+    @cached_property
+    def dirs(self) -> tuple[Path, Path]:
+        """(the workspace copied for candidate builds, the workdir the commands run in), both absolute:
+        app.workspace and app.workdir resolved once for this config (a copy with other settings,
+        with_app's, resolves its own). A ValueError when the workdir is not inside the workspace."""
+        app = self.config.app
+        workdir = self.resolve(app.workdir).resolve()
+        space = self.resolve(app.workspace).resolve() if app.workspace else workdir
+        if workdir != space and space not in workdir.parents:
+            raise ValueError(f"app.workdir {workdir} is not inside app.workspace {space}")
+        return space, workdir
+
+    def model_copy(self, *, update: dict[str, object] | None = None, deep: bool = False) -> LoadedConfig:
+        """Pydantic's copy, without what this config resolved (`dirs`): the copy's settings may differ."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("dirs", None)
+        return copied
 
     def with_app(self, **update: object) -> LoadedConfig:
         """This config with app settings replaced (a candidate's workspace, a build's environment)."""

@@ -13,20 +13,10 @@ from runner.base.processes import render
 from runner.scan.cuda_source import LOCAL_INCLUDE, functions, strip_comments_and_strings
 
 
-def workspace_dirs(lc: LoadedConfig) -> tuple[Path, Path]:
-    """(workspace copied for candidate builds, workdir the commands run in), both absolute."""
-    app = lc.config.app
-    workdir = lc.resolve(app.workdir).resolve()
-    space = lc.resolve(app.workspace).resolve() if app.workspace else workdir
-    if workdir != space and space not in workdir.parents:
-        raise ValueError(f"app.workdir {workdir} is not inside app.workspace {space}")
-    return space, workdir
-
-
 def workspace_parts(lc: LoadedConfig) -> list[Path]:
     """What a build's copy of the workspace holds (absolute): app.workdir and app.workspace_paths, or
     the whole workspace when those name none."""
-    space, workdir = workspace_dirs(lc)
+    space, workdir = lc.dirs
     return copied_parts(space, workdir, lc.config.app.workspace_paths)
 
 
@@ -120,7 +110,7 @@ def read_context(lc: LoadedConfig) -> dict[str, str]:
     """What the model is shown of the code and a candidate may edit: the app's sources, the local
     headers they include (where templated kernels and device helpers often live), and the files of
     the workdir that launch their kernels (where a launch's execution configuration is set)."""
-    space, workdir = workspace_dirs(lc)
+    space, workdir = lc.dirs
     files = read_sources(workdir, lc.config.app.sources)
     files |= read_included(workdir, space, files)
     return files | read_launching(workdir, files)

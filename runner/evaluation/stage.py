@@ -16,7 +16,7 @@ from runner.base.context import RunContext
 from runner.base.gpu import target_arch
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, read_record
-from runner.base.workspace import RECORD_LIMIT, read_sources, workspace_dirs
+from runner.base.workspace import RECORD_LIMIT, read_sources
 from runner.evaluation.corpus import append_record, update_record
 from runner.evaluation.ear import DirectionCheck, EARScores, direction_score, scores
 from runner.evaluation.measure import EvaluationError, Timing, Validation, time_interleaved, validate
@@ -66,7 +66,7 @@ def evaluate(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult) -> Eva
         raise EvaluationError("there is no accepted candidate to evaluate")
     lc, run = ctx.lc, ctx.run
     work = run.stage_dir("evaluation")
-    _, workdir = workspace_dirs(lc)
+    _, workdir = lc.dirs
     # the texts read before the code ran, where the run has them (RunContext.sources)
     original = dict(ctx.sources) if ctx.sources is not None else read_sources(workdir, lc.config.app.sources)
     arch = target_arch(lc)

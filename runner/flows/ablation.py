@@ -44,7 +44,7 @@ class AblationRow(BaseModel):
 def ablate(lc: LoadedConfig, diag: Diagnostics, runs_dir: Path, evaluate_here: bool,
            configurations: Sequence[str] = DIAGNOSTICS) -> tuple[list[AblationRow], Path]:
     """One run per diagnostic configuration; returns the rows and the folder with the table and plot."""
-    from runner.base.workspace import read_sources, workspace_dirs
+    from runner.base.workspace import read_sources
     from runner.evaluation.ear import scores
     from runner.evaluation.stage import evaluate
 
@@ -52,7 +52,7 @@ def ablate(lc: LoadedConfig, diag: Diagnostics, runs_dir: Path, evaluate_here: b
     if unknown:
         raise ValueError(f"unknown diagnostic configurations {unknown}")
     rows = []
-    _, workdir = workspace_dirs(lc)
+    _, workdir = lc.dirs
     files = read_sources(workdir, lc.config.app.sources)
     for kinds in configurations:
         run = create_run(runs_dir)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from runner.base.config import LoadedConfig
 from runner.base.sandbox import scratch
-from runner.base.workspace import workspace_dirs
 from runner.toolchain.builder import copy_workspace
 from runner.toolchain.compiler import build
 
@@ -56,7 +55,7 @@ def _own_parts(lc: LoadedConfig, root: Path) -> list[str]:
     """The folders (repository paths) whose files other than code and documentation the program
     may read: its workdir, app.workspace_paths and, as files directly in it, the workspace's top
     (a shared Makefile, CMakeLists.txt, data). Another program's folder is not among them."""
-    space, workdir = workspace_dirs(lc)
+    space, workdir = lc.dirs
     parts = [workdir, *(space / p for p in lc.config.app.workspace_paths)]
     return [os.path.relpath(p.resolve(), root) for p in parts]
 
@@ -66,7 +65,7 @@ def _may_read(lc: LoadedConfig, path: str, root: Path) -> bool:
     data): documentation never is; otherwise it lies in one of its own folders or at the workspace's top."""
     if _DOCS.search(path) or path.endswith(CODE_SUFFIXES):
         return False
-    top = os.path.relpath(workspace_dirs(lc)[0], root)
+    top = os.path.relpath(lc.dirs[0], root)
     return any(_inside(path, part) for part in _own_parts(lc, root)) or os.path.dirname(path) == (
         "" if top == "." else top)
 
@@ -77,7 +76,7 @@ def pull_request_scope(lc: LoadedConfig, changed: list[str], arch: str, root: Pa
     but other code and documentation. A build whose files cannot be told counts every change but
     documentation; changes that could be none of the program's files (documentation, files outside
     its workspace) are told without a build."""
-    space, _ = workspace_dirs(lc)
+    space, _ = lc.dirs
     folder = os.path.relpath(space, root)
     config = os.path.relpath(lc.path, root)
     name = lc.config.app.name

@@ -52,7 +52,7 @@ from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import sandbox_open
 from runner.base.validation_modes import ValidationMode
-from runner.base.workspace import read_context, workspace_dirs, workspace_parts
+from runner.base.workspace import read_context, workspace_parts
 from runner.profiles.counter_plan import (
     MAX_LAUNCH_CONFIGURATIONS,
     PLAN_FILE,
@@ -287,7 +287,7 @@ class ProfilingAgent:
         copy = self.dir / "workspace"
         shutil.rmtree(copy, ignore_errors=True)  # an earlier attempt's
         cwd = copy_workspace(self.lc, copy)
-        space, _ = workspace_dirs(self.lc)
+        space, _ = self.lc.dirs
         self.source_roots = self.dir / "source-roots.json"
         roots = {str(copy): str(space), str(copy.resolve()): str(space.resolve())}
         atomic_write_text(self.source_roots, json.dumps(roots, indent=2) + "\n")
@@ -506,7 +506,7 @@ class ProfilingAgent:
         sources are read (the sweep's first scaled build, in the stage's thread): the result, its
         manifest entry, the binary and the scale. It records nothing."""
         if self._scaling_texts is None:
-            self._scaling_texts = workspace_texts(*workspace_dirs(self.lc), workspace_parts(self.lc))
+            self._scaling_texts = workspace_texts(*self.lc.dirs, workspace_parts(self.lc))
         label = f"scale_{scale:g}".replace(".", "_")
         log = self.dir / "logs" / f"build-counters-{label}.log"
         names = self.cfg.app.size_constants

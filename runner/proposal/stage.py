@@ -25,7 +25,7 @@ from runner.base.errors import OptimasError
 from runner.base.gpu import target_arch
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, append_text, atomic_write_text
-from runner.base.workspace import build_compiler, read_context, stored_name, workspace_dirs
+from runner.base.workspace import build_compiler, read_context, stored_name
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
@@ -71,7 +71,7 @@ class StaleProfile(OptimasError):
 
 def check_sources(lc: LoadedConfig, diag: Diagnostics, files: dict[str, str]) -> None:
     """Refuse evidence whose source lines no longer hold the text the profile saw."""
-    _, workdir = workspace_dirs(lc)
+    _, workdir = lc.dirs
     local = {str((workdir / name).resolve()): name for name in files}
     problems = stale_sources(diag.source_digests, files, resolver(local, lambda f: str(lc.resolve(f).resolve())))
     if problems:

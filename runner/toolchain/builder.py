@@ -16,7 +16,7 @@ from runner.base.errors import OptimasError
 from runner.base.processes import size_share
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import scratch
-from runner.base.workspace import build_compiler, source_bytes, workspace_dirs, workspace_parts, write_source
+from runner.base.workspace import build_compiler, source_bytes, workspace_parts, write_source
 from runner.scan.size_constants import scaled_sources
 from runner.toolchain.compiler import CompileResult, build
 from runner.toolchain.nvcc_shim import SHIM_VERSION
@@ -75,7 +75,7 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
     leave objects built by the nvcc shim). Links to files are copied as files; links to folders stay
     links where _links_kept says; a copy of more than MAX_COPY_FILES files or MAX_COPY_BYTES bytes
     stops with WorkspaceCopyError."""
-    space, workdir = workspace_dirs(lc)
+    space, workdir = lc.dirs
     parts = workspace_parts(lc)
     held = [str(q) for q in parts]
     target = dest.resolve()
@@ -168,7 +168,7 @@ def _build_key(lc: LoadedConfig, files: dict[str, str], arch: str, macros: bool 
     over them), the build command, the architecture, the declared environment, the command's first
     word and nvcc (each one's path, size and time: a make or sh build runs nvcc unnamed) and the
     nvcc shim's version."""
-    space, workdir = workspace_dirs(lc)
+    space, workdir = lc.dirs
     h = hashlib.sha256()
     tools = []
     for name in (build_compiler(lc) or "", lc.config.profiling.nvcc):
@@ -188,7 +188,7 @@ def _build_key(lc: LoadedConfig, files: dict[str, str], arch: str, macros: bool 
 def _copied_files(lc: LoadedConfig, files: dict[str, str]) -> dict[str, Callable[[], bytes]]:
     """The files copy_workspace would write, by path relative to the copy, each with how to read
     its bytes (links followed, as the copy follows them)."""
-    space, workdir = workspace_dirs(lc)
+    space, workdir = lc.dirs
     parts = workspace_parts(lc)
     held = [str(q) for q in parts]
     out: dict[str, Callable[[], bytes]] = {}

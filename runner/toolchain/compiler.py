@@ -17,7 +17,7 @@ from runner.base.config import LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.processes import render, run_process
 from runner.base.sandbox import scratch
-from runner.base.workspace import read_capped, workspace_dirs
+from runner.base.workspace import read_capped
 from runner.toolchain.compat_record import CompatRecord
 from runner.toolchain.nvcc_shim import (
     COMPAT_RECORD,
@@ -179,7 +179,7 @@ def _copy_root(lc: LoadedConfig, workdir: Path) -> Path | None:
     read before the build runs: the build can rewrite the checkout's links; None when it cannot
     be told."""
     try:
-        space, program = workspace_dirs(lc)
+        space, program = lc.dirs
         depth = len(program.resolve().relative_to(space.resolve()).parts)
         here = workdir.resolve()
         return here.parents[depth - 1] if depth else here
