@@ -10,6 +10,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, REPO
@@ -19,6 +20,17 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 H200_RUN = "20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf7"
+
+
+def _failing_config(folder: Path) -> Path:
+    """A program's config whose run stops for want of Nsight Compute (it names one no machine has)."""
+    (folder / "app").mkdir()
+    (folder / "app" / "k.cu").write_text("__global__ void k(float* a) { a[threadIdx.x] *= 2; }\n"
+                                         "int main() { return 0; }\n")
+    (folder / "optimas.yml").write_text("app:\n  name: failing\n  workdir: app\n  sources: [k.cu]\n"
+                                        "  build: nvcc -arch={arch} {lineinfo} -o {exe} k.cu\n  run: '{exe}'\n"
+                                        "profiling:\n  ncu: ncu-not-installed\n")
+    return folder / "optimas.yml"
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +49,10 @@ def dashboard(tmp_path_factory):
                              "--runs-dir", str(runs), "--diagnostics", "PC+Roofline"], capture_output=True, text=True,
                             cwd=REPO)
     assert prompt.returncode == 0, prompt.stderr
+    failing = _failing_config(tmp_path_factory.mktemp("failing"))  # a run stopped before profiling: no such ncu
+    failed = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(failing), "--runs-dir",
+                             str(runs)], capture_output=True, text=True, cwd=REPO)
+    assert failed.returncode != 0 and "ncu-not-installed" in failed.stderr, failed.stderr
     server = subprocess.Popen([sys.executable, "-m", "runner.cli", "dashboard", "--runs-dir", str(runs), "--port",
                                "0"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
@@ -81,11 +97,14 @@ def test_the_runs_page_lists_filters_and_links_every_run(dashboard, browser):
     url, runs = dashboard
     browser.get(url)
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.run")
-    assert len(rows) == 6  # the demo's run; the ablation's evidence and its two configurations; a prompt; the H200 run
-    verdicts = sorted(r.find_element(By.CLASS_NAME, "verdict").text for r in rows)
+    # the demo's run; the ablation's evidence and its two configurations; a prompt; the H200 run; a failed run
+    assert len(rows) == 7
+    verdicts = sorted(r.find_element(By.CLASS_NAME, "verdict").text.split("\n")[0] for r in rows)
     # proposed without a GPU (the demo, the ablation's runs): no verdict yet, and said so
-    assert verdicts == ["", "", "improvement", "not evaluated", "not evaluated", "not evaluated"]
-    assert sorted(r.find_element(By.CLASS_NAME, "app").text for r in rows) == ["h200-probe"] * 5 + ["reduction"]
+    assert verdicts == ["", "", "failed", "improvement", "not evaluated", "not evaluated", "not evaluated"]
+    # (the failed run stopped before its config was recorded: it names no app)
+    assert sorted(a.text for r in rows for a in r.find_elements(By.CLASS_NAME, "app")) == ["h200-probe"] * 5 + [
+        "reduction"]
     h200 = next(r for r in rows if "improvement" in r.text)
     assert h200.find_element(By.CLASS_NAME, "status").text == "evaluation"
     assert "NVIDIA H200" in h200.text and "+132.0%" in h200.text and "+131.8% to +132.3%" in h200.text
@@ -330,3 +349,44 @@ def test_no_page_or_plot_may_run_script():
             csp = answer.headers["Content-Security-Policy"]
             assert "default-src 'none'" in csp and "script-src" not in csp and "frame-ancestors 'none'" in csp
             assert answer.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_failed_run_says_where_it_stopped_why_and_what_resolves_it(dashboard, browser):
+    url, _ = dashboard
+    browser.get(url)
+    row = browser.find_element(By.CSS_SELECTOR, "tr.run.failed")
+    assert "failed" in row.find_element(By.CLASS_NAME, "verdict").text
+    assert "ncu-not-installed" in row.find_element(By.CSS_SELECTOR, "div.error").text
+    link = row.find_element(By.TAG_NAME, "a")
+    link.click()
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(link))
+    assert browser.find_element(By.ID, "verdict").text == "failed"
+    assert "ncu-not-installed" in browser.find_element(By.ID, "error").text
+    assert "Nsight Compute" in browser.find_element(By.ID, "remedy").text
+    assert " on ;" not in browser.find_element(By.TAG_NAME, "main").text  # no empty fields in the header
+    _no_console_errors(browser)
+
+
+def test_the_run_page_shows_each_ear_score_with_what_it_measures(dashboard, browser):
+    from runner.evaluation.ear import EAR_SCORES
+
+    url, _ = dashboard
+    browser.get(f"{url}runs/{H200_RUN}")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table#ear tbody tr")
+    shown = {r.find_elements(By.TAG_NAME, "td")[0].text: r for r in rows}
+    assert list(shown) == [e.name for e in EAR_SCORES]
+    values = {name: r.find_elements(By.TAG_NAME, "td")[1].text for name, r in shown.items()}
+    # the H200 run's recorded scores (evaluation/result.json)
+    assert values == {"coverage": "1.00", "localization": "0.57", "directional consistency": "1.00",
+                      "hallucination rate": "0.00", "correctness": "yes"}, values
+    for e in EAR_SCORES:  # the explanation, on the row (hover) and in its own column
+        assert shown[e.name].get_attribute("title") == f"{e.name}: {e.meaning}"
+        assert e.meaning in shown[e.name].text
+
+
+def test_the_docs_define_every_ear_score_as_the_pages_name_it():
+    from runner.evaluation.ear import EAR_SCORES
+
+    section = (REPO / "docs" / "how-it-works.md").read_text().split("## EAR:", 1)[1]
+    for e in EAR_SCORES:
+        assert f"| {e.name} |" in section and e.good in section, e.name

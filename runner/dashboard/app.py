@@ -23,6 +23,7 @@ from runner.dashboard.runs import (
     rooflines,
     run_folder,
 )
+from runner.evaluation.ear import EAR_SCORES, NOT_EVALUATED
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ def create_dashboard(runs_dir: Path) -> Flask:
     runs_dir = Path(runs_dir)
 
     _filters(app)
+    app.jinja_env.globals.update(ear_scores=EAR_SCORES, not_evaluated=NOT_EVALUATED)
 
     @app.after_request
     def protect(response: Response) -> Response:

@@ -46,6 +46,31 @@ class RunSummary(BaseModel):
     per_kernel: dict[str, dict] = {}  # each hot kernel's improvement with its interval
     # a candidate was proposed but never validated nor timed: the command that evaluates it
     evaluate_with: str = ""
+    failed_stage: str = ""  # the stage that stopped the run with an error
+    error: str = ""  # that error, as the run recorded it
+    remedy: str = ""  # what usually resolves it
+
+
+# What usually resolves a stage's error, by what the error says (the first that matches).
+REMEDIES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)\bncu\b|nsight compute"), "install Nsight Compute (ncu) on the GPU machine and put it on PATH, "
+     "or name it in profiling.ncu"),
+    (re.compile(r"(?i)nvidia-smi|no (nvidia )?gpu|needs a gpu|driver"), "run on a machine with an NVIDIA GPU and its "
+     "driver; without one, `optimas prompt` builds the prompt and `optimas demo` shows an evaluated run"),
+    (re.compile(r"(?i)\bnvcc\b.*(not found|missing)|cuda toolkit"), "install the CUDA toolkit (nvcc), or name it in "
+     "profiling.nvcc"),
+    (re.compile(r"(?i)permission|ERR_NVGPUCTRPERM"), "allow profiling counters for this user (NVIDIA's "
+     "ERR_NVGPUCTRPERM page), or profile as root"),
+    (re.compile(r"(?i)timed out|timeout"), "raise app.timeout_s, or give the run a smaller problem size"),
+    (re.compile(r"(?i)build|compil"), "run `optimas check-config --build` to see the build's log"),
+)
+ERROR_CHARS = 2000  # of a stage's recorded error shown at most
+
+
+def remedy_for(error: str) -> str:
+    """What usually resolves `error` (REMEDIES), or where to look."""
+    return next((fix for pattern, fix in REMEDIES if pattern.search(error)),
+                "see the run folder's manifest.json and the stage's own files")
 
 
 def _json(path: Path) -> Any:
@@ -102,6 +127,7 @@ def summary(folder: Path) -> RunSummary:
                    app=str(config.get("app") or "") or _app_name(folder),
                    gpu=str(_dict(m.get("device")).get("name") or ""),
                    status=next((k for k in ("evaluation", "candidates", "analysis", "profile") if k in stages), ""))
+    _failure(s, stages)
     cand = _object(folder / "candidates" / "result.json")
     _proposal(s, folder, cand)
     ev = _object(folder / "evaluation" / "result.json")
@@ -116,7 +142,19 @@ def summary(folder: Path) -> RunSummary:
         s.evaluate_with = f"optimas evaluate --config {config} --run {shlex.quote(str(folder))}"
     elif cand:
         s.verdict = str(cand.get("status") or "")
+    elif s.failed_stage:
+        s.verdict = "failed"
     return s
+
+
+def _failure(s: RunSummary, stages: dict) -> None:
+    """The stage that stopped the run, its error and the remedy, where one did."""
+    failed = next(((name, v) for name, v in stages.items() if isinstance(v, dict) and v.get("failed")), None)
+    if failed is None:
+        return
+    s.failed_stage, s.status = failed[0], f"{failed[0]} failed"
+    s.error = str(failed[1].get("error") or "no error was recorded")[:ERROR_CHARS]
+    s.remedy = remedy_for(s.error)
 
 
 def _proposal(s: RunSummary, folder: Path, cand: dict) -> None:

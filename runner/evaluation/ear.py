@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 import pandas as pd
@@ -60,6 +61,37 @@ class EARScores(BaseModel):
     applied: int
     withheld: int
     checks: list[DirectionCheck] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScoreSpec:
+    """One EAR score as every reader shows it: its key in EARScores, its name, what it measures and
+    what a good value is (the CLI, the dashboard, the pull request and the docs say the same)."""
+
+    key: str
+    name: str
+    meaning: str
+    good: str
+
+
+# The EAR scores, in the order they are shown.
+EAR_SCORES: tuple[ScoreSpec, ...] = (
+    ScoreSpec("coverage", "coverage", "share of the candidate's edits that cite at least one evidence id the prompt "
+              "showed (0 to 1)", "1.00: every edit names the measurement it acts on"),
+    ScoreSpec("localization", "localization", "share of the edited lines within 3 lines of a salient stall line "
+              "(S*) of the same kernel, or of the kernel line that calls the helper holding it (0 to 1)",
+              "high: the edits are where the stalls are"),
+    ScoreSpec("directional", "directional consistency", "after re-profiling the candidate, share of its cited "
+              "evidence whose quantity moved the way the citation expects by more than "
+              "evaluation.direction_min_change (0 to 1; measured on a GPU only)",
+              "high: the change did what its citations said"),
+    ScoreSpec("hallucination_rate", "hallucination rate", "claims of an applied optimization with no matching "
+              "change, edits with no claim and cited ids the prompt never showed, per claim and edit (0 or more)",
+              "0: nothing claimed that was not done"),
+    ScoreSpec("correct", "correctness", "validation passed on every configuration and seed (yes or no; needs a GPU)",
+              "yes: the candidate's results equal the original's"),
+)
+NOT_EVALUATED = "not evaluated"  # a verdict or score that needs the candidate validated and timed on a GPU
 
 
 def coverage(proposal: Proposal, prompt_ids: list[str]) -> float | None:
