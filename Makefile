@@ -5,7 +5,7 @@ VENV   := .venv
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PY     := $(VENV)/bin/python
 
-.PHONY: venv browser sandbox demo test bench clean
+.PHONY: venv prerequisites demo test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@echo "make: creating $(VENV) and installing Optimas with its pinned dependencies (about a minute)"
@@ -23,23 +23,14 @@ demo: venv
 	@echo "make: the pipeline on the bundled H200 profiles (python run.py --config config.yml)"
 	@$(PY) run.py --config config.yml
 
-# The dashboard's tests drive a real browser: Debian's Chromium and its driver, installed when missing.
-browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
-	  echo "make: installing Chromium and its driver for the dashboard's browser tests (apt-get)"; \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
-	    >/dev/null; } || { echo "make: install Debian's chromium and chromium-driver to run the tests"; exit 1; }; }
-
-# The GitHub App's GPU jobs run a pull request's code in a bubblewrap sandbox; its tests need bwrap.
-sandbox:
-	@command -v bwrap >/dev/null || { \
-	  echo "make: installing bubblewrap for the GPU job's sandbox tests (apt-get)"; \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } || \
-	  { echo "make: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to run the tests"; exit 1; }; }
+# What the tests need besides the venv (Redis, Chromium, bubblewrap): started or installed where it
+# can be, else one message naming all that is missing and how to skip what needs it.
+prerequisites:
+	@tests/prerequisites.sh
 
 # Tests run on every core (pytest-xdist), then the timing tests alone (their verdicts need a quiet
 # CPU), sharing one build cache; `$(PY) -m pytest -q` runs everything one at a time.
-test: venv browser sandbox
+test: venv prerequisites
 	cache=$$(mktemp -d) && export OPTIMAS_TEST_BUILD_CACHE=$$cache && \
 	$(PY) -m pytest -q -n $(WORKERS) -m "not timing" && $(PY) -m pytest -q -m timing; \
 	rc=$$?; rm -rf $$cache; exit $$rc
