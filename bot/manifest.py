@@ -144,9 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "convert":
             files = convert(args.code, args.out, args.api_url)
             print(f"registered: the App's key in {files['key']}, its webhook secret in {files['secret']}, its id "
-                  f"in {files['env']} (all readable by you only).\nNext: docker compose up --build (it reads "
-                  f"them from secrets/), or start the receiver with OPTIMAS_WEBHOOK_SECRET_PATH={files['secret']} "
-                  f"and the workers with the variables of {files['env']}; then install the App on a repository.")
+                  f"in {files['env']} (all readable by you only).\nNext, with Docker (docs/github-app.md, steps 4-5):"
+                  f"\n  echo OPTIMAS_DASHBOARD_TOKEN=$(openssl rand -hex 32) >> .env   # and the model's key, e.g. "
+                  f"OPENAI_API_KEY=..."
+                  f"\n  sudo chown 10001 {files['key']} {files['secret']}   # the containers run as user 10001"
+                  f"\n  docker compose up --build"
+                  f"\nWithout Docker: the receiver with OPTIMAS_WEBHOOK_SECRET_PATH={files['secret']}, the workers "
+                  f"with the variables of {files['env']} (docs/github-app.md, Running without Docker). Then install "
+                  f"the App on a repository.")
             return 0
         manifest = app_manifest(args.webhook_url, args.name, args.redirect_url, args.homepage, public=args.public)
         if args.command == "print":

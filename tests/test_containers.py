@@ -90,3 +90,13 @@ def test_every_command_the_images_and_services_run_starts_and_stops_here(tmp_pat
         ran.append(name)
     assert sorted(ran) == ["app", "control-worker", "gpu-worker"]
     conn.delete(f"rq:queue:{queue}")
+
+
+def test_no_worker_inherits_the_receivers_health_check_on_a_port_it_does_not_serve():
+    """The app image's HEALTHCHECK asks port 8000; the control worker runs that image without serving
+    it, so compose turns the check off there (else `docker compose ps` would call it unhealthy)."""
+    assert "127.0.0.1:8000/healthz" in (REPO / "Dockerfile").read_text()
+    for name, service in _services().items():
+        target = (service.get("build") or {}).get("target")
+        if target == "app" and service.get("command"):  # the app image running something else than gunicorn
+            assert (service.get("healthcheck") or {}).get("disable") is True, name
