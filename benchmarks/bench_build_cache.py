@@ -1,4 +1,4 @@
-"""How long compile_candidate takes for one program, built once and then found in the build cache
+"""How long a build (Builder.compile, with macros) takes for one program, built once and then found in the build cache
 (the proposal stage's original, the evaluation's baseline and candidate are cache hits): three
 calls against a fresh OPTIMAS_BUILD_CACHE. Needs nvcc and the program's build tools; no GPU.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from runner.base.config import load_config  # noqa: E402 (after the path above)
-from runner.toolchain.builder import compile_candidate  # noqa: E402
+from runner.toolchain.builder import Builder, default_build_cache  # noqa: E402
 
 
 def main() -> int:
@@ -30,7 +30,7 @@ def main() -> int:
         os.environ["OPTIMAS_BUILD_CACHE"] = cache
         for i in range(3):
             t0 = time.monotonic()
-            built = compile_candidate(lc, {}, args.arch, macros=True)
+            built = Builder(lc, args.arch, default_build_cache()).compile({}, macros=True)
             print(f"call {i + 1}: ok {built.ok}, cached {built.cached}, {time.monotonic() - t0:.2f} s")
     return 0
 

@@ -301,7 +301,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     from runner.base.workspace import read_context
     from runner.proposal.prompt import PromptSpec, render_prompt
     from runner.proposal.stage import check_sources
-    from runner.toolchain.builder import compile_candidate
+    from runner.toolchain.builder import Builder
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
@@ -310,8 +310,9 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     base = None
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
         # the compiler feedback (K*) and macros of the original, as the proposal stage gets them: a build in a copy
-        base = compile_candidate(lc, files, target_arch(lc), run.stage_dir("prompt") / "original-build.log",
-                                 cache=run.build_cache, macros=True)
+        ctx = RunContext(lc, run)  # the architecture and build cache the proposal stage would build with
+        base = Builder(lc, ctx.arch, ctx.build_cache).compile(files, run.stage_dir("prompt") / "original-build.log",
+                                                              macros=True)
     diagnostics = args.diagnostics or lc.config.evaluation.diagnostics
     prompt = render_prompt(PromptSpec.of(lc.config, diag, files, diagnostics, base))
     run.write_text("prompt", "system.md", prompt.system)
@@ -564,7 +565,7 @@ def _check_build(lc: LoadedConfig) -> int:
     import time
 
     from runner.base.sandbox import scratch
-    from runner.toolchain.builder import compile_candidate
+    from runner.toolchain.builder import Builder, default_build_cache
 
     if not lc.config.app.build:
         raise ConfigError(lc.path, ["app.build: no build command to check (--build)"])
@@ -573,7 +574,7 @@ def _check_build(lc: LoadedConfig) -> int:
     t0 = time.monotonic()
     with scratch("optimas-check-") as tmp:
         log = Path(tmp) / "build.log"
-        built = compile_candidate(lc, {}, arch, log, macros=True)
+        built = Builder(lc, arch, default_build_cache()).compile({}, log, macros=True)
     seconds = time.monotonic() - t0
     if not built.ok:
         tail = "\n".join(built.output.strip().splitlines()[-25:])

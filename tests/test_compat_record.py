@@ -82,7 +82,7 @@ def test_check_config_build_says_each_record(tmp_path: Path, monkeypatch, capsys
     (tmp_path / "optimas.yml").write_text("app:\n  build: 'nvcc -o {exe} k.cu'\n  run: '{exe}'\n")
     records = [CompatRecord.from_json(json.loads(x)) for x in RECORDED.splitlines()]
     built = CompileResult(ok=True, command=["nvcc"], output="", compat=[r for r in records if r is not None])
-    monkeypatch.setattr(runner.toolchain.builder, "compile_candidate", lambda *a, **k: built)
+    monkeypatch.setattr(runner.toolchain.builder.Builder, "compile", lambda *a, **k: built)
     assert _check_build(load_config(tmp_path / "optimas.yml")) == 0
     out = capsys.readouterr().out
     assert "  compatibility header cuda_legacy_warp.h pre-included into k.cu (__shfl_down)" in out

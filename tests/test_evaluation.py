@@ -452,7 +452,7 @@ def test_the_pr_summary_of_a_closed_loop_shows_each_iteration_and_the_kept_ones_
     assert [line.split(":")[0] for line in out.per_config[2:]] == ["iteration 1, small", "iteration 1, large"]
     assert out.ear.coverage == 1.0 and out.validation == result.validation.summary()
     text = summary_text(out, "a" * 40, False)
-    assert "iteration 1, large:" in text and "EAR: evidence coverage 1.00" in text and "Validation:" in text
+    assert "iteration 1, large:" in text and "EAR: coverage 1.00" in text and "Validation:" in text
 
 
 def test_a_closed_loop_publishes_what_it_holds_not_what_the_program_wrote_into_its_run(tmp_path):
@@ -692,7 +692,7 @@ def test_a_build_that_depends_on_the_configuration_is_made_once_per_configuratio
     """Programs whose sizes are compile-time macros (-D{config}_DATASET, -DN={n}): each configuration
     gets its own baseline and candidate binaries, built once each and cached apart."""
     from runner.evaluation.stage import build_binaries
-    from runner.toolchain.builder import compile_candidate
+    from runner.toolchain.builder import Builder
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     prog = tmp_path / "prog"
@@ -707,20 +707,20 @@ def test_a_build_that_depends_on_the_configuration_is_made_once_per_configuratio
     assert lc.config.app.build_configuration() == "LARGE" and lc.config.app.build_configuration("SMALL") == "SMALL"
     faster = {"k.cu": kernel.replace("= N;", "= N + 0;")}
     cache = tmp_path / "builds"
-    exes, failed = build_binaries(lc, {"k.cu": kernel}, faster, "sm_90", tmp_path / "eval", cache)
+    exes, failed = build_binaries(Builder(lc, "sm_90", cache), {"k.cu": kernel}, faster, tmp_path / "eval")
     assert failed == "" and set(exes) == {None, "SMALL", "LARGE"} and exes[None] == exes["LARGE"]
     assert exes["SMALL"][0].read_bytes() != exes["LARGE"][0].read_bytes()  # -DN=1 against -DN=4
     logs = {p.name for p in (tmp_path / "eval").glob("*-build.log")}
     assert logs == {"baseline-SMALL-build.log", "candidate-SMALL-build.log", "baseline-LARGE-build.log",
                     "candidate-LARGE-build.log"}
     assert "-DSMALL_DATASET -DN=1" in (tmp_path / "eval" / "baseline-SMALL-build.log").read_text()
-    again = compile_candidate(lc, {"k.cu": kernel}, "sm_90", cache=cache, configuration="SMALL")
+    again = Builder(lc, "sm_90", cache).compile({"k.cu": kernel}, configuration="SMALL")
     assert again.ok and again.cached  # one build per configuration, cached apart
     # one build for every configuration: one pair, as before
     (prog / "optimas.yml").write_text((prog / "optimas.yml").read_text().replace(" -D{config}_DATASET -DN={n}",
                                                                                   " -DN=2"))
-    plain, _ = build_binaries(load_config(prog / "optimas.yml"), {"k.cu": kernel}, faster, "sm_90",
-                              tmp_path / "eval2", cache)
+    plain, _ = build_binaries(Builder(load_config(prog / "optimas.yml"), "sm_90", cache), {"k.cu": kernel}, faster,
+                              tmp_path / "eval2")
     assert set(plain) == {None}
 
 

@@ -434,7 +434,7 @@ def test_the_prompt_shows_macros_as_the_build_compiles_them(tmp_path, monkeypatc
     from runner.analysis.evidence import Diagnostics, GpuInfo
     from runner.analysis.hot import KernelTime
     from runner.proposal.prompt import build_prompt
-    from runner.toolchain.builder import compile_candidate
+    from runner.toolchain.builder import Builder, default_build_cache
 
     monkeypatch.setenv("OPTIMAS_CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / "p"
@@ -445,7 +445,7 @@ def test_the_prompt_shows_macros_as_the_build_compiles_them(tmp_path, monkeypatc
     (root / "optimas.yml").write_text(yaml.safe_dump({"app": {
         "sources": ["k.cu"], "build": "sh -c 'make -B app CFLAGS=-arch={arch} && cp app {exe}'"}}))
     lc = load_config(root / "optimas.yml")
-    built = compile_candidate(lc, {}, "sm_90", macros=True)
+    built = Builder(lc, "sm_90", default_build_cache()).compile({}, macros=True)
     assert built.ok, built.output
     assert built.macros.by_source["k.cu"]["NI"] == "2048" and built.macros.by_source["k.cu"]["FACTOR"] == "3.5f"
     assert built.macros.command_line == ["LARGE_DATASET", "FACTOR"]

@@ -438,26 +438,27 @@ def _record_build(lc, files: dict[str, str], arch: str, app: str, result: Compil
 
 
 class _Builds:
-    """compile_candidate for the proposal stage: `real`, it builds (and keeps each result); else the
+    """Builder.compile for the proposal stage: `real`, it builds (and keeps each result); else the
     original's build is its record and the candidate is not built (the stage then reports it as not
     compile-checked). Recording (OPTIMAS_RECORD_REPLAY_BUILDS=1) builds for real and writes the record."""
 
     def __init__(self, app: str, real: bool):
-        from runner.toolchain import builder as cache
+        from runner.toolchain.builder import Builder
 
         self.app, self.real, self.record = app, real, os.environ.get(RECORD_BUILDS) == "1"
-        self.compile = cache.compile_candidate
+        self.compile = Builder.compile
         self.original: CompileResult | None = None
         self.original_files: dict[str, str] = {}
         self.candidates: list[dict[str, str]] = []
 
-    def __call__(self, lc, files, arch, log=None, *args, macros=False, **kwargs):
+    def __call__(self, builder, files, log=None, *args, macros=False, **kwargs):
+        lc, arch = builder.lc, builder.arch
         if not macros:  # a candidate: only the original's build is asked for its macros
             self.candidates.append(dict(files))
-            return self.compile(lc, files, arch, log, *args, **kwargs) if self.real or self.record else None
+            return self.compile(builder, files, log, *args, **kwargs) if self.real or self.record else None
         self.original_files = dict(files)
         if self.real or self.record:
-            self.original = self.compile(lc, files, arch, log, *args, macros=True, **kwargs)
+            self.original = self.compile(builder, files, log, *args, macros=True, **kwargs)
             if self.record:
                 _record_build(lc, files, arch, self.app, self.original)
             return self.original
@@ -475,7 +476,7 @@ def replay_checked(app: str, runs_dir: Path, monkeypatch, real: bool = False
     from runner.proposal.parser import Proposal
 
     builds = _Builds(app, real)
-    monkeypatch.setattr(stage, "compile_candidate", builds)
+    monkeypatch.setattr(stage.Builder, "compile", lambda builder, *a, **k: builds(builder, *a, **k))
     r = cli(*replay_propose_args(app, runs_dir))
     assert r.returncode == 0, r.stderr[-2000:]
     (run,) = [p for p in runs_dir.iterdir() if p.is_dir()]

@@ -5,10 +5,13 @@ one per iteration (a new workspace and run folder) and one per candidate (a run 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from runner.base.config import LoadedConfig
+from runner.base.gpu import target_arch
 from runner.base.runstore import Run
 
 
@@ -28,6 +31,11 @@ class RunContext:
         the program and its build run with that folder writable and could rewrite what a candidate
         is made from, so that text the model never wrote would be published as its edit (an
         attacker's pass). None: read from app.workdir.
+    target: the architecture builds are for, where the flow resolved it already (`on` carries it);
+        None: `arch` resolves it at its first use.
+
+    The facts derived from these, once per context: `arch` (the target architecture) and
+    `build_cache`; the workspace is the config's (`lc.dirs`).
     """
 
     lc: LoadedConfig
@@ -37,6 +45,20 @@ class RunContext:
     iteration: int = 1
     corpus: Path | None = None
     sources: dict[str, str] | None = None
+    target: str | None = None
+
+    @cached_property
+    def arch(self) -> str:
+        """The architecture every build of this run is for: `target`, else the local GPU's
+        (target_arch: nvidia-smi, once), else DEFAULT_ARCH."""
+        return self.target or target_arch(self.lc)
+
+    @property
+    def build_cache(self) -> Path:
+        """The build cache every build of this run goes through: OPTIMAS_BUILD_CACHE where set (the
+        tests share one across runs), else the run folder's (Run.build_cache)."""
+        where = os.environ.get("OPTIMAS_BUILD_CACHE")
+        return Path(where) if where else self.run.build_cache
 
     @property
     def corpus_file(self) -> Path:
@@ -49,6 +71,7 @@ class RunContext:
         with the configuration, the iteration number and the sources given where they change (a new
         configuration without sources reads its own). The corpus stays."""
         kept = self.sources if lc is None else None
-        return dataclasses.replace(self, run=run, lc=lc or self.lc,
+        resolved = self.__dict__.get("arch", self.target)  # the architecture, where resolved already
+        return dataclasses.replace(self, run=run, lc=lc or self.lc, target=resolved,
                                    iteration=self.iteration if iteration is None else iteration,
                                    corpus=self.corpus_file, sources=sources if sources is not None else kept)

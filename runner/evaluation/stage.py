@@ -13,7 +13,6 @@ from pydantic import BaseModel, Field
 from runner.analysis.evidence import Diagnostics
 from runner.base.config import LoadedConfig
 from runner.base.context import RunContext
-from runner.base.gpu import target_arch
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, read_record
 from runner.base.workspace import RECORD_LIMIT, read_sources
@@ -22,7 +21,7 @@ from runner.evaluation.ear import DirectionCheck, EARScores, direction_score, sc
 from runner.evaluation.measure import EvaluationError, Timing, Validation, time_interleaved, validate
 from runner.evaluation.statistics import Improvement
 from runner.proposal.stage import ProposeResult
-from runner.toolchain.builder import compile_candidate
+from runner.toolchain.builder import Builder
 
 progress = progress_for("evaluation")
 
@@ -69,10 +68,9 @@ def evaluate(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult) -> Eva
     _, workdir = lc.dirs
     # the texts read before the code ran, where the run has them (RunContext.sources)
     original = dict(ctx.sources) if ctx.sources is not None else read_sources(workdir, lc.config.app.sources)
-    arch = target_arch(lc)
     seconds: dict[str, float] = {}
     t0 = time.monotonic()
-    exes, failed = build_binaries(lc, original, proposed.files, arch, work, run.build_cache)
+    exes, failed = build_binaries(Builder(lc, ctx.arch, ctx.build_cache), original, proposed.files, work)
     seconds["build"] = time.monotonic() - t0
     ear = scores(proposed.proposal, diag, proposed.evidence_ids, original, correct=None)
     if failed:
@@ -102,13 +100,13 @@ def evaluate(ctx: RunContext, diag: Diagnostics, proposed: ProposeResult) -> Eva
     return _finish(ctx, diag, proposed, result)
 
 
-def build_binaries(lc: LoadedConfig, original: dict[str, str], candidate: dict[str, str], arch: str, work: Path,
-                   cache: Path | None) -> tuple[dict[str | None, tuple[Path, Path]], str]:
+def build_binaries(builder: Builder, original: dict[str, str], candidate: dict[str, str], work: Path
+                   ) -> tuple[dict[str | None, tuple[Path, Path]], str]:
     """The baseline's and the candidate's binaries (the proposal stage built them already: from the
     run's build cache), by configuration when app.build depends on it ({config}, compile-time
     sizes), else one pair (key None). The entry None is always the profiled configuration's pair.
     Returns them and why a build failed ("" when none did)."""
-    app = lc.config.app
+    app = builder.lc.config.app
     per = app.build_configuration() is not None
     bins = work / "bin"
     bins.mkdir(parents=True, exist_ok=True)
@@ -116,8 +114,8 @@ def build_binaries(lc: LoadedConfig, original: dict[str, str], candidate: dict[s
     for config_name in app.configurations if per else [None]:
         suffix = f"-{config_name}" if config_name else ""
         for side, files in (("baseline", original), ("candidate", candidate)):
-            built = compile_candidate(lc, files, arch, work / f"{side}{suffix}-build.log", exe=bins / f"{side}{suffix}",
-                                      cache=cache, configuration=config_name)
+            built = builder.compile(files, work / f"{side}{suffix}-build.log", exe=bins / f"{side}{suffix}",
+                                    configuration=config_name)
             if not built.ok:
                 return exes, f"the {side} does not build" + (f" for configuration {config_name}" if config_name else "")
         exes[config_name] = (bins / f"baseline{suffix}", bins / f"candidate{suffix}")

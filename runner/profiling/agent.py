@@ -67,7 +67,7 @@ from runner.profiles.readers.report import report_kernel_names
 from runner.profiles.readers.trace import profile_of
 from runner.scan.cuda_source import defined_kernels, kernel_key, template_symbol_prefix
 from runner.scan.size_constants import workspace_texts
-from runner.toolchain.builder import build_at_scale, compile_candidate, copy_workspace
+from runner.toolchain.builder import Builder, copy_workspace
 from runner.toolchain.compiler import CompileResult
 from runner.toolchain.nvcc_shim import build_environment
 from runner.tracing.library import TracerError, trace_environment, tracer_library
@@ -159,6 +159,7 @@ class ProfilingAgent:
         self.known_variation = known_variation
         self.cfg = lc.config
         run = self.run = ctx.run
+        self.build_cache = ctx.build_cache
         self.dir = run.stage_dir("profile")
         self.commands: list[dict] = []
         self.traced_launches = Launches.empty()  # the traced run's launches, when the tracer timed them
@@ -494,7 +495,7 @@ class ProfilingAgent:
         return kept
 
     def _scaled_build(self, scale: float, exe: Path) -> Path:
-        """The program rebuilt with app.size_constants times `scale` (build_at_scale), recorded in
+        """The program rebuilt with app.size_constants times `scale` (Builder.at_scale), recorded in
         the manifest; `exe` when there are none to scale. A source that does not build at that
         size is a ProfilingError, as a run that fails there is."""
         if not self.cfg.app.size_constants:
@@ -502,7 +503,7 @@ class ProfilingAgent:
         return self._recorded(self._compile_scaled(scale, exe))
 
     def _compile_scaled(self, scale: float, exe: Path) -> tuple[CompileResult, dict, Path, float]:
-        """The scaled build itself (build_at_scale), safe to run in a thread once the workspace's
+        """The scaled build itself (Builder.at_scale), safe to run in a thread once the workspace's
         sources are read (the sweep's first scaled build, in the stage's thread): the result, its
         manifest entry, the binary and the scale. It records nothing."""
         if self._scaling_texts is None:
@@ -515,8 +516,7 @@ class ProfilingAgent:
         t0 = time.monotonic()
         scaled = exe.with_name(f"{exe.name}-{label}")
         try:
-            built = build_at_scale(self.lc, self.gpu.arch, self._scaling_texts, scale, scaled, log,
-                                   cache=self.run.build_cache, configuration=self.configuration)
+            built = self._builder().at_scale(self._scaling_texts, scale, scaled, log, configuration=self.configuration)
         except ValueError as e:
             raise ProfilingError(f"{self.lc.path}: {e}") from None
         entry = {"name": f"build-counters-{label}", "argv": built.command, "returncode": 0 if built.ok else 1,
@@ -578,14 +578,17 @@ class ProfilingAgent:
                           f"({share:.1%} of kernel time, the most an edit of them can save)")
         return widened
 
+    def _builder(self) -> Builder:
+        """How this run's builds are made: for the GPU profiled, through the run's build cache."""
+        return Builder(self.lc, self.gpu.arch, self.build_cache)
+
     def _timing_build(self, exe: Path) -> None:
         """The app without line info, for the traced run, through the run's build cache."""
         name, log = "build-timing", self.dir / "logs" / "build-timing.log"
         progress("build-timing (the run's build cache)")
         log.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
-        built = compile_candidate(self.lc, {}, self.gpu.arch, log, exe=exe, cache=self.run.build_cache,
-                                  configuration=self.configuration)
+        built = self._builder().compile({}, log, exe=exe, configuration=self.configuration)
         self._record({"name": name, "argv": built.command, "returncode": 0 if built.ok else 1,
                       "seconds": round(time.monotonic() - t0, 3), "timed_out": False, "cached": built.cached,
                       "log": str(log.relative_to(self.run.path))})

@@ -19,10 +19,9 @@ from pydantic import BaseModel, Field
 
 from runner.analysis.evidence import Diagnostics
 from runner.analysis.sources import resolver, stale_sources
-from runner.base.config import DEFAULT_ARCH, LoadedConfig
+from runner.base.config import LoadedConfig
 from runner.base.context import RunContext
 from runner.base.errors import OptimasError
-from runner.base.gpu import target_arch
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, append_text, atomic_write_text
 from runner.base.workspace import build_compiler, read_context, stored_name
@@ -30,7 +29,7 @@ from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
 from runner.proposal.prompt import Prompt, PromptSpec, render_prompt
-from runner.toolchain.builder import compile_candidate
+from runner.toolchain.builder import Builder
 from runner.toolchain.compat_record import CompatRecord
 from runner.toolchain.compiler import CompileResult
 
@@ -88,8 +87,7 @@ class _Stage:
     lc: LoadedConfig
     run: Run
     spec: PromptSpec  # the first attempt's prompt; a retry adds what went wrong
-    arch: str
-    have_nvcc: bool
+    builder: Builder | None  # how candidates are built; None: nvcc is not here, candidates are not compile-checked
     backend: Backend
     sample: int = 1  # which of the iteration's answers this is (llm.candidates)
 
@@ -129,12 +127,11 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
     check_sources(lc, diag, files)
     compiler = build_compiler(lc)
     have_nvcc = compiler is not None and shutil.which(compiler) is not None
-    arch = target_arch(lc) if have_nvcc else DEFAULT_ARCH
+    builder = Builder(lc, ctx.arch, ctx.build_cache) if have_nvcc else None
     base: CompileResult | None = None
-    if have_nvcc:
+    if builder is not None:
         progress("compiling the original with ptxas -v for compiler feedback (K*)")
-        base = compile_candidate(lc, files, arch, run.stage_dir("prompt") / "original-build.log",
-                                 cache=run.build_cache, macros=True)
+        base = builder.compile(files, run.stage_dir("prompt") / "original-build.log", macros=True)
         if not base.ok:
             return ProposeResult(status="failed", diagnostics=diagnostics,
                                  reason="the original sources do not build: " + base.output[-1500:])
@@ -143,7 +140,7 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
     else:
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
     spec = dataclasses.replace(PromptSpec.of(cfg, diag, files, diagnostics, base), rejected=rejected)
-    st = _Stage(lc, run, spec, arch, have_nvcc, backend or make_backend(cfg.llm, lc.path.parent), sample)
+    st = _Stage(lc, run, spec, builder, backend or make_backend(cfg.llm, lc.path.parent), sample)
     result = ProposeResult(status="failed", diagnostics=diagnostics)
     whole = render_prompt(spec)
     parts: list[list[str] | None] = [None]
@@ -228,8 +225,7 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
             continue
         cand = st.run.stage_dir("candidates") / str(n)
         cand.mkdir(exist_ok=True)
-        built = (compile_candidate(st.lc, guard.files, st.arch, cand / "build.log", cache=st.run.build_cache)
-                 if st.have_nvcc else None)
+        built = st.builder.compile(guard.files, cand / "build.log") if st.builder else None
         _save_candidate(cand, proposal, guard, built)
         if built is not None and not built.ok:
             att.outcome, att.detail = "compile-error", built.output[-3000:]
@@ -261,8 +257,7 @@ def _combine(st: _Stage, accepted):
     if not guard.ok:
         progress("the per-kernel edits do not combine (" + guard.reasons() + "); keeping the first")
         return accepted[0]
-    built = (compile_candidate(st.lc, guard.files, st.arch, cand / "build.log", cache=st.run.build_cache)
-             if st.have_nvcc else None)
+    built = st.builder.compile(guard.files, cand / "build.log") if st.builder else None
     _save_candidate(cand, merged, guard, built)
     if built is not None and not built.ok:
         progress("the combined candidate does not compile; keeping the first kernel's")

@@ -9,6 +9,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner.base.config import LoadedConfig
@@ -123,43 +124,69 @@ def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = 
     return cwd
 
 
+@dataclass(frozen=True)
+class Builder:
+    """What every build of one run shares: the config (its workspace and build command), the target
+    architecture and the build cache (None: none), each resolved once where the run starts (the
+    run's context) and used as given: a build of the same workspace contents, command, architecture,
+    environment and compiler is done once, its binary kept for the next caller that asks for one."""
+
+    lc: LoadedConfig
+    arch: str
+    cache: Path | None = None
+
+    def compile(self, files: dict[str, str], log: Path | None = None, exe: Path | None = None, macros: bool = False,
+                configuration: str | None = None) -> CompileResult:
+        """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
+        `exe`, the binary is kept there. With `macros`, the result holds the macros each source was
+        compiled with (CompileResult.macros). A build that depends on the configuration is for
+        `configuration` (default: the profiled one), cached per configuration."""
+        lc, arch = self.lc, self.arch
+        built_for = lc.config.app.build_configuration(configuration)
+        # the key is the workspace's contents with `files` over them: a build found in the cache needs no copy
+        entry = Path(self.cache) / _build_key(lc, files, arch, macros, built_for) if self.cache else None
+        result = _cached(entry, exe)
+        if result is None:
+            with scratch("optimas-candidate-") as tmp:
+                cwd = copy_workspace(lc, Path(tmp) / "ws", files)
+                target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
+                result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros, configuration=built_for)
+                if entry is not None:
+                    _store(entry, result, target)
+        if log:
+            log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
+        return result
+
+    def at_scale(self, texts: dict[str, str], scale: float, exe: Path, log: Path | None = None,
+                 configuration: str | None = None) -> CompileResult:
+        """The program with app.size_constants times `scale` (each of k constants times the scale's
+        k-th root, size_share, so the work follows the scale; scaled_sources over `texts`, the
+        workspace's sources as workspace_texts reads them), built into `exe` in a copy of the
+        workspace through the build cache: the counter runs' build at another problem size. A
+        ValueError when a constant has no definition to rewrite (definition_problem)."""
+        app = self.lc.config.app
+        files = scaled_sources(app.size_constants, texts, size_share(scale, len(app.size_constants)), app.sources)
+        return self.compile(files, log, exe=exe, configuration=configuration)
+
+
+def default_build_cache() -> Path | None:
+    """The build cache of a build outside a run (init, check-config, a benchmark): OPTIMAS_BUILD_CACHE
+    where set, else none. A run's context resolves its own (RunContext.build_cache)."""
+    where = os.environ.get("OPTIMAS_BUILD_CACHE")
+    return Path(where) if where else None
+
+
 def compile_candidate(lc: LoadedConfig, files: dict[str, str], arch: str, log: Path | None = None,
-                      exe: Path | None = None, cache: Path | None = None, macros: bool = False,
-                      configuration: str | None = None) -> CompileResult:
-    """Build the app with `files` (names relative to workdir) in a copy of its workspace; with
-    `exe`, the binary is kept there. With a `cache` folder (OPTIMAS_BUILD_CACHE overrides it), a
-    build of the same workspace contents, command, architecture, environment and compiler is done
-    once, its binary kept for the next caller that asks for one. With `macros`, the result holds
-    the macros each source was compiled with (CompileResult.macros). A build that depends on the
-    configuration is for `configuration` (default: the profiled one), cached per configuration."""
-    built_for = lc.config.app.build_configuration(configuration)
-    where = os.environ.get("OPTIMAS_BUILD_CACHE") or cache
-    # the key is the workspace's contents with `files` over them: a build found in the cache needs no copy
-    entry = Path(where) / _build_key(lc, files, arch, macros, built_for) if where else None
-    result = _cached(entry, exe)
-    if result is None:
-        with scratch("optimas-candidate-") as tmp:
-            cwd = copy_workspace(lc, Path(tmp) / "ws", files)
-            target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
-            result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros, configuration=built_for)
-            if entry is not None:
-                _store(entry, result, target)
-    if log:
-        log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
-    return result
+                      exe: Path | None = None, cache: Path | None = None) -> CompileResult:
+    """Builder.compile for `arch` through `cache` (None: default_build_cache), with no macros and
+    for the profiled configuration: a build outside a run's stages."""
+    return Builder(lc, arch, cache if cache is not None else default_build_cache()).compile(files, log, exe=exe)
 
 
 def build_at_scale(lc: LoadedConfig, arch: str, texts: dict[str, str], scale: float, exe: Path,
-                   log: Path | None = None, cache: Path | None = None, configuration: str | None = None
-                   ) -> CompileResult:
-    """The program with app.size_constants times `scale` (each of k constants times the scale's
-    k-th root, size_share, so the work follows the scale; scaled_sources over `texts`, the
-    workspace's sources as workspace_texts reads them), built into `exe` in a copy of the
-    workspace through the build cache: the counter runs' build at another problem size. A
-    ValueError when a constant has no definition to rewrite (definition_problem)."""
-    names = lc.config.app.size_constants
-    files = scaled_sources(names, texts, size_share(scale, len(names)), lc.config.app.sources)
-    return compile_candidate(lc, files, arch, log, exe=exe, cache=cache, configuration=configuration)
+                   log: Path | None = None) -> CompileResult:
+    """Builder.at_scale for `arch` through default_build_cache: a build at a scale outside a run."""
+    return Builder(lc, arch, default_build_cache()).at_scale(texts, scale, exe, log)
 
 
 def _build_key(lc: LoadedConfig, files: dict[str, str], arch: str, macros: bool = False,
