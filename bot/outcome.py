@@ -166,7 +166,8 @@ def recorded_outcome(result: Optimization, lc: LoadedConfig, root: Path) -> Prog
     texts = {e.id: e.text for e in diag.evidence}
     edits = []
     for e in proposed.proposal.edits:
-        cited = "\n".join(f"{i}: {texts[i][:160]}" for i in e.cites if i in texts) or "no evidence cited"
+        cited = "\n".join(f"{i}: {summary.clipped(texts[i], 160)}" for i in e.cites if i in texts) or \
+            "no evidence cited"
         path = pr_path(workdir, e.file, root)
         edits.append(Edit(path, e.start_line, e.end_line, e.new_text,
                           summary.edit_explanation(e.cites, e.rationale, cited, measured, why),

@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from bot.publish import code_block, code_span
+from runner.evaluation.ear import ear_line
 
 if TYPE_CHECKING:
     from bot.outcome import Outcome, ProgramOutcome, ProgramsOutcome
-    from runner.evaluation.ear import EARScores
     from runner.toolchain.compat_record import CompatRecord
 
 NO_CHANGE = "No change proposed: the model found no edit that would make the hot kernels faster."
@@ -107,15 +107,6 @@ def summary_text(outcome: Outcome, head_sha: str, config_changed: bool, artifact
     return "\n".join(lines)
 
 
-def _ear_line(ear: EARScores) -> str:
-    def num(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.2f}"
-
-    return (f"EAR: evidence coverage {num(ear.coverage)}, localization {num(ear.localization)}, "
-            f"directional {num(ear.directional)}, hallucinations {ear.hallucinations.count}, "
-            f"correct {'n/a' if ear.correct is None else ear.correct}")
-
-
 def _compat_line(c: CompatRecord) -> str:
     """The summary's sentence on one change app.legacy_cuda made to the build."""
     if c.is_dialect:
@@ -151,7 +142,7 @@ def result_lines(outcome: ProgramOutcome, artifacts_url: str | None = None) -> l
     for line in outcome.per_config:
         lines.append(f"- {line}")
     if outcome.ear is not None:
-        lines.append(_ear_line(outcome.ear))
+        lines.append(ear_line(outcome.ear))
     if artifacts_url and outcome.run:  # the dashboard's page of the run
         lines.append(f"The run on the dashboard: {artifacts_url.rstrip('/')}/runs/{outcome.run}")
     lines += [_compat_line(c) for c in outcome.compat]
@@ -175,6 +166,15 @@ def program_lines(outcome: ProgramsOutcome, lines_of: Callable[[ProgramOutcome],
     if outcome.skipped:
         out += ["", "Programs not run:", *(f"- `{name}`: {_words(why)}" for name, why in outcome.skipped)]
     return out
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` within `limit` characters, cut after a whole word with an ellipsis (never mid-word)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
 def _words(why: str) -> str:

@@ -88,7 +88,7 @@ def test_the_action_publishes_the_run_on_the_pull_request(tmp_path: Path):
     assert outputs["verdict"] == "not measured" and outputs["run-id"] and outputs["improvement"] == ""
     assert float(outputs["ear-coverage"]) > 0 and outputs["ear-hallucinations"] == "0"
     assert (tmp_path / "runner" / "optimas-runs" / outputs["run-id"] / "analysis" / "diagnostics.md").exists()
-    assert summary.startswith(f"### Optimas on `{head[:7]}`") and "EAR: evidence coverage" in summary
+    assert summary.startswith(f"### Optimas on `{head[:7]}`") and "EAR: coverage" in summary
     assert "<summary>Evidence" in summary and "- R1 [matmul]" in summary  # the evidence itself, as text:
     assert "```text\n# Diagnostics" in summary  # it quotes the pull request's code
     assert TOKEN not in r.stdout + r.stderr + summary

@@ -162,7 +162,7 @@ def test_a_candidate_no_gpu_proved_is_text_in_the_summary_never_a_suggestion(mon
     assert "suggestion" not in body.replace("no suggestion", "")  # no committable block, however fenced
     assert "+__global__ void matmul(const float* __restrict__ A" in body  # the diff, as text
     assert "```text\n--- a/examples/h200-probe/probe_kernels.cu" in body
-    assert "EAR: evidence coverage 1.00, localization 1.00" in body
+    assert "EAR: coverage 1.00, localization 1.00" in body
     # the run is named by its id; the worker host's paths are not shown, and no artifacts link is
     # made up when the operator serves none
     run_id = re.search(r"run `(\d{8}T\d{6}Z-[0-9a-f-]{36})`", body).group(1)
@@ -263,7 +263,7 @@ def test_gpu_worker_runs_the_closed_loop_and_publishes(monkeypatch, tmp_path):
         assert f"Closed loop: {code_span(loop['stopped_because'])}" in body and gh.reviews == []
     else:
         assert f"over {loop['best']} iteration(s), each significant" in body and len(gh.reviews) == 1
-    assert "- iteration 1:" in body and "Hot kernels:" in body and "EAR: evidence coverage" in body
+    assert "- iteration 1:" in body and "Hot kernels:" in body and "EAR: coverage" in body
     for review in gh.reviews:
         assert review["commit_id"] == sha
         assert all(c["path"] == "benchmarks/stream/main.cu" for c in review["comments"])

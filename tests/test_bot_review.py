@@ -114,3 +114,13 @@ def test_the_summary_says_which_compatibility_header_went_into_which_file():
     dialect = CompatRecord("C++17", ("-std=c++14",), ("Main.cu",))
     text = summary_text(replace(outcome, compat=(dialect,)), "a" * 40, False)
     assert "`Main.cu` compiled as C++17 where the build said `-std=c++14`" in text and "header `" not in text
+
+
+def test_cited_evidence_is_clipped_after_a_whole_word():
+    from bot.summary import clipped
+
+    text = "the grid-stride loads stall on the long scoreboard in a latency-bound kernel " * 4
+    cut = clipped(text, 160)
+    assert len(cut) <= 160 and cut.endswith("…")
+    assert text.startswith(cut[:-1]) and text[len(cut) - 1] == " "  # the next character starts a word
+    assert clipped("short", 160) == "short"

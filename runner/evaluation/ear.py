@@ -73,6 +73,15 @@ class ScoreSpec:
     meaning: str
     good: str
 
+    def show(self, value: object) -> str:
+        """The score as every reader shows it: 0.57, yes or no, and for a score not known "not
+        evaluated" where it needs a GPU (directional consistency, correctness), else "n/a"."""
+        if value is None:
+            return NOT_EVALUATED if self.key in ("directional", "correct") else "n/a"
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return f"{value:.2f}" if isinstance(value, int | float) else str(value)
+
 
 # The EAR scores, in the order they are shown.
 EAR_SCORES: tuple[ScoreSpec, ...] = (
@@ -92,6 +101,12 @@ EAR_SCORES: tuple[ScoreSpec, ...] = (
               "yes: the candidate's results equal the original's"),
 )
 NOT_EVALUATED = "not evaluated"  # a verdict or score that needs the candidate validated and timed on a GPU
+
+
+def ear_line(ear: EARScores) -> str:
+    """The scores in one line, as the CLI and the pull request's summary print them."""
+    values = ear.model_dump()
+    return "EAR: " + ", ".join(f"{e.name} {e.show(values.get(e.key))}" for e in EAR_SCORES)
 
 
 def coverage(proposal: Proposal, prompt_ids: list[str]) -> float | None:
