@@ -29,6 +29,7 @@ import shlex
 import shutil
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -147,6 +148,17 @@ def kernel_regex(*demangled: str) -> str:
     return "regex:^(" + "|".join(re.escape(k) for k in demangled) + ")$"
 
 
+@dataclass(frozen=True)
+class Step:
+    """One command of the collection: what it runs, its name (in the manifest, and its log's), its
+    time limit and what progress and errors call it."""
+
+    argv: list[str]
+    name: str
+    timeout_s: float
+    what: str
+
+
 class ProfilingAgent:
     """Collects the profiles one run of the pipeline needs, into `run/profile/`."""
 
@@ -178,12 +190,12 @@ class ProfilingAgent:
             raise ProfilingError(f"{lc.path}: configuration {self.configuration!r} is not one of "
                                  f"app.configurations {app.configurations}")
 
-    def _exec(self, argv: list[str], name: str, timeout_s: float, what: str, ncu: bool = False,
-              env: dict[str, str] | None = None, build: bool = False, cwd: Path | None = None,
-              stopped: Path | None = None) -> CommandResult:
+    def _exec(self, step: Step, ncu: bool = False, env: dict[str, str] | None = None, build: bool = False,
+              cwd: Path | None = None, stopped: Path | None = None) -> CommandResult:
         """Run a command of the collection (in app.workdir, else `cwd`), recorded in the manifest; a
         failure is a ProfilingError saying what failed. `stopped`: the report of an ncu pass that
         ends the program once its launches are profiled (_stop_when_profiled)."""
+        argv, name, timeout_s, what = step.argv, step.name, step.timeout_s, step.what
         cwd = cwd or self.workdir
         log = self.dir / "logs" / f"{name}.log"
         progress(f"{what}: {shlex.join(argv)}")
@@ -294,7 +306,7 @@ class ProfilingAgent:
         atomic_write_text(self.source_roots, json.dumps(roots, indent=2) + "\n")
         argv = render(app.build, exe=exe_prof, arch=self.gpu.arch, lineinfo="-lineinfo", config=self.configuration,
                       seed=app.seeds[0], scale=1, out="", **app.values(self.configuration))
-        self._exec(argv, "build-profiling", app.timeout_s, "build-profiling", build=True, cwd=cwd)
+        self._exec(Step(argv, "build-profiling", app.timeout_s, "build-profiling"), build=True, cwd=cwd)
         return exe_prof, exe_time
 
     def _launch_durations(self, ncu: str, exe_prof: Path, exe_time: Path
@@ -315,7 +327,7 @@ class ProfilingAgent:
         timing = self.dir / "timing"
         argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-f", "-o", str(timing),
                 *self._app_argv(exe_prof)]
-        self._exec(argv, "timing", prof.timeout_s, "timing pass", ncu=True)
+        self._exec(Step(argv, "timing", prof.timeout_s, "timing pass"), ncu=True)
         timing_files = [self._export(ncu, timing.with_suffix(".ncu-rep"), "raw")]
         launches = NcuRawCsvReader().read(timing_files[0]).launches
         return timing_files, launches, {}, []
@@ -352,7 +364,7 @@ class ProfilingAgent:
                     *self._app_argv(exe)]
             names = pending[0] if len(pending) == 1 else f"{len(pending)} hot kernels"
             rep = out.with_suffix(".ncu-rep")
-            self._exec(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}", ncu=True,
+            self._exec(Step(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}"), ncu=True,
                        stopped=rep if prof.stop_when_profiled else None)
             reports.append(rep)
             sources.append(self._export(ncu, rep, "source"))  # for the record; the analysis reads the report
@@ -405,8 +417,8 @@ class ProfilingAgent:
             argv = [ncu, "--clock-control", "none", *filters[-1], "--filter-mode", "per-launch-config",
                     "--launch-count", "1", *self._sections(prof.counter_sections), "-f", "-o", str(out),
                     *self._app_argv(exe)]
-            self._exec(argv, "counters-launch-configs", prof.timeout_s,
-                       f"counter runs of {configs} launch configurations", ncu=True)
+            self._exec(Step(argv, "counters-launch-configs", prof.timeout_s,
+                            f"counter runs of {configs} launch configurations"), ncu=True)
             report = out.with_suffix(".ncu-rep")
             runs = len(read_any(report).launches)
             plan = CounterPlan(source="launch configurations", kernel=target, runs=runs)
@@ -548,7 +560,7 @@ class ProfilingAgent:
             report = out.with_suffix(".ncu-rep")
             report.unlink(missing_ok=True)  # the template filter's try must not pass on the first one's report
             try:
-                self._exec(argv, name, prof.timeout_s, f"counter run at scale {scale:g}", ncu=True,
+                self._exec(Step(argv, name, prof.timeout_s, f"counter run at scale {scale:g}"), ncu=True,
                            stopped=report if prof.stop_when_profiled else None)
                 return
             except NothingProfiled:
@@ -615,7 +627,7 @@ class ProfilingAgent:
         folder = self.dir / "trace"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
-        self._exec(self._app_argv(exe), "trace", app.timeout_s, "traced run (every kernel's duration)",
+        self._exec(Step(self._app_argv(exe), "trace", app.timeout_s, "traced run (every kernel's duration)"),
                    env=trace_environment(library, folder, **keep))
         traces = read_traces(folder)
         if not any(t.launches for t in traces):
@@ -646,8 +658,9 @@ class ProfilingAgent:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         try:
-            self._exec(self._app_argv(exe), "trace-again", self.cfg.app.timeout_s,
-                       "traced run again (do the GPU results repeat?)", env=trace_environment(library, folder, **keep))
+            self._exec(Step(self._app_argv(exe), "trace-again", self.cfg.app.timeout_s,
+                            "traced run again (do the GPU results repeat?)"),
+                       env=trace_environment(library, folder, **keep))
             variation = results_variation(first, read_traces(folder))
         except ProfilingError as e:
             variation = ResultsVariation(varies=True, why=f"a second run failed: {e}")
