@@ -131,7 +131,7 @@ def test_validation_and_timing_of_a_program_that_writes_no_file(tmp_path, librar
     assert not caught.passed and caught.cases[0].status == "mismatch"
     assert caught.cases[0].detail.startswith("GPU result 6 (cudaMemcpyFromSymbol, 256 bytes) differs from the "
                                              "baseline's, from byte ")
-    t = time_interleaved(lc, base, base, kernels=["spin(float *, int, int)"])
+    t = time_interleaved(lc, base, base, kernels={"spin(float *, int, int)": ""})
     assert t.metric == "traced_kernel_ms" and len(t.baseline) == 5 and t.kernels == ["spin"]
     assert set(t.per_kernel) == {"spin"} and abs(t.result.improvement) < 0.05
 

@@ -200,17 +200,28 @@ def run_once(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str] |
     return RunOutcome(argv=argv, returncode=r.returncode, seconds=r.seconds, stdout=r.output)
 
 
-def run_traced(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str], library: Path,
-               folder: Path | None = None, keep_bytes: int = 0,
-               keep_each: int = 0) -> tuple[RunOutcome, list[ProcessTrace]]:
-    """run_once with the tracer loaded; the records of every CUDA process the run started. The
-    records go to `folder` when given (kept bytes are read from there later), else to a temporary
-    folder removed once they are read."""
-    own = folder is None
-    where = Path(tempfile.mkdtemp(prefix="optimas-trace-")) if own else folder
+@dataclass(frozen=True)
+class Tracing:
+    """The tracer on one run: its library, the folder its records go to (None: a temporary folder
+    removed once they are read; kept bytes are read from a given folder later), and how much of the
+    GPU results it keeps (`keep_bytes` in all, at most `keep_each` of each result; 0: none, no limit)."""
+
+    library: Path
+    folder: Path | None = None
+    keep_bytes: int = 0
+    keep_each: int = 0
+
+
+def run_traced(argv: list[str], cwd: Path, timeout_s: float, env: dict[str, str],
+               tracing: Tracing) -> tuple[RunOutcome, list[ProcessTrace]]:
+    """run_once with the tracer loaded as `tracing` says; the records of every CUDA process the run
+    started."""
+    own = tracing.folder is None
+    where = Path(tempfile.mkdtemp(prefix="optimas-trace-")) if own else tracing.folder
     where.mkdir(parents=True, exist_ok=True)
     try:
-        r = run_once(argv, cwd, timeout_s, {**env, **trace_environment(library, where, keep_bytes, keep_each)})
+        traced = trace_environment(tracing.library, where, tracing.keep_bytes, tracing.keep_each)
+        r = run_once(argv, cwd, timeout_s, {**env, **traced})
         return r, (read_traces(where) if r.returncode == 0 else [])
     finally:
         if own:
@@ -307,11 +318,12 @@ class _CaseRuns:
         if self.library is None:
             return run_once(argv, self.cwd, app.timeout_s, self.env), []
         spec = app.gpu_results
+        folder = self.traces / name
         if whole or results_mode(self.lc) == ValidationMode.TOLERANCE:  # tolerance mode needs results whole
-            keep, each = spec.keep_bytes, 0
+            tracing = Tracing(self.library, folder, spec.keep_bytes)
         else:  # bitwise: a few MB kept anyway, so that a mismatch can say where and by how much
-            keep, each = min(spec.keep_bytes, MISMATCH_BYTES), MISMATCH_EACH
-        return run_traced(argv, self.cwd, app.timeout_s, self.env, self.library, self.traces / name, keep, each)
+            tracing = Tracing(self.library, folder, min(spec.keep_bytes, MISMATCH_BYTES), MISMATCH_EACH)
+        return run_traced(argv, self.cwd, app.timeout_s, self.env, tracing)
 
 
 class _Baseline(NamedTuple):
@@ -634,8 +646,7 @@ class _PairTimer:
     config_name: str
     library: Path | None  # the tracer, when it times the runs
     app_timer: bool  # the time the program prints
-    kernels: list[str]
-    symbols: dict[str, str]
+    kernels: dict[str, str]  # the hot kernels as ncu names them -> their symbol ("" where not known)
     env: dict[str, str]
     samples: dict[str, list[float]] = field(default_factory=lambda: {"b": [], "c": [], "bw": [], "cw": []})
     per_run: dict[str, list[dict[str, float]]] = field(default_factory=lambda: {"b": [], "c": []})
@@ -665,7 +676,7 @@ class _PairTimer:
         """One timed process of `side`; a failed run stops the timing."""
         app = self.lc.config.app
         if self.library is not None:
-            r, traces = run_traced(self._argv(exe), self.cwd, app.timeout_s, self.env, self.library)
+            r, traces = run_traced(self._argv(exe), self.cwd, app.timeout_s, self.env, Tracing(self.library))
         else:
             r, traces = run_once(self._argv(exe), self.cwd, app.timeout_s, self.env), []
         if r.returncode != 0:
@@ -685,7 +696,8 @@ class _PairTimer:
 
     def hot(self) -> set[str]:
         """The traced keys of the hot kernels given."""
-        return traced_hot_keys(self.kernels, self.symbols, self.traced_keys)
+        symbols = {k: symbol for k, symbol in self.kernels.items() if symbol}
+        return traced_hot_keys(list(self.kernels), symbols, self.traced_keys)
 
     def counted(self) -> list[str]:
         """The traced kernels whose time is counted: the hot ones that ran (every kernel when none
@@ -737,28 +749,28 @@ class _PairTimer:
 
 
 def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, configuration: str | None = None,
-                     runs: int | None = None, kernels: list[str] | None = None,
-                     symbols: dict[str, str] | None = None, warm: bool = False) -> Timing:
+                     kernels: dict[str, str] | None = None, warm: bool = False) -> Timing:
     """Baseline and candidate alternately, each pair in the other order from the one before (A B, B
     A, A B, ...: a drift of the machine within a pair, or an advantage of going first or second,
     falls on both sides alike), after warm-up, timed as timer_of(lc) says:
     the tracer's kernel times (the `kernels` given, the hot ones, plus any kernel only the candidate
     runs; all kernels when none are given), the time the app prints, or process wall time. Each
-    process is one sample, whatever number of launches it made. At least `runs` (default
-    evaluation.timed_runs) pairs; then one more pair at a time while the speed ratio's interval is
-    wider than evaluation.timing_precision, up to evaluation.max_timed_runs pairs. `symbols` gives
-    a kernel's mangled name where known: the tracer spells template arguments unlike ncu. `warm`:
+    process is one sample, whatever number of launches it made. At least evaluation.timed_runs
+    pairs; then one more pair at a time while the speed ratio's interval is wider than
+    evaluation.timing_precision, up to evaluation.max_timed_runs pairs. `kernels` maps each kernel,
+    as ncu names it, to its mangled name where known ("" otherwise): the tracer spells template
+    arguments unlike ncu. `warm`:
     both binaries have just run this very command (validation's runs), which stand in for the
     first warm-up pair."""
     app, ev = lc.config.app, lc.config.evaluation
     config_name = configuration or app.profile_configuration or app.configurations[0]
-    runs = runs or ev.timed_runs
+    runs = ev.timed_runs
     most = max(runs, ev.max_timed_runs) if ev.timing_precision > 0 else runs
     timer, library = _timing_tracer(lc)
     metric = {"app": "kernel_ms", "tracer": "traced_kernel_ms", "wall": "wall_ms"}[timer]
     app_timer = timer == "app" and app.kernel_time_regex is not None
     t = _PairTimer(lc, lc.resolve(app.workdir), baseline_exe, candidate_exe, config_name, library, app_timer,
-                   kernels or [], symbols or {}, child_environment(app.env))
+                   kernels or {}, child_environment(app.env))
     warmup = max(0, ev.warmup_runs - 1) if warm else ev.warmup_runs
     for _ in range(warmup):
         t.pair(keep=False)

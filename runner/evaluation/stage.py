@@ -132,12 +132,13 @@ def _time_configurations(lc: LoadedConfig, diag: Diagnostics,
     app = lc.config.app
     primary = app.profile_configuration or app.configurations[0]
     others = [c for c in app.configurations if c != primary] if ev.time_all_configurations else []
-    hot = [k.kernel for k in diag.hot_kernels]
-    symbols = {k.kernel: k.mangled for k in diag.hot_kernels if k.mangled}
+    # each hot kernel with its symbol where known (the tracer spells template arguments unlike ncu)
+    hot = dict.fromkeys((k.kernel for k in diag.hot_kernels), "")
+    hot |= {k.kernel: k.mangled for k in diag.hot_kernels if k.mangled}
     # Validation has just run both binaries on every configuration: when timing runs the same
     # command, those runs are its warm-up (one process run, two uses).
     warm = app.time_run is None or app.time_run == app.run
-    return [time_interleaved(lc, *exes.get(c, exes[None]), c, kernels=hot, symbols=symbols, warm=warm)
+    return [time_interleaved(lc, *exes.get(c, exes[None]), c, kernels=hot, warm=warm)
             for c in [primary, *others]]
 
 
