@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from runner.analysis.evidence import Diagnostics
-from runner.evaluation.ear import DirectionCheck, direction_score, directional
+from runner.evaluation.ear import DirectionCheck, Profiled, direction_score, directional
 from runner.profiles.readers import read_any
 from runner.proposal.stage import ProposeResult
 
@@ -31,8 +31,8 @@ def main() -> int:
     recorded = json.loads((args.run / "evaluation" / "result.json").read_text())["ear"]["checks"]
     cited = {c for e in proposed.proposal.edits for c in e.cites}
     stalls = [e for e in diag.evidence if e.id in cited and e.kind == "stall"]
-    before, after = read_any(args.before).lines, read_any(args.after).lines
-    fresh = {c.id: c for c in directional(stalls, proposed.proposal, before, after, diag, {}, {}, args.min_change)}
+    before, after = Profiled(read_any(args.before).lines, {}), Profiled(read_any(args.after).lines, {}, diag)
+    fresh = {c.id: c for c in directional(stalls, proposed.proposal, before, after, args.min_change)}
     checks = [fresh.get(c["id"]) or DirectionCheck.model_validate(c) for c in recorded]
     out = {"run": str(args.run), "min_change": args.min_change, "checks": [c.model_dump() for c in checks],
            "directional": direction_score(checks)}

@@ -10,7 +10,16 @@ from runner.analysis.evidence import Diagnostics, Evidence, GpuInfo
 from runner.analysis.hot import KernelTime
 from runner.analysis.roofline import Roofline
 from runner.analysis.stalls import StallLine
-from runner.evaluation.ear import coverage, directional, hallucinations, localization, map_line, moved, scores
+from runner.evaluation.ear import (
+    Profiled,
+    coverage,
+    directional,
+    hallucinations,
+    localization,
+    map_line,
+    moved,
+    scores,
+)
 from runner.profiles.model import LINE_COLUMNS
 from runner.proposal.parser import Edit, Proposal, Withheld
 
@@ -125,9 +134,8 @@ def test_directional_consistency_with_before_and_after():
     # after: the stall line moved to 20 and its long_sb share fell from 0.70 to 0.30
     after = lines_table([(TRIAD, "main.cu", 20, 500, 300), (TRIAD, "main.cu", 18, 500, 10)])
     after_diag = diag(roof(1, TRIAD, "memory", 0.62, 0.2), roof(2, ADD, "compute", 0.1, 0.70))
-    checks = directional([s1, r1, r2, c1], p, before, after, after_diag,
-                         {TRIAD: pd.Series({"smsp__inst_issued.sum": 100.0})},
-                         {TRIAD: pd.Series({"smsp__inst_issued.sum": 80.0})})
+    checks = directional([s1, r1, r2, c1], p, Profiled(before, {TRIAD: pd.Series({"smsp__inst_issued.sum": 100.0})}),
+                         Profiled(after, {TRIAD: pd.Series({"smsp__inst_issued.sum": 80.0})}, after_diag))
     got = {c.id: (c.expected, c.before, c.after, c.consistent) for c in checks}
     assert got["S1"] == ("fall", pytest.approx(0.7), pytest.approx(0.3), True)
     assert got["R1"] == ("rise", 0.50, 0.62, True)
@@ -136,8 +144,9 @@ def test_directional_consistency_with_before_and_after():
     s = scores(p, diag(s1, r1, r2), ["S1", "R1", "R2", "C1"], FILES, correct=True, checks=checks)
     assert s.directional == 0.75 and s.correct is True
     # A move within the noise threshold (1% < 2%) is not a move in the expected direction.
-    noise = directional([c1], p, before, after, after_diag, {TRIAD: pd.Series({"smsp__inst_issued.sum": 100.0})},
-                        {TRIAD: pd.Series({"smsp__inst_issued.sum": 99.0})}, min_change=0.02)
+    noise = directional([c1], p, Profiled(before, {TRIAD: pd.Series({"smsp__inst_issued.sum": 100.0})}),
+                        Profiled(after, {TRIAD: pd.Series({"smsp__inst_issued.sum": 99.0})}, after_diag),
+                        min_change=0.02)
     assert [c.consistent for c in noise] == [False]
     assert moved(0.0, 0.0, "fall", 0.02) is False and moved(0.0, 0.1, "rise", 0.02) is True
     assert moved(None, 0.1, "rise", 0.02) is None
@@ -153,13 +162,13 @@ def test_a_cited_stall_line_that_was_rewritten_is_judged_over_its_region():
                          (TRIAD, "main.cu", 29, 300, 0)])
     gone = lines_table([(TRIAD, "main.cu", 17, 50, 0), (TRIAD, "main.cu", 18, 250, 100),
                         (TRIAD, "main.cu", 29, 700, 0)])
-    (c,) = directional([s1], p, before, still, diag(), {}, {})
+    (c,) = directional([s1], p, Profiled(before, {}), Profiled(still, {}, diag()))
     assert c.quantity == "stall_long_sb share at lines 17-19 (rewritten; cited line 18)"
     assert (c.before, c.after, c.consistent) == (pytest.approx(0.55), pytest.approx(0.54), False)
-    (c,) = directional([s1], p, before, gone, diag(), {}, {})
+    (c,) = directional([s1], p, Profiled(before, {}), Profiled(gone, {}, diag()))
     assert (c.after, c.consistent) == (pytest.approx(0.10), True)
     deleted = Proposal(shape="structured", raw="", edits=[edit(17, 19, ["S1"], "")])
-    (c,) = directional([s1], deleted, before, gone, diag(), {}, {})
+    (c,) = directional([s1], deleted, Profiled(before, {}), Profiled(gone, {}, diag()))
     assert (c.after, c.consistent) == (0.0, True)
 
 
@@ -188,8 +197,8 @@ def test_a_bound_resource_relieved_by_needing_less_of_it_is_consistent():
     after_diag = diag(roof(1, TRIAD, "memory", 0.48, 0.05))
 
     def check(before_ns: float, after_ns: float):
-        (c,) = directional([r1], p, none, none, after_diag, {TRIAD: pd.Series({"gpu__time_duration.sum": before_ns})},
-                           {TRIAD: pd.Series({"gpu__time_duration.sum": after_ns})})
+        (c,) = directional([r1], p, Profiled(none, {TRIAD: pd.Series({"gpu__time_duration.sum": before_ns})}),
+                           Profiled(none, {TRIAD: pd.Series({"gpu__time_duration.sum": after_ns})}, after_diag))
         return c
 
     c = check(17_200, 2_530)  # 12.4 us of work at peak -> 1.2 us
@@ -198,7 +207,7 @@ def test_a_bound_resource_relieved_by_needing_less_of_it_is_consistent():
     # utilization fell and the launch got longer: as much work for the memory as before, not relieved
     assert check(17_200, 26_000).consistent is False
     # without durations, only utilization counts
-    (c,) = directional([r1], p, none, none, after_diag, {}, {})
+    (c,) = directional([r1], p, Profiled(none, {}), Profiled(none, {}, after_diag))
     assert c.consistent is False and "fell" not in c.quantity
 
 

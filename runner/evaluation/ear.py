@@ -16,10 +16,11 @@
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import pandas as pd
 from pydantic import BaseModel, Field
@@ -80,7 +81,11 @@ class ScoreSpec:
             return NOT_EVALUATED if self.key in ("directional", "correct") else "n/a"
         if isinstance(value, bool):
             return "yes" if value else "no"
-        return f"{value:.2f}" if isinstance(value, int | float) else str(value)
+        try:  # a run folder's record is not always the shape Optimas writes (a number past float's range)
+            number = float(value) if isinstance(value, int | float) else math.nan
+        except OverflowError:
+            number = math.nan
+        return f"{number:.2f}" if math.isfinite(number) else "n/a"
 
 
 # The EAR scores, in the order they are shown.
@@ -214,11 +219,23 @@ def moved(before: float | None, after: float | None, expected: Literal["fall", "
     return after < before - threshold if expected == "fall" else after > before + threshold
 
 
-def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.DataFrame, after_lines: pd.DataFrame,
-                after: Diagnostics, before_metrics: dict[str, pd.Series], after_metrics: dict[str, pd.Series],
+class Profiled(NamedTuple):
+    """One side of a change as `directional` reads its profile: the source-line table
+    (Profile.lines), the metrics per kernel and, after the change, the diagnostics of the new profile."""
+
+    lines: pd.DataFrame
+    metrics: dict[str, pd.Series]
+    diag: Diagnostics | None = None
+
+
+def directional(cited: list[Evidence], proposal: Proposal, before: Profiled, after: Profiled,
                 min_change: float = 0.02) -> list[DirectionCheck]:
-    """One check per cited evidence item (see the module docstring); metrics are per kernel. A
-    quantity counts as moved only by more than `min_change` (relative) in the expected direction."""
+    """One check per cited evidence item (see the module docstring), from the profiles `before` and
+    `after` the change (after's with its diagnostics). A quantity counts as moved only by more than
+    `min_change` (relative) in the expected direction."""
+    before_lines, before_metrics = before.lines, before.metrics
+    after_lines, after_metrics = after.lines, after.metrics
+    after_evidence = after.diag.evidence if after.diag is not None else []
     checks = []
     for e in cited:
         if e.kind == "stall" and e.stall:
@@ -232,7 +249,7 @@ def directional(cited: list[Evidence], proposal: Proposal, before_lines: pd.Data
                                          before=b, after=a, consistent=moved(b, a, "fall", min_change)))
         elif e.kind == "roofline" and e.roofline:
             r0 = e.roofline
-            r1 = next((x.roofline for x in after.evidence if x.kind == "roofline" and x.kernel == e.kernel), None)
+            r1 = next((x.roofline for x in after_evidence if x.kind == "roofline" and x.kernel == e.kernel), None)
             field = "memory_rho" if r0.bound == "memory" else "compute_rho" if r0.bound == "compute" else None
             if field is None:
                 b = max(r0.memory_rho, r0.compute_rho)
@@ -321,12 +338,13 @@ def direction_score(checks: list[DirectionCheck]) -> float | None:
 
 
 def scores(proposal: Proposal, diag: Diagnostics, prompt_ids: list[str], files: dict[str, str],
-           correct: bool | None = None, checks: list[DirectionCheck] = (), distance: int = 3) -> EARScores:
-    """All five scores; `checks` come from `directional` when the candidate was re-profiled."""
+           correct: bool | None = None, checks: list[DirectionCheck] = ()) -> EARScores:
+    """All five scores (localization within localization's default distance); `checks` come from
+    `directional` when the candidate was re-profiled."""
     h = hallucinations(proposal, prompt_ids)
     n = len(proposal.applied) + len(proposal.edits) + len(h.cited_not_shown)
     return EARScores(
-        coverage=coverage(proposal, prompt_ids), localization=localization(proposal, diag, files, distance, prompt_ids),
+        coverage=coverage(proposal, prompt_ids), localization=localization(proposal, diag, files, shown=prompt_ids),
         directional=direction_score(list(checks)),
         hallucinations=h, hallucination_rate=(h.count / n) if n else None, correct=correct,
         applied=len(proposal.applied) or len(proposal.edits), withheld=len(proposal.withheld), checks=list(checks))

@@ -29,7 +29,7 @@ from runner.base.errors import OptimasError, ProfilingError
 from runner.base.gpu import can_run_here, detect_gpu, require_tool
 from runner.base.progress import progress_for
 from runner.base.runstore import Run, create_run
-from runner.evaluation.ear import DirectionCheck, directional
+from runner.evaluation.ear import DirectionCheck, Profiled, directional
 from runner.evaluation.stage import EvaluationResult, add_direction, evaluate, record_no_change
 from runner.flows.candidates import Candidate, evaluate_candidates, first_accepted, propose_candidates
 from runner.profiles.model import Profile, merge
@@ -279,8 +279,8 @@ def reprofile_candidate(ctx: RunContext, diag: Diagnostics, proposed: ProposeRes
     evidence = [e for e in diag.evidence if e.id in cited]
     before, bm = _profile_of(before_inputs)
     after_prof, am = _profile_of(after)
-    checks = directional(evidence, proposed.proposal, before.lines, after_prof.lines, after_diag, bm, am,
-                         lc.config.evaluation.direction_min_change)
+    checks = directional(evidence, proposed.proposal, Profiled(before.lines, bm),
+                         Profiled(after_prof.lines, am, after_diag), lc.config.evaluation.direction_min_change)
     return Reprofiled(new_lc, new_run, after, after_diag, add_direction(ctx, checks))
 
 
