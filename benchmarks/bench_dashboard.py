@@ -1,6 +1,6 @@
 """The dashboard's runs page over a large runs folder (issue #17: 1,000 runs list in under 1 s).
 
-Makes N run folders from the recorded H200 run (tests/fixtures/run-folders: evaluated, with its
+Makes N run folders from the recorded H200 run (runner/data/demo/evaluated: evaluated, with its
 evidence, prompt, answer and results), each under its own run id, then times the runs page and one
 run page through a real HTTP server (`optimas dashboard`), several times.
 
@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RUN = next(p for p in (REPO / "tests" / "fixtures" / "run-folders").iterdir() if p.is_dir())
+RUN = next(p for p in (REPO / "runner" / "data" / "demo" / "evaluated").iterdir() if p.is_dir())
 
 
 def make_runs(dest: Path, n: int) -> list[str]:

@@ -20,6 +20,8 @@ from rq.job import Job
 from bot.github_client import app_from_env
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# The evaluated run shipped with the package (optimas demo shows it), which the dashboard tests read
+EVALUATED_RUNS = Path(__file__).parent.parent / "runner" / "data" / "demo" / "evaluated"
 H200 = FIXTURES / "ncu-h200"
 REPO = Path(__file__).resolve().parent.parent
 GH_REPO = "Codertocat/Hello-World"

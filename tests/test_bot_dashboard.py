@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, redis_or_fail
+from conftest import EVALUATED_RUNS, redis_or_fail
 from werkzeug.serving import make_server
 
 from bot.app import create_app
@@ -45,7 +45,7 @@ def _get_request(req: urllib.request.Request) -> int:
 
 @pytest.fixture
 def runs(tmp_path: Path) -> Path:
-    shutil.copytree(FIXTURES / "run-folders" / RUN, tmp_path / "runs" / RUN)
+    shutil.copytree(EVALUATED_RUNS / RUN, tmp_path / "runs" / RUN)
     (tmp_path / "secret.txt").write_text("outside the runs folder")
     return tmp_path / "runs"
 

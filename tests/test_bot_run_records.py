@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import FIXTURES, REPO, app_environment, redis_or_fail
+from conftest import EVALUATED_RUNS, REPO, app_environment, redis_or_fail
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github_server import FakeGitHub
@@ -309,7 +309,7 @@ def _loop_and_candidates(folder: Path) -> None:
 def served_runs(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     """gunicorn serving the App's dashboard over a runs folder the tests add broken runs to."""
     runs = tmp_path_factory.mktemp("runs")
-    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, runs / H200_RUN)
+    shutil.copytree(EVALUATED_RUNS / H200_RUN, runs / H200_RUN)
     _loop_and_candidates(runs / H200_RUN)
     with gunicorn_dashboard(runs) as base:
         yield base, runs

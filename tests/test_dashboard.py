@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import EVALUATED_RUNS, REPO
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -38,7 +38,7 @@ def _failing_config(folder: Path) -> Path:
 def dashboard(tmp_path_factory):
     """`optimas dashboard` on a runs folder of two runs; (base URL, runs folder)."""
     runs = tmp_path_factory.mktemp("runs")
-    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, runs / H200_RUN)
+    shutil.copytree(EVALUATED_RUNS / H200_RUN, runs / H200_RUN)
     demo = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(REPO / "config.yml"),
                            "--runs-dir", str(runs)], capture_output=True, text=True, cwd=REPO)
     assert demo.returncode == 0, demo.stderr
@@ -212,7 +212,7 @@ def test_the_run_page_shows_the_closed_loops_iterations(tmp_path):
 
     from runner.dashboard.app import create_dashboard
 
-    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, tmp_path / H200_RUN)
+    shutil.copytree(EVALUATED_RUNS / H200_RUN, tmp_path / H200_RUN)
     recorded = json.loads((REPO / "benchmarks" / "results" / "loop-2026-12-02b" / "offline_loop_experiments.json")
                           .read_text())
     loop = (recorded[0] if isinstance(recorded, list) else recorded)["loop"]
@@ -232,7 +232,7 @@ def test_the_run_page_shows_the_kept_candidate_and_the_runners_up(tmp_path):
     from runner.dashboard.app import create_dashboard
     from runner.flows.candidates import CandidateOutcome
 
-    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, tmp_path / H200_RUN)
+    shutil.copytree(EVALUATED_RUNS / H200_RUN, tmp_path / H200_RUN)
     rows = [CandidateOutcome(candidate=1, run_dir=str(tmp_path / H200_RUN), proposal="accepted", verdict="improvement",
                              improvement=0.12, ci_low=0.10, ci_high=0.14, model_seconds=21.5, evaluation_seconds=40.2),
             CandidateOutcome(candidate=2, run_dir="x/candidate-runs/r2", proposal="accepted", verdict="improvement",
@@ -285,8 +285,8 @@ def test_a_prompt_run_shows_its_prompt_and_diagnostics_and_every_evidence_row_it
 def _runs_with_a_bad_one(tmp_path, name: str, files: dict[str, str]):
     """The real H200 run, and a copy of it with `files` written over."""
     bad = tmp_path / name
-    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, tmp_path / H200_RUN)
-    shutil.copytree(FIXTURES / "run-folders" / H200_RUN, bad)
+    shutil.copytree(EVALUATED_RUNS / H200_RUN, tmp_path / H200_RUN)
+    shutil.copytree(EVALUATED_RUNS / H200_RUN, bad)
     for path, text in files.items():
         (bad / path).parent.mkdir(parents=True, exist_ok=True)
         (bad / path).write_text(text)

@@ -39,7 +39,16 @@ def test_the_wheel_runs_the_demo_from_any_folder(tmp_path: Path):
     r = subprocess.run([str(venv / "bin" / "optimas"), "demo"], capture_output=True, text=True, cwd=elsewhere,
                        env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    (run,) = (elsewhere / "runs").iterdir()
+    # the demo's own run, and the evaluated run shipped with the package, copied beside it
+    shipped = "20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf7"
+    (run,) = (p for p in (elsewhere / "runs").iterdir() if p.name != shipped)
+    assert (elsewhere / "runs" / shipped / "evaluation" / "result.json").is_file()
+    # what a GPU adds, shown with no GPU and no network: the verdict, the gain with its interval, EAR
+    evaluated = r.stdout.split("What they add:", 1)[1]
+    assert "written by hand and replayed in place of a model's" in evaluated
+    assert "verdict: improvement" in evaluated and "+132.0% (95% interval +131.8% to +132.3%" in evaluated
+    assert "EAR: coverage 1.00, localization 0.57, directional consistency 1.00, hallucination rate 0.00, " \
+           "correctness yes" in evaluated
     assert (run / "analysis" / "diagnostics.md").read_text().startswith("# Diagnostics (NVIDIA H200")
     assert (run / "prompt" / "user-1.md").exists() and "Hot kernel matmul" in (run / "prompt" / "user-1.md").read_text()
     assert (run / "candidates" / "1" / "diff.patch").exists()

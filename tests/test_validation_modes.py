@@ -4,18 +4,17 @@ them, and what run folders record."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import EVALUATED_RUNS
 
 from runner.base.config import AppConfig, GpuResultsSpec, OutputSpec, parse_config
 from runner.base.errors import ConfigError
 from runner.base.validation_modes import AUTO, ValidationMode, check_words
 from runner.validation.compare import COMPARATORS, Kept, compare
 
-FIXTURES = Path(__file__).parent / "fixtures"
-RUN = FIXTURES / "run-folders" / "20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf7"
+RUN = EVALUATED_RUNS / "20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf7"
 
 
 def test_every_mode_has_one_comparator_and_nothing_else_does():
