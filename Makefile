@@ -8,20 +8,21 @@ PY     := $(VENV)/bin/python
 .PHONY: venv prerequisites demo test bench clean
 
 $(VENV)/.installed: pyproject.toml
-	@echo "make: creating $(VENV) and installing Optimas with its pinned dependencies (about a minute)"
-	@$(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install --quiet --upgrade pip
-	@# setuptools notes that an editable install reads the working tree: that is what it is for
-	@PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[test]'
-	@touch $@
-	@echo "make: $(VENV) is ready"
+	@echo "make: creating $(VENV) and installing Optimas with its pinned dependencies (about a minute; pip lists each package)"
+	@start=$$(date +%s); $(PYTHON) -m venv $(VENV) && \
+	$(PY) -m pip install --quiet --upgrade pip && \
+	{ PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --progress-bar off -e '.[test]' 2>&1; \
+	  echo $$? > $(VENV)/.pip-status; } | grep --line-buffered -E '^(Collecting|Successfully installed|ERROR)' \
+	  | sed -u 's/^/  pip: /'; \
+	test "$$(cat $(VENV)/.pip-status)" = 0 || { echo "make: pip could not install Optimas into $(VENV) (its errors above)"; exit 1; }; \
+	touch $@; echo "make: $(VENV) is ready ($$(( $$(date +%s) - start )) s)"
 
 venv: $(VENV)/.installed
 
 # The main job on the embedded default: recorded H200 profiles, no GPU, no network.
 demo: venv
-	@echo "make: the pipeline on the bundled H200 profiles (python run.py --config config.yml)"
-	@$(PY) run.py --config config.yml
+	@echo "make: the pipeline on the bundled H200 profiles, then the evaluated run shipped with it (optimas demo)"
+	@$(PY) -m runner.cli demo
 
 # What the tests need besides the venv (Redis, Chromium, bubblewrap): started or installed where it
 # can be, else one message naming all that is missing and how to skip what needs it.
