@@ -13,13 +13,15 @@ import yaml
 from runner.base.config import load_config
 from runner.base.processes import child_environment
 from runner.toolchain.compat_record import CompatRecord
-from runner.toolchain.compiler import build
+from runner.toolchain.compiler import BuildOptions, build
 from runner.toolchain.nvcc_shim import (
     build_environment,
     filter_architectures,
     keep_specific,
     raise_dialect,
 )
+
+QUIET = BuildOptions(verbose=False)  # no ptxas report: these builds are about what the shim does
 
 SUPPORTED = frozenset({"compute_75", "compute_80", "compute_90", "compute_100", "sm_75", "sm_80", "sm_90", "sm_100"})
 
@@ -66,7 +68,7 @@ def test_a_makefile_that_asks_for_architectures_cuda_dropped_builds_for_the_one_
     plain = subprocess.run(["sh", "-c", "NVCC_APPEND_FLAGS=-arch=sm_90 make -B app NVCC=nvcc"], cwd=root,
                            capture_output=True, text=True, env=child_environment())
     assert plain.returncode != 0 and "nvcc fatal" in plain.stderr  # what the shim is for
-    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", options=QUIET)
     assert result.ok, result.output
     assert (tmp_path / "app").is_file()
     assert "optimas: dropped `-gencode arch=compute_35,code=sm_35`" in result.output
@@ -83,7 +85,7 @@ def test_a_cmake_project_with_old_cuda_architectures_builds(tmp_path, monkeypatc
     written = ("sh -c 'cmake -S . -B {exe}.build -DCMAKE_BUILD_TYPE=Release \"-DCMAKE_CUDA_FLAGS=-arch={arch} "
                "{lineinfo}\" >/dev/null && cmake --build {exe}.build --target k_app -j && cp {exe}.build/k_app {exe}'")
     root = project(tmp_path / "p", "CMakeLists.txt", cm, written)
-    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", options=QUIET)
     assert result.ok, result.output
     assert "dropped `--generate-code=arch=compute_35,code=[compute_35,sm_35]`" in result.output
 
@@ -125,7 +127,7 @@ def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_pat
     (root / "k.cu").write_text(GRID_SYNC)
     # off, the shim hands nvcc the build's own arguments (it only says what the setting would do):
     # this build fails, or not, as the user's own nvcc would, so it stands for that build too
-    off = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    off = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", options=QUIET)
     version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
     if "release 12." in version or "release 11." in version:
         assert off.ok and "C++17" not in off.output, off.output  # an older CUDA takes C++14, and the shim leaves it
@@ -136,7 +138,7 @@ def test_a_cpp14_makefile_including_cooperative_groups_builds_on_cuda_13(tmp_pat
     cfg = yaml.safe_load((root / "optimas.yml").read_text())
     cfg["app"]["legacy_cuda"] = True
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
-    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", options=QUIET)
     assert result.ok, result.output
     assert "`-std=c++14` given as -std=c++17" in result.output and "<cooperative_groups.h>" in result.output
     assert result.compat == [CompatRecord("C++17", ("-std=c++14",), ("k.cu",), ".")]
@@ -269,13 +271,13 @@ def test_a_program_that_calls_what_cuda_13_removed_builds_only_when_the_config_a
     header = said.split("(")[-1].split(",")[0]
     # off, the shim hands nvcc the build's own arguments (it only says what the setting would do), so
     # this build fails as the user's own nvcc does: with the error the header is for
-    off = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    off = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", options=QUIET)
     assert not off.ok and off.compat == [] and failure in off.output, off.output
     assert f"app.legacy_cuda: true would pre-include {header}" in off.output and "pre-included" not in off.output
     cfg = yaml.safe_load((root / "optimas.yml").read_text())
     cfg["app"]["legacy_cuda"] = True
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
-    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", options=QUIET)
     assert result.ok, result.output
     assert f"optimas: {said}" in result.output
     (used,) = result.compat
@@ -305,8 +307,8 @@ def test_a_call_two_includes_deep_gets_its_header_once_and_a_commented_definitio
     cfg = yaml.safe_load((root / "optimas.yml").read_text())
     cfg["app"].update(legacy_cuda=True, sources=["main.cu"])
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
-    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=True,
-                   macros=True)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app",
+                   options=BuildOptions(macros=True))
     assert result.ok, result.output
     (used,) = result.compat
     assert used.header == "cuda_legacy_warp.h" and used.sources == ("main.cu",)
@@ -334,7 +336,7 @@ def test_votes_without_a_mask_count_the_threads_that_reach_them(tmp_path, monkey
     cfg["app"]["legacy_cuda"] = True
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     (root / "k.cu").write_text(VOTE_BRANCH)
-    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", options=QUIET)
     assert result.ok and "cuda_legacy_vote.h, pre-included" in result.output, result.output
     run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "lanes voting 10 of 20, any, all: 20" in run.stdout, run.stdout + run.stderr
@@ -349,7 +351,7 @@ def test_prefetch_by_device_ordinal_moves_the_data_where_it_said(tmp_path, monke
     cfg["app"]["legacy_cuda"] = True
     (root / "optimas.yml").write_text(yaml.safe_dump(cfg))
     (root / "k.cu").write_text(PREFETCH_LEGACY)
-    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", verbose=False)
+    result = build(load_config(root / "optimas.yml"), root, "sm_90", exe=tmp_path / "app", options=QUIET)
     assert result.ok and "cuda_legacy_prefetch.h, pre-included" in result.output, result.output
     run = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.strip() == "PASS", run.stdout + run.stderr

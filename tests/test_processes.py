@@ -12,7 +12,7 @@ import pytest
 from runner.base.config import load_config
 from runner.base.errors import ProfilingError
 from runner.base.processes import run_command, run_process
-from runner.toolchain.compiler import build
+from runner.toolchain.compiler import BuildOptions, build
 
 
 def _alive(pid: int) -> bool:
@@ -57,7 +57,7 @@ def test_stdout_to_a_file_stdin_and_stderr_apart(tmp_path):
 
 def test_a_build_that_times_out_says_after_how_long(tmp_path):
     (tmp_path / "optimas.yml").write_text("app:\n  build: sleep 30\n  timeout_s: 1\n")
-    result = build(load_config(tmp_path / "optimas.yml"), tmp_path, "sm_90", verbose=False)
+    result = build(load_config(tmp_path / "optimas.yml"), tmp_path, "sm_90", options=BuildOptions(verbose=False))
     assert not result.ok and result.output == "the build timed out after 1 s and was killed"
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from runner.base.config import LoadedConfig
 from runner.base.sandbox import scratch
 from runner.toolchain.builder import copy_workspace
-from runner.toolchain.compiler import build
+from runner.toolchain.compiler import BuildOptions, build
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def program_files(lc: LoadedConfig, arch: str) -> list[str] | None:
     folder (None when the build failed or its dependencies could not be told)."""
     with scratch("optimas-scope-") as tmp:
         cwd = copy_workspace(lc, Path(tmp) / "ws", {})
-        result = build(lc, cwd, arch, exe=Path(tmp) / "app.bin", verbose=False, dependencies=True)
+        result = build(lc, cwd, arch, exe=Path(tmp) / "app.bin", options=BuildOptions(verbose=False, dependencies=True))
     return result.files if result.ok else None
 
 

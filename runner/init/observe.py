@@ -27,7 +27,7 @@ from runner.init.project import Project
 from runner.init.sources import CUDA_SUFFIXES
 from runner.scan.cuda_source import functions
 from runner.toolchain.builder import copy_workspace
-from runner.toolchain.compiler import build, compiled_files, preprocessor_args, read_calls
+from runner.toolchain.compiler import BuildOptions, build, compiled_files, preprocessor_args, read_calls
 from runner.toolchain.nvcc_shim import NVCC_RECORD, build_environment
 
 progress = progress_for("init")
@@ -76,7 +76,7 @@ def observe(lc: LoadedConfig) -> Observed:
         start = time.monotonic()
         try:
             cwd = copy_workspace(recording, Path(tmp) / "ws")
-            result = build(recording, cwd, arch, exe=Path(tmp) / "app.bin", verbose=False)
+            result = build(recording, cwd, arch, exe=Path(tmp) / "app.bin", options=BuildOptions(verbose=False))
         except OptimasError as e:
             return Observed(app.build or "", False, error=_one_line(str(e)))
         seconds = time.monotonic() - start

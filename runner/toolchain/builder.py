@@ -19,7 +19,7 @@ from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import scratch
 from runner.base.workspace import build_compiler, source_bytes, workspace_parts, write_source
 from runner.scan.size_constants import scaled_sources
-from runner.toolchain.compiler import CompileResult, build
+from runner.toolchain.compiler import BuildOptions, CompileResult, build
 from runner.toolchain.nvcc_shim import SHIM_VERSION
 
 # Left out of every copy: version control, run folders (a runs_dir inside the workspace), caches and
@@ -150,7 +150,7 @@ class Builder:
             with scratch("optimas-candidate-") as tmp:
                 cwd = copy_workspace(lc, Path(tmp) / "ws", files)
                 target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
-                result = build(lc, cwd, arch, exe=target, verbose=True, macros=macros, configuration=built_for)
+                result = build(lc, cwd, arch, exe=target, options=BuildOptions(macros=macros), configuration=built_for)
                 if entry is not None:
                     _store(entry, result, target)
         if log:

@@ -8,7 +8,7 @@ import posixpath
 import re
 import shlex
 import shutil
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -107,19 +107,34 @@ def parse_ptxas(output: str) -> list[KernelResources]:
     return out
 
 
-def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, verbose: bool = True,
-          timeout_s: float | None = None, macros: bool = False, configuration: str | None = None,
-          dependencies: bool = False) -> CompileResult:
-    """Build the app in `workdir` with its build command (timing build, no -lineinfo).
+@dataclass(frozen=True)
+class BuildOptions:
+    """What a build reports besides its binary, and how long it may take.
 
-    With `verbose`, ptxas's per-kernel resources are reported and parsed: `-Xptxas -v` is added to
-    an nvcc command, and for any other build (make, cmake, a script) the nvcc shim adds it to every
-    nvcc the build runs. With `macros`, each source nvcc compiled is preprocessed again with the
-    flags the build gave it (`nvcc -E -Xcompiler -dM`), for the macros in effect. An app.build that
-    depends on the configuration ({config}, its values) is rendered for `configuration` (default:
-    the profiled one). With `dependencies`, the workspace files the build compiled or included are
-    listed (CompileResult.files).
+    verbose: ptxas's per-kernel resources are reported and parsed: `-Xptxas -v` is added to an nvcc
+        command, and for any other build (make, cmake, a script) the nvcc shim adds it to every
+        nvcc the build runs.
+    macros: each source nvcc compiled is preprocessed again with the flags the build gave it
+        (`nvcc -E -Xcompiler -dM`), for the macros in effect (CompileResult.macros).
+    dependencies: the workspace files the build compiled or included are listed (CompileResult.files).
+    timeout_s: the build's time limit (None: app.timeout_s).
     """
+
+    verbose: bool = True
+    macros: bool = False
+    dependencies: bool = False
+    timeout_s: float | None = None
+
+
+def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, options: BuildOptions | None = None,
+          configuration: str | None = None) -> CompileResult:
+    """Build the app in `workdir` with its build command (timing build, no -lineinfo), reporting
+    what `options` asks for (default: BuildOptions(), ptxas's resources). An app.build that depends
+    on the configuration ({config}, its values) is rendered for `configuration` (default: the
+    profiled one).
+    """
+    opts = options or BuildOptions()
+    verbose, macros, dependencies = opts.verbose, opts.macros, opts.dependencies
     app = lc.config.app
     if not app.build:
         raise OptimasError(f"{lc.path}: app.build is not set; the compiler stage needs the build command")
@@ -139,7 +154,7 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, v
         record = Path(tmp) / "nvcc-calls.jsonl"
         if macros or dependencies:
             env[NVCC_RECORD] = str(record)
-        limit = timeout_s or app.timeout_s
+        limit = opts.timeout_s or app.timeout_s
         copy = _copy_root(lc, workdir)
         r = run_process(argv, workdir, limit, env=env, what="the build (app.build)")
         if r.timed_out:
