@@ -40,7 +40,7 @@ from runner.base.config import (
 )
 from runner.base.context import RunContext
 from runner.base.errors import ConfigError, OptimasError, OptionError
-from runner.base.gpu import can_run_here, target_arch
+from runner.base.gpu import MissingForGpuRun, can_run_here, require_gpu_run, target_arch
 from runner.base.progress import progress_for
 
 RUNS_DIR_HELP = "where run directories go (default: the config's runs_dir)"
@@ -282,6 +282,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     lc = _load(args)
     _require_inputs(lc)
+    require_gpu_run(lc)
     run = create_run(_runs_dir(args, lc))
     _progress(f"run {run.id} in {run.path}")
     _collect(lc, run, args.configuration)
@@ -394,6 +395,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                       if p.is_file()}
     if "evaluation" in run.manifest.get("stages", {}):
         raise OptimasError(f"{args.run}: already evaluated; a run's results are never overwritten")
+    require_gpu_run(lc, profiling=False)
     ok, why = can_run_here(lc)
     if not ok:
         from runner.evaluation.measure import EvaluationError
@@ -440,6 +442,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     lc = _load(args)
     run = diag = None
     if getattr(args, "run", None):
+        try:
+            require_gpu_run(lc, profiling=False)
+        except MissingForGpuRun as e:
+            raise MissingForGpuRun(f"{e}; this machine can still propose from the run (optimas propose --config "
+                                   f"{args.config} --run {args.run}), and a GPU machine evaluate it") from None
         ok, why = can_run_here(lc)
         if not ok:  # a profiled run is carried on where it can be evaluated, as `evaluate` requires
             from runner.evaluation.measure import EvaluationError
@@ -449,7 +456,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   "evaluate it (optimas evaluate)")
         run, diag = _evidence(args, lc, allow_profiling=False)
     else:
-        _require_inputs(lc, _profile_inputs(args, lc))
+        inputs = _profile_inputs(args, lc)
+        _require_inputs(lc, inputs)
+        if not (inputs and has_profiles(inputs)):  # the closed loop profiles here
+            require_gpu_run(lc)
     result = optimize(lc, _runs_dir(args, lc), _profile_inputs(args, lc),
                       args.diagnostics, args.configuration, run=run, diag=diag)
     if result.loop is not None:

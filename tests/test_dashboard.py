@@ -23,15 +23,19 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 H200_RUN = "20261203T174114Z-98e26ae2-9e55-4554-8c29-ed2ac5b42bf7"
 
 
-def _failing_config(folder: Path) -> Path:
-    """A program's config whose run stops for want of Nsight Compute (it names one no machine has)."""
-    (folder / "app").mkdir()
-    (folder / "app" / "k.cu").write_text("__global__ void k(float* a) { a[threadIdx.x] *= 2; }\n"
-                                         "int main() { return 0; }\n")
-    (folder / "optimas.yml").write_text("app:\n  name: failing\n  workdir: app\n  sources: [k.cu]\n"
-                                        "  build: nvcc -arch={arch} {lineinfo} -o {exe} k.cu\n  run: '{exe}'\n"
-                                        "profiling:\n  ncu: ncu-not-installed\n")
-    return folder / "optimas.yml"
+def _failed_run(runs: Path) -> None:
+    """A run that stopped in its closed loop for want of Nsight Compute, as the run store records one
+    (optimas run now names what a machine lacks before it makes a run folder; a tool can still go
+    missing mid-run, as here: the configured ncu is one no machine has)."""
+    from runner.base.errors import ProfilingError
+    from runner.base.gpu import require_tool
+    from runner.base.runstore import create_run
+
+    run = create_run(runs, command=["optimas", "run", "--config", "optimas.yml"])
+    try:
+        require_tool("ncu", "ncu-not-installed")
+    except ProfilingError as e:
+        run.stage_failed("loop", str(e))
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +54,7 @@ def dashboard(tmp_path_factory):
                              "--runs-dir", str(runs), "--diagnostics", "PC+Roofline"], capture_output=True, text=True,
                             cwd=REPO)
     assert prompt.returncode == 0, prompt.stderr
-    failing = _failing_config(tmp_path_factory.mktemp("failing"))  # a run stopped before profiling: no such ncu
-    failed = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(failing), "--runs-dir",
-                             str(runs)], capture_output=True, text=True, cwd=REPO)
-    assert failed.returncode != 0 and "ncu-not-installed" in failed.stderr, failed.stderr
+    _failed_run(runs)
     server = subprocess.Popen([sys.executable, "-m", "runner.cli", "dashboard", "--runs-dir", str(runs), "--port",
                                "0"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:

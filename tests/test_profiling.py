@@ -113,17 +113,29 @@ def test_agent_validates_the_app_config(tmp_path: Path):
         load_config(cfg)  # refused when the config is read, before any agent or run
 
 
-def test_profile_without_ncu_exits_4_and_records_the_failure(tmp_path: Path):
+def test_profile_without_ncu_exits_4_naming_all_that_is_missing_before_any_run_folder(tmp_path: Path):
     cfg = tmp_path / "app.yml"
     text = (REPO / "benchmarks" / "stream" / "optimas.yml").read_text().replace("workdir: .", f"workdir: "
                                                                                  f"{REPO / 'benchmarks' / 'stream'}")
-    cfg.write_text(text + "profiling: {ncu: no-such-ncu}\n")
+    cfg.write_text(text + "profiling: {ncu: no-such-ncu, nvcc: no-such-nvcc}\n")
     r = subprocess.run([sys.executable, "-m", "runner.cli", "profile", "--config", str(cfg), "--runs-dir",
                         str(tmp_path / "runs")], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 4
-    assert "ncu not found" in r.stderr
-    (run,) = (tmp_path / "runs").iterdir()
-    assert "ncu not found" in (run / "manifest.json").read_text()
+    # one message, every missing tool in it (and, on a machine without one, the GPU)
+    assert "this machine cannot run the GPU stages; it lacks:" in r.stderr
+    assert "ncu not found ('no-such-ncu'" in r.stderr and "nvcc not found ('no-such-nvcc'" in r.stderr
+    assert not (tmp_path / "runs").exists()  # nothing half-written
+
+
+def test_the_counters_permission_is_read_from_the_driver(tmp_path: Path):
+    from runner.base.gpu import counters_admin_only
+
+    params = tmp_path / "params"
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n")
+    assert counters_admin_only(params) is (os.geteuid() != 0)
+    params.write_text("RmProfilingAdminOnly: 0\n")
+    assert counters_admin_only(params) is False
+    assert counters_admin_only(tmp_path / "absent") is False
 
 
 # ---------------------------------------------------------------- what the agent captured

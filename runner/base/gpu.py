@@ -188,6 +188,55 @@ def target_arch(lc: LoadedConfig) -> str:
         return DEFAULT_ARCH
 
 
+class MissingForGpuRun(ProfilingError):
+    """This machine lacks what the GPU stages need: every missing part named at once."""
+
+
+# The driver's setting that keeps performance counters from users other than root.
+_ADMIN_ONLY = re.compile(r"RmProfilingAdminOnly:\s*(\d)")
+
+
+def counters_admin_only(params: Path = Path("/proc/driver/nvidia/params")) -> bool:
+    """Whether the driver lets only root read the performance counters (RmProfilingAdminOnly: 1)
+    and this process is not root; False where the driver does not say."""
+    try:
+        m = _ADMIN_ONLY.search(params.read_text())
+    except OSError:
+        return False
+    return bool(m and m.group(1) == "1" and os.geteuid() != 0)
+
+
+def missing_for_gpu_run(lc: LoadedConfig, profiling: bool = True) -> list[str]:
+    """Everything a GPU run of `lc` needs that this machine lacks: the GPU and its driver
+    (nvidia-smi), nvcc, and for profiling ncu and the counters' permission."""
+    tools = lc.config.profiling
+    missing = []
+    try:
+        require_tool("nvidia-smi", tools.nvidia_smi)
+        detect_gpu(tools.nvidia_smi)
+    except ProfilingError as e:
+        missing.append(f"an NVIDIA GPU with its driver: {e}")
+    needed = [("nvcc", tools.nvcc)] + ([("ncu", tools.ncu)] if profiling else [])
+    for name, configured in needed:
+        try:
+            require_tool(name, configured)
+        except ProfilingError as e:
+            missing.append(str(e))
+    if profiling and counters_admin_only():
+        missing.append("permission to read the GPU's performance counters: the driver allows root only "
+                       "(RmProfilingAdminOnly=1); run as root, or see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    return missing
+
+
+def require_gpu_run(lc: LoadedConfig, profiling: bool = True) -> None:
+    """MissingForGpuRun naming all that missing_for_gpu_run finds (exit 4), before any run folder is made."""
+    missing = missing_for_gpu_run(lc, profiling)
+    if missing:
+        raise MissingForGpuRun("this machine cannot run the GPU stages; it lacks:\n  - " + "\n  - ".join(missing)
+                               + "\nWithout a GPU: `optimas prompt` builds the prompt from recorded profiles, and "
+                               "`optimas demo` shows a run evaluated on one")
+
+
 def can_run_here(lc: LoadedConfig) -> tuple[bool, str]:
     """Whether this machine can validate and time the app: CUDA apps need a GPU."""
     app = lc.config.app
