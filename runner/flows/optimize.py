@@ -5,9 +5,10 @@ prints and what the bot publishes."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from runner.analysis.evidence import Diagnostics
 from runner.analysis.stage import analyze, has_profiles, write_analysis
@@ -39,20 +40,32 @@ class Optimization:
     shown: EvaluationResult | None = None
 
 
-def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | None = None,
-             diagnostics: str | None = None, configuration: str | None = None,
-             run: Run | None = None, diag: Diagnostics | None = None, corpus: Path | None = None) -> Optimization:
-    """Recorded profiles (`inputs`, or the evidence `diag` of an existing `run`): one iteration.
-    Neither: the closed loop on this machine's GPU, in a new run under `runs_dir`. `diagnostics`
-    and `configuration` override evaluation.diagnostics and app.profile_configuration; `corpus`:
-    where the corpus records go (default corpus.jsonl beside the run); the run's context
-    (RunContext) is made here and handed to every stage."""
+class RecordedRun(NamedTuple):
+    """A run folder whose recorded profiles are analysed already: the run and its evidence."""
+
+    run: Run
+    diag: Diagnostics
+
+
+def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | RecordedRun | None = None,
+             diagnostics: str | None = None, configuration: str | None = None, corpus: Path | None = None,
+             **deprecated: Run | Diagnostics | None) -> Optimization:
+    """Recorded profiles (`inputs`: the profile files by role, or a RecordedRun, a run with its
+    evidence): one iteration. Neither: the closed loop on this machine's GPU, in a new run under
+    `runs_dir`. `diagnostics` and `configuration` override evaluation.diagnostics and
+    app.profile_configuration; `corpus`: where the corpus records go (default corpus.jsonl beside
+    the run); the run's context (RunContext) is made here and handed to every stage.
+    `run=` and `diag=` (`deprecated`) are still read, as a RecordedRun where both are given."""
+    recorded = inputs if isinstance(inputs, RecordedRun) else _recorded(deprecated)
+    profiles = {} if isinstance(inputs, RecordedRun) else inputs or {}
     original = read_context(lc)  # a candidate may edit a kernel in an included header too
-    if run is None and has_profiles(inputs or {}):
-        diag = analyze(lc, inputs or {})  # before the run exists: bad input writes nothing
+    if recorded is None and has_profiles(profiles):
+        diag = analyze(lc, profiles)  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)
-        write_analysis(run, lc, inputs or {}, diag)
-    if run is not None and diag is not None:
+        write_analysis(run, lc, profiles, diag)
+        recorded = RecordedRun(run, diag)
+    if recorded is not None:
+        run, diag = recorded
         it = one_iteration(RunContext(lc, run, diagnostics, configuration, corpus=corpus, sources=original), diag)
         # the kept candidate's run: a later candidate's is under <run>/candidates/ (llm.candidates)
         return Optimization("recorded", it.run or run, diag, original, iteration=it)
@@ -64,6 +77,20 @@ def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | N
         run.stage_failed("loop", str(e))
         raise
     return published(done, run, original)
+
+
+def _recorded(deprecated: dict[str, Run | Diagnostics | None]) -> RecordedRun | None:
+    """The RecordedRun that optimize's former keywords `run` and `diag` give (None unless both are
+    given, as before); any other keyword is refused."""
+    unknown = sorted(set(deprecated) - {"run", "diag"})
+    if unknown:
+        raise TypeError(f"optimize() got an unexpected keyword argument {unknown[0]!r}")
+    if not deprecated:
+        return None
+    warnings.warn("optimize(run=, diag=) is deprecated: pass RecordedRun(run, diag) as inputs",
+                  DeprecationWarning, stacklevel=3)
+    run, diag = deprecated.get("run"), deprecated.get("diag")
+    return RecordedRun(run, diag) if run is not None and diag is not None else None
 
 
 def published(done: LoopRun, run: Run, original: dict[str, str]) -> Optimization:
