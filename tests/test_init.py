@@ -900,3 +900,27 @@ def test_a_cmake_program_is_chosen_by_its_target_or_its_artifacts_name(tmp_path:
         assert "Building target 'second' (./CMakeLists.txt), as --program asks" in r.stdout
     r = init(str(root), "--force", "--program", "third")
     assert r.returncode == 2 and "--program third: no executable of that name compiles or links CUDA code" in r.stderr
+
+
+def test_init_names_the_cudadeviceprop_members_cuda_13_removed(tmp_path: Path):
+    """No compatibility header can give a struct back its member: init says which reads fail and how
+    to read them now, instead of a first build that fails on the GPU host."""
+    from runner.init.sources import removed_fields
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.cu").write_text(
+        "#include <cstdio>\n__global__ void k(float* a) { a[threadIdx.x] *= 2.0f; }\n"
+        "struct Clock { int clockRate; };\n"
+        "int main() {\n  cudaDeviceProp prop;\n  cudaGetDeviceProperties(&prop, 0);\n"
+        "  printf(\"%d %d\\n\", prop.clockRate, prop.memoryBusWidth);  // prop.memoryClockRate in a comment\n"
+        "  cudaDeviceProp* p = &prop;\n  printf(\"%d\\n\", p->memoryClockRate);\n"
+        "  float* a; cudaMalloc(&a, 128); k<<<1, 32>>>(a); return 0;\n}\n")
+    assert removed_fields({"main.cu": (app / "main.cu").read_text()}) == ["main.cu:7 clockRate",
+                                                                          "main.cu:9 memoryClockRate"]
+    # a file that never names cudaDeviceProp: its own struct's clockRate is its own
+    assert removed_fields({"clock.h": "struct Clock { int clockRate; }; int f(Clock c) { return c.clockRate; }"}) == []
+    r = run_cli("init", str(app))
+    assert r.returncode == 0, r.stderr
+    assert ("the sources read cudaDeviceProp members CUDA 13 removed (main.cu:7 clockRate, main.cu:9 memoryClockRate)"
+            in r.stdout), r.stdout

@@ -43,6 +43,8 @@ class Project:
     size_left_out: dict[str, str] = field(default_factory=dict)
     # optional flags that set a size the code defaults (`--arraysize N`: runs.size_flags)
     size_flags: list[runs.SizeFlag] = field(default_factory=list)
+    # cudaDeviceProp members the sources read that CUDA 13 removed ("file:line name": removed_fields)
+    removed_fields: list[str] = field(default_factory=list)
 
 
 def count_of(n: int, noun: str) -> str:

@@ -155,6 +155,25 @@ VENDORED_PATH = re.compile(r"(?:^|/)(?:3rd[-_]?party|third[-_]?party|thirdparty|
                        r"contrib|submodules)/", re.I)
 
 
+# cudaDeviceProp members CUDA 13 removed (checked against its driver_types.h); their values come from
+# cudaDeviceGetAttribute now, and no header can give a struct its member back.
+REMOVED_PROP_FIELDS = ("clockRate", "memoryClockRate", "deviceOverlap", "kernelExecTimeoutEnabled", "computeMode",
+                       "maxTexture1DLinear", "singleToDoublePrecisionPerfRatio", "cooperativeMultiDeviceLaunch")
+_PROP_FIELD = re.compile(r"(?:\.|->)\s*(" + "|".join(REMOVED_PROP_FIELDS) + r")\b")
+
+
+def removed_fields(texts: dict[str, str]) -> list[str]:
+    """Where the sources read a cudaDeviceProp member CUDA 13 removed ("file:line name"), in files
+    that use cudaDeviceProp (another struct's `.clockRate` is not one)."""
+    found = []
+    for name, text in texts.items():
+        if "cudaDeviceProp" not in text and "cudaGetDeviceProperties" not in text:
+            continue
+        clean = strip_comments_and_strings(text)
+        found += [f"{name}:{clean.count(chr(10), 0, m.start()) + 1} {m.group(1)}" for m in _PROP_FIELD.finditer(clean)]
+    return found
+
+
 def removed_calls(texts: dict[str, str]) -> list[str]:
     """What the sources call that CUDA 13 no longer compiles and a compatibility header of Optimas's
     defines anew (the nvcc shim's COMPATS): "header (file: names)" for each."""

@@ -28,6 +28,7 @@ from runner.init.sources import (
     old_dialect,
     printed_verdict,
     removed_calls,
+    removed_fields,
     scan,
     source_texts,
     walk,
@@ -80,7 +81,7 @@ def _facts(root: Path, scanned: tuple[list[str], list[str], list[str]], built: t
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
                    outside_reads(root, texts, build_files, parent), removed_calls(texts), usage_names(own),
                    constants, old_dialect(root, texts, build_files), runs.argc_guards(own), mains,
-                   size_left_out=left_out, size_flags=runs.size_flags(own))
+                   size_left_out=left_out, size_flags=runs.size_flags(own), removed_fields=removed_fields(texts))
 
 
 def inspect_programs(root: Path) -> tuple[list[tuple[Found, Project]], list[Found]]:
@@ -149,6 +150,12 @@ def program_notes(project: Project) -> list[str]:
                      "or judge it by app.stdout alone and set app.gpu_results.compare: off")
     if project.compat or project.dialect:
         notes.append("the sources use what CUDA 13 removed or changed: legacy_cuda is set (see its comment)")
+    if project.removed_fields:
+        shown = ", ".join(project.removed_fields[:4]) + (f" and {len(project.removed_fields) - 4} more"
+                                                          if len(project.removed_fields) > 4 else "")
+        notes.append(f"the sources read cudaDeviceProp members CUDA 13 removed ({shown}): the build fails with CUDA "
+                     "13 until they read them with cudaDeviceGetAttribute (cudaDevAttrClockRate, "
+                     "cudaDevAttrMemoryClockRate, ...), or it builds with an older CUDA")
     return notes
 
 
