@@ -68,8 +68,9 @@ def read_source_roots(paths: list[Path]) -> dict[str, str]:
 
 
 @in_stage("analysis")
-def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]]) -> Diagnostics:
-    """Read the profiles and run the Analysis Agent (writes nothing)."""
+def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], code: dict[str, str] | None = None) -> Diagnostics:
+    """Read the profiles and run the Analysis Agent (writes nothing). `code`: the app's sources
+    where the caller read them already (the run's context, RunContext.code); None: read here."""
     cfg = lc.config.analysis
     for role in ("report", "raw", "details", "source"):
         for p in inputs.get(role, []):
@@ -101,7 +102,7 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]]) -> Diagnostics:
     launched = sorted(set(profile.kernels()) | (set(timing["kernel"]) if timing is not None else set()))
     counters = CounterRuns(counter_runs, dictionary, plan) if counter_runs is not None else None
     diag = diagnose(profile, cfg, counters, timing=timing, only=lc.config.app.kernels,
-                    editable=_defined(lc, launched))
+                    editable=_defined(lc, launched, code))
     for p in inputs.get("gpu_results", []):
         diag.results_variation = read_results_variation(p)
         if diag.results_variation.varies and diag.results_variation.rounding_ulps is None:
@@ -132,11 +133,13 @@ def read_results_variation(path: Path) -> ResultsVariation:
                            f"writes it ({e})") from None
 
 
-def _defined(lc: LoadedConfig, kernels: list[str]) -> list[str]:
-    """The kernels the app's sources define; none when there are no sources to read (an analysis of
-    recorded profiles alone: the proposal stage says what is missing)."""
+def _defined(lc: LoadedConfig, kernels: list[str], code: dict[str, str] | None = None) -> list[str]:
+    """The kernels the app's sources (`code`, else read_context's) define; none when there are no
+    sources to read (an analysis of recorded profiles alone: the proposal stage says what is missing)."""
     try:
-        return defined_kernels(kernels, read_context(lc)) if lc.config.app.sources else []
+        if not lc.config.app.sources:
+            return []
+        return defined_kernels(kernels, code if code is not None else read_context(lc))
     except OptimasError as e:
         log.info("the kernels the sources define are not known: %s", e)
         return []

@@ -13,6 +13,7 @@ from pathlib import Path
 from runner.base.config import LoadedConfig
 from runner.base.gpu import target_arch
 from runner.base.runstore import Run
+from runner.base.workspace import read_context
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class RunContext:
     target: the architecture builds are for, where the flow resolved it already (`on` carries it);
         None: `arch` resolves it at its first use.
 
-    The facts derived from these, once per context: `arch` (the target architecture) and
-    `build_cache`; the workspace is the config's (`lc.dirs`).
+    The facts derived from these, once per context: `arch` (the target architecture), `code` (the
+    sources, `sources` where given) and `build_cache`; the workspace is the config's (`lc.dirs`).
     """
 
     lc: LoadedConfig
@@ -52,6 +53,13 @@ class RunContext:
         """The architecture every build of this run is for: `target`, else the local GPU's
         (target_arch: nvidia-smi, once), else DEFAULT_ARCH."""
         return self.target or target_arch(self.lc)
+
+    @cached_property
+    def code(self) -> dict[str, str]:
+        """The code's source texts by name relative to app.workdir (read_context's: the sources, the
+        local headers they include, the files launching their kernels): `sources` where given, else
+        read from app.workdir at the first use. Shared: a caller that changes it works on a copy."""
+        return self.sources if self.sources is not None else read_context(self.lc)
 
     @property
     def build_cache(self) -> Path:

@@ -175,7 +175,7 @@ def run_loop(ctx: RunContext) -> LoopRun:
     history: list[IterationSummary] = []
     it_ctx = top
     inputs = ProfilingAgent(it_ctx).collect()
-    diag = analyze(it_ctx.lc, inputs)
+    diag = analyze(it_ctx.lc, inputs, it_ctx.sources)  # the sources as read before the program ran
     write_analysis(run, lc, inputs, diag)
     first = diag
     results: dict[int, EvaluationResult] = {}

@@ -60,7 +60,7 @@ def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | R
     profiles = {} if isinstance(inputs, RecordedRun) else inputs or {}
     original = read_context(lc)  # a candidate may edit a kernel in an included header too
     if recorded is None and has_profiles(profiles):
-        diag = analyze(lc, profiles)  # before the run exists: bad input writes nothing
+        diag = analyze(lc, profiles, original)  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)
         write_analysis(run, lc, profiles, diag)
         recorded = RecordedRun(run, diag)

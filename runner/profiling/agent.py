@@ -53,7 +53,7 @@ from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import sandbox_open
 from runner.base.validation_modes import ValidationMode
-from runner.base.workspace import read_context, workspace_parts
+from runner.base.workspace import workspace_parts
 from runner.profiles.counter_plan import (
     MAX_LAUNCH_CONFIGURATIONS,
     PLAN_FILE,
@@ -168,6 +168,7 @@ class ProfilingAgent:
         the evaluation ran the candidate twice and compared), with where it was found; the traced
         run is then not repeated to find it out."""
         lc = self.lc = ctx.lc
+        self.ctx = ctx
         self.known_variation = known_variation
         self.cfg = lc.config
         run = self.run = ctx.run
@@ -338,7 +339,7 @@ class ProfilingAgent:
         app = self.cfg.app
         kernels = select_hot_kernels(launches, self.cfg.analysis.alpha)
         hot = [k.kernel for k in kernels if k.hot]
-        files = read_context(self.lc)  # the sources and their local headers: which kernels an edit can reach
+        files = self.ctx.code  # the sources and their local headers: which kernels an edit can reach
         if app.kernels:
             hot = restrict_to_configured([k.kernel for k in kernels], app.kernels)
         else:

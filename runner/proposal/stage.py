@@ -24,7 +24,7 @@ from runner.base.context import RunContext
 from runner.base.errors import OptimasError
 from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import Run, append_text, atomic_write_text
-from runner.base.workspace import build_compiler, read_context, stored_name
+from runner.base.workspace import stored_name
 from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
@@ -123,11 +123,11 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
     """
     lc, run, cfg = ctx.lc, ctx.run, ctx.lc.config
     diagnostics = ctx.diagnostics or cfg.evaluation.diagnostics
-    files = dict(ctx.sources) if ctx.sources is not None else read_context(lc)
+    files = dict(ctx.code)
     check_sources(lc, diag, files)
-    compiler = build_compiler(lc)
-    have_nvcc = compiler is not None and shutil.which(compiler) is not None
-    builder = Builder(lc, ctx.arch, ctx.build_cache) if have_nvcc else None
+    builder: Builder | None = Builder(lc, ctx.arch, ctx.build_cache)
+    if builder.compiler is None or shutil.which(builder.compiler) is None:
+        builder = None  # no compiler: no compiler feedback, and no compile check
     base: CompileResult | None = None
     if builder is not None:
         progress("compiling the original with ptxas -v for compiler feedback (K*)")

@@ -10,6 +10,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from runner.base.config import LoadedConfig
@@ -144,7 +145,7 @@ class Builder:
         lc, arch = self.lc, self.arch
         built_for = lc.config.app.build_configuration(configuration)
         # the key is the workspace's contents with `files` over them: a build found in the cache needs no copy
-        entry = Path(self.cache) / _build_key(lc, files, arch, macros, built_for) if self.cache else None
+        entry = Path(self.cache) / _build_key(self, files, macros, built_for) if self.cache else None
         result = _cached(entry, exe)
         if result is None:
             with scratch("optimas-candidate-") as tmp:
@@ -156,6 +157,11 @@ class Builder:
         if log:
             log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
         return result
+
+    @cached_property
+    def compiler(self) -> str | None:
+        """The program app.build starts (its first word; None without app.build), once per builder."""
+        return build_compiler(self.lc)
 
     def at_scale(self, texts: dict[str, str], scale: float, exe: Path, log: Path | None = None,
                  configuration: str | None = None) -> CompileResult:
@@ -189,16 +195,16 @@ def build_at_scale(lc: LoadedConfig, arch: str, texts: dict[str, str], scale: fl
     return Builder(lc, arch, default_build_cache()).at_scale(texts, scale, exe, log)
 
 
-def _build_key(lc: LoadedConfig, files: dict[str, str], arch: str, macros: bool = False,
-               configuration: str | None = None) -> str:
+def _build_key(builder: Builder, files: dict[str, str], macros: bool = False, configuration: str | None = None) -> str:
     """What a build depends on: every file a workspace copy would hold (the workspace's, `files`
     over them), the build command, the architecture, the declared environment, the command's first
     word and nvcc (each one's path, size and time: a make or sh build runs nvcc unnamed) and the
     nvcc shim's version."""
+    lc, arch = builder.lc, builder.arch
     space, workdir = lc.dirs
     h = hashlib.sha256()
     tools = []
-    for name in (build_compiler(lc) or "", lc.config.profiling.nvcc):
+    for name in (builder.compiler or "", lc.config.profiling.nvcc):
         path = shutil.which(name) or ""
         stat = os.stat(path) if path else None
         tools += [path, stat.st_size if stat else None, stat.st_mtime_ns if stat else None]
