@@ -126,15 +126,17 @@ class BuildOptions:
     timeout_s: float | None = None
 
 
-def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, options: BuildOptions | None = None,
+DEFAULT_BUILD = BuildOptions()  # ptxas's resources reported, nothing else, within app.timeout_s
+
+
+def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, options: BuildOptions = DEFAULT_BUILD,
           configuration: str | None = None) -> CompileResult:
     """Build the app in `workdir` with its build command (timing build, no -lineinfo), reporting
-    what `options` asks for (default: BuildOptions(), ptxas's resources). An app.build that depends
+    what `options` asks for (default: ptxas's resources). An app.build that depends
     on the configuration ({config}, its values) is rendered for `configuration` (default: the
     profiled one).
     """
-    opts = options or BuildOptions()
-    verbose, macros, dependencies = opts.verbose, opts.macros, opts.dependencies
+    verbose, macros, dependencies = options.verbose, options.macros, options.dependencies
     app = lc.config.app
     if not app.build:
         raise OptimasError(f"{lc.path}: app.build is not set; the compiler stage needs the build command")
@@ -154,7 +156,7 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, o
         record = Path(tmp) / "nvcc-calls.jsonl"
         if macros or dependencies:
             env[NVCC_RECORD] = str(record)
-        limit = opts.timeout_s or app.timeout_s
+        limit = options.timeout_s or app.timeout_s
         copy = _copy_root(lc, workdir)
         r = run_process(argv, workdir, limit, env=env, what="the build (app.build)")
         if r.timed_out:
