@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import FIXTURES, REPO
 
@@ -443,3 +444,22 @@ def test_a_command_scaling_several_sizes_gives_each_a_root_of_the_scale(tmp_path
     assert argv("{exe} {n*scale} {m*scale} {k*scale}", 0.25) == ["512", "1280", "256"]  # 640, 1280, 320
     assert argv("{exe} {n*scale} {m*scale} --scale {scale}", 2.0) == ["2048", "4096", "--scale", "2.0"]
     assert argv("{exe} {n*scale} {m*scale}", 1.0) == ["1024", "2048"]
+
+
+def test_a_collection_of_minutes_is_announced_before_it_starts(tmp_path: Path, caplog):
+    """A kernel whose one launch takes seconds (a serial loop, <<<1, 1>>>) makes a targeted
+    collection of minutes, since Nsight Compute replays it once per pass: the agent says so first
+    (on the H100, hw3's vector_add took 4 minutes in its collection, with no word of why)."""
+    from runner.analysis.hot import select_hot_kernels
+
+    cfg = tmp_path / "c.yml"
+    cfg.write_text("app: {name: x, build: b, run: '{exe}'}\n")
+    agent = ProfilingAgent(RunContext(load_config(cfg), create_run(tmp_path / "runs")))
+    launches = pd.DataFrame({"kernel": ["vadd", "small"], "duration_ns": [2.1e9, 4.0e3], "launch": [0, 1]})
+    agent._launch_ns = {k.kernel: k.total_ns / k.launches for k in select_hot_kernels(launches, 0.8)}
+    with caplog.at_level("INFO", logger="optimas"):
+        agent._say_if_slow(["small"])
+        assert "Nsight Compute replays" not in caplog.text
+        agent._say_if_slow(["vadd"])
+    assert "each profiled launch of vadd took 2.10 s in the traced run" in caplog.text
+    assert "about 1 min or more" in caplog.text

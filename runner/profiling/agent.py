@@ -77,6 +77,8 @@ from runner.validation.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_UL
 
 progress = progress_for("profiling")
 
+REPLAY_PASSES = 40  # kernel replays of the targeted sections, about (ncu printed 20 to 40 on the H100 and H200)
+SLOW_COLLECTION_NS = 60e9  # a collection expected to take longer than this is announced with its estimate
 PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVGPUCTRPERM). Run as root, or let "
              "all users profile: add 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' to a file in "
              "/etc/modprobe.d/ and reload the nvidia module (or reboot); in a container, start it with "
@@ -175,6 +177,7 @@ class ProfilingAgent:
         self.build_cache = ctx.build_cache
         self.dir = run.stage_dir("profile")
         self.commands: list[dict] = []
+        self._launch_ns: dict[str, float] = {}  # each kernel's mean launch time in the traced run (_hot_kernels)
         self.traced_launches = Launches.empty()  # the traced run's launches, when the tracer timed them
         self._scaling_texts: dict[str, str] | None = None  # the workspace's sources, for app.size_constants
         app = self.cfg.app
@@ -345,7 +348,20 @@ class ProfilingAgent:
         else:
             hot = self._with_editable(kernels, hot, files)
         progress(f"hot kernels: {', '.join(hot)}")
+        self._launch_ns = {k.kernel: k.total_ns / k.launches for k in kernels if k.launches}
         return hot, files
+
+    def _say_if_slow(self, pending: list[str]) -> None:
+        """Say before a collection that will take minutes: Nsight Compute replays each profiled launch
+        once per pass (the targeted sections take about REPLAY_PASSES), so a launch of seconds (a
+        serial loop, `<<<1, 1>>>`) makes a collection of minutes."""
+        per_launch = sum(self._launch_ns.get(k, 0.0) for k in pending) * self.cfg.profiling.launch_count
+        if per_launch * REPLAY_PASSES < SLOW_COLLECTION_NS:
+            return
+        progress(f"each profiled launch of {', '.join(pending[:3])} took {per_launch / 1e9:.2f} s in the traced run; "
+                 f"Nsight Compute replays it once per pass (about {REPLAY_PASSES}), so this collection takes about "
+                 f"{per_launch * REPLAY_PASSES / 60e9:.0f} min or more (a smaller problem size profiles faster: "
+                 "app.profile_run)")
 
     def _targeted_collection(self, ncu: str, exe: Path, hot: list[str], mangled: dict[str, str]
                              ) -> tuple[list[Path], list[Path], dict[str, str]]:
@@ -364,6 +380,7 @@ class ProfilingAgent:
                     *self._stop_when_profiled(), *sections, "--import-source", "yes", "-f", "-o", str(out),
                     *self._app_argv(exe)]
             names = pending[0] if len(pending) == 1 else f"{len(pending)} hot kernels"
+            self._say_if_slow(pending)
             rep = out.with_suffix(".ncu-rep")
             self._exec(Step(argv, f"targeted-{i}", prof.timeout_s, f"targeted collection of {names}"), ncu=True,
                        stopped=rep if prof.stop_when_profiled else None)
