@@ -437,10 +437,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     evaluation. Without them, on a GPU: the closed loop (profile, analyze, propose, evaluate,
     re-profile while the gain is significant)."""
 
-    from runner.flows.optimize import optimize
+    from runner.flows.optimize import RecordedRun, optimize
 
     lc = _load(args)
-    run = diag = None
+    inputs = _profile_inputs(args, lc)
     if getattr(args, "run", None):
         try:
             require_gpu_run(lc, profiling=False)
@@ -454,14 +454,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise EvaluationError(f"{why}; this machine can still propose from the run "
                                   f"(optimas propose --config {args.config} --run {args.run}), and a GPU machine "
                                   "evaluate it (optimas evaluate)")
-        run, diag = _evidence(args, lc, allow_profiling=False)
+        inputs = RecordedRun(*_evidence(args, lc, allow_profiling=False))
     else:
-        inputs = _profile_inputs(args, lc)
         _require_inputs(lc, inputs)
         if not (inputs and has_profiles(inputs)):  # the closed loop profiles here
             require_gpu_run(lc)
-    result = optimize(lc, _runs_dir(args, lc), _profile_inputs(args, lc),
-                      args.diagnostics, args.configuration, run=run, diag=diag)
+    result = optimize(lc, _runs_dir(args, lc), inputs, args.diagnostics, args.configuration)
     if result.loop is not None:
         loop = result.loop
         print(f"# Closed loop ({result.run.path})")

@@ -5,7 +5,6 @@ prints and what the bot publishes."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -48,15 +47,14 @@ class RecordedRun(NamedTuple):
 
 
 def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | RecordedRun | None = None,
-             diagnostics: str | None = None, configuration: str | None = None, corpus: Path | None = None,
-             **deprecated: Run | Diagnostics | None) -> Optimization:
+             diagnostics: str | None = None, configuration: str | None = None, corpus: Path | None = None
+             ) -> Optimization:
     """Recorded profiles (`inputs`: the profile files by role, or a RecordedRun, a run with its
     evidence): one iteration. Neither: the closed loop on this machine's GPU, in a new run under
     `runs_dir`. `diagnostics` and `configuration` override evaluation.diagnostics and
     app.profile_configuration; `corpus`: where the corpus records go (default corpus.jsonl beside
-    the run); the run's context (RunContext) is made here and handed to every stage.
-    `run=` and `diag=` (`deprecated`) are still read, as a RecordedRun where both are given."""
-    recorded = inputs if isinstance(inputs, RecordedRun) else _recorded(deprecated)
+    the run); the run's context (RunContext) is made here and handed to every stage."""
+    recorded = inputs if isinstance(inputs, RecordedRun) else None
     profiles = {} if isinstance(inputs, RecordedRun) else inputs or {}
     original = read_context(lc)  # a candidate may edit a kernel in an included header too
     if recorded is None and has_profiles(profiles):
@@ -77,20 +75,6 @@ def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | R
         run.stage_failed("loop", str(e))
         raise
     return published(done, run, original)
-
-
-def _recorded(deprecated: dict[str, Run | Diagnostics | None]) -> RecordedRun | None:
-    """The RecordedRun that optimize's former keywords `run` and `diag` give (None unless both are
-    given, as before); any other keyword is refused."""
-    unknown = sorted(set(deprecated) - {"run", "diag"})
-    if unknown:
-        raise TypeError(f"optimize() got an unexpected keyword argument {unknown[0]!r}")
-    if not deprecated:
-        return None
-    warnings.warn("optimize(run=, diag=) is deprecated: pass RecordedRun(run, diag) as inputs",
-                  DeprecationWarning, stacklevel=3)
-    run, diag = deprecated.get("run"), deprecated.get("diag")
-    return RecordedRun(run, diag) if run is not None and diag is not None else None
 
 
 def published(done: LoopRun, run: Run, original: dict[str, str]) -> Optimization:
