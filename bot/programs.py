@@ -89,11 +89,22 @@ def programs_to_run(lc: LoadedConfig, changed: list[str] | None, root: Path,
             {p.config.app.name: scope.touched for p, scope in chosen.run})
 
 
+class AllProgramsFailed(OptimasError):
+    """Every program of a pull request's run failed: each one's error, named with its program (the
+    job's failure says all of them, not only the first); as transient as all of them are."""
+
+    def __init__(self, failures: list[tuple[str, OptimasError]]):
+        super().__init__("every program failed: " + "; ".join(f"{name}: {describe(e)}" for name, e in failures))
+        self.failures = failures
+        self.exit_code = failures[0][1].exit_code
+        self.transient = all(getattr(e, "transient", False) for _, e in failures)
+
+
 def run_each(programs: list[LoadedConfig], run_one: Callable[[LoadedConfig], ProgramOutcome],
              after_failure: Callable[[], None]) -> list[tuple[str, ProgramOutcome]]:
     """Each program's outcome from `run_one`. With several, one that fails does not stop the others
     (`after_failure` runs then, and may raise: a sandbox limit hit ends the job); when every one
-    fails, the first failure is raised."""
+    fails, AllProgramsFailed names each failure."""
     outcomes, errors = [], []
     for lc in programs:
         name = lc.config.app.name
@@ -104,8 +115,8 @@ def run_each(programs: list[LoadedConfig], run_one: Callable[[LoadedConfig], Pro
                 raise
             after_failure()
             log.warning("program %s failed: %s", name, describe(e))
-            errors.append(e)
+            errors.append((name, e))
             outcomes.append((name, ProgramOutcome.failed(name, e)))
     if errors and len(errors) == len(programs):
-        raise errors[0]
+        raise AllProgramsFailed(errors)
     return outcomes

@@ -145,3 +145,37 @@ def test_the_action_runs_the_programs_the_pull_request_changes(tmp_path: Path):
     assert r.returncode == 2 and "set the action's `program` input" in r.stdout + r.stderr
     r, outputs, summary = _action(tmp_path, gh, ws, event, "--publish", "false", "--program", "probe_a")
     assert r.returncode == 0 and _ran(summary) == [] and outputs["verdict"] == "not measured"
+
+
+def test_when_every_program_fails_the_job_says_each_failure(tmp_path: Path):
+    """One program's failure does not stop the others; when all fail, the error names each one with
+    its program (not the first alone), and is transient only if every failure is."""
+    from bot.programs import AllProgramsFailed, run_each
+    from runner.base.config import load_config
+    from runner.base.errors import OptimasError, ProfilingError
+
+    cfg = tmp_path / "optimas.yml"
+    cfg.write_text("app: {build: 'nvcc -o {exe} a.cu', run: '{exe}'}\n"
+                   "programs:\n  - {name: alpha, sources: [a.cu]}\n  - {name: beta, sources: [b.cu]}\n")
+    lc = load_config(cfg)
+    programs = [lc.for_program(n) for n in lc.program_names()]
+    cleaned = []
+
+    def fail(one):
+        raise ProfilingError(f"ncu not found for {one.config.app.name}")
+
+    with pytest.raises(AllProgramsFailed) as caught:
+        run_each(programs, fail, lambda: cleaned.append(1))
+    assert str(caught.value) == ("every program failed: alpha: ProfilingError: ncu not found for alpha; "
+                                 "beta: ProfilingError: ncu not found for beta")
+    assert caught.value.exit_code == ProfilingError.exit_code and not caught.value.transient and cleaned == [1, 1]
+
+    flaky = OptimasError("git fetch failed")
+    flaky.transient = True
+
+    def fetch_fails(one):
+        raise flaky
+
+    with pytest.raises(AllProgramsFailed) as caught:
+        run_each(programs, fetch_fails, lambda: None)
+    assert caught.value.transient
