@@ -114,3 +114,27 @@ def test_keep_running_takes_more_labels_until_ctrl_c():
     assert_cleaned_up(out)
     with pytest.raises(OSError):  # the receiver is gone
         urllib.request.urlopen(f"{base}/healthz", timeout=5)
+
+
+def test_the_throwaway_key_and_secret_are_never_readable_by_others(tmp_path: Path, monkeypatch):
+    """An attacker's pass: written first and narrowed after, the key and secret were readable by
+    every user of the host for a moment (with --workdir in a folder they can list); a link planted
+    in the folder was followed."""
+    from bot.tryout import stack
+
+    modes: list[int] = []
+    real_chmod = Path.chmod
+    monkeypatch.setattr(Path, "chmod", lambda self, mode, **kw: (modes.append(self.stat().st_mode & 0o777),
+                                                                 real_chmod(self, mode, **kw))[1])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("theirs")
+    (tmp_path / "webhook-secret").symlink_to(elsewhere)
+    old = os.umask(0o022)
+    try:
+        pem, secret, _ = stack.write_secrets(tmp_path)
+    finally:
+        os.umask(old)
+    assert all(mode == 0o600 for mode in modes), [oct(m) for m in modes]
+    for path in (pem, tmp_path / "webhook-secret"):
+        assert not path.is_symlink() and path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "webhook-secret").read_bytes() == secret and elsewhere.read_text() == "theirs"

@@ -27,7 +27,7 @@ def _lint(root: Path) -> subprocess.CompletedProcess:
 def test_imports_go_one_way():
     r = _lint(REPO)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "4 kept, 0 broken" in r.stdout
+    assert "5 kept, 0 broken" in r.stdout
 
 
 @pytest.mark.parametrize("module, back", [
@@ -38,6 +38,7 @@ def test_imports_go_one_way():
     ("bot/outcome.py", "bot.jobs"),                               # the Action reaching the control jobs
     ("bot/publish.py", "bot.app"),                                # the Action loading the web app
     ("bot/jobs.py", "bot.tryout.loopback_github"),               # the App loading the local try-out
+    ("bot/__init__.py", "bot.tryout.loopback_github"),           # the package every App module loads
 ])
 def test_a_planted_import_breaks_a_contract(tmp_path: Path, module: str, back: str):
     for name in ("runner", "bot"):
@@ -49,6 +50,15 @@ def test_a_planted_import_breaks_a_contract(tmp_path: Path, module: str, back: s
     assert r.returncode != 0 and "1 broken" in r.stdout, r.stdout[-3000:]
     assert back in r.stdout
 
+
+
+def test_the_package_modules_contract_names_every_module_of_the_tryout():
+    """The contract for bot/__init__.py names modules, not packages: each of the try-out's."""
+    contract = (REPO / ".importlinter").read_text().split("[importlinter:contract:tryout-package]")[1]
+    named = set(contract.split("forbidden_modules =")[1].split())
+    modules = {"bot.tryout"} | {f"bot.tryout.{p.stem}" for p in (REPO / "bot" / "tryout").glob("*.py")
+                                if p.stem not in ("__init__", "__main__")}
+    assert modules <= named, modules - named
 
 MOST_LINES, MOST_COMPLEXITY = 80, 25  # per function in runner/ and bot/ (issues #31, #45)
 

@@ -106,9 +106,17 @@ def write_secrets(folder: Path) -> tuple[Path, bytes, str]:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     pem, secret = folder / "app.pem", secrets.token_hex(20).encode()
     for path, data in ((pem, key), (folder / "webhook-secret", secret)):
-        path.write_bytes(data)
-        path.chmod(0o600)
+        _write_private(path, data)
     return pem, secret, secrets.token_hex(32)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """`data` in a new file `path` that is never readable by others, not even for a moment (a kept
+    --workdir may be readable by others), and never through a link planted there."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def environment(stack: Stack, role: str) -> dict[str, str]:
