@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import EVALUATED_RUNS, REPO
+from conftest import EVALUATED_RUNS, REPO, run_cli
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -43,16 +43,15 @@ def dashboard(tmp_path_factory):
     """`optimas dashboard` on a runs folder of two runs; (base URL, runs folder)."""
     runs = tmp_path_factory.mktemp("runs")
     shutil.copytree(EVALUATED_RUNS / H200_RUN, runs / H200_RUN)
-    demo = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--config", str(REPO / "config.yml"),
-                           "--runs-dir", str(runs)], capture_output=True, text=True, cwd=REPO)
+    # the runs are made in this process (run_cli: runner.cli.main, as `optimas` would run it); the
+    # dashboard below is served by a process of its own
+    demo = run_cli("run", "--config", str(REPO / "config.yml"), "--runs-dir", str(runs))
     assert demo.returncode == 0, demo.stderr
-    ablate = subprocess.run([sys.executable, "-m", "runner.cli", "ablate", "--config", str(REPO / "config.yml"),
-                             "--runs-dir", str(runs), "--only", "PC", "Roofline"], capture_output=True, text=True,
-                            cwd=REPO)
+    ablate = run_cli("ablate", "--config", str(REPO / "config.yml"), "--runs-dir", str(runs), "--only", "PC",
+                     "Roofline")
     assert ablate.returncode == 0, ablate.stderr
-    prompt = subprocess.run([sys.executable, "-m", "runner.cli", "prompt", "--config", str(REPO / "config.yml"),
-                             "--runs-dir", str(runs), "--diagnostics", "PC+Roofline"], capture_output=True, text=True,
-                            cwd=REPO)
+    prompt = run_cli("prompt", "--config", str(REPO / "config.yml"), "--runs-dir", str(runs), "--diagnostics",
+                     "PC+Roofline")
     assert prompt.returncode == 0, prompt.stderr
     _failed_run(runs)
     server = subprocess.Popen([sys.executable, "-m", "runner.cli", "dashboard", "--runs-dir", str(runs), "--port",
