@@ -145,8 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             files = convert(args.code, args.out, args.api_url)
             print(f"registered: the App's key in {files['key']}, its webhook secret in {files['secret']}, its id "
                   f"in {files['env']} (all readable by you only).\nNext, with Docker (docs/github-app.md, steps 4-5):"
-                  f"\n  echo OPTIMAS_DASHBOARD_TOKEN=$(openssl rand -hex 32) >> .env   # and the model's key, e.g. "
-                  f"OPENAI_API_KEY=..."
+                  f"\n  (umask 077; echo OPTIMAS_DASHBOARD_TOKEN=$(openssl rand -hex 32) >> .env); chmod 600 .env"
+                  f"   # and the model's key, e.g. OPENAI_API_KEY=... (.env: readable by you only)"
                   f"\n  sudo chown 10001 {files['key']} {files['secret']}   # the containers run as user 10001"
                   f"\n  docker compose up --build"
                   f"\nWithout Docker: the receiver with OPTIMAS_WEBHOOK_SECRET_PATH={files['secret']}, the workers "

@@ -134,3 +134,18 @@ def test_compose_reads_exactly_what_convert_writes_and_the_receiver_starts_from_
     for key in conn.scan_iter(f"test-{tag}:*"):
         conn.delete(key)
     assert r.status_code == 202 and r.get_json()["status"] == "queued"
+
+
+def test_the_next_steps_keep_the_env_file_with_the_keys_from_other_users(tmp_path: Path):
+    """An attacker's pass: convert's Next had the operator append the dashboard token (and then the
+    model's key) to .env as the umask leaves it, readable by every user of the host."""
+    with FakeGitHub() as gh:
+        gh.manifest_codes["n1"] = {"id": 7, "slug": "s", "pem": "k", "webhook_secret": "w"}
+        r = _cli("convert", "n1", "--out", str(tmp_path / "secrets"), "--api-url", gh.url)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if "OPTIMAS_DASHBOARD_TOKEN=" in x).split("#")[0]
+    (tmp_path / ".env").write_text("")  # one there already, as the umask made it
+    (tmp_path / ".env").chmod(0o644)
+    subprocess.run(["bash", "-e", "-c", f"umask 022; {line}"], cwd=tmp_path, check=True)
+    assert stat.S_IMODE((tmp_path / ".env").stat().st_mode) == 0o600
+    assert "OPTIMAS_DASHBOARD_TOKEN=" in (tmp_path / ".env").read_text()
