@@ -338,8 +338,8 @@ def test_the_dashboard_renders_any_run_folder(served_runs, record: str, corrupti
         status, index = get(f"{base}/")
         assert status == 200 and (run_id in index) == listed and H200_RUN in index
         pages = [f"/runs/{run_id}", f"/runs/{run_id}/timing.svg", *(f"/runs/{run_id}/roofline-{i}.svg" for i in (0, 1))]
-        # each page asked once (the index links an app from each of its runs' rows); the run's own page
-        # is read again below from its answer
+        # each page asked once (the index links an app once per run); the run's own page is read again
+        # below from its answer
         apps = list(dict.fromkeys(re.findall(r'class="app" href="/dashboard([^"]+)"', index)))
         answers = {}
         for page in [*pages, *apps, *(a + "/history.svg" for a in apps)]:
