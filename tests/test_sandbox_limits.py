@@ -94,7 +94,9 @@ def test_a_build_over_a_limit_ends_with_the_limit_named_and_the_next_build_runs(
     assert took < 20, took  # the build alone would run 30 s (the bomb's sleeps) or be done in under one
     assert box.exceeded is hit.value and f"[optimas] {text}" in (job / "build.log").read_text()
     time.sleep(0.3)
-    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == "sleep 30"]
+    # none of this job's processes outlives it (another suite's, running beside this one, are not this job's)
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == "sleep 30"
+                and _in_job(p, job)]
     for leftover in (job / "src").glob("fill*"):
         leftover.unlink()  # the job's folder goes with the job; the next job's is a fresh one
     with sandboxed([job]):
@@ -108,6 +110,14 @@ def test_the_sandboxs_dev_takes_no_files(job):
         r = make(job, "dev-filler")
         assert r.returncode != 0 and "Read-only file system" in r.output, r.output
         assert make(job, "ok").returncode == 0 and box.exceeded is None
+
+
+def _in_job(proc: Path, job: Path) -> bool:
+    """Whether a process is this job's: its HOME is the job's own (child_home), which the sandbox passes on."""
+    try:
+        return f"HOME={job / 'home'}".encode() in (proc / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
 
 
 def _cmdline(proc: Path) -> str:
