@@ -394,3 +394,24 @@ def test_the_docs_define_every_ear_score_as_the_pages_name_it():
     section = (REPO / "docs" / "how-it-works.md").read_text().split("## EAR:", 1)[1]
     for e in EAR_SCORES:
         assert f"| {e.name} |" in section and e.good in section, e.name
+
+
+def test_a_chart_of_the_same_data_is_drawn_once():
+    """matplotlib takes a quarter of a second per chart; a page's charts are asked at every view."""
+    from runner.dashboard.charts import DRAWN_KEPT, drawn
+
+    calls = []
+
+    def draw(tag: str):
+        return lambda: calls.append(tag) or f"<svg>{tag}</svg>"
+
+    data = {"kernel": "k", "before": {"rho": 0.5}}
+    assert drawn("test", data, draw("a")) == "<svg>a</svg>"
+    assert drawn("test", {"before": {"rho": 0.5}, "kernel": "k"}, draw("b")) == "<svg>a</svg>"  # same content
+    assert drawn("test", {**data, "kernel": "other"}, draw("c")) == "<svg>c</svg>"
+    assert drawn("other-kind", data, draw("d")) == "<svg>d</svg>"
+    assert drawn("test", {"x": float("nan")}, draw("e")) == "<svg>e</svg>"
+    for i in range(DRAWN_KEPT):  # the oldest give way
+        drawn("test", {"i": i}, draw(f"f{i}"))
+    assert drawn("test", data, draw("g")) == "<svg>g</svg>"
+    assert calls[:4] == ["a", "c", "d", "e"] and calls[-1] == "g"

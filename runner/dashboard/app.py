@@ -10,7 +10,7 @@ from typing import Any
 
 from flask import Flask, Response, abort, render_template, request
 
-from runner.dashboard.charts import history_svg, roofline_svg, timing_svg
+from runner.dashboard.charts import drawn, history_svg, roofline_svg, timing_svg
 from runner.dashboard.runs import (
     UNREADABLE,
     ablation_svg,
@@ -78,7 +78,9 @@ def create_dashboard(runs_dir: Path) -> Flask:
         if not 0 <= index < len(kernels):
             abort(404)
         r = kernels[index]
-        return _chart(lambda: roofline_svg(r["before"], r["after"]), f"{run_id}: roofline {index}")
+        before, after = r["before"], r["after"]
+        return _chart(lambda: drawn("roofline", [before, after], lambda: roofline_svg(before, after)),
+                      f"{run_id}: roofline {index}")
 
     @app.get("/runs/<run_id>/timing.svg")
     def timing(run_id: str) -> Response:
@@ -86,7 +88,7 @@ def create_dashboard(runs_dir: Path) -> Flask:
         t = evaluation_timing(folder)
         if not t:
             abort(404)
-        return _chart(lambda: timing_svg(t), f"{run_id}: timing")
+        return _chart(lambda: drawn("timing", t, lambda: timing_svg(t)), f"{run_id}: timing")
 
     @app.get("/apps/<name>")
     def app_page(name: str) -> str:
@@ -101,7 +103,11 @@ def create_dashboard(runs_dir: Path) -> Flask:
         rows = [r for r in list_runs(runs_dir) if r.app == name]
         if not rows:
             abort(404)
-        return _chart(lambda: history_svg(kernel_history(rows)), f"{name}: history")
+        def draw() -> str:  # the runs' records are read inside _chart, which answers for unreadable ones
+            history = kernel_history(rows)
+            return drawn("history", history, lambda: history_svg(history))
+
+        return _chart(draw, f"{name}: history")
 
     @app.get("/ablations/<name>.svg")
     def ablation(name: str) -> Response:

@@ -1,14 +1,43 @@
 """Charts drawn on the server as SVG with matplotlib (no pyplot, no display): the roofline of a hot
-kernel before and after the candidate, and the timing samples of baseline and candidate."""
+kernel before and after the candidate, and the timing samples of baseline and candidate. A chart of
+the same data is drawn once (`drawn`: the last DRAWN_KEPT, by their data's content): matplotlib
+takes a quarter of a second for one, and a page's charts are asked again at every view."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 
 _LEVELS = (("dram", "DRAM"), ("l2", "L2"), ("l1", "L1"))
+DRAWN_KEPT = 64  # charts kept, the most recently asked
+_drawn: OrderedDict[str, str] = OrderedDict()
+_drawn_lock = threading.Lock()
+
+
+def drawn(kind: str, data: object, draw: Callable[[], str]) -> str:
+    """`draw()`'s chart of `data`, drawn once for the same content (JSON of what a run's records
+    hold; data that cannot be written so is drawn each time)."""
+    try:
+        key = kind + ":" + hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    except (TypeError, ValueError, RecursionError):
+        return draw()
+    with _drawn_lock:
+        if key in _drawn:
+            _drawn.move_to_end(key)
+            return _drawn[key]
+    svg = draw()
+    with _drawn_lock:
+        _drawn[key] = svg
+        while len(_drawn) > DRAWN_KEPT:
+            _drawn.popitem(last=False)
+    return svg
 
 
 def _svg(fig: Figure) -> str:
