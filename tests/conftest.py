@@ -54,6 +54,18 @@ def h200() -> Path:
     return H200
 
 
+_ANNOUNCED: list[bool] = []  # the collection announced once (one report per worker)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """On the controller of `pytest -n`: say when collection is done and what follows, since the dots
+    pause for long while CUDA programs compile (make test's first minute was silent)."""
+    if not _ANNOUNCED:
+        _ANNOUNCED.append(True)
+        sys.stderr.write(f"\ncollected {len(ids)} tests; running them (the dots pause while CUDA programs compile)\n")
+
+
 def pytest_collection_modifyitems(config, items):
     """GPU tests run only where an NVIDIA GPU, nvcc and ncu are present (the device, not CI). Tests
     marked `slow` go first, so that a long one never starts last on one worker while the others idle."""

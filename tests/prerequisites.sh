@@ -47,4 +47,4 @@ if (( ${#missing[@]} )); then
   for m in "${missing[@]}"; do echo "  - $m" >&2; done
   exit 1
 fi
-echo "make: running the tests on $(nproc) cores (6.5 minutes on 2 idle cores, about 20 on busy ones; the dots pause while CUDA programs compile)"
+echo "make: running the tests on $(nproc) cores (collecting them takes about a minute; 6.5 minutes on 2 idle cores, about 20 on busy ones; the dots pause while CUDA programs compile)"
