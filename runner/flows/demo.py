@@ -15,9 +15,8 @@ from runner.base.runstore import RUN_ID
 from runner.evaluation.ear import ear_line
 from runner.evaluation.stage import EvaluationResult
 
-# What the shipped run is, said wherever it is shown: its answer was not a model's.
-PROVENANCE = ("recorded on an NVIDIA H200 on 2026-12-03 (reduction, NVIDIA cuda-samples); its answer was written by "
-              "hand and replayed in place of a model's")
+# What its manifest cannot say of the shipped run, said wherever it is shown: its answer was not a model's.
+PROVENANCE = "reduction of NVIDIA's cuda-samples; its answer was written by hand and replayed in place of a model's"
 
 
 def shipped_run() -> Path:
@@ -33,10 +32,11 @@ def evaluated_summary(run: Path) -> str:
     """What an evaluated run proved, in a few lines: verdict, gain with its interval, validation, EAR."""
     try:
         result = EvaluationResult.model_validate(json.loads((run / "evaluation" / "result.json").read_text()))
-        device = json.loads((run / "manifest.json").read_text()).get("device", {}).get("name", "a GPU")
+        manifest = json.loads((run / "manifest.json").read_text())
+        device, created = manifest.get("device", {}).get("name", "a GPU"), str(manifest.get("created", ""))
     except (OSError, ValueError) as e:
         raise OptimasError(f"{run}: not an evaluated run ({e})") from None
-    lines = [f"verdict: {result.verdict}"]
+    lines = [f"recorded on {device} on {created[:10]}", f"verdict: {result.verdict}"]
     if result.timing is not None:
         r = result.timing.result
         lines.append(f"gain: {r.improvement:+.1%} ({r.confidence:.0%} interval {r.ci_low:+.1%} to {r.ci_high:+.1%}; "

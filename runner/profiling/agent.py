@@ -77,7 +77,7 @@ from runner.validation.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_UL
 
 progress = progress_for("profiling")
 
-REPLAY_PASSES = 40  # kernel replays of the targeted sections, about (ncu printed 20 to 40 on the H100 and H200)
+REPLAY_PASSES = 20  # kernel replays of the targeted sections at least (ncu printed "20 passes" on the H100)
 SLOW_COLLECTION_NS = 60e9  # a collection expected to take longer than this is announced with its estimate
 PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVGPUCTRPERM). Run as root, or let "
              "all users profile: add 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' to a file in "
@@ -353,13 +353,13 @@ class ProfilingAgent:
 
     def _say_if_slow(self, pending: list[str]) -> None:
         """Say before a collection that will take minutes: Nsight Compute replays each profiled launch
-        once per pass (the targeted sections take about REPLAY_PASSES), so a launch of seconds (a
+        once per pass (the targeted sections take REPLAY_PASSES or more), so a launch of seconds (a
         serial loop, `<<<1, 1>>>`) makes a collection of minutes."""
         per_launch = sum(self._launch_ns.get(k, 0.0) for k in pending) * self.cfg.profiling.launch_count
         if per_launch * REPLAY_PASSES < SLOW_COLLECTION_NS:
             return
         progress(f"each profiled launch of {', '.join(pending[:3])} took {per_launch / 1e9:.2f} s in the traced run; "
-                 f"Nsight Compute replays it once per pass (about {REPLAY_PASSES}), so this collection takes about "
+                 f"Nsight Compute replays it once per pass ({REPLAY_PASSES} or more), so this collection takes about "
                  f"{per_launch * REPLAY_PASSES / 60e9:.0f} min or more (a smaller problem size profiles faster: "
                  "app.profile_run)")
 
