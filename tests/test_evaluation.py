@@ -26,7 +26,7 @@ timing = pytest.mark.timing
 
 class Variants:
     """The evaluation app built with -DVARIANT=<name> (BASE, FAST, WRONG, TOLERANT, NONDET, HANG,
-    CRASH, NOOUT, NOISY, STEADY), each on first use."""
+    CRASH, NOOUT, NOISY, STEADY, CLOCKSEED), each on first use."""
 
     def __init__(self, out: Path):
         self.out = out
@@ -44,8 +44,8 @@ def exes(tmp_path_factory) -> Variants:
     return Variants(tmp_path_factory.mktemp("bin"))
 
 
-def config(tmp_path: Path, outputs: str | None = None, evaluation: str = ""):
-    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}") + evaluation
+def config(tmp_path: Path, outputs: str | None = None, evaluation: str = "", app: str = ""):
+    text = (APP / "optimas.yml").read_text().replace("workdir: .", f"workdir: {APP}{app}") + evaluation
     if outputs:
         text = text.replace('    - {path: "{out}", compare: bitwise}', outputs)
     p = tmp_path / "optimas.yml"
@@ -80,6 +80,17 @@ def test_tolerance_mode_accepts_small_differences(tmp_path, exes):
     assert validate(rel, exes["BASE"], exes["TOLERANT"], tmp_path / "w3").passed
     tight = config(tmp_path, '    - {path: "{out}", compare: tolerance, format: raw, rtol: 1.0e-9}')
     assert not validate(tight, exes["BASE"], exes["TOLERANT"], tmp_path / "w4").passed
+
+
+def test_a_program_seeded_from_the_clock_is_judged_once_app_pin_seeds_preloads_the_seed_library(tmp_path, exes):
+    """CLOCKSEED draws its inputs from srand(tv_usec) and std::random_device: two runs differ, so no
+    candidate can be judged; with app.pin_seeds every run gets one seed, and a candidate is judged."""
+    unpinned = validate(config(tmp_path), exes["CLOCKSEED"], exes["CLOCKSEED"], tmp_path / "w1")
+    assert "baseline-failed" in statuses(unpinned)
+    pinned = config(tmp_path, app="\n  pin_seeds: true")
+    same = validate(pinned, exes["CLOCKSEED"], exes["CLOCKSEED"], tmp_path / "w2")
+    assert same.passed and len(same.cases) == 4
+    assert statuses(validate(pinned, exes["CLOCKSEED"], exes["BASE"], tmp_path / "w3")) == {"mismatch"}
 
 
 def test_nondeterministic_candidate_is_rejected(tmp_path, exes):

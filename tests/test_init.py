@@ -378,23 +378,31 @@ def test_a_config_written_elsewhere_points_back_at_the_project(tmp_path: Path):
     assert run_cli("check-config", "--config", str(out)).returncode == 0
 
 
-@pytest.mark.parametrize("seeding, where", [
-    ("  srand(time(NULL));\n", "main.cu:5"),
-    ("  srand((unsigned int) time(0));\n", "main.cu:5"),
-    ("  std::mt19937 gen(time(nullptr));\n", "main.cu:5"),
-    ("  std::random_device rd;\n  std::mt19937 gen(rd());\n", "main.cu:5"),
-    ("  srand(2024); // was srand(time(NULL))\n  printf(\"time(0) = %d\\n\", 0);\n", None),
-    ("  unsigned seed = argc > 1 ? atoi(argv[1]) : 7; srand(seed); double t0 = time(NULL);\n", None),
-], ids=["srand-time", "srand-cast", "engine-time", "random-device", "fixed-seed", "seed-argument"])
-def test_a_program_that_seeds_from_the_clock_gets_a_note(tmp_path: Path, seeding: str, where: str | None):
+@pytest.mark.parametrize("seeding, where, pinned", [
+    ("  srand(time(NULL));\n", "main.cu:5", True),
+    ("  srand((unsigned int) time(0));\n", "main.cu:5", True),
+    ("  struct timeval tv; gettimeofday(&tv, NULL);\n  srand(tv.tv_usec);\n", "main.cu:6", True),
+    ("  srandom(getpid() ^ clock());\n", "main.cu:5", True),
+    ("  std::mt19937 gen(time(nullptr));\n", "main.cu:5", False),
+    ("  std::random_device rd;\n  std::mt19937 gen(rd());\n", "main.cu:5", True),
+    ("  srand(2024); // was srand(time(NULL))\n  printf(\"time(0) = %d\\n\", 0);\n", None, False),
+    ("  unsigned seed = argc > 1 ? atoi(argv[1]) : 7; srand(seed); double t0 = time(NULL);\n", None, False),
+], ids=["srand-time", "srand-cast", "srand-timeval", "srandom-clock", "engine-time", "random-device", "fixed-seed",
+        "seed-argument"])
+def test_a_program_that_seeds_from_the_clock_gets_its_seeds_pinned(tmp_path: Path, seeding: str, where: str | None,
+                                                                   pinned: bool):
     root = project(tmp_path / "p")
     (root / "main.cu").write_text(MAIN.replace("  int n = 1 << 20;\n", "  int n = 1 << 20;\n" + seeding))
     r, app = initialized(root)
     said = "the program seeds its random inputs from the clock"
+    assert app.pin_seeds is pinned
     if where is None:
         assert said not in r.stdout
+    elif pinned:
+        assert f"{said} ({where}): pin_seeds is set" in r.stdout
+        assert "pin_seeds: true" in (root / "optimas.yml").read_text()
     else:
-        assert f"{said} ({where}): its results differ from run to run" in r.stdout
+        assert f"{said} ({where}) in its own code, where no library call can pin the seed" in r.stdout
         assert said in (root / "optimas.yml").read_text()  # kept with the config's notes
 
 

@@ -187,6 +187,12 @@ class AppConfig(_Strict):
         default_factory=dict, description="environment variables set for the build, run and profiling commands "
         "(they get a minimal environment otherwise: PATH, locale, CUDA variables, a HOME of their own)")
     timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    pin_seeds: bool = Field(default=False, description="run the program with Optimas's seed library preloaded "
+                            "(LD_PRELOAD): srand, srandom, srand48, std::random_device and cuRAND's host seed all get "
+                            "one fixed seed (the first of app.seeds), so a program that seeds its random inputs from "
+                            "the clock draws the same inputs every run and its GPU results can be compared. Clocks "
+                            "are untouched; a seed computed inline (std::mt19937 g(time(0))) is not pinned. init sets "
+                            "it when the sources seed from the clock")
     legacy_cuda: bool = Field(default=False, description="build code written for an older CUDA, in two ways: "
                               "pre-include Optimas's headers for what CUDA 13 removed or changed (cudaThread*, warp "
                               "shuffles and votes without a mask, prefetch and advice by device ordinal) into the "

@@ -32,7 +32,7 @@ from runner.base.validation_modes import ValidationMode, check_words
 from runner.base.workspace import read_capped
 from runner.evaluation.statistics import Improvement, improvement
 from runner.scan.cuda_source import kernel_key
-from runner.tracing.library import TracerError, trace_environment, tracer_library
+from runner.tracing.library import TracerError, run_environment, trace_environment, tracer_library
 from runner.tracing.trace import ProcessTrace, device_fault, read_traces
 from runner.validation.compare import (
     MISMATCH_BYTES,
@@ -265,7 +265,7 @@ def validate(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, work: Pa
                                   "the files it writes in app.outputs, or set app.gpu_results.compare: off to judge "
                                   "candidates by their exit code alone") from None
     cases = []
-    environment = child_environment(app.env)  # made once for every run
+    environment = child_environment(run_environment(app, lc.config.profiling.nvcc))  # once for every run
     seeds = app.seeds if app.uses_seed() else app.seeds[:1]  # a program that seeds itself: one run is enough
     for config_name in app.configurations:
         for seed in seeds:
@@ -299,7 +299,7 @@ class _CaseRuns:
     seed: int
     library: Path | None
     traces: Path
-    env: dict[str, str]  # child_environment(app.env), made once for every run of the case
+    env: dict[str, str]  # child_environment(run_environment(app)), made once for every run of the case
 
     @property
     def tag(self) -> str:
@@ -409,12 +409,15 @@ def _unless_original_varies(case: CaseResult, runs: _CaseRuns, base: _Baseline,
             return
         why_not = f" ({spread})"
     case.status, case.max_ulps = "baseline-failed", None
+    clock = ("give it a seed ({seed}): app.pin_seeds is set, so it seeds in code no library call sees" if
+             lc.config.app.pin_seeds else "set app.pin_seeds: true (srand, std::random_device and cuRAND's host "
+             "seed get one fixed seed) or give it a seed ({seed})")
     case.detail = (f"the original program's results differ between two runs ({varies.why}{why_not}), so comparing "
                    "results cannot judge a candidate. If they differ by rounding (floating-point "
                    "atomics, a reduction in no fixed order), declare a tolerance (app.gpu_results: "
                    "{compare: tolerance, rtol: ...}, or compare: tolerance on app.outputs); if the program "
-                   "draws its inputs from the clock, give it a seed ({seed}); or judge it by app.stdout "
-                   "and set app.gpu_results.compare: off")
+                   f"draws its inputs from the clock, {clock}; or judge it by app.stdout and set "
+                   "app.gpu_results.compare: off")
 
 
 def _rounding_spread(runs: _CaseRuns, base_results: list[ProcessTrace], again: list[ProcessTrace],
@@ -770,7 +773,7 @@ def time_interleaved(lc: LoadedConfig, baseline_exe: Path, candidate_exe: Path, 
     metric = {"app": "kernel_ms", "tracer": "traced_kernel_ms", "wall": "wall_ms"}[timer]
     app_timer = timer == "app" and app.kernel_time_regex is not None
     t = _PairTimer(lc, lc.resolve(app.workdir), baseline_exe, candidate_exe, config_name, library, app_timer,
-                   kernels or {}, child_environment(app.env))
+                   kernels or {}, child_environment(run_environment(app, lc.config.profiling.nvcc)))
     warmup = max(0, ev.warmup_runs - 1) if warm else ev.warmup_runs
     for _ in range(warmup):
         t.pair(keep=False)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.init import runs
+from runner.init.sources import ClockSeed
 from runner.scan.size_constants import SizeConstant
 
 
@@ -23,8 +24,8 @@ class Project:
     # file where it was found (None: the sources print none)
     fail_pattern: str | None = None
     fail_pattern_in: str = ""
-    # where the program seeds its random inputs from the clock ("file:line"; "": it does not)
-    clock_seed_at: str = ""
+    # where the program seeds its random inputs from the clock, and whether app.pin_seeds fixes it
+    clock_seed: ClockSeed = field(default_factory=ClockSeed)
     # what the build reads outside the project folder (absolute paths, with what reads each)
     outside: list[tuple[Path, str]] = field(default_factory=list)
     # what the sources call that CUDA 13 removed: "file: names" for each compatibility header needed

@@ -181,6 +181,12 @@ def app_entries(spec: ProgramSpec) -> list[Entry]:
         "atomics, Optimas finds it out and holds candidates within 1024 ulps there). If a candidate",
         "may change the results' last bits anywhere (a sum reordered), declare it, and the model is",
         "told it may reorder within it: gpu_results: {compare: tolerance, dtype: float32, rtol: 1.0e-5}"]))
+    if p.clock_seed.pinnable:
+        seeded = f"The program seeds its random inputs from the clock ({p.clock_seed.at})."
+        out.append(Entry("pin_seeds", True, [seeded], [
+            "Every run gets one fixed seed through Optimas's seed library (srand, srandom, srand48,",
+            "std::random_device, cuRAND's host seed), so runs draw the same inputs and their results",
+            "can be compared. Without it, two runs of the original differ and no candidate is judged."]))
     if p.compat or p.dialect:
         facts = ["The sources use what CUDA 13 removed: " + "; ".join(p.compat) + "."] if p.compat else []
         facts += [f"The build asks for an older C++ than CUDA 13's headers take ({p.dialect}): those sources "

@@ -5,6 +5,7 @@ text says of the program (the verdict it prints, a clock seed, what CUDA 13 remo
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner.scan.cuda_source import STRING_LITERAL, functions, strip_comments_and_strings
@@ -102,26 +103,41 @@ def printed_verdict(texts: dict[str, str]) -> tuple[str | None, str]:
     return "|".join(patterns), found[patterns[0]]
 
 
-# Inputs drawn from the clock: srand(time(NULL)), srand((unsigned) time(0)), srand48(time(0)), a
-# standard engine constructed from time(...), and std::random_device (a fresh seed every run).
-_CLOCK_SEED = re.compile(
-    r"\bsrand(?:48)?\s*\(\s*(?:\([^()]*\)\s*)?(?:std::)?time\s*\("
-    r"|\b(?:mt19937(?:_64)?|default_random_engine|minstd_rand0?|ranlux\w*)\s+\w+\s*[({]\s*(?:\([^()]*\)\s*)?"
-    r"(?:std::)?time\s*\("
+# Inputs drawn from the clock through a library's seeding call, which Optimas's seed library answers
+# (app.pin_seeds): srand(time(NULL)), srand((unsigned) time(0)), srand48(time(0)), a seed read from a
+# struct timeval or timespec (srand(tv.tv_usec)) or a clock call, and std::random_device.
+_LIBRARY_CLOCK_SEED = re.compile(
+    r"\bsrand(?:om|48)?\s*\(\s*(?:\([^()]*\)\s*)?(?:std::)?time\s*\("
+    r"|\bsrand(?:om|48)?\s*\([^;]*?(?:\btv_u?sec\b|\btv_nsec\b|\bclock\s*\(|\bgetpid\s*\(|::now\s*\()"
     r"|\brandom_device\b")
+# A standard engine constructed from time(...): the seed goes to inline code, so no library call can pin it.
+_INLINE_CLOCK_SEED = re.compile(
+    r"\b(?:mt19937(?:_64)?|default_random_engine|minstd_rand0?|ranlux\w*)\s+\w+\s*[({]\s*(?:\([^()]*\)\s*)?"
+    r"(?:std::)?time\s*\(")
 
 
-def clock_seed(texts: dict[str, str]) -> str:
-    """Where the program's sources (source_texts) seed its random inputs from the clock
-    ("file:line"), or "" when they do not: then its results differ from run to run, and comparing
-    them judges nothing."""
+@dataclass(frozen=True)
+class ClockSeed:
+    """Where a program seeds its random inputs from the clock, and whether app.pin_seeds fixes it."""
+
+    at: str = ""  # "file:line"; "": nowhere
+    pinnable: bool = False  # every such seed goes through a call the seed library answers
+
+
+def clock_seed(texts: dict[str, str]) -> ClockSeed:
+    """Where the program's sources (source_texts) seed its random inputs from the clock: then its
+    results differ from run to run, and comparing them judges nothing unless the seeds are pinned."""
+    found: list[tuple[str, bool]] = []
     for name, text in texts.items():
-        if "time" not in text and "random_device" not in text:
+        if not any(word in text for word in ("time", "srand", "random_device")):
             continue
-        if m := _CLOCK_SEED.search(strip_comments_and_strings(text)):
-            line = text.count("\n", 0, m.start()) + 1
-            return f"{name}:{line}"
-    return ""
+        code = strip_comments_and_strings(text)
+        for pattern, pinnable in ((_INLINE_CLOCK_SEED, False), (_LIBRARY_CLOCK_SEED, True)):
+            if m := pattern.search(code):
+                found.append((f"{name}:{text.count(chr(10), 0, m.start()) + 1}", pinnable))
+    if not found:
+        return ClockSeed()
+    return ClockSeed(found[0][0], all(pinnable for _, pinnable in found))
 
 
 QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)

@@ -143,11 +143,17 @@ def program_notes(project: Project) -> list[str]:
         notes.append(f"a run whose output matches {project.fail_pattern} fails validation: the program prints that "
                      f"verdict when its own check fails ({project.fail_pattern_in}); remove app.stdout if it prints "
                      "it otherwise")
-    if project.clock_seed_at:
-        notes.append(f"the program seeds its random inputs from the clock ({project.clock_seed_at}): its results "
-                     "differ from run to run, so comparing a candidate's with the original's judges nothing and every "
-                     "candidate is refused; give it a fixed seed (or take one from its arguments: {seed} in app.run), "
-                     "or judge it by app.stdout alone and set app.gpu_results.compare: off")
+    seed = project.clock_seed
+    if seed.pinnable:
+        notes.append(f"the program seeds its random inputs from the clock ({seed.at}): pin_seeds is set, so every "
+                     "run gets one fixed seed (Optimas's seed library answers srand, srandom, srand48, "
+                     "std::random_device and cuRAND's host seed)")
+    elif seed.at:
+        notes.append(f"the program seeds its random inputs from the clock ({seed.at}) in its own code, where no "
+                     "library call can pin the seed: its results differ from run to run, so comparing a candidate's "
+                     "with the original's judges nothing and every candidate is refused; give it a fixed seed (or "
+                     "take one from its arguments: {seed} in app.run), or judge it by app.stdout alone and set "
+                     "app.gpu_results.compare: off")
     if project.compat or project.dialect:
         notes.append("the sources use what CUDA 13 removed or changed: legacy_cuda is set (see its comment)")
     if project.removed_fields:

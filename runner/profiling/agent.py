@@ -23,6 +23,7 @@ Steps, each recorded in the run directory (`profile/`) with its exact command in
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import re
 import shlex
@@ -71,7 +72,7 @@ from runner.scan.size_constants import workspace_texts
 from runner.toolchain.builder import Builder, copy_workspace
 from runner.toolchain.compiler import CompileResult
 from runner.toolchain.nvcc_shim import build_environment
-from runner.tracing.library import TracerError, trace_environment, tracer_library
+from runner.tracing.library import TracerError, run_environment, trace_environment, tracer_library
 from runner.tracing.trace import Launches, ProcessTrace, ResultsVariation, device_fault, read_traces
 from runner.validation.compare import MISMATCH_BYTES, MISMATCH_EACH, ROUNDING_ULPS, results_variation
 
@@ -194,6 +195,11 @@ class ProfilingAgent:
             raise ProfilingError(f"{lc.path}: configuration {self.configuration!r} is not one of "
                                  f"app.configurations {app.configurations}")
 
+    @functools.cached_property
+    def _run_env(self) -> dict[str, str]:
+        """What every run of the app gets besides the minimal environment (app.env; app.pin_seeds)."""
+        return run_environment(self.cfg.app, self.cfg.profiling.nvcc)
+
     def _exec(self, step: Step, ncu: bool = False, env: dict[str, str] | None = None, build: bool = False,
               cwd: Path | None = None, stopped: Path | None = None) -> CommandResult:
         """Run a command of the collection (in app.workdir, else `cwd`), recorded in the manifest; a
@@ -203,7 +209,7 @@ class ProfilingAgent:
         cwd = cwd or self.workdir
         log = self.dir / "logs" / f"{name}.log"
         progress(f"{what}: {shlex.join(argv)}")
-        declared = {**self.cfg.app.env, **(env or {})}
+        declared = {**(self.cfg.app.env if build else self._run_env), **(env or {})}
         environment = (build_environment(declared, self.cfg.profiling.nvcc, compat=self.cfg.app.legacy_cuda)
                        if build
                        else child_environment(declared))
@@ -688,7 +694,9 @@ class ProfilingAgent:
             progress(f"the program's GPU results differ between two runs ({variation.why}): "
                           + (f"by rounding only, up to {variation.rounding_ulps} ulps; candidates will be held within "
                              f"{ROUNDING_ULPS} ulps of them" if variation.rounding_ulps is not None else
-                             "beyond rounding, so candidates cannot be validated bit for bit"))
+                             "beyond rounding, so candidates cannot be validated bit for bit"
+                             + ("" if self.cfg.app.pin_seeds else
+                                " (if it seeds its inputs from the clock, set app.pin_seeds: true)")))
         return variation
 
 

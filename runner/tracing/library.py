@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.base.config import AppConfig
 from runner.base.errors import OptimasError
 from runner.base.processes import cache_root, child_environment, run_process
 
@@ -19,6 +20,8 @@ log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).parent / "native" / "optimas_tracer.cpp"
 LIBRARY = "liboptimas_tracer.so"
+SEEDS_SOURCE = Path(__file__).parent / "native" / "optimas_seeds.c"
+SEEDS_LIBRARY = "liboptimas_seeds.so"
 
 
 class TracerError(OptimasError):
@@ -78,29 +81,54 @@ def _probe(path: Path, size: int, mtime_ns: int) -> Toolkit:
 def tracer_library(nvcc: str = "nvcc", cache: Path | None = None) -> Path:
     """The tracer built for this toolkit: from the cache, or built now (a few seconds, once)."""
     tk = find_toolkit(nvcc)
-    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), tk.release.encode(), str(tk.nvcc).encode(),
-                                     str(tk.cupti_include).encode(), str(tk.cupti_lib).encode()])).hexdigest()[:16]
-    folder = (cache or cache_root()) / "tracer" / f"{tk.release.split(',')[0]}-{key}"
-    target = folder / LIBRARY
+    flags = ["-std=c++17", f"-I{tk.cupti_include}", str(SOURCE), f"-L{tk.cupti_lib}", "-lcupti", "-ldl",
+             "-Xlinker", f"-rpath={tk.cupti_lib}"]
+    return _native(tk, Native(SOURCE, LIBRARY, "the CUPTI tracer", flags,
+                              (str(tk.cupti_include), str(tk.cupti_lib))), cache)
+
+
+def seed_library(nvcc: str = "nvcc", cache: Path | None = None) -> Path:
+    """The seed library (native/optimas_seeds.c, for app.pin_seeds) built with this toolkit's nvcc,
+    which hands the C file to the host compiler: from the cache, or built now (once)."""
+    tk = find_toolkit(nvcc)
+    return _native(tk, Native(SEEDS_SOURCE, SEEDS_LIBRARY, "the seed library", [str(SEEDS_SOURCE), "-ldl"]), cache)
+
+
+@dataclass(frozen=True)
+class Native:
+    """A shared library Optimas builds from one of its native sources."""
+
+    source: Path
+    name: str  # the library's file name
+    what: str  # for messages
+    flags: list[str]  # nvcc's arguments besides -shared, -fPIC, -O2 and -o
+    key: tuple[str, ...] = ()  # besides the source, the toolkit's release and nvcc: what else the build reads
+
+
+def _native(tk: Toolkit, lib: Native, cache: Path | None) -> Path:
+    """`lib` built with `tk`'s nvcc into the cache, keyed by its source and what its build reads."""
+    key = hashlib.sha256(b"\0".join([lib.source.read_bytes(), tk.release.encode(), str(tk.nvcc).encode(),
+                                     *(k.encode() for k in lib.key)])).hexdigest()[:16]
+    folder = (cache or cache_root()) / lib.source.stem.removeprefix("optimas_") / f"{tk.release.split(',')[0]}-{key}"
+    target = folder / lib.name
     if _verified(target):
         return target
     if target.exists():
-        log.warning("the cached tracer %s does not match the hash recorded when it was built: building it again",
+        log.warning("the cached library %s does not match the hash recorded when it was built: building it again",
                     target)
     folder.mkdir(parents=True, exist_ok=True)
-    part = folder / f"{LIBRARY}.{os.getpid()}"
-    argv = [str(tk.nvcc), "-shared", "-Xcompiler", "-fPIC", "-O2", "-std=c++17", f"-I{tk.cupti_include}",
-            str(SOURCE), f"-L{tk.cupti_lib}", "-lcupti", "-ldl", "-Xlinker", f"-rpath={tk.cupti_lib}", "-o", str(part)]
-    log.info("building the CUPTI tracer for CUDA %s", tk.release)
+    part = folder / f"{lib.name}.{os.getpid()}"
+    argv = [str(tk.nvcc), "-shared", "-Xcompiler", "-fPIC", "-O2", *lib.flags, "-o", str(part)]
+    log.info("building %s for CUDA %s", lib.what, tk.release)
     r = run_process(argv, folder, 600, env=child_environment(), log=folder / "build.log")
     if r.returncode != 0 or not part.is_file():
         part.unlink(missing_ok=True)
         why = "timed out" if r.timed_out else f"exit {r.returncode}"
-        raise TracerError(f"building the tracer failed ({why}); see {folder / 'build.log'}: "
+        raise TracerError(f"building {lib.what} failed ({why}); see {folder / 'build.log'}: "
                           f"{r.output.strip()[-600:]}")
     digest = part.with_name(part.name + ".sha256")
     digest.write_text(_sha256(part) + "\n")
-    os.replace(digest, target.with_name(LIBRARY + ".sha256"))
+    os.replace(digest, target.with_name(lib.name + ".sha256"))
     os.replace(part, target)  # whole, even when another process built it at the same time
     return target
 
@@ -112,13 +140,22 @@ def _sha256(path: Path) -> str:
 def _verified(target: Path) -> bool:
     """Whether the cached library is the one built here: a regular file whose hash is the one
     recorded beside it when it was built (the cache outlives the job that filled it)."""
-    recorded = target.with_name(LIBRARY + ".sha256")
+    recorded = target.with_name(target.name + ".sha256")
     if not target.is_file() or target.is_symlink() or not recorded.is_file():
         return False
     try:
         return recorded.read_text().strip() == _sha256(target)
     except OSError:
         return False
+
+
+def run_environment(app: AppConfig, nvcc: str = "nvcc") -> dict[str, str]:
+    """The variables every run of the app gets besides the minimal environment: app.env, with the seed
+    library preloaded when app.pin_seeds is set (before any library app.env preloads)."""
+    if not app.pin_seeds:
+        return dict(app.env)
+    preload = " ".join(p for p in (str(seed_library(nvcc)), app.env.get("LD_PRELOAD", "")) if p)
+    return {**app.env, "LD_PRELOAD": preload, "OPTIMAS_PIN_SEED": str(app.seeds[0])}
 
 
 def trace_environment(library: Path, trace_dir: Path, keep_bytes: int = 0, keep_each: int = 0) -> dict[str, str]:
