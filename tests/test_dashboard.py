@@ -147,6 +147,8 @@ def test_the_run_page_shows_the_evidence_the_proof_and_the_charts(dashboard, bro
     link.click()
     WebDriverWait(browser, 10).until(expected_conditions.staleness_of(link))
     assert browser.find_element(By.ID, "verdict").text == "improvement"
+    # the shipped run's measured gain and its 95 % interval (evaluation/result.json: 1.3202, 1.3176 to 1.3227)
+    assert browser.find_element(By.ID, "gain").text == "+132.0% (+131.8% to +132.3%)"
     evidence = browser.find_element(By.ID, "evidence").text
     assert all(f"\n{i} " in "\n" + evidence for i in ("L1", "R1", "S1", "C1", "K1")), evidence
     assert "EDIT file=reduction_kernel.cu" in browser.find_element(By.ID, "answer").get_attribute("textContent")
