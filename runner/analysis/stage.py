@@ -108,7 +108,8 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], code: dict[str, str
         if diag.results_variation.varies and diag.results_variation.rounding_ulps is None:
             diag.notes.append(f"the original's GPU results differ between two runs beyond rounding "
                               f"({diag.results_variation.why}): bit-for-bit validation cannot pass; declare a "
-                              "tolerance (app.gpu_results), give the program a seed, or check it by app.stdout")
+                              "tolerance (app.gpu_results), pin its seeds (app.pin_seeds) or give it one, or check "
+                              "it by app.stdout")
     return diag
 
 
