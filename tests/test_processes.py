@@ -124,6 +124,30 @@ def test_the_same_build_is_done_once_with_a_build_cache(tmp_path, monkeypatch):
     assert count.read_text().count("built") == 4  # no cache: every build runs
 
 
+def test_the_same_build_asked_for_at_once_is_made_once(tmp_path, monkeypatch):
+    """llm.candidates' threads each build the original for their prompt at the same moment (and
+    xdist's workers share one cache): one caller builds, the others wait for it and take it from
+    the cache, each with its own binary."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from runner.toolchain.builder import compile_candidate
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "k.cu").write_text("int main() { return 0; }\n")
+    count = tmp_path / "builds"
+    (app / "optimas.yml").write_text(
+        "app:\n  sources: [k.cu]\n"
+        f"  build: sh -c 'echo built >> {count}; sleep 1; cp k.cu {{exe}}'\n")
+    lc = load_config(app / "optimas.yml")
+    monkeypatch.setenv("OPTIMAS_BUILD_CACHE", str(tmp_path / "cache"))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        built = list(pool.map(lambda n: compile_candidate(lc, {}, "sm_90", exe=tmp_path / f"exe{n}"), range(4)))
+    assert all(b.ok for b in built) and count.read_text().count("built") == 1
+    assert sorted(b.cached for b in built) == [False, True, True, True]
+    assert all((tmp_path / f"exe{n}").read_text() == "int main() { return 0; }\n" for n in range(4))
+
+
 def test_a_size_scales_with_the_scale_placeholder():
     from runner.base.processes import render
 

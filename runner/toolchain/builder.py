@@ -3,12 +3,14 @@ environment and compiler are built once (the binary kept for the next caller tha
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -142,20 +144,29 @@ class Builder:
         `exe`, the binary is kept there. With `macros`, the result holds the macros each source was
         compiled with (CompileResult.macros). A build that depends on the configuration is for
         `configuration` (default: the profiled one), cached per configuration."""
-        lc, arch = self.lc, self.arch
-        built_for = lc.config.app.build_configuration(configuration)
+        built_for = self.lc.config.app.build_configuration(configuration)
         # the key is the workspace's contents with `files` over them: a build found in the cache needs no copy
         entry = Path(self.cache) / _build_key(self, files, macros, built_for) if self.cache else None
         result = _cached(entry, exe)
         if result is None:
-            with scratch("optimas-candidate-") as tmp:
-                cwd = copy_workspace(lc, Path(tmp) / "ws", files)
-                target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
-                result = build(lc, cwd, arch, exe=target, options=BuildOptions(macros=macros), configuration=built_for)
-                if entry is not None:
-                    _store(entry, result, target)
+            with _building(entry):
+                result = _cached(entry, exe)  # built meanwhile by the caller that held the lock
+                if result is None:
+                    result = self._build(files, entry, exe, macros, built_for)
         if log:
             log.write_text("$ " + " ".join(result.command) + "\n" + result.output + "\n")
+        return result
+
+    def _build(self, files: dict[str, str], entry: Path | None, exe: Path | None, macros: bool,
+               built_for: str | None) -> CompileResult:
+        """The build itself, in a fresh copy of the workspace, stored as cache `entry` (None: no cache)."""
+        with scratch("optimas-candidate-") as tmp:
+            cwd = copy_workspace(self.lc, Path(tmp) / "ws", files)
+            target = exe if exe is not None or entry is None else Path(tmp) / "app.bin"
+            result = build(self.lc, cwd, self.arch, exe=target, options=BuildOptions(macros=macros),
+                           configuration=built_for)
+            if entry is not None:
+                _store(entry, result, target)
         return result
 
     @cached_property
@@ -255,6 +266,24 @@ def _copied_files(lc: LoadedConfig, files: dict[str, str]) -> dict[str, Callable
         data = source_bytes(Path(path), text)
         out[os.path.relpath(path, space)] = lambda data=data: data
     return out
+
+
+@contextmanager
+def _building(entry: Path | None) -> Iterator[None]:
+    """An exclusive lock on one build of the cache (a file beside its entry) while it is made: the
+    same build asked for at once (llm.candidates' threads each compile the original for their
+    prompt; parallel processes sharing OPTIMAS_BUILD_CACHE) is made once, the others waiting for it
+    and taking it from the cache. Builds of other keys do not wait."""
+    if entry is None:
+        yield
+        return
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(entry.with_name(entry.name + ".lock"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _cached(entry: Path | None, exe: Path | None) -> CompileResult | None:
