@@ -43,7 +43,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from runner.base.processes import cache_root, child_environment, run_process
 from runner.scan.cuda_source import LOCAL_INCLUDE, strip_comments_and_strings
 from runner.toolchain.compat_record import DIALECT, CompatRecord
 
@@ -312,6 +311,8 @@ def compat_used(code: str, compat: Compat) -> list[str]:
 
 
 def _ask(nvcc: str, flag: str) -> str | None:
+    from runner.base.processes import child_environment, run_process  # not at the top: see build_environment
+
     r = run_process([nvcc, flag], Path(nvcc).parent, 60, env=child_environment(), what=f"{nvcc} {flag}")
     return r.output if r.returncode == 0 else None
 
@@ -375,6 +376,10 @@ def build_environment(declared: Mapping[str, str] | None, nvcc: str = "nvcc", ca
     """The environment of a build command: child_environment(declared) with the shim's folder first
     on PATH (when there is an nvcc to wrap); `compat`: the shim pre-includes the compatibility
     headers (app.legacy_cuda)."""
+    # Imported here, not at the top: the shim runs once per nvcc call of every build, and the
+    # process runner (threads, signals, the sandbox) was a quarter of its start (15 of 57 ms).
+    from runner.base.processes import cache_root, child_environment
+
     env = child_environment(declared)
     if compat:
         env[COMPAT_HEADERS] = "1"
