@@ -785,50 +785,6 @@ def test_check_config_build_builds_as_optimas_does_and_says_what_ptxas_reports(t
     assert r.returncode == 3 and "build failed after" in r.stderr and "expected an expression" in r.stderr
 
 
-KERNEL = "__global__ void {name}(float* a, int n) {{ int i = threadIdx.x; if (i < n) a[i] = 2 * a[i]; }}\n"
-
-
-@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("cmake")), reason="nvcc and cmake not installed")
-def test_cmake_says_what_it_builds_through_its_file_api(tmp_path: Path):
-    """A target named from a cache variable (`${APP}-bench`: its text names no real target), a
-    library's kernels linked by an executable of another folder that renames its output, and an
-    executable with no CUDA code: CMake's File API gives the real targets and artifacts; init writes
-    one config listing the programs with CUDA code, each built by its own target."""
-    root = tmp_path / "repo"
-    for folder in ("lib", "bench", "tool"):
-        (root / folder).mkdir(parents=True)
-    (root / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.18)\nproject(demo LANGUAGES CXX CUDA)\n"
-        'set(APP "stencil" CACHE STRING "which app")\nadd_subdirectory(lib)\nadd_subdirectory(bench)\n'
-        "add_subdirectory(tool)\nadd_executable(${APP}-bench main.cu)\n")
-    (root / "main.cu").write_text(KERNEL.format(name="k") + "int main() { k<<<1, 32>>>(nullptr, 0); return 0; }\n")
-    (root / "lib" / "CMakeLists.txt").write_text("add_library(kern STATIC kern.cu more.cu)\n")
-    (root / "lib" / "kern.cu").write_text(KERNEL.format(name="lk") + "void launch(float* a) { lk<<<1, 1>>>(a, 1); }\n")
-    (root / "lib" / "more.cu").write_text(KERNEL.format(name="mk"))
-    (root / "bench" / "CMakeLists.txt").write_text(
-        "add_executable(bench bench.cpp)\ntarget_link_libraries(bench kern)\n"
-        "set_target_properties(bench PROPERTIES OUTPUT_NAME runbench\n"
-        "  RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n")
-    (root / "bench" / "bench.cpp").write_text("void launch(float*);\nint main() { launch(nullptr); return 0; }\n")
-    (root / "tool" / "CMakeLists.txt").write_text("add_executable(tool tool.cpp)\n")
-    (root / "tool" / "tool.cpp").write_text("int main() { return 0; }\n")
-    r = init(str(root))
-    assert r.returncode == 0, r.stderr
-    lc = load_config(root / "optimas.yml")
-    assert lc.program_names() == ["bench", "stencil-bench"]  # the tool compiles no CUDA code
-    bench, stencil = (lc.for_program(n).config.app for n in lc.program_names())
-    assert "--target bench " in bench.build and "cp {exe}.build/bin/runbench {exe}" in bench.build
-    assert bench.sources == ["lib/kern.cu", "lib/more.cu"] and stencil.sources == ["main.cu"]
-    assert "--target stencil-bench " in stencil.build and "cp {exe}.build/stencil-bench {exe}" in stencil.build
-    assert "stencil-bench: 1 kernel (k) in main.cu" in r.stdout and "bench: 2 kernels (lk, mk)" in r.stdout
-    built = run_cli("check-config", "--config", str(root / "optimas.yml"), "--build")
-    assert built.returncode == 0 and "2 of 2 programs built" in built.stdout, built.stdout + built.stderr
-    # one program asked for: the config is that one alone
-    r, app = initialized(root, "--force", "--program", "bench")
-    assert "--target bench " in app.build
-    assert "Building target 'bench' (bench/CMakeLists.txt), as --program asks" in r.stdout
-
-
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
 def test_a_cmake_project_that_does_not_configure_is_read_from_its_text_and_says_why(tmp_path: Path):
     cm = ("cmake_minimum_required(VERSION 3.18)\nproject(s LANGUAGES CXX)\n"

@@ -109,37 +109,63 @@ def test_a_folder_tree_without_build_files_lists_each_main_with_kernels(tmp_path
     assert {c["file"] for c in commands} == {"stencil/main.cu", "stencil/stencil.cu", "scan/scan.cu"}
 
 
+KERNEL = "__global__ void {name}(float* a, int n) {{ int i = threadIdx.x; if (i < n) a[i] = 2 * a[i]; }}\n"
+
+
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("cmake")), reason="nvcc and cmake needed")
 def test_a_cmake_project_of_three_executables_lists_each_and_exports_its_compile_commands(tmp_path: Path):
-    """Three executables with CUDA code, one named from a cache variable (`${APP}-bench`), one in a
-    subfolder with a define of its own; a CPU-only tool is no program."""
+    """CMake's File API gives the real targets and artifacts: one named from a cache variable
+    (`${APP}-bench`: its text names no real target), one whose kernels are a library's of another
+    folder, linked by an executable that renames its output and puts it in bin/, one in a subfolder
+    with a define of its own; a CPU-only tool is no program. init writes one config listing each,
+    built by its own target, and the compile commands beside it. (Two tests of two projects before:
+    one project checks both, since each configure and each build of a CMake project pays for CMake's
+    compiler detection, about 2 CPU-s.)"""
     root = tmp_path / "proj"
-    (root / "sub").mkdir(parents=True)
+    for folder in ("lib", "bench", "sub"):
+        (root / folder).mkdir(parents=True)
     (root / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES CXX CUDA)\n"
-        'set(APP "stencil" CACHE STRING "which app")\nadd_executable(${APP}-bench a.cu)\n'
-        "add_executable(second b.cu)\nadd_subdirectory(sub)\nadd_executable(tool tool.cpp)\n")
+        'set(APP "stencil" CACHE STRING "which app")\nadd_subdirectory(lib)\nadd_subdirectory(bench)\n'
+        "add_subdirectory(sub)\nadd_executable(${APP}-bench a.cu)\nadd_executable(tool tool.cpp)\n")
+    (root / "lib" / "CMakeLists.txt").write_text("add_library(kern STATIC kern.cu more.cu)\n")
+    (root / "lib" / "kern.cu").write_text(KERNEL.format(name="lk") + "void launch(float* a) { lk<<<1, 1>>>(a, 1); }\n")
+    (root / "lib" / "more.cu").write_text(KERNEL.format(name="mk"))
+    (root / "bench" / "CMakeLists.txt").write_text(
+        "add_executable(bench bench.cpp)\ntarget_link_libraries(bench kern)\n"
+        "set_target_properties(bench PROPERTIES OUTPUT_NAME runbench\n"
+        "  RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n")
+    (root / "bench" / "bench.cpp").write_text("void launch(float*);\nint main() { launch(nullptr); return 0; }\n")
     (root / "sub" / "CMakeLists.txt").write_text("add_executable(third c.cu)\n"
                                                  "target_compile_definitions(third PRIVATE WIDTH=64)\n")
     (root / "a.cu").write_text(PROGRAM.format(n=1024, kernel="ka"))
-    (root / "b.cu").write_text(PROGRAM.format(n=2048, kernel="kb"))
     (root / "sub" / "c.cu").write_text(PROGRAM.format(n=4096, kernel="kc"))
     (root / "tool.cpp").write_text("int main() { return 0; }\n")
     r = run_cli("init", str(root))
     assert r.returncode == 0, r.stderr
     config = root / "optimas.yml"
     lc = load_config(config)
-    assert sorted(lc.program_names()) == ["second", "stencil-bench", "third"]
-    third = lc.for_program("third").config.app
+    assert lc.program_names() == ["bench", "stencil-bench", "third"]  # the tool compiles no CUDA code
+    bench, stencil, third = (lc.for_program(n).config.app for n in lc.program_names())
+    assert "--target bench " in bench.build and "cp {exe}.build/bin/runbench {exe}" in bench.build
+    assert bench.sources == ["lib/kern.cu", "lib/more.cu"] and stencil.sources == ["a.cu"]
+    assert "--target stencil-bench " in stencil.build and "cp {exe}.build/stencil-bench {exe}" in stencil.build
     assert "--target third " in third.build and third.sources == ["sub/c.cu"] and third.size_constants == ["N"]
-    assert "--target stencil-bench " in lc.for_program("stencil-bench").config.app.build
-    assert all(_builds(config, name, tmp_path) for name in lc.program_names())
+    assert "stencil-bench: 1 kernel (ka) in a.cu" in r.stdout and "bench: 2 kernels (lk, mk)" in r.stdout
+    built = run_cli("check-config", "--config", str(config), "--build")
+    assert built.returncode == 0 and "3 of 3 programs built" in built.stdout, built.stdout + built.stderr
     commands = {c["file"]: c for c in json.loads((root / "compile_commands.json").read_text())}
-    assert set(commands) == {"a.cu", "b.cu", "sub/c.cu"}  # the tool is no program
+    # the tool is no program: every entry is a program's file (bench's: its own and its library's)
+    assert set(commands) - {"bench/bench.cpp", "lib/kern.cu", "lib/more.cu"} == {"a.cu", "sub/c.cu"}
     c = commands["sub/c.cu"]
     assert c["directory"] == "." and "-DWIDTH=64" in c["arguments"]
     assert c["output"] == "build/sub/CMakeFiles/third.dir/c.cu.o" and c["arguments"][-1] == c["output"]
     assert not any(str(tmp_path) in w for e in commands.values() for w in e["arguments"])  # portable
+    # one program asked for: the config is that one alone
+    r = run_cli("init", str(root), "--force", "--program", "bench")
+    assert r.returncode == 0, r.stderr
+    assert "--target bench " in load_config(config).config.app.build
+    assert "Building target 'bench' (bench/CMakeLists.txt), as --program asks" in r.stdout
 
 
 @needs_tools
