@@ -37,6 +37,7 @@ def test_repository_config_is_valid_and_equals_defaults_for_thresholds():
     ("analysis: {counters: {kapa: 3}}", "analysis.counters.kapa: unknown key"),
     ("llm: {backend: gpt5}", "llm.backend:"),
     ("evaluation: {timed_runs: 0}", "evaluation.timed_runs: expected a value >= 2, got 0"),
+    ("profiling: {max_targeted_kernels: 0}", "profiling.max_targeted_kernels: expected a value >= 1, got 0"),
     ("- a\n- b\n", "expected a mapping of sections"),
     ("analysis: [", "not valid YAML at line 1"),
 ])

@@ -6,12 +6,21 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import FIXTURES
 from test_readers import ACCURACY, MATMUL, TRIAD
 
-from runner.analysis.hot import select_hot_kernels, widen_to_editable
+from runner.analysis.hot import (
+    hot_functions,
+    left_out_of_profiling,
+    profiled_instances,
+    select_hot_kernels,
+    widen_to_editable,
+)
 from runner.analysis.roofline import aggregate_launches, roofline
 from runner.base.errors import AnalysisError
 from runner.profiles.readers import NcuDetailsCsvReader, NcuRawCsvReader, NcuReportReader
+from runner.profiles.readers.trace import TraceReader
+from runner.scan.cuda_source import function_name
 
 
 def launches(*pairs: tuple[str, float]) -> pd.DataFrame:
@@ -71,6 +80,33 @@ def test_when_no_hot_kernel_is_editable_the_hottest_editable_ones_become_hot_too
     assert widen_to_editable(ks, {"lib", "c"}, 0.8) == ks  # a hot kernel is editable already
     assert widen_to_editable(ks, set(), 0.8) == ks  # nothing to edit: the prompt stage says so
     assert [k.kernel for k in widen_to_editable(ks, {"c"}, 0.8) if k.hot] == ["lib", "c"]
+
+
+def test_the_hottest_instance_of_each_source_function_is_profiled_first():
+    """A traced run on the H100 (tests/fixtures/instances-h100) whose time is spread over the
+    instances of templates, as mixbench-cuda's over 55 of one (issue #44): 11 of 16 kernels are
+    hot, 8 of them instances of mix<T, N>. The targeted collection takes the hottest instance of
+    each source function first, then the next of each, up to its limit; every one stays hot."""
+    traced = TraceReader().read(FIXTURES / "instances-h100" / "trace.tsv").launches
+    kernels = select_hot_kernels(traced, 0.8)
+    hot = [k.kernel for k in kernels if k.hot]
+    assert [function_name(k) for k in hot] == ["copy", "mix", "mix", "scale", "copy"] + ["mix"] * 6
+    assert profiled_instances(hot, 4) == [hot[0], hot[1], hot[3], hot[4]]  # copy, mix, scale, then copy's other
+    assert profiled_instances(hot, 6) == hot[:6]  # then mix's next two
+    assert profiled_instances(hot, 2) == hot[:2]  # fewer than the functions: the coldest is left out whole
+    assert profiled_instances(hot, 100) == hot
+    with pytest.raises(ValueError):
+        profiled_instances(hot, 0)
+    functions = hot_functions(kernels, profiled_instances(hot, 2))
+    assert [(f.function, f.instances, len(f.hot), len(f.profiled)) for f in functions] == [
+        ("copy", 2, 2, 1), ("mix", 12, 8, 1), ("scale", 1, 1, 0)]
+    assert sum(f.share for f in functions) == pytest.approx(1.0 - kernels[-1].share)  # all but the cold fill
+    said = left_out_of_profiling(functions, 2)
+    assert said.startswith("profiling 2 of the 11 hot kernels in depth (profiling.max_targeted_kernels: 2;")
+    assert "mix: 1 of its 8 hot instances, the hottest (the other 7 are the same source" in said
+    assert "copy: 1 of its 2 hot instances" in said
+    assert said.endswith(f"left out, without evidence of their own: scale ({functions[2].share:.1%} of kernel time)")
+    assert left_out_of_profiling(hot_functions(kernels, hot), 100) == ""
 
 
 def test_hot_kernels_on_h200_capture(h200: Path):

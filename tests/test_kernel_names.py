@@ -17,7 +17,14 @@ from runner.profiles.model import MANGLED, Profile
 from runner.profiles.readers import NcuRawCsvReader, NcuReportReader, read_profiles
 from runner.profiles.readers.report import report_kernel_names
 from runner.profiles.readers.trace import TraceReader
-from runner.scan.cuda_source import functions, kernel_by_name, kernel_key, template_symbol_prefix
+from runner.scan.cuda_source import (
+    function_key,
+    function_name,
+    functions,
+    kernel_by_name,
+    kernel_key,
+    template_symbol_prefix,
+)
 
 CAPTURE = FIXTURES / "templated-h200"
 REDUCE = "_ZN5probe6reduceIfLj256ELb1EEEvPKT_PS1_j"
@@ -72,6 +79,22 @@ def test_every_spelling_locates_the_template_definition():
     for ncu, traced in zip(NcuRawCsvReader().read(CAPTURE / "templated_raw_base.csv").launches["kernel"],
                            TraceReader().read(CAPTURE / "templated_trace.tsv").launches["kernel"], strict=True):
         assert kernel_by_name(funcs, ncu) is not None and kernel_by_name(funcs, ncu) == kernel_by_name(funcs, traced)
+
+
+
+def test_both_demanglers_give_each_kernel_the_same_source_function():
+    """The instances of one kernel template are one source function to edit (issue #44: mixbench's
+    55 instances of benchmark_func): function_key is the same for ncu's spelling and the tracer's, and
+    for every instance, and tells apart what kernel_by_name tells apart."""
+    ncu = NcuRawCsvReader().read(CAPTURE / "templated_raw_base.csv").launches["kernel"]
+    traced = TraceReader().read(CAPTURE / "templated_trace.tsv").launches["kernel"]
+    assert [function_key(k) for k in ncu] == [function_key(k) for k in traced] == [
+        "probe::scale/3", "apply/3", "probe::reduce/3", "probe::for_each/3"]
+    assert function_name(NCU_REDUCE) == function_name(TRACED_REDUCE) == "probe::reduce"
+    other = "void probe::reduce<double, 128u, false>(double const*, double*, unsigned int)"
+    assert function_key(other) == function_key(NCU_REDUCE) and kernel_key(other) != kernel_key(NCU_REDUCE)
+    assert function_key("k(float *)") != function_key("k(float *, int)")  # overloads
+    assert function_key("saxpy") == "saxpy"  # a name without parameters
 
 
 def test_template_symbol_prefix_covers_every_instance():

@@ -183,6 +183,104 @@ def test_analysis_of_the_accuracy_capture(tmp_path: Path):
     assert source[s1.line - 1].strip() == s1.source
 
 
+INSTANCES = FIXTURES / "instances-h100"
+
+
+def test_a_template_of_many_hot_instances_is_profiled_through_its_hottest(tmp_path: Path, caplog):
+    """mixbench-cuda's 55 hot instances of one template were each profiled (2.5 minutes) and their
+    45 MB report was not read within the run's time (issue #44). On the H100 capture of
+    instances.cu (11 hot kernels, 8 of them instances of mix): the agent profiles
+    profiling.max_targeted_kernels of them, the hottest instance of each source function first,
+    and says what it leaves out and why; as the run on the H100 did (its manifest)."""
+    from runner.profiles.readers.trace import TraceReader
+
+    agent = ProfilingAgent(RunContext(load_config(INSTANCES / "optimas.yml"), create_run(tmp_path / "runs")))
+    hot, _ = agent._hot_kernels(TraceReader().read(INSTANCES / "trace.tsv").launches)
+    with caplog.at_level("INFO", logger="optimas"):
+        chosen = agent._in_depth(hot)
+    assert len(hot) == 11 and chosen == [hot[0], hot[1], hot[3], hot[4]]
+    stage = json.loads((INSTANCES / "manifest.json").read_text())["stages"]["profile"]
+    assert len(stage["hot_kernels"]) == 11 and len(stage["profiled_kernels"]) == 4
+    assert [k.split("<")[0].split("(")[0] for k in chosen] == ["void copy", "void mix", "scale", "void copy"]
+    assert ("profiling 4 of the 11 hot kernels in depth (profiling.max_targeted_kernels: 4; each profiled kernel "
+            "is replayed 20 or more times") in caplog.text
+    assert "mix: 1 of its 8 hot instances, the hottest (the other 7 are the same source" in caplog.text
+    assert "copy:" not in caplog.text and "left out, without" not in caplog.text  # both copy instances profiled
+    # the default limit, 8: the hottest 8, and nothing said of functions left out whole
+    default = tmp_path / "default.yml"
+    default.write_text(f"app: {{name: instances, workdir: {INSTANCES}, sources: [instances.cu], build: b, "
+                       "run: '{exe}'}\n")
+    agent = ProfilingAgent(RunContext(load_config(default), create_run(tmp_path / "runs")))
+    assert agent.cfg.profiling.max_targeted_kernels == 8
+    assert agent._in_depth(agent._hot_kernels(TraceReader().read(INSTANCES / "trace.tsv").launches)[0]) == hot[:8]
+
+
+def _analyze_instances(tmp_path: Path):
+    """The analysis of the instances capture's trace and first targeted report, as diagnostics.json
+    and diagnostics.md."""
+    from runner.analysis.evidence import Diagnostics
+
+    r = subprocess.run([sys.executable, "-m", "runner.cli", "analyze", "--config", str(INSTANCES / "optimas.yml"),
+                        "--runs-dir", str(tmp_path), "--timing", str(INSTANCES / "trace.tsv"),
+                        "--report", str(INSTANCES / "hot0.ncu-rep"), "--json"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    (run,) = tmp_path.iterdir()
+    return Diagnostics.model_validate_json(r.stdout), (run / "analysis" / "diagnostics.md").read_text()
+
+
+def test_the_analysis_counts_every_instance_and_says_which_were_profiled(tmp_path: Path):
+    """The hot kernels the targeted report does not hold are still hot, with their share, when
+    another instance of their source function was profiled (its evidence is of the same source);
+    a hot function with no instance profiled (scale: hot1.ncu-rep is not given) is named in a note.
+    The analysis stopped at the first hot kernel missing from the report before (issue #44)."""
+    from runner.analysis.evidence import render_markdown
+
+    d, md = _analyze_instances(tmp_path)
+    assert len(d.hot_kernels) == 11 and len(d.kernels) == 16
+    assert [(f.function, f.instances, len(f.hot), len(f.profiled)) for f in d.functions] == [
+        ("copy", 2, 2, 2), ("mix", 12, 8, 1), ("scale", 1, 1, 0)]
+    profiled = [k for f in d.functions for k in f.profiled]
+    assert {e.kernel for e in d.evidence if e.kind != "counter"} <= set(profiled)
+    assert {e.kernel for e in d.evidence if e.kind == "launch"} == set(profiled)
+    mix = d.functions[1]
+    share = sum(k.share for k in d.hot_kernels if k.kernel in mix.hot)
+    assert ("- mix: 8 hot instances of this one source function, " in md
+            and f" ({share:.1%}; all 12 of its instances: {mix.share:.1%}); profiled, with the evidence below: "
+            "<unsigned int, 128> (" in md and "; not profiled: the other 7\n" in md)
+    assert "- copy: 2 hot instances of this one source function" in md
+    section = md.split("## Hot kernels", 1)[1].split("\n## ", 1)[0].strip().splitlines()[1:]
+    assert [line.split(":")[0] for line in section] == ["- copy", "- mix", "- scale"]
+    (note,) = [n for n in d.notes if n.startswith("scale:")]
+    assert "1 hot kernel (" in note and "profiling.max_targeted_kernels" in note
+    # short of room, the evidence of copy's other instance gives way first (copy<double>'s stands for it)
+    other = {e.id for e in d.evidence if e.kernel == d.functions[0].profiled[1]}
+    tight = render_markdown(d, len(render_markdown(d).encode()) - 1)
+    omitted = tight.split("omitted here for length (kept in diagnostics.json): ", 1)[1].strip().split(", ")
+    assert omitted[0] in other and omitted[0].startswith("L")
+
+
+def test_the_prompt_names_a_template_of_many_hot_instances_once(tmp_path: Path):
+    """The task names mix once, with its 8 hot instances' share and the one profiled, not 8 names;
+    K* reports on the profiled instances only."""
+    from runner.proposal.prompt import _compiler_kernels, build_prompt
+
+    d, _ = _analyze_instances(tmp_path)
+    user = build_prompt("instances", d, {"instances.cu": (INSTANCES / "instances.cu").read_text()}).user
+    task = user.split("## Task\n", 1)[1].split("\n", 1)[0]
+    mix = d.functions[1]
+    share = sum(k.share for k in d.hot_kernels if k.kernel in mix.hot)
+    assert (f"mix (8 instances of one template, {share:.1%} of kernel time: 16 launches; the evidence is of the 1 "
+            "profiled: <unsigned int, 128>)") in task
+    assert "copy (2 instances of one template, " in task and "; the evidence is of the 2 profiled: <double>, <float>)" \
+        in task
+    assert task.count("mix") == 1 and "scale (" in task
+    assert user.count("### Hot kernel mix") == 1
+    hot = [k.kernel for k in d.hot_kernels]
+    assert _compiler_kernels(hot, d.functions) == [k for k in hot if k in d.functions[0].profiled + mix.profiled
+                                                   or k in d.functions[2].hot]
+
+
 def test_the_gpu_is_the_one_cuda_visible_devices_names(tmp_path: Path, monkeypatch):
     """nvidia-smi lists every GPU whatever CUDA_VISIBLE_DEVICES says; a process pinned to one (a
     worker per GPU) must build for that one. The stand-in prints what nvidia-smi prints."""

@@ -20,7 +20,15 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from runner.analysis.counters import CounterSelection, SelectedCounter, select_counters
-from runner.analysis.hot import KernelTime, in_profile_spelling, select_hot_kernels, widen_to_editable
+from runner.analysis.hot import (
+    HotFunction,
+    KernelTime,
+    hot_functions,
+    in_profile_spelling,
+    instance_label,
+    select_hot_kernels,
+    widen_to_editable,
+)
 from runner.analysis.launch import LaunchConfig, launch_config, launch_text
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
 from runner.analysis.sources import SourceDigest, source_digests
@@ -78,6 +86,8 @@ class Diagnostics(BaseModel):
     gpu: GpuInfo
     alpha: float
     kernels: list[KernelTime]
+    # the hot kernels' source functions: a template's instances together, and which were profiled
+    functions: list[HotFunction] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     counter_selection: CounterSelection | None = None
     notes: list[str] = Field(default_factory=list)
@@ -151,14 +161,18 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counters: CounterRuns | None
     """
     kernels = _rank_kernels(profile, cfg, timing, only, editable)
     hot = [k.kernel for k in kernels if k.hot]
-    missing = [k for k in hot if not (profile.launches["kernel"] == k).any()]
-    if missing:
-        raise AnalysisError("the profiles hold no launch of hot kernel(s) " + ", ".join(missing)
+    launched = set(profile.launches["kernel"])
+    profiled = [k for k in hot if k in launched]  # the others: instances of a template left out, say
+    if not profiled:
+        raise AnalysisError("the profiles hold no launch of hot kernel(s) " + ", ".join(hot)
                             + "; collect them (ncu -k) or lower analysis.alpha")
-    notes: list[str] = []
-    aggregated = [(k, aggregate_launches(profile.kernel_metrics(k), profile.kernel_durations(k))) for k in hot]
+    functions = hot_functions(kernels, profiled)
+    notes = _unprofiled_notes(functions)
+    aggregated = [(k, aggregate_launches(profile.kernel_metrics(k), profile.kernel_durations(k)))
+                  for k in profiled]
     rooflines, roofline_items = _roofline_evidence(aggregated, cfg, notes)
-    evidence = _launch_evidence(profile, aggregated) + roofline_items + _stall_evidence(profile, hot, cfg, notes)
+    evidence = (_launch_evidence(profile, aggregated) + roofline_items
+                + _stall_evidence(profile, profiled, cfg, notes))
     selection = None
     if counters is not None and not counters.runs.launches.empty:
         symbols = {k.kernel: k.mangled for k in kernels if k.hot and k.mangled}
@@ -166,9 +180,19 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counters: CounterRuns | None
         evidence += _counter_evidence(selection)
     else:
         notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
-    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics, hot), alpha=cfg.alpha, kernels=kernels,
-                       evidence=evidence, counter_selection=selection, notes=notes,
-                       source_digests=source_digests(profile, hot))
+    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics, profiled), alpha=cfg.alpha,
+                       kernels=kernels, functions=functions, evidence=evidence, counter_selection=selection,
+                       notes=notes, source_digests=source_digests(profile, profiled))
+
+
+def _unprofiled_notes(functions: list[HotFunction]) -> list[str]:
+    """A note for each hot source function the profiles hold no instance of: it stays hot (its
+    share counts) without evidence of its own. Instances of a function left out beside a profiled
+    one need none: the evidence of that one is of the same source (the hot-kernel list says so)."""
+    return [f"{f.function}: {len(f.hot)} hot kernel{'s' if len(f.hot) > 1 else ''} ({f.share:.1%} of kernel time) "
+            "without a launch in the profiles, so no L/R/S evidence of its own (the profiling agent profiles "
+            "profiling.max_targeted_kernels kernels at most; collect it with ncu -k or raise that limit)"
+            for f in functions if not f.profiled]
 
 
 def _rank_kernels(profile: Profile, cfg: AnalysisConfig, timing: pd.DataFrame | None, only: list[str],
@@ -371,20 +395,19 @@ def _counter_text(c, compact: bool = False) -> str:
 def render_markdown(d: Diagnostics, max_bytes: int | None = None) -> str:
     """The evidence as compact Markdown for a prompt.
 
-    With `max_bytes`, the least salient items give way until the text fits: first stall lines
-    beyond each kernel's top one (from the least hot kernel up), then the counters' lists of the
-    counters that move with them (each keeps its numbers and NVIDIA's description), then counters,
-    then the remaining stall lines. Omitted ids are named in a note; diagnostics.json keeps them all.
+    With `max_bytes`, the least salient items give way until the text fits: first the evidence of
+    the other profiled instances of a template beside its hottest (the same source, which the
+    hottest one's evidence is of): their launch configurations, stall lines, then rooflines, each
+    from the least hot up; then stall lines beyond each kernel's top
+    one (from the least hot kernel up), then the counters' lists of the counters that move with them
+    (each keeps its numbers and NVIDIA's description), then counters, then the remaining stall
+    lines. Omitted ids are named in a note; diagnostics.json keeps them all.
     """
     shown = list(d.evidence)
     text = _render(d, shown, [])
     if max_bytes is None or len(text.encode()) <= max_bytes:
         return text
-    firsts = {e.kernel: e.id for e in reversed(shown) if e.kind == "stall"}
-    order = ([e for e in reversed(shown) if e.kind == "stall" and firsts[e.kernel] != e.id]
-             + [None]  # the counters made compact here
-             + [e for e in reversed(shown) if e.kind == "counter"]
-             + [e for e in reversed(shown) if e.kind == "stall"])
+    order = _giving_way(d, shown)
     omitted: list[str] = []
     for e in order:
         if e is None:
@@ -402,6 +425,19 @@ def render_markdown(d: Diagnostics, max_bytes: int | None = None) -> str:
         if len(text.encode()) <= max_bytes:
             break
     return text
+
+
+def _giving_way(d: Diagnostics, shown: list[Evidence]) -> list[Evidence | None]:
+    """The order in which render_markdown leaves items out (None: where the counters are made
+    compact)."""
+    firsts = {e.kernel: e.id for e in reversed(shown) if e.kind == "stall"}
+    others = {k for f in d.functions for k in f.profiled[1:]}  # a template's instances beside its hottest
+    return ([e for kind in ("launch", "stall", "roofline") for e in reversed(shown)
+             if e.kind == kind and e.kernel in others]
+            + [e for e in reversed(shown) if e.kind == "stall" and firsts[e.kernel] != e.id]
+            + [None]  # the counters made compact here
+            + [e for e in reversed(shown) if e.kind == "counter"]
+            + [e for e in reversed(shown) if e.kind == "stall"])
 
 
 def _compact(e: Evidence) -> Evidence:
@@ -446,9 +482,32 @@ def _render_hot(d: Diagnostics) -> list[str]:
     covered = sum(k.share for k in hot)
     out = ["", f"## Hot kernels ({len(hot)} of {len(d.kernels)} kernels, {covered:.1%} of kernel time; "
                f"alpha {d.alpha:g})"]
-    out += [f"- {short_kernel_name(k.kernel)}: {k.total_ns / 1000:.1f} us over {k.launches} "
-            f"launch{'es' if k.launches != 1 else ''} ({k.share:.1%})" for k in hot]
+    several = {f.hot[0]: f for f in d.functions if len(f.hot) > 1}  # by its hottest hot instance
+    grouped = {k for f in several.values() for k in f.hot}
+    times = {k.kernel: k for k in hot}
+    for k in hot:
+        if k.kernel in several:
+            out.append(_function_line(several[k.kernel], times))
+        elif k.kernel not in grouped:
+            out.append(f"- {short_kernel_name(k.kernel)}: {k.total_ns / 1000:.1f} us over {k.launches} "
+                       f"launch{'es' if k.launches != 1 else ''} ({k.share:.1%})")
     return out
+
+
+def _function_line(f: HotFunction, times: dict[str, KernelTime]) -> str:
+    """One line for a source function with several hot instances (a template's): their time
+    together, and which were profiled (the evidence is theirs; the others are the same source)."""
+    hot = [times[k] for k in f.hot]
+    line = (f"- {f.function}: {len(hot)} hot instances of this one source function, "
+            f"{sum(k.total_ns for k in hot) / 1000:.1f} us over {sum(k.launches for k in hot)} launches "
+            f"({sum(k.share for k in hot):.1%}")
+    line += f"; all {f.instances} of its instances: {f.share:.1%})" if f.instances > len(hot) else ")"
+    if not f.profiled:
+        return line + "; none profiled (see the notes)"
+    shown = ", ".join(f"{instance_label(k)} ({times[k].share:.1%})" for k in f.profiled)
+    rest = len(hot) - len(f.profiled)
+    line += f"; profiled, with the evidence below: {shown}"
+    return line + (f"; not profiled: the other {rest}" if rest else "")
 
 
 def _render_section(d: Diagnostics, kind: str, heading: str, items: list[Evidence]) -> list[str]:

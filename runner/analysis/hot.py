@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from runner.base.errors import AnalysisError
 from runner.profiles.model import MANGLED
-from runner.scan.cuda_source import kernel_key
+from runner.scan.cuda_source import function_key, function_name, kernel_key, short_kernel_name, template_arguments
 
 # Cumulative shares are sums of floats; a set that covers alpha up to rounding covers it.
 _EPS = 1e-12
@@ -91,6 +91,82 @@ def widen_to_editable(kernels: list[KernelTime], editable: Collection[str], alph
         if cumulative + _EPS >= alpha:
             break
     return out
+
+
+class HotFunction(BaseModel):
+    """A source function of the hot kernels: every instance of it among the ranked kernels (a
+    template's instantiations; a plain kernel is its only instance), the hot ones, and those that
+    the profiles hold (their evidence stands for the others: one source, one edit)."""
+
+    function: str  # function_name: namespaces and name, without template arguments
+    instances: int  # its kernels in the ranking, hot or not
+    total_ns: float  # their time
+    launches: int
+    share: float  # of all kernel time
+    hot: list[str]  # its hot kernels, hottest first
+    profiled: list[str]  # those of them the profiles hold, hottest first
+
+
+def hot_functions(kernels: list[KernelTime], profiled: Collection[str]) -> list[HotFunction]:
+    """The source functions (function_key) of the hot `kernels`, in the order of their hottest hot
+    instance, with the time of all their instances; `profiled`: the kernels profiled in depth."""
+    groups: dict[str, list[KernelTime]] = {}
+    for k in kernels:
+        groups.setdefault(function_key(k.kernel), []).append(k)
+    order = {k.kernel: i for i, k in enumerate(kernels)}
+    out = [HotFunction(function=function_name(members[0].kernel), instances=len(members),
+                       total_ns=sum(k.total_ns for k in members), launches=sum(k.launches for k in members),
+                       share=sum(k.share for k in members), hot=[k.kernel for k in members if k.hot],
+                       profiled=[k.kernel for k in members if k.hot and k.kernel in profiled])
+           for members in groups.values() if any(k.hot for k in members)]
+    return sorted(out, key=lambda f: order[f.hot[0]])
+
+
+def instance_label(kernel: str) -> str:
+    """An instance by its template arguments (`<float, 256>`); a kernel that has none by its name."""
+    args = template_arguments(kernel)
+    return f"<{', '.join(args)}>" if args else short_kernel_name(kernel)
+
+
+def profiled_instances(hot: list[str], most: int) -> list[str]:
+    """The hot kernels (hottest first) a targeted collection profiles, at most `most`, in the order
+    of `hot`: the hottest instance of each source function (function_key) first, then the next
+    hottest of each, round by round, hottest first within a round. The instances of one template
+    are one source to edit: every function gets evidence of its own before any gets a second
+    instance profiled."""
+    if most < 1:
+        raise ValueError(f"at least one kernel is profiled, got {most}")
+    groups: dict[str, list[str]] = {}
+    for k in hot:
+        groups.setdefault(function_key(k), []).append(k)
+    chosen: set[str] = set()
+    depth = 0
+    while len(chosen) < min(most, len(hot)):
+        for members in groups.values():
+            if depth < len(members) and len(chosen) < most:
+                chosen.add(members[depth])
+        depth += 1
+    return [k for k in hot if k in chosen]
+
+
+def left_out_of_profiling(functions: list[HotFunction], most: int) -> str:
+    """What a targeted collection of at most `most` kernels (profiled_instances; `functions` with
+    those as their `profiled`) leaves out of the hot kernels, and why, in one line; '' when it
+    profiles every one."""
+    hot = sum(len(f.hot) for f in functions)
+    chosen = sum(len(f.profiled) for f in functions)
+    if chosen == hot:
+        return ""
+    parts = [f"{f.function}: {len(f.profiled)} of its {len(f.hot)} hot instances, the hottest (the other "
+             f"{len(f.hot) - len(f.profiled)} are the same source; the evidence of these stands for them)"
+             for f in functions if f.profiled and len(f.profiled) < len(f.hot)]
+    whole = [f for f in functions if not f.profiled]
+    if whole:
+        parts.append("left out, without evidence of their own: " + ", ".join(
+            f"{f.function} ({f.share:.1%} of kernel time)" for f in whole))
+    return (f"profiling {chosen} of the {hot} hot kernels in depth (profiling.max_targeted_kernels: {most}; each "
+            "profiled kernel is replayed 20 or more times, and a report of many is slow to write and to read): "
+            + "; ".join(parts))
 
 
 def spelled_as(kernel: str, symbol: object, by_symbol: dict[str, str], by_key: dict[str, str]) -> str | None:

@@ -365,6 +365,11 @@ class ProfilingConfig(_Strict):
     hot_kernels: Literal["tracer", "ncu"] = "tracer"
     launch_skip: Annotated[int, Field(ge=0)] = 0
     launch_count: Annotated[int, Field(ge=1)] = 1
+    max_targeted_kernels: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=8, description="hot kernels the targeted pass profiles at most: the hottest instance of each "
+        "source function first (a template's instantiations are one function to edit), then the next hottest of "
+        "each; the others stay hot with their share of time, and the evidence says which were profiled (ncu "
+        "replays each profiled kernel 20 or more times, and a report of many is slow to write and to read)")
     counter_scales: list[Annotated[float, Field(gt=0)]] = Field(
         default_factory=lambda: [0.25, 0.5, 0.75, 1.0, 1.5, 2.0],
         description="problem-size factors of the N counter runs (eOMP needs N > kappa): factors "

@@ -13,7 +13,9 @@ Steps, each recorded in the run directory (`profile/`) with its exact command in
 3. hot kernels from that (alpha of total time);
 4. targeted collection of the hot kernels (`-k regex:^(a|b)$`, by mangled name when the tracer
    named them, launch skip/count, roofline and source sections, imported source) in one profiler
-   run, its source page exported as CSV;
+   run, its source page exported as CSV: at most profiling.max_targeted_kernels of them, the
+   hottest instance of each source function first (a program may spread its time over dozens of
+   instances of one template, each replayed 20 or more times; they are one source to edit);
 5. counter runs of the hottest kernel the sources define for eOMP: over N problem sizes when the
    command takes {scale} and the kernel's work follows it (another instance of its template where
    a size launches that one instead), else one launch of each of its distinct launch
@@ -35,7 +37,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from runner.analysis.hot import KernelTime, select_hot_kernels, spelled_as, widen_to_editable
+from runner.analysis.hot import (
+    KernelTime,
+    hot_functions,
+    left_out_of_profiling,
+    profiled_instances,
+    select_hot_kernels,
+    spelled_as,
+    widen_to_editable,
+)
 from runner.base.config import Config
 from runner.base.context import RunContext
 from runner.base.errors import ProfilingError
@@ -179,6 +189,7 @@ class ProfilingAgent:
         self.dir = run.stage_dir("profile")
         self.commands: list[dict] = []
         self._launch_ns: dict[str, float] = {}  # each kernel's mean launch time in the traced run (_hot_kernels)
+        self._ranked: list[KernelTime] = []  # every kernel by time, as _hot_kernels ranked them
         self.traced_launches = Launches.empty()  # the traced run's launches, when the tracer timed them
         self._scaling_texts: dict[str, str] | None = None  # the workspace's sources, for app.size_constants
         app = self.cfg.app
@@ -269,7 +280,8 @@ class ProfilingAgent:
             exe_prof, exe_time = self._build()  # 1.
             timing_files, launches, mangled, checked = self._launch_durations(ncu, exe_prof, exe_time)  # 2.
             hot, files = self._hot_kernels(launches)  # 3.
-            reports, sources, spelled = self._targeted_collection(ncu, exe_prof, hot, mangled)  # 4.
+            in_depth = self._in_depth(hot)
+            reports, sources, spelled = self._targeted_collection(ncu, exe_prof, in_depth, mangled)  # 4.
             counters, plan_file = self._counter_runs(ncu, exe_prof, hot, files, mangled)  # 5.
         finally:  # the reports hold the sources they need (--import-source)
             shutil.rmtree(self.dir / "workspace", ignore_errors=True)
@@ -278,7 +290,8 @@ class ProfilingAgent:
         self.run.stage_done("profile", [*timing_files, *reports, *sources, *counters, *checked, plan_file,
                                         self.source_roots],
                             gpu=self.gpu.name,
-                            hot_kernels=[spelled.get(k, k) for k in hot], configuration=self.configuration,
+                            hot_kernels=[spelled.get(k, k) for k in hot],
+                            profiled_kernels=[spelled.get(k, k) for k in in_depth], configuration=self.configuration,
                             inputs={role: [str(p.relative_to(self.run.path)) for p in paths]
                                     for role, paths in inputs.items()})
         return inputs
@@ -355,7 +368,19 @@ class ProfilingAgent:
             hot = self._with_editable(kernels, hot, files)
         progress(f"hot kernels: {', '.join(hot)}")
         self._launch_ns = {k.kernel: k.total_ns / k.launches for k in kernels if k.launches}
+        self._ranked = kernels
         return hot, files
+
+    def _in_depth(self, hot: list[str]) -> list[str]:
+        """The hot kernels the targeted collection profiles: at most profiling.max_targeted_kernels,
+        the hottest instance of each source function first (profiled_instances); says what it
+        leaves out, and why."""
+        most = self.cfg.profiling.max_targeted_kernels
+        chosen = profiled_instances(hot, most)
+        if len(chosen) < len(hot):
+            marked = [k.model_copy(update={"hot": k.kernel in hot}) for k in self._ranked]
+            progress(left_out_of_profiling(hot_functions(marked, chosen), most))
+        return chosen
 
     def _say_if_slow(self, pending: list[str]) -> None:
         """Say before a collection that will take minutes: Nsight Compute replays each profiled launch
@@ -371,8 +396,8 @@ class ProfilingAgent:
 
     def _targeted_collection(self, ncu: str, exe: Path, hot: list[str], mangled: dict[str, str]
                              ) -> tuple[list[Path], list[Path], dict[str, str]]:
-        """Step 4: one ncu run for all hot kernels, then one per kernel it missed. Returns the reports,
-        their source pages (CSV) and each hot kernel's name in ncu's reports."""
+        """Step 4: one ncu run for the `hot` kernels given (_in_depth's), then one per kernel it missed.
+        Returns the reports, their source pages (CSV) and each such kernel's name in ncu's reports."""
         prof = self.cfg.profiling
         sections = [a for s in prof.targeted_sections for a in ("--section", s)]
         reports, sources = [], []

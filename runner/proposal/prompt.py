@@ -16,7 +16,7 @@ import jinja2
 from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics, Evidence, render_markdown
-from runner.analysis.hot import KernelTime
+from runner.analysis.hot import HotFunction, KernelTime, instance_label
 from runner.base.config import Config
 from runner.base.errors import OptimasError
 from runner.base.evidence_kinds import BY_WORD, DIAGNOSTICS, SOURCES, evidence_id, kinds_shown, source_kind
@@ -163,7 +163,8 @@ def render_prompt(spec: PromptSpec) -> Prompt:
     hot = defined or hot
     hot_files = [b.file for b in blocks if b.title.startswith("Hot kernel")]
     shown, evidence_md = _shown_evidence(diag, diagnostics, hot, spec.max_evidence_bytes)
-    k_items = compiler_evidence(list(spec.resources), hot, {k: t.mangled for k, t in times.items() if t.mangled})
+    k_items = compiler_evidence(list(spec.resources), _compiler_kernels(hot, diag.functions),
+                                {k: t.mangled for k, t in times.items() if t.mangled})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     system = _system_prompt(env, _results_rule(diag, spec.tolerances))
@@ -174,7 +175,7 @@ def render_prompt(spec: PromptSpec) -> Prompt:
         compiler=k_items, compile_errors=spec.compile_errors, parse_error=spec.parse_error, rejected=spec.rejected,
         sources=blocks,
         macros=macros_in_effect(files, blocks, macros or CompiledMacros(), hot_files),
-        hot_kernels=[_with_time(k, times.get(k)) for k in hot], elsewhere=elsewhere)
+        hot_kernels=_task_kernels(hot, times, diag.functions), elsewhere=elsewhere)
     return Prompt(system=system, user=user, diagnostics=diagnostics, hot_kernels=hot,
                   evidence_ids=_evidence_ids(shown, evidence_md, k_items), editable=ranges)
 
@@ -244,6 +245,41 @@ def _system_prompt(env: jinja2.Environment, results_rule: str) -> str:
     rules = [results_rule if r == BITWISE_RULE else r for r in GUARDRAILS]
     return env.get_template("system.md.j2").render(guardrails=rules, response_format=response_format.strip(),
                                                    bit_for_bit=results_rule == BITWISE_RULE)
+
+
+def _several(functions: list[HotFunction]) -> dict[str, HotFunction]:
+    """Each hot kernel -> its source function, where that function has several hot instances."""
+    return {k: f for f in functions if len(f.hot) > 1 for k in f.hot}
+
+
+def _compiler_kernels(hot: list[str], functions: list[HotFunction]) -> list[str]:
+    """The kernels K* reports on: the `hot` kernels, but of a function with several hot instances
+    (a template's) only those profiled, whose evidence the prompt shows, else its hottest: ptxas
+    reports each instance of the one source alike, and dozens of them would crowd the prompt."""
+    several = _several(functions)
+    return [k for k in hot if k not in several or k in (several[k].profiled or several[k].hot[:1])]
+
+
+def _task_kernels(hot: list[str], times: dict[str, KernelTime], functions: list[HotFunction]) -> list[str]:
+    """The hot kernels as the task names them (_with_time), the instances of a function with several
+    hot ones (a template's) once, as that function: how many, their share of kernel time and
+    launches, and which were profiled (the evidence is theirs)."""
+    several = _several(functions)
+    out: list[str] = []
+    named: set[str] = set()
+    for k in hot:
+        f = several.get(k)
+        if f is None:
+            out.append(_with_time(k, times.get(k)))
+        elif f.hot[0] not in named:  # its first instance here names it
+            named.add(f.hot[0])
+            share = sum(times[i].share for i in f.hot if i in times)
+            launches = sum(times[i].launches for i in f.hot if i in times)
+            profiled = (f"the evidence is of the {len(f.profiled)} profiled: "
+                        + ", ".join(instance_label(i) for i in f.profiled) if f.profiled else "none was profiled")
+            out.append(f"{f.function} ({len(f.hot)} instances of one template, {share:.1%} of kernel time: "
+                       f"{launches:,} launches; {profiled})")
+    return out
 
 
 def _with_time(kernel: str, t: KernelTime | None) -> str:

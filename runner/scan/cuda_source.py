@@ -475,6 +475,22 @@ def kernel_key(name: str) -> str:
     return re.sub(r"\s+", "", short_kernel_name(name))
 
 
+def function_name(name: str) -> str:
+    """The source function a kernel instantiates, as written: its namespaces and name without
+    template arguments or return type (`void ns::(anonymous namespace)::k<float, 4>(T1 *, int)` and
+    ncu's `void ns::<unnamed>::k<float, 4>(...)` -> `ns::k`)."""
+    qualified, _ = _split_name(name)
+    return "::".join(_path(qualified)) or qualified
+
+
+def function_key(name: str) -> str:
+    """What every instance of one kernel function shares, whichever demangler spelled it: its
+    function_name and its parameter count (`ns::k/2`), as kernel_by_name finds one definition
+    for all of them (overloads are told apart by their parameter count)."""
+    count = parameter_count(name)
+    return function_name(name) + ("" if count is None else f"/{count}")
+
+
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
 _CONSTANT = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:__constant__|__device__|constexpr|const)\b[^;{}()\n]*?"
                        r"\b([A-Za-z_]\w*)[ \t]*(?:\[[^\]\n]*\][ \t]*)*(?:=|;)", re.M)
