@@ -73,6 +73,8 @@ def test_a_template_of_many_hot_instances_is_profiled_through_its_hottest(tmp_pa
     assert captured == set(stage["profiled_kernels"])
     assert f"profiling 4 of the {len(stage['hot_kernels'])} hot kernels in depth" in caplog.text
     diag = analyze(lc, inputs)
+    # every hot function has evidence of its own (3 of them, 4 kernels); mix's other hot instances are counted
+    assert all(f.profiled for f in diag.functions) and sum(len(f.profiled) for f in diag.functions) == 4
     mix = next(f for f in diag.functions if f.function == "mix")
-    assert len(mix.profiled) == 2 and len(mix.hot) > 2 and mix.instances == 12
+    assert mix.instances == 12 and len(mix.hot) > len(mix.profiled)
     assert {e.kernel for e in diag.evidence if e.kind == "launch"} == set(stage["profiled_kernels"])
