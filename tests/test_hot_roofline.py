@@ -95,6 +95,9 @@ def test_the_hottest_instance_of_each_source_function_is_profiled_first():
     assert profiled_instances(hot, 6) == hot[:6]  # then mix's next two
     assert profiled_instances(hot, 2) == hot[:2]  # fewer than the functions: the coldest is left out whole
     assert profiled_instances(hot, 100) == hot
+    # where the sources define only scale (copy and mix standing for a library's), scale comes first
+    assert profiled_instances(hot, 2, {hot[3]}) == [hot[0], hot[3]]
+    assert profiled_instances(hot, 1, {hot[3]}) == [hot[3]]
     with pytest.raises(ValueError):
         profiled_instances(hot, 0)
     functions = hot_functions(kernels, profiled_instances(hot, 2))

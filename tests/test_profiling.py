@@ -195,9 +195,9 @@ def test_a_template_of_many_hot_instances_is_profiled_through_its_hottest(tmp_pa
     from runner.profiles.readers.trace import TraceReader
 
     agent = ProfilingAgent(RunContext(load_config(INSTANCES / "optimas.yml"), create_run(tmp_path / "runs")))
-    hot, _ = agent._hot_kernels(TraceReader().read(INSTANCES / "trace.tsv").launches)
+    hot, files = agent._hot_kernels(TraceReader().read(INSTANCES / "trace.tsv").launches)
     with caplog.at_level("INFO", logger="optimas"):
-        chosen = agent._in_depth(hot)
+        chosen = agent._in_depth(hot, files)
     assert len(hot) == 11 and chosen == [hot[0], hot[1], hot[3], hot[4]]
     stage = json.loads((INSTANCES / "manifest.json").read_text())["stages"]["profile"]
     assert len(stage["hot_kernels"]) == 11 and len(stage["profiled_kernels"]) == 4
@@ -212,7 +212,7 @@ def test_a_template_of_many_hot_instances_is_profiled_through_its_hottest(tmp_pa
                        "run: '{exe}'}\n")
     agent = ProfilingAgent(RunContext(load_config(default), create_run(tmp_path / "runs")))
     assert agent.cfg.profiling.max_targeted_kernels == 8
-    assert agent._in_depth(agent._hot_kernels(TraceReader().read(INSTANCES / "trace.tsv").launches)[0]) == hot[:8]
+    assert agent._in_depth(*agent._hot_kernels(TraceReader().read(INSTANCES / "trace.tsv").launches)) == hot[:8]
 
 
 def _analyze_instances(tmp_path: Path):

@@ -128,21 +128,24 @@ def instance_label(kernel: str) -> str:
     return f"<{', '.join(args)}>" if args else short_kernel_name(kernel)
 
 
-def profiled_instances(hot: list[str], most: int) -> list[str]:
+def profiled_instances(hot: list[str], most: int, editable: Collection[str] = ()) -> list[str]:
     """The hot kernels (hottest first) a targeted collection profiles, at most `most`, in the order
     of `hot`: the hottest instance of each source function (function_key) first, then the next
-    hottest of each, round by round, hottest first within a round. The instances of one template
-    are one source to edit: every function gets evidence of its own before any gets a second
-    instance profiled."""
+    hottest of each, round by round. The instances of one template are one source to edit: every
+    function gets evidence of its own before any gets a second instance profiled. Within a round the
+    functions `editable` names an instance of (those the sources define) come first, hottest first,
+    then the others (a library's): where more functions are hot than `most`, the ones an edit can act
+    on are not crowded out."""
     if most < 1:
         raise ValueError(f"at least one kernel is profiled, got {most}")
     groups: dict[str, list[str]] = {}
     for k in hot:
         groups.setdefault(function_key(k), []).append(k)
+    ordered = sorted(groups.values(), key=lambda members: not any(m in editable for m in members))
     chosen: set[str] = set()
     depth = 0
     while len(chosen) < min(most, len(hot)):
-        for members in groups.values():
+        for members in ordered:
             if depth < len(members) and len(chosen) < most:
                 chosen.add(members[depth])
         depth += 1

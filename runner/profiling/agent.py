@@ -280,7 +280,7 @@ class ProfilingAgent:
             exe_prof, exe_time = self._build()  # 1.
             timing_files, launches, mangled, checked = self._launch_durations(ncu, exe_prof, exe_time)  # 2.
             hot, files = self._hot_kernels(launches)  # 3.
-            in_depth = self._in_depth(hot)
+            in_depth = self._in_depth(hot, files)
             reports, sources, spelled = self._targeted_collection(ncu, exe_prof, in_depth, mangled)  # 4.
             counters, plan_file = self._counter_runs(ncu, exe_prof, hot, files, mangled)  # 5.
         finally:  # the reports hold the sources they need (--import-source)
@@ -371,12 +371,12 @@ class ProfilingAgent:
         self._ranked = kernels
         return hot, files
 
-    def _in_depth(self, hot: list[str]) -> list[str]:
+    def _in_depth(self, hot: list[str], files: dict[str, str]) -> list[str]:
         """The hot kernels the targeted collection profiles: at most profiling.max_targeted_kernels,
-        the hottest instance of each source function first (profiled_instances); says what it
-        leaves out, and why."""
+        the hottest instance of each source function first, those `files` define before a library's
+        (profiled_instances); says what it leaves out, and why."""
         most = self.cfg.profiling.max_targeted_kernels
-        chosen = profiled_instances(hot, most)
+        chosen = profiled_instances(hot, most, defined_kernels(hot, files))
         if len(chosen) < len(hot):
             marked = [k.model_copy(update={"hot": k.kernel in hot}) for k in self._ranked]
             progress(left_out_of_profiling(hot_functions(marked, chosen), most))
