@@ -11,6 +11,7 @@ from test_readers import ACCURACY, MATMUL, TRIAD
 
 from runner.analysis.hot import (
     hot_functions,
+    hot_kernels_line,
     left_out_of_profiling,
     profiled_instances,
     select_hot_kernels,
@@ -110,6 +111,9 @@ def test_the_hottest_instance_of_each_source_function_is_profiled_first():
     assert "copy: 1 of its 2 hot instances" in said
     assert said.endswith(f"left out, without evidence of their own: scale ({functions[2].share:.1%} of kernel time)")
     assert left_out_of_profiling(hot_functions(kernels, hot), 100) == ""
+    # the progress line names a function of several hot instances once
+    assert hot_kernels_line(hot) == f"copy (2 instances), mix (8 instances), {hot[3]}"
+    assert hot_kernels_line(hot[:2]) == ", ".join(hot[:2])
 
 
 def test_hot_kernels_on_h200_capture(h200: Path):

@@ -152,6 +152,16 @@ def profiled_instances(hot: list[str], most: int, editable: Collection[str] = ()
     return [k for k in hot if k in chosen]
 
 
+def hot_kernels_line(hot: list[str]) -> str:
+    """The hot kernels in one line, hottest first: each kernel's name, but a function with several
+    hot instances once, with their count (55 instances of one template are not 55 names)."""
+    groups: dict[str, list[str]] = {}
+    for k in hot:
+        groups.setdefault(function_key(k), []).append(k)
+    return ", ".join(members[0] if len(members) == 1 else f"{function_name(members[0])} ({len(members)} instances)"
+                     for members in groups.values())
+
+
 def left_out_of_profiling(functions: list[HotFunction], most: int) -> str:
     """What a targeted collection of at most `most` kernels (profiled_instances; `functions` with
     those as their `profiled`) leaves out of the hot kernels, and why, in one line; '' when it

@@ -40,6 +40,7 @@ import pandas as pd
 from runner.analysis.hot import (
     KernelTime,
     hot_functions,
+    hot_kernels_line,
     left_out_of_profiling,
     profiled_instances,
     select_hot_kernels,
@@ -366,7 +367,7 @@ class ProfilingAgent:
             hot = restrict_to_configured([k.kernel for k in kernels], app.kernels)
         else:
             hot = self._with_editable(kernels, hot, files)
-        progress(f"hot kernels: {', '.join(hot)}")
+        progress(f"hot kernels: {hot_kernels_line(hot)}")
         self._launch_ns = {k.kernel: k.total_ns / k.launches for k in kernels if k.launches}
         self._ranked = kernels
         return hot, files
