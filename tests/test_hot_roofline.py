@@ -306,3 +306,21 @@ def test_launch_configuration_matches_ncus_launch_and_occupancy_sections(h200: P
     fewest = min(int(details[v]) for v in limits.values())
     assert c.blocks_per_sm == fewest
     assert c.limited_by == [k for k, v in limits.items() if int(details[v]) == fewest]
+
+
+def test_a_roofline_line_without_a_compute_roof_worth_naming_does_not_say_no_flops():
+    """Reduction's R lines said "no FLOPs" beside an arithmetic intensity in FLOP/B (issue #46):
+    the compute roofs under 0.5 % are left out, and the line says the FLOP rate is about 0 %."""
+    from runner.analysis.evidence import _roofline_text
+    from runner.analysis.roofline import Resource, Roofline
+
+    fp32 = Resource(name="fp32", kind="compute", rho=0.001, method="counters", saturated=False)
+    dram = Resource(name="dram", kind="memory", rho=0.13, method="counters", saturated=False, measure="bandwidth")
+    r = Roofline(kernel="reduce", resources=[fp32, dram], compute_rho=0.001, memory_rho=0.13, sol_compute_pct=2.8,
+                 sol_memory_pct=12.9, arithmetic_intensity=0.0039, ridge_point=13.9, bound="latency",
+                 summary="latency-bound", intensity={"dram": 0.0039}, precision="fp32", ridge={"dram": 13.9})
+    text = _roofline_text(r)
+    assert text.startswith("latency-bound. Roofline: FLOP ~0%; bandwidth DRAM 13%")
+    assert "no FLOPs" not in text and "FP32 FLOP/B (ridge): DRAM 0.0039 (13.9)" in text
+    busy = r.model_copy(update={"resources": [fp32.model_copy(update={"rho": 0.2}), dram]})
+    assert _roofline_text(busy).startswith("latency-bound. Roofline: FP32 20%; bandwidth")
