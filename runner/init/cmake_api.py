@@ -55,17 +55,22 @@ class CodeModel:
     # (CMAKE_EXPORT_COMPILE_COMMANDS; Makefile and Ninja generators): directory, file, command, output
     compile_commands: list[dict] = field(default_factory=list)
 
-    def linked_cuda_sources(self, target: CMakeTarget) -> list[str]:
-        """The CUDA sources of a target and of every target it depends on, transitively."""
-        seen, todo, out = set(), [target.id], []
+    def linked_targets(self, target: CMakeTarget) -> list[CMakeTarget]:
+        """A target and every target it depends on, transitively (itself first)."""
+        seen: set[str] = set()
+        todo, out = [target.id], []
         while todo:
             t = self.targets.get(todo.pop())
             if t is None or t.id in seen:
                 continue
             seen.add(t.id)
-            out += [s for s in t.cuda_sources if s not in out]
+            out.append(t)
             todo += list(t.dependencies)
         return out
+
+    def linked_cuda_sources(self, target: CMakeTarget) -> list[str]:
+        """The CUDA sources of a target and of every target it depends on, transitively."""
+        return list(dict.fromkeys(s for t in self.linked_targets(target) for s in t.cuda_sources))
 
     def programs(self) -> list[CMakeTarget]:
         """The executables that compile or link CUDA code, in the order CMake lists them."""

@@ -86,8 +86,10 @@ def _cmake_programs(root: Path) -> list[Found]:
         name = _unique(t.name, taken)
         note = (f"CMake's File API: target {t.name!r} ({t.folder}/CMakeLists.txt) makes {t.artifact}, compiling "
                 f"{', '.join(units[:4])}{' ...' if len(units) > 4 else ''}")
+        # the program's own compile commands and those of the libraries it links (where its kernels may be)
+        objects = tuple(f"/CMakeFiles/{linked.name}.dir/" for linked in model.linked_targets(t))
         commands = [_cmake_entry(c, model.source, build_top) for c in model.compile_commands
-                    if f"/CMakeFiles/{t.name}.dir/" in "/" + _cmake_output(c, build_top)]
+                    if any(o in "/" + _cmake_output(c, build_top) for o in objects)]
         build = cmake_build(".", t.name, t.artifact, evident_values(root)[0])
         out.append(Found(name, build, "cmake", units, [note], commands))
     return out
