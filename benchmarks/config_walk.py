@@ -27,10 +27,6 @@ REPO = Path(__file__).resolve().parent.parent
 OURS = (str(REPO / "runner") + "/", str(REPO / "bot") + "/")
 
 
-def _is_configuration(value: object, kinds: tuple[type, ...]) -> bool:
-    return isinstance(value, kinds)
-
-
 def walk(config: Path) -> dict:
     """Run the demo with a profiler hook and count the stays, rooms and returns."""
     from runner.base.config import Config, LoadedConfig
@@ -47,7 +43,7 @@ def walk(config: Path) -> dict:
             return
         code = frame.f_code
         names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-        if any(_is_configuration(frame.f_locals.get(n), kinds) for n in names):
+        if any(isinstance(frame.f_locals.get(n), kinds) for n in names):
             module = str(Path(code.co_filename).relative_to(REPO).with_suffix("")).replace("/", ".")
             stays.setdefault(f"{module}.{code.co_qualname}", module)
 
@@ -70,7 +66,8 @@ def main() -> int:
     figures = walk(args.config)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
-    print(f"run exit {figures['rc']}: {figures['stays']} stays in {figures['rooms']} rooms, {figures['returns']} returns")
+    print(f"run exit {figures['rc']}: {figures['stays']} stays in {figures['rooms']} rooms, "
+          f"{figures['returns']} returns")
     for room, n in list(figures["by_room"].items())[:12]:
         print(f"  {n:3d} {room}")
     return 0 if figures["rc"] == 0 else 1
