@@ -68,6 +68,15 @@ def test_counts_of_repetitions_and_trials_are_not_proposed_as_sizes():
     assert [c.name for c in proposed_size_constants(texts)] == ["in_size"]
 
 
+def test_a_librarys_workspace_is_not_proposed_as_a_size():
+    """llm.c's dev/cuda/common.h: `static size_t cublaslt_workspace_size = 32 * 1024 * 1024;` sizes
+    cuBLASLt's scratch buffer, the same whatever the problem (init proposed it for all 22 programs)."""
+    texts = {"common.h": "static size_t cublaslt_workspace_size = 32 * 1024 * 1024;\nvoid* cublaslt_workspace;\n"
+                         "void setup() { cudaMalloc(&cublaslt_workspace, cublaslt_workspace_size); }\n",
+             "main.cu": "int main() { int T = 1024; int C = 768; float* a; cudaMalloc(&a, T * C * sizeof(float)); }\n"}
+    assert [c.name for c in proposed_size_constants(texts)] == ["T", "C"]
+
+
 @pytest.mark.parametrize(("scale", "expected"), [
     (1.0, "64 * 1048576"), (0.25, "((64 * 1048576) / 4)"), (0.75, "((64 * 1048576) / 4 * 3)"),
     (1.5, "((64 * 1048576) / 2 * 3)"), (2.0, "((64 * 1048576) * 2)")])

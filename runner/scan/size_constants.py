@@ -45,8 +45,9 @@ _ASSIGNMENT_AFTER = re.compile(r"[ \t]*=[ \t]*(?P<value>[^;,{}=\n]+?)[ \t]*;")
 _ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|malloc|calloc|realloc|aligned_alloc|posix_memalign)\s*\(")
 _NEW_ARRAY = re.compile(r"\bnew\s+[\w:<>\s*]+?\[([^\]]+)\]")
 # Names that are shapes, not sizes: scaling a block size or a bin count breaks the program.
+# A library's scratch buffer (cuBLASLt's workspace) is sized for the library, whatever the problem.
 _NOT_SIZE = re.compile(r"thread|block|warp|tile|bin|radius|seed|iter|repeat|repetit|reps?$|trial|epoch|run|dev|gpu|"
-                       r"align|bits?$|tmax|steps|"
+                       r"align|bits?$|tmax|steps|workspace|scratch|"
                        r"^(?:max|min)_?|_(?:max|min)$|limit|capacity", re.I)
 # Names and uses of constants that are allocations' factors but not sizes: scaling a percentage, a
 # ratio or a log2 size multiplies the work by orders of magnitude (2^29 -> 2^(29*1.4)), not by the scale.
