@@ -162,3 +162,45 @@ def test_a_size_flag_parsed_through_a_pointer_is_found_and_its_default_taken():
 
     found = [(f.flag, f.variable, f.line) for f in size_flags({"main.cpp": POINTER_PARSED})]
     assert found == [("--elements", "elements", 11)]
+
+
+GRID = """#include <string>
+#include <algorithm>
+template <typename T> T get_argval(char** begin, char** end, const std::string& arg, const T default_val) {
+  char** itr = std::find(begin, end, arg); return (itr != end && ++itr != end) ? (T)std::stoi(*itr) : default_val;
+}
+__global__ void jacobi(float* a, int nx, int ny) { int i = threadIdx.x; if (i < nx * ny) a[i] *= 0.5f; }
+int main(int argc, char** argv) {
+  const int iter_max = get_argval<int>(argv, argv + argc, "-niter", 1000);
+  const int nx = get_argval<int>(argv, argv + argc, "-nx", 16384);
+  const int ny = get_argval<int>(argv, argv + argc, "-ny", 8192);
+  const int halo = get_argval<int>(argv, argv + argc, "-width", 64);
+  float* a; cudaMalloc(&a, nx * ny * sizeof(float));
+  for (int it = 0; it < iter_max; ++it) jacobi<<<(nx * ny + 255) / 256, 256>>>(a, nx, ny);
+  return halo > 0 ? 0 : 1;
+}
+"""
+
+
+def test_a_helper_given_argv_the_flag_and_its_default_sets_sizes_that_multiply_into_one_problem(tmp_path: Path):
+    """NVIDIA's multi-gpu-programming-models jacobi: `nx = get_argval<int>(argv, argv + argc, "-nx", 16384)`.
+    The flags' defaults come from the call; -nx and -ny multiply (`nx * ny`), so both are the
+    problem's and the counter runs scale them together; -niter counts iterations, and -width, though
+    named like a size, is not a dimension of that problem. Of stream's flags only --arraysize is
+    (its --n= and -w size nothing it multiplies with)."""
+    from runner.init.runs import one_problem, size_flags
+
+    found = size_flags({"jacobi.cu": GRID})
+    assert [(f.flag, f.variable, f.default) for f in found] == [("-nx", "nx", 16384), ("-ny", "ny", 8192),
+                                                                 ("-width", "halo", 64)]
+    assert [f.flag for f in one_problem(found, {"jacobi.cu": GRID})] == ["-nx", "-ny"]
+    assert [f.flag for f in one_problem(size_flags({"stream.cu": PARSED}), {"stream.cu": PARSED})] == ["--arraysize"]
+    root = tmp_path / "jacobi"
+    root.mkdir()
+    (root / "jacobi.cu").write_text(GRID)
+    r = optimas("init", str(root))
+    assert r.returncode == 0, r.stderr
+    assert ("jacobi.cu:9: the program takes its size from -nx (default 16384, nx) and -ny (default 8192, ny): the "
+            "run passes them at their defaults, so that the counter runs scale them") in r.stdout
+    text = (root / "optimas.yml").read_text()
+    assert 'run: "{exe} -nx {nx} -ny {ny}"' in text and 'profile_run: "{exe} -nx {nx*scale} -ny {ny*scale}"' in text

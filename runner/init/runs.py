@@ -172,7 +172,10 @@ _FLAG_POINTER = re.compile(r'"(?P<flag>--?[A-Za-z][\w-]*=?)"[^;]{0,200}?\b\w+\s*
 # getopt: `case 's': n = atoi(optarg);`
 _GETOPT_VALUE = re.compile(r"case\s*'(?P<letter>[A-Za-z])'\s*:\s*\{?\s*(?P<var>[A-Za-z_]\w*)\s*=\s*(?:\(\w+\)\s*)?"
                            + _TO_INT + r"\s*optarg")
-SIZE_NAME = re.compile(r"(?i)size|len|elements|^n$|^num|_n$|^n_|count|dim|width|height|rows|cols|^[nmk]$")
+# a helper given argv, the flag and its default: `const int nx = get_argval<int>(argv, argv + argc, "-nx", 16384);`
+_FLAG_DEFAULT = re.compile(r"(?P<var>[A-Za-z_]\w*)\s*=\s*[A-Za-z_][\w:]*\s*(?:<[^<>;]*>)?\s*\([^;]*?\bargv\b[^;]*?"
+                           r'"(?P<flag>--?[A-Za-z][\w-]*=?)"\s*,\s*(?P<default>\d+)\s*\)')
+SIZE_NAME = re.compile(r"(?i)size|len|elements|^n$|^num|_n$|^n_|count|dim|width|height|rows|cols|^[nmk]$|^n[xyz]$")
 NOT_SIZE_NAME = re.compile(r"(?i)seed|dev|gpu|iter|repeat|rep|trial|epoch|warm|loop|verbose|thread|block|step|tpb|"
                            r"times|runs")
 
@@ -182,16 +185,34 @@ def size_flags(texts: dict[str, str], minimum: int = 16) -> list[SizeFlag]:
     (`int ARRAY_SIZE = 33554432;`), named like a size and at least `minimum`."""
     out: list[SizeFlag] = []
     for path, text in texts.items():
-        found = [(m.group("flag"), m.group("var"), m.start()) for pattern in (_FLAG_VALUE, _FLAG_POINTER)
-                 for m in pattern.finditer(text)]
+        found = [(m.group("flag"), m.group("var"), m.start(), m.groupdict().get("default"))
+                 for pattern in (_FLAG_VALUE, _FLAG_POINTER, _FLAG_DEFAULT) for m in pattern.finditer(text)]
         found.sort(key=lambda f: f[2])
-        found += [(f"-{m.group('letter')}", m.group("var"), m.start()) for m in _GETOPT_VALUE.finditer(text)]
-        for flag, var, at in found:
+        found += [(f"-{m.group('letter')}", m.group("var"), m.start(), None) for m in _GETOPT_VALUE.finditer(text)]
+        for flag, var, at, given in found:
             named = f"{flag.strip('-=')} {var}"
             if not SIZE_NAME.search(var) and not SIZE_NAME.search(flag.strip("-=")) or NOT_SIZE_NAME.search(named):
                 continue
-            default = re.search(rf"\b{re.escape(var)}\s*=\s*(\d+)\s*[;,)]", text)
-            if default is None or int(default.group(1)) < minimum or any(f.flag == flag for f in out):
+            default = given or (m.group(1) if (m := re.search(rf"\b{re.escape(var)}\s*=\s*(\d+)\s*[;,)]", text))
+                                else None)
+            if default is None or int(default) < minimum or any(f.flag == flag for f in out):
                 continue
-            out.append(SizeFlag(flag, var, int(default.group(1)), path, text.count("\n", 0, at) + 1))
+            out.append(SizeFlag(flag, var, int(default), path, text.count("\n", 0, at) + 1))
     return out
+
+
+def one_problem(flags: list[SizeFlag], texts: dict[str, str]) -> list[SizeFlag]:
+    """Of the size flags (size_flags), the first and those whose variable the sources multiply with
+    its variable (`nx * ny`, `(size_t)ny * nx`): the dimensions of one problem, which the counter runs
+    scale together. Flags of another mode's size (`--arraysize` beside `--n=`) are left out."""
+    if not flags:
+        return []
+    first = flags[0]
+    return [first, *(f for f in flags[1:] if _multiplied(first.variable, f.variable, texts))]
+
+
+def _multiplied(a: str, b: str, texts: dict[str, str]) -> bool:
+    cast = r"(?:\(\s*[\w ]+\s*\)\s*)?"
+    x, y = re.escape(a), re.escape(b)
+    pair = re.compile(rf"\b{x}\s*\*\s*{cast}{y}\b|\b{y}\s*\*\s*{cast}{x}\b")
+    return any(pair.search(t) for t in texts.values())

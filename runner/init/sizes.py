@@ -98,12 +98,14 @@ def with_size_flag(project: Project, run_args: str, given: bool) -> str:
     that the counter runs scale it (a note says so); the user's own arguments stay as given."""
     if not project.size_flags or size_arguments(run_args, project.usage):
         return run_args
-    f = project.size_flags[0]
+    flags, f = project.size_flags, project.size_flags[0]
     if given:
-        project.notes.append(f"{f.file}:{f.line}: the program takes its size from {f.flag.rstrip('=')} (default "
-                             f"{f.default}); add it to --args so that the counter runs can scale it")
+        project.notes.append(f"{f.file}:{f.line}: the program takes its size from "
+                             + " and ".join(f"{x.flag.rstrip('=')} (default {x.default})" for x in flags)
+                             + "; add it to --args so that the counter runs can scale it")
         return run_args
-    project.notes.append(f"{f.file}:{f.line}: the program takes its size from {f.flag.rstrip('=')} (default "
-                         f"{f.default}, {f.variable}): the run passes it at its default, so that the counter runs "
-                         "scale it")
-    return f"{run_args} {f.argument()}".strip()
+    project.notes.append(f"{f.file}:{f.line}: the program takes its size from "
+                         + " and ".join(f"{x.flag.rstrip('=')} (default {x.default}, {x.variable})" for x in flags)
+                         + ": the run passes " + ("it at its default" if len(flags) == 1 else "them at their defaults")
+                         + ", so that the counter runs scale " + ("it" if len(flags) == 1 else "them"))
+    return " ".join([run_args, *(x.argument() for x in flags)]).strip()

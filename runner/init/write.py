@@ -81,7 +81,8 @@ def _facts(root: Path, scanned: tuple[list[str], list[str], list[str]], built: t
     return Project(files, kernels, build, kind, notes, run_args, fail_pattern, where, clock_seed(own),
                    outside_reads(root, texts, build_files, parent), removed_calls(texts), usage_names(own),
                    constants, old_dialect(root, texts, build_files), runs.argc_guards(own), mains,
-                   size_left_out=left_out, size_flags=runs.size_flags(own), removed_fields=removed_fields(texts))
+                   size_left_out=left_out, size_flags=runs.one_problem(runs.size_flags(own), own),
+                   removed_fields=removed_fields(texts))
 
 
 def inspect_programs(root: Path) -> tuple[list[tuple[Found, Project]], list[Found]]:
