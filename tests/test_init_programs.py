@@ -198,3 +198,30 @@ def test_a_recursive_makefile_lists_the_programs_its_sub_makes_link_each_built_i
     assert {(e["directory"], e["file"]) for e in entries} >= {("a", "prog_a.cu"), ("b", "prog_b.cu")}, entries
     assert "paths relative to each command's folder" in r.stdout
     assert _builds(config, "prog_b", tmp_path)
+
+
+def test_programs_that_share_a_file_name_are_named_by_their_folders():
+    """A tutorial repository of variants (CoffeeBeforeArch/cuda_programming: 02_matrix_mul/baseline/mmul.cu,
+    .../tiled/mmul.cu, .../noAliasing/restrict/mmul.cu): `--program mmul-5` said nothing of which one
+    it was; the nearest folder names that tell them apart say it."""
+    from runner.init.programs import distinct_names
+
+    paths = ["m/baseline/mmul", "m/tiled/mmul", "m/noAliasing/restrict/mmul", "r/histogram", "a/b/k", "c/b/k"]
+    assert distinct_names(paths) == {"m/baseline/mmul": "baseline-mmul", "m/tiled/mmul": "tiled-mmul",
+                                     "m/noAliasing/restrict/mmul": "restrict-mmul", "r/histogram": "histogram",
+                                     "a/b/k": "a-b-k", "c/b/k": "c-b-k"}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_init_names_each_variant_of_a_folder_of_variants_by_its_folder(tmp_path: Path):
+    root = tmp_path / "tutorial"
+    for variant, n in (("baseline", 1024), ("tiled", 2048)):
+        (root / "mmul" / variant).mkdir(parents=True)
+        (root / "mmul" / variant / "mmul.cu").write_text(PROGRAM.format(n=n, kernel="matrixMul"))
+    (root / "hist").mkdir()
+    (root / "hist" / "main.cu").write_text(PROGRAM.format(n=4096, kernel="histogram"))
+    r = run_cli("init", str(root))
+    assert r.returncode == 0, r.stderr
+    lc = load_config(root / "optimas.yml")
+    assert sorted(lc.program_names()) == ["baseline-mmul", "hist", "tiled-mmul"]
+    assert lc.for_program("tiled-mmul").config.app.sources == ["mmul/tiled/mmul.cu"]

@@ -67,6 +67,27 @@ def _unique(name: str, taken: set[str]) -> str:
     return out
 
 
+def distinct_names(paths: list[str]) -> dict[str, str]:
+    """Each program path's name (`02_matrix_mul/tiled/mmul` -> `mmul`): its last part, and where
+    programs would share a name, the names of their folders before it, nearest first, until they
+    differ (`tiled-mmul`, `restrict-mmul`), rather than a number that says nothing of which is which."""
+    parts = {p: [x for x in p.split("/") if x] or [p] for p in paths}
+    depth = dict.fromkeys(paths, 1)
+
+    def name(p: str) -> str:
+        return "-".join(parts[p][-depth[p]:])
+
+    while True:
+        groups: dict[str, list[str]] = {}
+        for p in paths:
+            groups.setdefault(name(p), []).append(p)
+        deeper = [p for same in groups.values() if len(same) > 1 for p in same if depth[p] < len(parts[p])]
+        if not deeper:
+            return {p: name(p) for p in paths}
+        for p in deeper:
+            depth[p] += 1
+
+
 def _cmake_programs(root: Path) -> list[Found]:
     """Each executable CMake's File API lists with CUDA code (compiled or linked)."""
     try:
@@ -147,6 +168,7 @@ def _make_programs(root: Path, makefile: Path) -> list[Found]:
     text = read_makefile(makefile)
     compiled = compile_steps(run.commands, run.directories)
     out, taken = [], set()
+    names = distinct_names(list(run.programs))
     for program in run.programs:
         steps = _steps_of(program, compiled)
         units = [u for s in steps for u in s.sources if not posixpath.isabs(u)]
@@ -159,7 +181,7 @@ def _make_programs(root: Path, makefile: Path) -> list[Found]:
                                          program=posixpath.basename(program), listed=True)
         else:
             build, notes, _ = make_build(makefile.name, text, root, program=program, listed=True)
-        out.append(Found(_unique(Path(program).name, taken), build, "make", list(dict.fromkeys(units)), notes,
+        out.append(Found(_unique(names[program], taken), build, "make", list(dict.fromkeys(units)), notes,
                          [c for s in steps for c in s.entries()]))
     return out
 
@@ -224,10 +246,18 @@ def _steps_of(program: str, steps: list[Step]) -> list[Step]:
     return out
 
 
+def _named_path(main: str) -> str:
+    """The path a program built from the file `main` is named by: its folder's for a main.cu, else
+    the file's without its suffix."""
+    folder, stem = posixpath.dirname(main), posixpath.splitext(posixpath.basename(main))[0]
+    return folder if stem == "main" and folder else posixpath.join(folder, stem)
+
+
 def _nvcc_programs(mains: list[str], texts: dict[str, str]) -> list[Found]:
     """Without a build file: each .cu file defining main, with the .cu files beside it that define
     none, when those or what they include define kernels."""
     out, taken = [], set()
+    names = distinct_names([_named_path(m) for m in mains])
     for main in mains:
         folder = posixpath.dirname(main)
         units = [main, *(f for f in texts if posixpath.dirname(f) == folder and f.endswith(".cu")
@@ -237,8 +267,7 @@ def _nvcc_programs(mains: list[str], texts: dict[str, str]) -> list[Found]:
         extra = include_folders(texts, units)
         build = ("nvcc -O3 -std=c++17 -arch={arch} {lineinfo} -I. " + "".join(f"-I{d} " for d in extra)
                  + "-o {exe} " + " ".join(units))
-        stem = posixpath.splitext(posixpath.basename(main))[0]
-        name = _unique(posixpath.basename(folder) if stem == "main" and folder else stem, taken)
+        name = _unique(names[_named_path(main)], taken)
         words = shlex.split(build.replace("{arch}", "sm_90").replace("{lineinfo}", "").replace("{exe}", name))
         out.append(Found(name, build, "nvcc", units, [f"{main} defines main(): built with {', '.join(units[1:])}"
                                                        if len(units) > 1 else f"{main} defines main()"],
