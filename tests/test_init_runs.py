@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.init.runs import argc_guards, repository_runs, run_arguments, too_few
+from runner.init.runs import ArgcGuard, argc_guards, repository_runs, run_arguments, too_few
 
 KERNEL = "__global__ void scale(float* a, int n) { int i = threadIdx.x; if (i < n) a[i] *= 2; }\n"
 
@@ -204,3 +204,43 @@ def test_a_helper_given_argv_the_flag_and_its_default_sets_sizes_that_multiply_i
             "run passes them at their defaults, so that the counter runs scale them") in r.stdout
     text = (root / "optimas.yml").read_text()
     assert 'run: "{exe} -nx {nx} -ny {ny}"' in text and 'profile_run: "{exe} -nx {nx*scale} -ny {ny*scale}"' in text
+
+
+RODINIA = """#include <cstdio>
+#include <cstdlib>
+void run(int argc, char** argv);
+void usage(int argc, char** argv) {
+  fprintf(stderr, "Usage: %s <grid_rows/grid_cols> <pyramid_height> <sim_time> <temp_file> <power_file> "
+          "<output_file>\\n", argv[0]);
+  exit(1);
+}
+__global__ void step(float* t, int n) { int i = threadIdx.x; if (i < n) t[i] += 1.0f; }
+int main(int argc, char** argv) {
+  printf("WG size of kernel = %d X %d\\n", 16, 16);
+  run(argc, argv);
+  return EXIT_SUCCESS;
+}
+void run(int argc, char** argv) {
+  int grid_rows;
+  if (argc != 7)
+    usage(argc, argv);
+  grid_rows = atoi(argv[1]);
+  float* t; cudaMalloc(&t, grid_rows * grid_rows * sizeof(float));
+  step<<<1, 32>>>(t, grid_rows);
+}
+"""
+
+
+def test_a_check_in_the_function_main_hands_its_arguments_to_calling_usage_is_a_guard(tmp_path: Path):
+    """Rodinia's hotspot: main calls `run(argc, argv)`, whose `if (argc != 7) usage(argc, argv);` stops
+    (usage prints and exits); the folder's `run` script gives the arguments, which init then uses."""
+    assert argc_guards({"hotspot.cu": RODINIA}) == [ArgcGuard("hotspot.cu", 17, 6, "")]
+    assert argc_guards({"hotspot.cu": RODINIA.replace("usage(argc, argv);\n  grid", "grid")}) == []
+    root = tmp_path / "hotspot"
+    root.mkdir()
+    (root / "hotspot.cu").write_text(RODINIA)
+    (root / "run").write_text("./hotspot 512 2 2 ../../data/hotspot/temp_512 ../../data/hotspot/power_512 output.out\n")
+    r = optimas("init", str(root))
+    assert r.returncode == 0, r.stderr
+    assert "hotspot.cu:17: main stops unless given 6 arguments; the run arguments are the ones run:1 gives" in r.stdout
+    assert '"{exe} {grid_rows_grid_cols} 2 2 ../../data/hotspot/temp_512' in (root / "optimas.yml").read_text()

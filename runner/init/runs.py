@@ -39,7 +39,8 @@ class ArgcGuard:
 
 
 _MAIN = re.compile(r"\bint\s+main\s*\(\s*int\s+(\w+)\s*,")
-_EXIT = re.compile(r"\b(?:return|exit|abort|MPI_Abort|throw)\b")
+# a stop, or a call of the program's usage function, which prints how to run it and exits
+_EXIT = re.compile(r"\b(?:return|exit|abort|MPI_Abort|throw)\b|\b\w*[Uu]sage\w*\s*\(")
 
 
 def _needs(op: str, n: int, reversed_: bool) -> int | None:
@@ -66,29 +67,54 @@ def _statement(code: str, start: int) -> str:
 
 
 def argc_guards(texts: dict[str, str]) -> list[ArgcGuard]:
-    """The argument-count checks in the `main` of these sources (path -> text) that print and stop."""
+    """The argument-count checks in the `main` of these sources (path -> text) that print and stop,
+    or, where main has none, in the function main hands argc and argv to (Rodinia's `run(argc, argv)`)."""
     out = []
     for path, text in texts.items():
         blank = strip_comments_and_strings(text)  # the code, literals and comments blanked in place
         m = _MAIN.search(blank)
         if m is None:
             continue
-        argc, body = re.escape(m.group(1)), m.end()
-        code = blank[body:body + MAIN_SPAN]
-        check = re.compile(rf"\bif\s*\(\s*(?:{argc}\s*(<=|<|!=|==)\s*(\d+)|(\d+)\s*(>=|>|!=|==)\s*{argc})\s*\)")
-        for c in check.finditer(code):
-            op, n, rev = (c.group(1), c.group(2), False) if c.group(1) else (c.group(4), c.group(3), True)
-            needs = _needs(op, int(n), rev)
-            guarded = _statement(code, c.end())
-            stop = _EXIT.search(guarded)
-            if needs is None or stop is None:
-                continue
-            literal = STRING_LITERAL.search(text, body + c.end(), body + c.end() + stop.start())
-            message = literal.group(1).replace("\\n", " ").strip()[:160] if literal else ""
-            line = text.count("\n", 0, body + c.start()) + 1
-            out.append(ArgcGuard(path, line, needs, message))
-            break  # the first such check of a main is the one a run meets
+        guard = _first_guard(path, text, blank, m.end(), m.group(1))
+        if guard is None and (call := _HANDS_ARGS.search(blank[m.end():m.end() + MAIN_SPAN])):
+            if call.group(2) == m.group(1):
+                guard = _guard_in_function(texts, call.group(1))
+        if guard is not None:
+            out.append(guard)
     return out
+
+
+# main handing its arguments on: `run(argc, argv);`
+_HANDS_ARGS = re.compile(r"\b([A-Za-z_]\w*)\s*\(\s*(\w+)\s*,\s*\w+\s*\)\s*;")
+
+
+def _guard_in_function(texts: dict[str, str], name: str) -> ArgcGuard | None:
+    """The first argument-count check of the function `name` defined in the sources (its first
+    parameter an int count, as main's)."""
+    definition = re.compile(rf"\b{re.escape(name)}\s*\(\s*int\s+(\w+)\s*,[^;{{}}]*\)\s*\{{")
+    for path, text in texts.items():
+        blank = strip_comments_and_strings(text)
+        if d := definition.search(blank):
+            return _first_guard(path, text, blank, d.end(), d.group(1))
+    return None
+
+
+def _first_guard(path: str, text: str, blank: str, body: int, argc_name: str) -> ArgcGuard | None:
+    """The first check of `argc_name` in the body starting at `body` that prints and stops."""
+    argc = re.escape(argc_name)
+    code = blank[body:body + MAIN_SPAN]
+    check = re.compile(rf"\bif\s*\(\s*(?:{argc}\s*(<=|<|!=|==)\s*(\d+)|(\d+)\s*(>=|>|!=|==)\s*{argc})\s*\)")
+    for c in check.finditer(code):
+        op, n, rev = (c.group(1), c.group(2), False) if c.group(1) else (c.group(4), c.group(3), True)
+        needs = _needs(op, int(n), rev)
+        guarded = _statement(code, c.end())
+        stop = _EXIT.search(guarded)
+        if needs is None or stop is None:
+            continue
+        literal = STRING_LITERAL.search(text, body + c.end(), body + c.end() + stop.start())
+        message = literal.group(1).replace("\\n", " ").strip()[:160] if literal else ""
+        return ArgcGuard(path, text.count("\n", 0, body + c.start()) + 1, needs, message)
+    return None
 
 
 def too_few(guards: list[ArgcGuard], run_args: str) -> ArgcGuard | None:
