@@ -244,3 +244,18 @@ def test_a_check_in_the_function_main_hands_its_arguments_to_calling_usage_is_a_
     assert r.returncode == 0, r.stderr
     assert "hotspot.cu:17: main stops unless given 6 arguments; the run arguments are the ones run:1 gives" in r.stdout
     assert '"{exe} {grid_rows_grid_cols} 2 2 ../../data/hotspot/temp_512' in (root / "optimas.yml").read_text()
+
+
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("make")), reason="nvcc and make needed")
+def test_the_run_script_is_read_for_the_binary_the_makefile_makes(tmp_path: Path):
+    """Rodinia's bfs: the Makefile makes bfs.out (EXE = bfs.out) and the folder's run script runs
+    `./bfs.out graph.txt`; the program is named bfs, and the script's line is found by its binary."""
+    root = tmp_path / "bfs"
+    root.mkdir()
+    (root / "bfs.cu").write_text(main_with("argc != 2"))
+    (root / "Makefile").write_text("EXE = bfs.out\nrelease: bfs.cu\n\tnvcc bfs.cu -o $(EXE)\n")
+    (root / "run").write_text("./bfs.out ../../data/bfs/graph65536.txt\n")
+    r = optimas("init", str(root))
+    assert r.returncode == 0, r.stderr
+    assert "the run arguments are the ones run:1 gives: ../../data/bfs/graph65536.txt" in r.stdout
+    assert 'run: "{exe} ../../data/bfs/graph65536.txt"' in (root / "optimas.yml").read_text()
