@@ -97,6 +97,21 @@ SURVEY: tuple[Repo, ...] = (
              "bfs", "fft", "md", "md5hash", "neuralnet", "reduction", "scan", "sort", "spmv", "stencil2d", "triad"))
          + ("src/cuda/level2/qtclustering", "src/cuda/level2/s3d"),
          note="autoconf (configure makes the Makefiles from Makefile.in); its CMakeLists.txt are empty"),
+    # Added by the pass of 2026-12-07e (init-survey-2026-12-07e.md): init and check-config only, on this machine.
+    Repo("karpathy/llm.c", "f1e2ace651495b74ae22d45d1723443fd00ecd3a", "2025-05-10", "LICENSE (MIT)", ("dev/cuda",),
+         note="one Makefile, a %: %.cu pattern rule and a TARGETS list of 22 programs; all link cuBLAS"),
+    Repo("NVIDIA/multi-gpu-programming-models", "9a600f5ea8f5e53614e30b7b36e9136107178dd8", "2025-09-25",
+         "LICENSE.md (BSD-3-Clause)", ("single_gpu",),
+         note="per-folder Makefiles (the others need MPI, NCCL or NVSHMEM); sizes from -nx/-ny flags with defaults"),
+    Repo("CoffeeBeforeArch/cuda_programming", "8711be08e2060680820304594f3691cc0016edd1", "2021-06-20",
+         "LICENSE (GPL-3.0)", (".",), note="no build file: 23 programs in folders of variants, many named alike"),
+    Repo("leimao/CUDA-GEMM-Optimization", "747e49b418bca18557581969c78333443055fd43", "2024-07-18", "LICENSE (MIT)",
+         (".",), note="CMake 3.28 (newer than this machine's 3.25); a shared library of kernels, two executables"),
+    Repo("yuhc/gpu-rodinia", "9c10d3ea16ddba2ba057cc3951a9efc4c2cc18a4", "2023-04-13", "LICENSE (University of "
+         "Virginia)", tuple(f"cuda/{f}" for f in ("backprop", "bfs", "b+tree", "cfd", "dwt2d", "gaussian", "heartwall",
+                                                   "hotspot")),
+         note="per-folder Makefiles including ../../common/make.config, a run script each; the data folder is fetched "
+              "apart (absent)"),
 )
 
 
