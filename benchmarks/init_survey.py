@@ -195,8 +195,11 @@ def _notes(stdout: str) -> list[str]:
 def _first_error(text: str) -> str:
     """The first line of a build's output that says what went wrong."""
     lines = [x.strip() for x in text.splitlines() if x.strip()]
-    for pat in (r"\berror\b|fatal|No such file|cannot find|undefined reference|No rule to make|not found|"
-                r"Unsupported gpu architecture|CMake Error|\*\*\*",):
+    # a compiler's or linker's own error first: a tool the Makefile runs on the side may print an
+    # "error" line first (llm.c's `$(shell __nvcc_device_query)` on a machine without a driver)
+    for pat in (r"fatal error|\berror:|No such file|cannot find|undefined reference|No rule to make|"
+                r"Unsupported gpu architecture|CMake Error",
+                r"\berror\b|fatal|not found|\*\*\*"):
         hit = next((x for x in lines if re.search(pat, x, re.I) and not x.startswith("build failed after")), None)
         if hit:
             return hit[:240]
