@@ -102,7 +102,8 @@ _LACKS = [
 
 # what CUDA 13 removed (the build needs an older CUDA): the compiler's first error names it
 _OLD_CUDA = [
-    (re.compile(r"cudaDeviceProp.{0,3} has no member named .(\w+)|\"(\w+)\" is not a member of \"cudaDeviceProp"),
+    (re.compile(r"cudaDeviceProp.{0,3} has no member named .(\w+)|\"(\w+)\" is not a member of \"cudaDeviceProp"
+                r"|class \"cudaDeviceProp\" has no member \"(\w+)\""),
      "cudaDeviceProp::{} (removed in CUDA 13)"),
     (re.compile(r"calling a __host__ function\(\"(cudaDeviceSynchronize)\"\) from a __global__"),
      "device-side {} (removed in CUDA 12)"),
