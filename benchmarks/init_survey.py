@@ -80,6 +80,7 @@ _SIZE_FLAG = re.compile(r"the program takes its size from (\S+)")
 # causes outside init: what this machine lacks (no GPU-side library, no MPI, the old SDK)
 _LACKS = [
     (re.compile(r"mpi\.h|-lmpi|mpicxx|mpicc"), "MPI (not installed)"),
+    (re.compile(r"CMake \d+\.\d+ or higher is required"), "a newer CMake than this machine's"),
     (re.compile(r"cublas|CUDA_cublas_LIBRARY", re.I), "cuBLAS (not installed: no cuda-libraries-dev)"),
     (re.compile(r"curand\w*\.h|-lcurand", re.I), "cuRAND (not installed)"),
     (re.compile(r"cufft\w*\.h|-lcufft", re.I), "cuFFT (not installed)"),
