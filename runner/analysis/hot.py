@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from runner.base.errors import AnalysisError
 from runner.profiles.model import MANGLED
-from runner.scan.cuda_source import function_key, function_name, kernel_key, short_kernel_name, template_arguments
+from runner.scan.cuda_source import by_function, function_name, kernel_key, short_kernel_name, template_arguments
 
 # Cumulative shares are sums of floats; a set that covers alpha up to rounding covers it.
 _EPS = 1e-12
@@ -110,15 +110,14 @@ class HotFunction(BaseModel):
 def hot_functions(kernels: list[KernelTime], profiled: Collection[str]) -> list[HotFunction]:
     """The source functions (function_key) of the hot `kernels`, in the order of their hottest hot
     instance, with the time of all their instances; `profiled`: the kernels profiled in depth."""
-    groups: dict[str, list[KernelTime]] = {}
-    for k in kernels:
-        groups.setdefault(function_key(k.kernel), []).append(k)
+    times = {k.kernel: k for k in kernels}
+    groups = [[times[n] for n in names] for names in by_function(times).values()]
     order = {k.kernel: i for i, k in enumerate(kernels)}
     out = [HotFunction(function=function_name(members[0].kernel), instances=len(members),
                        total_ns=sum(k.total_ns for k in members), launches=sum(k.launches for k in members),
                        share=sum(k.share for k in members), hot=[k.kernel for k in members if k.hot],
                        profiled=[k.kernel for k in members if k.hot and k.kernel in profiled])
-           for members in groups.values() if any(k.hot for k in members)]
+           for members in groups if any(k.hot for k in members)]
     return sorted(out, key=lambda f: order[f.hot[0]])
 
 
@@ -138,10 +137,7 @@ def profiled_instances(hot: list[str], most: int, editable: Collection[str] = ()
     on are not crowded out."""
     if most < 1:
         raise ValueError(f"at least one kernel is profiled, got {most}")
-    groups: dict[str, list[str]] = {}
-    for k in hot:
-        groups.setdefault(function_key(k), []).append(k)
-    ordered = sorted(groups.values(), key=lambda members: not any(m in editable for m in members))
+    ordered = sorted(by_function(hot).values(), key=lambda members: not any(m in editable for m in members))
     chosen: set[str] = set()
     depth = 0
     while len(chosen) < min(most, len(hot)):
@@ -155,11 +151,8 @@ def profiled_instances(hot: list[str], most: int, editable: Collection[str] = ()
 def hot_kernels_line(hot: list[str]) -> str:
     """The hot kernels in one line, hottest first: each kernel's name, but a function with several
     hot instances once, with their count (55 instances of one template are not 55 names)."""
-    groups: dict[str, list[str]] = {}
-    for k in hot:
-        groups.setdefault(function_key(k), []).append(k)
     return ", ".join(members[0] if len(members) == 1 else f"{function_name(members[0])} ({len(members)} instances)"
-                     for members in groups.values())
+                     for members in by_function(hot).values())
 
 
 def left_out_of_profiling(functions: list[HotFunction], most: int) -> str:

@@ -29,7 +29,7 @@ from runner.proposal.guard import GuardResult, apply_proposal
 from runner.proposal.llm import Backend, LLMRequest, LLMResponse, Message, OfflineContext, make_backend
 from runner.proposal.parser import Proposal, ResponseParseError, parse_response
 from runner.proposal.prompt import Prompt, PromptSpec, render_prompt
-from runner.scan.cuda_source import function_key
+from runner.scan.cuda_source import by_function
 from runner.toolchain.builder import Builder
 from runner.toolchain.compat_record import CompatRecord
 from runner.toolchain.compiler import CompileResult
@@ -145,9 +145,7 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
     result = ProposeResult(status="failed", diagnostics=diagnostics)
     whole = render_prompt(spec)
     parts: list[list[str] | None] = [None]
-    functions: dict[str, list[str]] = {}  # a template's instances are one source: one prompt
-    for k in whole.hot_kernels:
-        functions.setdefault(function_key(k), []).append(k)
+    functions = by_function(whole.hot_kernels)  # a template's instances are one source: one prompt
     if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(functions) > 1:
         parts = list(functions.values())
         progress(f"the prompt (~{whole.approx_tokens} tokens) exceeds llm.max_prompt_tokens: one prompt per kernel "

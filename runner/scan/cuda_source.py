@@ -6,6 +6,7 @@ not a C++ parser (templates are handled, macros are not expanded).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # `#include "header"`: a local header, resolved next to the including file (not <system> ones).
@@ -489,6 +490,15 @@ def function_key(name: str) -> str:
     for all of them (overloads are told apart by their parameter count)."""
     count = parameter_count(name)
     return function_name(name) + ("" if count is None else f"/{count}")
+
+
+def by_function(kernels: Iterable[str]) -> dict[str, list[str]]:
+    """The kernels grouped by the source function they instantiate (function_key), in the order the
+    functions first appear, each group in the order given."""
+    groups: dict[str, list[str]] = {}
+    for k in kernels:
+        groups.setdefault(function_key(k), []).append(k)
+    return groups
 
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
