@@ -58,14 +58,24 @@ def optimas(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_init_proposes_the_readmes_arguments_where_main_demands_some(tmp_path: Path):
-    root = tmp_path / "gauss"
+def initialized(root: Path, files: dict[str, str]) -> subprocess.CompletedProcess:
+    """`optimas init` on a new folder `root` holding `files` (name -> text); it must succeed."""
     root.mkdir()
-    (root / "gauss.cu").write_text(main_with("argc != 2"))
-    (root / "README.md").write_text("Run it as\n\n    ./gauss data/matrix4.txt\n")
+    for name, text in files.items():
+        (root / name).write_text(text)
     r = optimas("init", str(root))
     assert r.returncode == 0, r.stderr
+    return r
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@needs_nvcc
+def test_init_proposes_the_readmes_arguments_where_main_demands_some(tmp_path: Path):
+    root = tmp_path / "gauss"
+    r = initialized(root, {"gauss.cu": main_with("argc != 2"),
+                           "README.md": "Run it as\n\n    ./gauss data/matrix4.txt\n"})
     assert ("gauss.cu:4: main stops unless given 1 argument: 'please select a dataset: %s <file>'; the run "
             "arguments are the ones README.md:3 gives: data/matrix4.txt") in r.stdout
     assert 'run: "{exe} data/matrix4.txt"' in (root / "optimas.yml").read_text()
@@ -117,13 +127,10 @@ def test_optional_size_flags_with_the_codes_defaults_are_found():
                      ("--n=", "n", 4096, 14, "--n=4096"), ("-w", "width", 1024, 18, "-w 1024")]
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@needs_nvcc
 def test_init_passes_an_optional_size_flag_at_its_default_so_that_counter_runs_scale_it(tmp_path: Path):
     root = tmp_path / "stream"
-    root.mkdir()
-    (root / "stream.cu").write_text(PARSED)
-    r = optimas("init", str(root))
-    assert r.returncode == 0, r.stderr
+    r = initialized(root, {"stream.cu": PARSED})
     assert ("stream.cu:12: the program takes its size from --arraysize (default 33554432, ARRAY_SIZE): the run "
             "passes it at its default, so that the counter runs scale it") in r.stdout
     text = (root / "optimas.yml").read_text()
@@ -182,6 +189,7 @@ int main(int argc, char** argv) {
 """
 
 
+@needs_nvcc
 def test_a_helper_given_argv_the_flag_and_its_default_sets_sizes_that_multiply_into_one_problem(tmp_path: Path):
     """NVIDIA's multi-gpu-programming-models jacobi: `nx = get_argval<int>(argv, argv + argc, "-nx", 16384)`.
     The flags' defaults come from the call; -nx and -ny multiply (`nx * ny`), so both are the
@@ -196,10 +204,7 @@ def test_a_helper_given_argv_the_flag_and_its_default_sets_sizes_that_multiply_i
     assert [f.flag for f in one_problem(found, {"jacobi.cu": GRID})] == ["-nx", "-ny"]
     assert [f.flag for f in one_problem(size_flags({"stream.cu": PARSED}), {"stream.cu": PARSED})] == ["--arraysize"]
     root = tmp_path / "jacobi"
-    root.mkdir()
-    (root / "jacobi.cu").write_text(GRID)
-    r = optimas("init", str(root))
-    assert r.returncode == 0, r.stderr
+    r = initialized(root, {"jacobi.cu": GRID})
     assert ("jacobi.cu:9: the program takes its size from -nx (default 16384, nx) and -ny (default 8192, ny): the "
             "run passes them at their defaults, so that the counter runs scale them") in r.stdout
     text = (root / "optimas.yml").read_text()
@@ -215,8 +220,10 @@ void usage(int argc, char** argv) {
   exit(1);
 }
 __global__ void step(float* t, int n) { int i = threadIdx.x; if (i < n) t[i] += 1.0f; }
+void set_grid(int rows, int cols) { printf("%d %d\\n", rows, cols); }
 int main(int argc, char** argv) {
   printf("WG size of kernel = %d X %d\\n", 16, 16);
+  set_grid(512, 512);
   run(argc, argv);
   return EXIT_SUCCESS;
 }
@@ -231,18 +238,22 @@ void run(int argc, char** argv) {
 """
 
 
+@needs_nvcc
 def test_a_check_in_the_function_main_hands_its_arguments_to_calling_usage_is_a_guard(tmp_path: Path):
-    """Rodinia's hotspot: main calls `run(argc, argv)`, whose `if (argc != 7) usage(argc, argv);` stops
-    (usage prints and exits); the folder's `run` script gives the arguments, which init then uses."""
-    assert argc_guards({"hotspot.cu": RODINIA}) == [ArgcGuard("hotspot.cu", 17, 6, "")]
+    """Rodinia's hotspot: main calls `run(argc, argv)` (after another call of two arguments, which is
+    not it), whose `if (argc != 7) usage(argc, argv);` stops (usage prints and exits), also where
+    run() is defined in another file; the folder's `run` script gives the arguments, which init then
+    uses."""
+    assert argc_guards({"hotspot.cu": RODINIA}) == [ArgcGuard("hotspot.cu", 19, 6, "")]
+    # run() defined in a file of its own: found through main's call, not by reading on past main
+    main_part, run_part = RODINIA.split("void run(int argc, char** argv) {")
+    assert argc_guards({"main.cu": main_part, "run.cu": "void run(int argc, char** argv) {" + run_part}) == [
+        ArgcGuard("run.cu", 3, 6, "")]
     assert argc_guards({"hotspot.cu": RODINIA.replace("usage(argc, argv);\n  grid", "grid")}) == []
     root = tmp_path / "hotspot"
-    root.mkdir()
-    (root / "hotspot.cu").write_text(RODINIA)
-    (root / "run").write_text("./hotspot 512 2 2 ../../data/hotspot/temp_512 ../../data/hotspot/power_512 output.out\n")
-    r = optimas("init", str(root))
-    assert r.returncode == 0, r.stderr
-    assert "hotspot.cu:17: main stops unless given 6 arguments; the run arguments are the ones run:1 gives" in r.stdout
+    run = "./hotspot 512 2 2 ../../data/hotspot/temp_512 ../../data/hotspot/power_512 output.out\n"
+    r = initialized(root, {"hotspot.cu": RODINIA, "run": run})
+    assert "hotspot.cu:19: main stops unless given 6 arguments; the run arguments are the ones run:1 gives" in r.stdout
     assert '"{exe} {grid_rows_grid_cols} 2 2 ../../data/hotspot/temp_512' in (root / "optimas.yml").read_text()
 
 
@@ -250,12 +261,8 @@ def test_a_check_in_the_function_main_hands_its_arguments_to_calling_usage_is_a_
 def test_the_run_script_is_read_for_the_binary_the_makefile_makes(tmp_path: Path):
     """Rodinia's bfs: the Makefile makes bfs.out (EXE = bfs.out) and the folder's run script runs
     `./bfs.out graph.txt`; the program is named bfs, and the script's line is found by its binary."""
-    root = tmp_path / "bfs"
-    root.mkdir()
-    (root / "bfs.cu").write_text(main_with("argc != 2"))
-    (root / "Makefile").write_text("EXE = bfs.out\nrelease: bfs.cu\n\tnvcc bfs.cu -o $(EXE)\n")
-    (root / "run").write_text("./bfs.out ../../data/bfs/graph65536.txt\n")
-    r = optimas("init", str(root))
-    assert r.returncode == 0, r.stderr
+    r = initialized(root := tmp_path / "bfs", {
+        "bfs.cu": main_with("argc != 2"), "run": "./bfs.out ../../data/bfs/graph65536.txt\n",
+        "Makefile": "EXE = bfs.out\nrelease: bfs.cu\n\tnvcc bfs.cu -o $(EXE)\n"})
     assert "the run arguments are the ones run:1 gives: ../../data/bfs/graph65536.txt" in r.stdout
     assert 'run: "{exe} ../../data/bfs/graph65536.txt"' in (root / "optimas.yml").read_text()

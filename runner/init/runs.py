@@ -69,33 +69,29 @@ def _statement(code: str, start: int) -> str:
 def argc_guards(texts: dict[str, str]) -> list[ArgcGuard]:
     """The argument-count checks in the `main` of these sources (path -> text) that print and stop,
     or, where main has none, in the function main hands argc and argv to (Rodinia's `run(argc, argv)`)."""
+    blanks = {path: strip_comments_and_strings(text) for path, text in texts.items()}  # literals blanked in place
     out = []
     for path, text in texts.items():
-        blank = strip_comments_and_strings(text)  # the code, literals and comments blanked in place
-        m = _MAIN.search(blank)
+        m = _MAIN.search(blanks[path])
         if m is None:
             continue
-        guard = _first_guard(path, text, blank, m.end(), m.group(1))
-        if guard is None and (call := _HANDS_ARGS.search(blank[m.end():m.end() + MAIN_SPAN])):
-            if call.group(2) == m.group(1):
-                guard = _guard_in_function(texts, call.group(1))
+        guard = _first_guard(path, text, blanks[path], m.end(), m.group(1))
+        # main handing its arguments on: `run(argc, argv);`
+        hands = re.compile(rf"\b([A-Za-z_]\w*)\s*\(\s*{re.escape(m.group(1))}\s*,\s*\w+\s*\)\s*;")
+        if guard is None and (call := hands.search(blanks[path], m.end(), m.end() + MAIN_SPAN)):
+            guard = _guard_in_function(texts, blanks, call.group(1))
         if guard is not None:
             out.append(guard)
     return out
 
 
-# main handing its arguments on: `run(argc, argv);`
-_HANDS_ARGS = re.compile(r"\b([A-Za-z_]\w*)\s*\(\s*(\w+)\s*,\s*\w+\s*\)\s*;")
-
-
-def _guard_in_function(texts: dict[str, str], name: str) -> ArgcGuard | None:
+def _guard_in_function(texts: dict[str, str], blanks: dict[str, str], name: str) -> ArgcGuard | None:
     """The first argument-count check of the function `name` defined in the sources (its first
-    parameter an int count, as main's)."""
+    parameter an int count, as main's); `blanks`: the texts with comments and literals blanked."""
     definition = re.compile(rf"\b{re.escape(name)}\s*\(\s*int\s+(\w+)\s*,[^;{{}}]*\)\s*\{{")
     for path, text in texts.items():
-        blank = strip_comments_and_strings(text)
-        if d := definition.search(blank):
-            return _first_guard(path, text, blank, d.end(), d.group(1))
+        if d := definition.search(blanks[path]):
+            return _first_guard(path, text, blanks[path], d.end(), d.group(1))
     return None
 
 
@@ -215,12 +211,12 @@ def size_flags(texts: dict[str, str], minimum: int = 16) -> list[SizeFlag]:
                  for pattern in (_FLAG_VALUE, _FLAG_POINTER, _FLAG_DEFAULT) for m in pattern.finditer(text)]
         found.sort(key=lambda f: f[2])
         found += [(f"-{m.group('letter')}", m.group("var"), m.start(), None) for m in _GETOPT_VALUE.finditer(text)]
-        for flag, var, at, given in found:
+        for flag, var, at, default in found:
             named = f"{flag.strip('-=')} {var}"
             if not SIZE_NAME.search(var) and not SIZE_NAME.search(flag.strip("-=")) or NOT_SIZE_NAME.search(named):
                 continue
-            default = given or (m.group(1) if (m := re.search(rf"\b{re.escape(var)}\s*=\s*(\d+)\s*[;,)]", text))
-                                else None)
+            if default is None and (assigned := re.search(rf"\b{re.escape(var)}\s*=\s*(\d+)\s*[;,)]", text)):
+                default = assigned.group(1)  # the code's own default: `int ARRAY_SIZE = 33554432;`
             if default is None or int(default) < minimum or any(f.flag == flag for f in out):
                 continue
             out.append(SizeFlag(flag, var, int(default), path, text.count("\n", 0, at) + 1))

@@ -99,13 +99,14 @@ def with_size_flag(project: Project, run_args: str, given: bool) -> str:
     if not project.size_flags or size_arguments(run_args, project.usage):
         return run_args
     flags, f = project.size_flags, project.size_flags[0]
+    it = "it" if len(flags) == 1 else "them"
     if given:
         project.notes.append(f"{f.file}:{f.line}: the program takes its size from "
                              + " and ".join(f"{x.flag.rstrip('=')} (default {x.default})" for x in flags)
-                             + "; add it to --args so that the counter runs can scale it")
+                             + f"; add {it} to --args so that the counter runs can scale {it}")
         return run_args
     project.notes.append(f"{f.file}:{f.line}: the program takes its size from "
                          + " and ".join(f"{x.flag.rstrip('=')} (default {x.default}, {x.variable})" for x in flags)
                          + ": the run passes " + ("it at its default" if len(flags) == 1 else "them at their defaults")
-                         + ", so that the counter runs scale " + ("it" if len(flags) == 1 else "them"))
+                         + f", so that the counter runs scale {it}")
     return " ".join([run_args, *(x.argument() for x in flags)]).strip()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from pathlib import Path
 from typing import NamedTuple
@@ -125,7 +124,7 @@ def runs_that_start(project: Project, root: Path, name: str | None, run_args: st
     if short is None:
         return run_args
     # the program's names, and the binary init's build command copies to {exe} (Rodinia's bfs.out)
-    made = [Path(b).name for b in re.findall(r"\bcp\s+(\S+)\s+\{exe\}", project.build)]
+    made = [Path(m.group(1)).name] if (m := COPY.search(project.build)) else []
     names = [name or "", root.resolve().name, *(Path(m).stem for m in project.mains), *made]
     seen = [r for r in runs.repository_runs(root, names) if runs.too_few([short], r[2]) is None]
     gives = f"app.run gives {count_of(len(shlex.split(run_args)), 'argument')}" if run_args else "app.run gives none"
