@@ -88,20 +88,27 @@ def test_commands_left_by_a_killed_caller_can_be_killed(tmp_path):
     assert kill_process_groups(groups) == []
 
 
-def test_the_same_build_is_done_once_with_a_build_cache(tmp_path, monkeypatch):
-    """OPTIMAS_BUILD_CACHE: the same workspace contents, command and compiler build once; an edited
-    source builds again; a kept binary comes back from the cache."""
-    from runner.toolchain.builder import compile_candidate
-
+def _counting_app(tmp_path: Path, monkeypatch, slow: str = ""):
+    """An app whose build appends a line to a file per build (the loaded config, that file), with
+    OPTIMAS_BUILD_CACHE set; `slow`: shell commands the build runs before its copy."""
     app = tmp_path / "app"
     app.mkdir()
     (app / "k.cu").write_text("int main() { return 0; }\n")
     count = tmp_path / "builds"
     (app / "optimas.yml").write_text(
         "app:\n  sources: [k.cu]\n"
-        f"  build: sh -c 'echo built >> {count}; cp k.cu {{exe}}'\n")
-    lc = load_config(app / "optimas.yml")
+        f"  build: sh -c 'echo built >> {count}; {slow}cp k.cu {{exe}}'\n")
     monkeypatch.setenv("OPTIMAS_BUILD_CACHE", str(tmp_path / "cache"))
+    return load_config(app / "optimas.yml"), count
+
+
+def test_the_same_build_is_done_once_with_a_build_cache(tmp_path, monkeypatch):
+    """OPTIMAS_BUILD_CACHE: the same workspace contents, command and compiler build once; an edited
+    source builds again; a kept binary comes back from the cache."""
+    from runner.toolchain.builder import compile_candidate
+
+    lc, count = _counting_app(tmp_path, monkeypatch)
+    app = tmp_path / "app"
     first = compile_candidate(lc, {}, "sm_90", exe=tmp_path / "a")
     again = compile_candidate(lc, {}, "sm_90", exe=tmp_path / "b")
     assert first.ok and count.read_text().count("built") == 1
@@ -132,15 +139,7 @@ def test_the_same_build_asked_for_at_once_is_made_once(tmp_path, monkeypatch):
 
     from runner.toolchain.builder import compile_candidate
 
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "k.cu").write_text("int main() { return 0; }\n")
-    count = tmp_path / "builds"
-    (app / "optimas.yml").write_text(
-        "app:\n  sources: [k.cu]\n"
-        f"  build: sh -c 'echo built >> {count}; sleep 1; cp k.cu {{exe}}'\n")
-    lc = load_config(app / "optimas.yml")
-    monkeypatch.setenv("OPTIMAS_BUILD_CACHE", str(tmp_path / "cache"))
+    lc, count = _counting_app(tmp_path, monkeypatch, "sleep 1; ")
     with ThreadPoolExecutor(max_workers=4) as pool:
         built = list(pool.map(lambda n: compile_candidate(lc, {}, "sm_90", exe=tmp_path / f"exe{n}"), range(4)))
     assert all(b.ok for b in built) and count.read_text().count("built") == 1
