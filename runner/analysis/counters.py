@@ -49,6 +49,7 @@ class CounterSelection(BaseModel):
     candidates: int  # groups of counters left after dropping constant, missing, excluded and duplicate columns
     counters: list[SelectedCounter]
     source: str | None = None  # what the runs are: sizes, launch configurations, code versions
+    device: str | None = None  # the runs' GPU, set only when another than the profile's
 
 
 _ROLLUP_PREFERENCE = {"sum": 0, "avg": 1, "max": 2, "min": 3}

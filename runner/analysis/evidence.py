@@ -177,6 +177,8 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counters: CounterRuns | None
     if counters is not None and not counters.runs.launches.empty:
         symbols = {k.kernel: k.mangled for k in kernels if k.hot and k.mangled}
         selection = _select_for_hot(counters, hot, cfg, notes, symbols)
+        if selection and counters.runs.device_name not in (None, profile.device_name):
+            selection.device = counters.runs.device_name
         evidence += _counter_evidence(selection)
     else:
         notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
@@ -514,13 +516,14 @@ def _function_line(f: HotFunction, times: dict[str, KernelTime]) -> str:
 
 def _render_section(d: Diagnostics, kind: str, heading: str, items: list[Evidence]) -> list[str]:
     """One kind's section, one item a line; none when no item of the kind is shown. The counter
-    heading says which runs of which kernel eOMP ranked."""
+    heading says which runs of which kernel eOMP ranked, and their GPU when another than the profile's."""
     if not items:
         return []
     extra = ""
     if kind == "counter" and d.counter_selection:
         cs = d.counter_selection
         extra = f" over {cs.runs} runs of {short_kernel_name(cs.kernel or '')}"
+        extra += f" on {cs.device}" if cs.device else ""
         extra += f" ({cs.source})" if cs.source else ""
     return ["", f"## {heading}{extra}", *(f"- {e.id} [{short_kernel_name(e.kernel or '')}] {e.text}" for e in items)]
 
