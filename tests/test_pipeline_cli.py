@@ -47,6 +47,18 @@ def test_diagnostics_markdown_is_small_and_cites_real_lines(h200: Path):
     assert "- L1 [matmul] grid (64, 64, 1) x block (16, 16, 1) (256 threads)" in md
     assert md.count("\n- C") == 5
     assert "NVIDIA H200" in md and "DRAM 4.81 TB/s" in md
+    assert "over 12 runs of accuracy_kernel\n" in md  # the counter runs' card is the profile's: not named
+
+
+def test_the_counter_heading_names_the_runs_card_when_another_than_the_profiles():
+    """The demo's matmul sweep was recorded on an H100, its other exports on an H200 (#46)."""
+    profiles = REPO / "examples" / "h200-probe" / "profiles"
+    p = read_profiles(raw=[profiles / "probe_full_raw_base.csv"], source=[profiles / "probe_full_source_cuda_sass.csv"])
+    runs = NcuRawCsvReader().read(profiles / "probe_sweep_matmul_h100_raw_base.csv")
+    d = diagnose(p, AnalysisConfig(), CounterRuns(runs, load_metric_dictionary()))
+    md = render_markdown(d)
+    assert "## Counters that explain runtime, eOMP (C) over 12 runs of matmul on NVIDIA H100 80GB HBM3\n" in md
+    assert "- C1 [matmul] smsp__inst_executed.sum" in md and d.counter_selection.device == "NVIDIA H100 80GB HBM3"
 
 
 def test_diagnostics_json_round_trips(h200: Path):
