@@ -175,7 +175,8 @@ def survey(name: str, folder: str, build: str | None, args: str, scratch: Path, 
     row["C_in_prompt"] = len(re.findall(r"^- C\d+ ", user, re.M))
     row["K_in_prompt"] = len(re.findall(r"^- K\d+ ", user, re.M))
     row["launch_sites_shown"] = len(re.findall(r"Launch of ", user))
-    prompt = build_prompt(lc.config.app.name, diag, read_context(lc), editable=lc.config.app.editable)
+    app = lc.config.app
+    prompt = build_prompt(app.name, diag, read_context(*lc.dirs, app.sources), editable=app.editable)
     stalls = [e.stall for e in diag.evidence if e.kind == "stall" and e.id in prompt.evidence_ids]
     editable = 0
     for s in stalls:

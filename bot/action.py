@@ -193,7 +193,8 @@ def _event(env: dict[str, str], token: str) -> tuple[int, str | None, str]:
 def _operator_config(args: argparse.Namespace, workspace: Path) -> tuple[LoadedConfig, list[str]]:
     """The repository's config with the workflow's model (its own choices refused or replaced: those
     replaced are returned), checked as a run needs it."""
-    from runner.base.config import load_config, path_problems, semantic_problems
+    from runner.base.config import load_config
+    from runner.base.config_checks import path_problems, semantic_problems
 
     config = args.config if args.config.is_absolute() else workspace / args.config
     if not config.is_file():

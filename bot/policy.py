@@ -8,7 +8,8 @@ import logging
 from pathlib import Path
 
 from bot.settings import WorkerSettings
-from runner.base.config import REPOSITORY_CONFIG, LoadedConfig, paths_outside
+from runner.base.config import REPOSITORY_CONFIG, LoadedConfig
+from runner.base.config_checks import paths_outside
 from runner.base.errors import OptimasError
 
 log = logging.getLogger(__name__)
@@ -94,18 +95,19 @@ def within_operator_limits(lc: LoadedConfig, ws: WorkerSettings) -> LoadedConfig
     to the operator's limits (OPTIMAS_MAX_CANDIDATES, OPTIMAS_MAX_ITERATIONS, OPTIMAS_MAX_PROGRAMS):
     each candidate, iteration and program costs model calls on the operator's key and GPU time, and
     a repository's config chooses them."""
-    cfg = lc.config
-    if cfg.llm.candidates > ws.max_candidates:
-        log.info("llm.candidates: %d asked, %d allowed (OPTIMAS_MAX_CANDIDATES)", cfg.llm.candidates, ws.max_candidates)
+    config = lc.config
+    if config.llm.candidates > ws.max_candidates:
+        log.info("llm.candidates: %d asked, %d allowed (OPTIMAS_MAX_CANDIDATES)", config.llm.candidates,
+                 ws.max_candidates)
         lc = lc.with_llm(candidates=ws.max_candidates)
-    if cfg.evaluation.max_iterations > ws.max_iterations:
+    if config.evaluation.max_iterations > ws.max_iterations:
         log.info("evaluation.max_iterations: %d asked, %d allowed (OPTIMAS_MAX_ITERATIONS)",
-                 cfg.evaluation.max_iterations, ws.max_iterations)
+                 config.evaluation.max_iterations, ws.max_iterations)
         evaluation = lc.config.evaluation.model_copy(update={"max_iterations": ws.max_iterations})
         lc = lc.model_copy(update={"config": lc.config.model_copy(update={"evaluation": evaluation})})
-    if cfg.programs_per_pull_request > ws.max_programs:
+    if config.programs_per_pull_request > ws.max_programs:
         log.info("programs_per_pull_request: %d asked, %d allowed (OPTIMAS_MAX_PROGRAMS)",
-                 cfg.programs_per_pull_request, ws.max_programs)
+                 config.programs_per_pull_request, ws.max_programs)
         lc = lc.model_copy(update={"config": lc.config.model_copy(
             update={"programs_per_pull_request": ws.max_programs})})
     return lc

@@ -84,7 +84,7 @@ def programs_to_run(lc: LoadedConfig, changed: list[str] | None, root: Path,
         skipped = [(p.config.app.name, "GitHub did not list every file of the pull request, so the first "
                     f"{limit} programs listed ran") for p in every[limit:]]
         return every[:limit], skipped, {}
-    chosen = select_programs(every, changed, target_arch(lc), root, limit, newest_first)
+    chosen = select_programs(every, changed, target_arch(lc.config.profiling.nvidia_smi), root, limit, newest_first)
     return ([p for p, _ in chosen.run], chosen.skipped,
             {p.config.app.name: scope.touched for p, scope in chosen.run})
 

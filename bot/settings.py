@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.base.config import BACKENDS, NETWORK_BACKENDS
+from runner.base.backends import BACKENDS, NETWORK_BACKENDS
 from runner.base.errors import OptimasError
 
 

@@ -33,11 +33,9 @@ from runner.base.config import (
     PROFILE_ROLES,
     REPOSITORY_CONFIG,
     LoadedConfig,
-    input_problems,
     load_config,
-    path_problems,
-    semantic_problems,
 )
+from runner.base.config_checks import input_problems, path_problems, semantic_problems
 from runner.base.context import RunContext
 from runner.base.errors import ConfigError, OptimasError, OptionError
 from runner.base.gpu import MissingForGpuRun, can_run_here, require_gpu_run, target_arch
@@ -116,9 +114,7 @@ def _load(args: argparse.Namespace) -> LoadedConfig:
     backend = getattr(args, "backend", None)
     if backend:
         lc = lc.with_llm(backend=backend)
-    problems = (semantic_problems(lc.config) if backend else []) + path_problems(lc)
-    if problems:
-        raise ConfigError(lc.path, problems)
+    _refuse(lc.path, (semantic_problems(lc.config) if backend else []) + path_problems(lc))
     return lc
 
 
@@ -192,9 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _profile_inputs(args: argparse.Namespace, lc: LoadedConfig) -> dict[str, list[Path]]:
-    """Profiles from the command line, else from the config's `profiles` section."""
-    return profile_inputs(lc, {k: getattr(args, k, None) for k in PROFILE_ROLES})
+def _given_profiles(args: argparse.Namespace) -> dict[str, list[Path] | None]:
+    """The profiles the command line gives, by role (profile_inputs takes them over the config's)."""
+    return {k: getattr(args, k, None) for k in PROFILE_ROLES}
 
 
 def _collect(lc: LoadedConfig, run, configuration: str | None = None) -> dict[str, list[Path]]:
@@ -222,11 +218,11 @@ def _runs_dir(args: argparse.Namespace, lc: LoadedConfig) -> Path:
     return path
 
 
-def _require_inputs(lc: LoadedConfig, inputs: dict[str, list[Path]] | None = None) -> None:
-    """Refuse, before any run folder is made, a config that gives nothing to profile."""
-    problems = input_problems(lc.config, recorded=bool(inputs) and has_profiles(inputs))
+def _refuse(config: Path, problems: list[str]) -> None:
+    """ConfigError naming the config file and each of its `problems`, when there is any: raised
+    before any run folder is made (a config that gives nothing to profile, files it names missing)."""
     if problems:
-        raise ConfigError(lc.path, problems)
+        raise ConfigError(config, problems)
 
 
 def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool):
@@ -249,7 +245,7 @@ def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool)
         diag = analyze(lc, inputs)
         write_analysis(run, lc, inputs, diag)
         return run, diag
-    inputs = _profile_inputs(args, lc)
+    inputs = profile_inputs(lc, _given_profiles(args))
     if has_profiles(inputs):
         diag = analyze(lc, inputs)  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)
@@ -259,7 +255,7 @@ def _evidence(args: argparse.Namespace, lc: LoadedConfig, allow_profiling: bool)
         raise ConfigError(args.config, [
             "profiles: no profiles to analyse; set profiles.reports or profiles.raw, pass --report/--raw, or "
             "analyse a profiling run with --run DIR"])
-    _require_inputs(lc)
+    _refuse(lc.path, input_problems(lc.config))
     run = create_run(runs_dir)
     _progress(f"run {run.id} in {run.path}")
     inputs = _collect(lc, run, getattr(args, "configuration", None))
@@ -281,7 +277,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from runner.base.runstore import create_run
 
     lc = _load(args)
-    _require_inputs(lc)
+    _refuse(lc.path, input_problems(lc.config))
     require_gpu_run(lc)
     run = create_run(_runs_dir(args, lc))
     _progress(f"run {run.id} in {run.path}")
@@ -301,19 +297,18 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from runner.base.workspace import read_context
     from runner.proposal.prompt import PromptSpec, render_prompt
     from runner.proposal.stage import check_sources
     from runner.toolchain.builder import Builder
 
     lc = _load(args)
     run, diag = _evidence(args, lc, allow_profiling=False)
-    files = read_context(lc)
+    ctx = RunContext(lc, run)  # the code, architecture and build cache the proposal stage would use
+    files = ctx.code
     check_sources(lc, diag, files)
     base = None
     if shutil.which(lc.config.profiling.nvcc) and lc.config.app.build:
         # the compiler feedback (K*) and macros of the original, as the proposal stage gets them: a build in a copy
-        ctx = RunContext(lc, run)  # the architecture and build cache the proposal stage would build with
         base = Builder(lc, ctx.arch, ctx.build_cache).compile(files, run.stage_dir("prompt") / "original-build.log",
                                                               macros=True)
     diagnostics = args.diagnostics or lc.config.evaluation.diagnostics
@@ -440,7 +435,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runner.flows.optimize import RecordedRun, optimize
 
     lc = _load(args)
-    inputs = _profile_inputs(args, lc)
+    inputs = profile_inputs(lc, _given_profiles(args))
     if getattr(args, "run", None):
         try:
             require_gpu_run(lc, profiling=False)
@@ -456,7 +451,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   "evaluate it (optimas evaluate)")
         inputs = RecordedRun(*_evidence(args, lc, allow_profiling=False))
     else:
-        _require_inputs(lc, inputs)
+        _refuse(lc.path, input_problems(lc.config, recorded=has_profiles(inputs)))
         if not (inputs and has_profiles(inputs)):  # the closed loop profiles here
             require_gpu_run(lc)
     result = optimize(lc, _runs_dir(args, lc), inputs, args.diagnostics, args.configuration)
@@ -579,7 +574,7 @@ def _check_build(lc: LoadedConfig) -> int:
 
     if not lc.config.app.build:
         raise ConfigError(lc.path, ["app.build: no build command to check (--build)"])
-    arch = target_arch(lc)
+    arch = target_arch(lc.config.profiling.nvidia_smi)
     print(f"building as Optimas does (a copy of the workspace, -arch={arch}) ...", flush=True)
     t0 = time.monotonic()
     with scratch("optimas-check-") as tmp:

@@ -62,7 +62,7 @@ def test_each_config_passes_check_config(config: Path):
 def test_the_prompt_holds_the_hot_kernel_and_its_helpers_across_files(program: str, kernel: str, shown: list[str]):
     (config,) = [c for c in CONFIGS if c.parent.name == program]
     lc = load_config(config)
-    files = read_context(lc)
+    files = read_context(*lc.dirs, lc.config.app.sources)
     diag = Diagnostics(gpu=GpuInfo(name="NVIDIA H200"), alpha=0.8, kernels=[
         KernelTime(kernel=kernel, total_ns=1e6, launches=1, share=1.0, cumulative_share=1.0, hot=True)])
     prompt = build_prompt(program, diag, files)

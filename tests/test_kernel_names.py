@@ -137,13 +137,13 @@ def test_counter_runs_of_another_template_instance_count_for_the_hot_kernel():
                                          "smsp__inst_executed.sum": sizes * 2e5 + rng.normal(0, 50, 6)}))
     hot = [names[-1]]
     notes: list[str] = []
-    cfg = AnalysisConfig()
-    chosen = _select_for_hot(CounterRuns(runs, {}), hot, cfg, notes, {hot[0]: symbols[-1]})
+    settings = AnalysisConfig().counters
+    chosen = _select_for_hot(CounterRuns(runs, {}), hot, settings, notes, {hot[0]: symbols[-1]})
     assert chosen is not None and chosen.kernel == hot[0] and chosen.runs == 6
     assert "other instances of its template" in notes[0]
     # without the symbols only the 4 launches of that exact instance are the kernel's
     notes.clear()
-    chosen = _select_for_hot(CounterRuns(runs, {}), hot, cfg, notes)
+    chosen = _select_for_hot(CounterRuns(runs, {}), hot, settings, notes)
     assert chosen is not None and chosen.runs == 4 and not notes
 
 

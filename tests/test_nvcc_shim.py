@@ -476,7 +476,7 @@ def test_a_recorded_source_is_named_from_the_builds_folder_by_its_text_alone(tmp
 
     (tmp_path / "optimas.yml").write_text("app: {sources: [k.cu], build: 'true'}\n")
     (tmp_path / "sub").mkdir()
-    copy = _copy_root(load_config(tmp_path / "optimas.yml"), tmp_path)
+    copy = _copy_root(*load_config(tmp_path / "optimas.yml").dirs, tmp_path)
     assert copy == tmp_path.resolve()
     assert _source_in(str(tmp_path / "sub" / "k.cu"), tmp_path, copy) == "sub/k.cu"
     crafted = "/" + "a/" * 200_000 + "../" * 200_000 + str(tmp_path.resolve()).lstrip("/") + "/k.cu"

@@ -211,7 +211,7 @@ def test_a_template_of_many_hot_instances_is_profiled_through_its_hottest(tmp_pa
     default.write_text(f"app: {{name: instances, workdir: {INSTANCES}, sources: [instances.cu], build: b, "
                        "run: '{exe}'}\n")
     agent = ProfilingAgent(RunContext(load_config(default), create_run(tmp_path / "runs")))
-    assert agent.cfg.profiling.max_targeted_kernels == 8
+    assert agent.config.profiling.max_targeted_kernels == 8
     assert agent._in_depth(*agent._hot_kernels(TraceReader().read(INSTANCES / "trace.tsv").launches)) == hot[:8]
 
 

@@ -359,7 +359,8 @@ def test_the_file_that_launches_a_hot_kernel_is_read_with_the_sources(tmp_path):
     (tmp_path / "main.cu").write_text('#include "scale.cuh"\n' + main)
     (tmp_path / "other.cu").write_text("int other() { return 0; }\n")
     (tmp_path / "optimas.yml").write_text("app:\n  sources: [scale.cuh]\n  build: nvcc -o {exe} main.cu\n")
-    files = read_context(load_config(tmp_path / "optimas.yml"))
+    loaded = load_config(tmp_path / "optimas.yml")
+    files = read_context(*loaded.dirs, loaded.config.app.sources)
     assert sorted(files) == ["main.cu", "scale.cuh"]  # other.cu launches nothing
 
 

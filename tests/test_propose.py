@@ -592,7 +592,7 @@ def test_the_prompt_says_why_it_has_no_counter_evidence():
                         "counters": sorted((cap / "counters").glob("*.ncu-rep"))})
     from runner.base.workspace import read_context
 
-    files = read_context(lc)
+    files = read_context(*lc.dirs, lc.config.app.sources)
     line = next(ln for ln in build_prompt("histogram", diag, files).user.splitlines()
                 if ln.startswith("Diagnostic sources"))
     assert "counters (C): none for the kernels shown (1 counter run of histogram256Kernel: eOMP ranks" in line

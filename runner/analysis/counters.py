@@ -188,21 +188,22 @@ def _work_first(groups: list[list[int]], work: int, z: np.ndarray) -> list[list[
     return [first] + rest
 
 
-def eomp(x: np.ndarray, y: np.ndarray, cfg: CountersConfig, forced: list[int] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """Run eOMP on a z-scored N x C matrix `x` and runtime `y`, with `cfg`'s kappa (counters per
+def eomp(x: np.ndarray, y: np.ndarray, settings: CountersConfig, forced: list[int] = ()
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Run eOMP on a z-scored N x C matrix `x` and runtime `y`, with `settings`'s kappa (counters per
     member), tau (the pool each pick is drawn from), ensemble (members) and seed.
 
     Returns (mean weight per counter, share of members that chose it). Weights are least-squares
     coefficients on z-scored columns against z-scored y, averaged over the ensemble's members.
     Columns in `forced` are chosen first in every member.
     """
-    kappa, tau, ensemble = cfg.kappa, cfg.tau, cfg.ensemble
+    kappa, tau, ensemble = settings.kappa, settings.tau, settings.ensemble
     n, c = x.shape
     if n < 2 or c == 0:
         raise AnalysisError(f"eOMP needs at least 2 runs and 1 counter, got {n} runs and {c} counters")
     k = min(kappa, c, n - 1) if n > 1 else 1
     yc = (y - y.mean()) / (y.std() or 1.0)
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(settings.seed)
     weights = np.zeros(c)
     chosen_count = np.zeros(c)
     forced = list(forced)[:k]
@@ -230,13 +231,13 @@ def eomp(x: np.ndarray, y: np.ndarray, cfg: CountersConfig, forced: list[int] = 
     return weights / ensemble, chosen_count / ensemble
 
 
-def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, cfg: CountersConfig | None = None,
+def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, settings: CountersConfig | None = None,
                     descriptions: dict[str, str] | None = None, kernel: str | None = None) -> CounterSelection:
-    """Pick the `cfg.kappa` counters that best explain `runtime` across runs (rows of `metrics`), by
-    eOMP with `cfg` (analysis.counters: its exclusions, at least its min_runs runs; None: the
+    """Pick the `settings.kappa` counters that best explain `runtime` across runs (rows of `metrics`), by
+    eOMP with `settings` (analysis.counters: its exclusions, at least its min_runs runs; None: the
     defaults, excluding nothing)."""
-    cfg = cfg or CountersConfig(exclude=[])
-    kappa, min_runs = cfg.kappa, cfg.min_runs
+    settings = settings or CountersConfig(exclude=[])
+    kappa, min_runs = settings.kappa, settings.min_runs
     y = np.asarray(runtime, dtype=float)
     if len(y) != len(metrics):
         raise ValueError(f"{len(metrics)} metric rows but {len(y)} runtimes")
@@ -246,7 +247,7 @@ def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, cfg:
     if np.isnan(y).any() or np.std(y) == 0:
         raise AnalysisError("runtime (gpu__time_duration.sum) is missing or identical in every run; "
                             "counter selection needs runs that differ in runtime")
-    cand = prepare_matrix(per_work(metrics), list(cfg.exclude))
+    cand = prepare_matrix(per_work(metrics), list(settings.exclude))
     if cand.shape[1] == 0:
         raise AnalysisError("no counter varies across the runs; nothing to select from")
     xv = cand.to_numpy()
@@ -261,7 +262,7 @@ def select_counters(metrics: pd.DataFrame, runtime: pd.Series | np.ndarray, cfg:
         groups = _work_first(groups, names.index(work), z)
         forced = [0]
     leaders = [g[0] for g in groups]
-    w, freq = eomp(z[:, leaders], y, cfg, forced)
+    w, freq = eomp(z[:, leaders], y, settings, forced)
     order = sorted(np.flatnonzero(freq > 0), key=lambda i: (-abs(w[i]), -freq[i], names[leaders[i]]))[:kappa]
     desc = descriptions or {}
     out = []

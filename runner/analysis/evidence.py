@@ -33,7 +33,7 @@ from runner.analysis.launch import LaunchConfig, launch_config, launch_text
 from runner.analysis.roofline import Roofline, aggregate_launches, roofline
 from runner.analysis.sources import SourceDigest, source_digests
 from runner.analysis.stalls import StallLine, salient_stalls
-from runner.base.config import AnalysisConfig
+from runner.base.config import AnalysisConfig, CountersConfig
 from runner.base.errors import AnalysisError
 from runner.base.evidence_kinds import BY_WORD, KINDS, PROFILE_WORDS, evidence_id
 from runner.profiles.counter_plan import CounterPlan
@@ -148,7 +148,7 @@ class CounterRuns:
     plan: CounterPlan | None = None
 
 
-def diagnose(profile: Profile, cfg: AnalysisConfig, counters: CounterRuns | None = None,
+def diagnose(profile: Profile, analysis: AnalysisConfig, counters: CounterRuns | None = None,
              timing: pd.DataFrame | None = None, only: list[str] = (),
              editable: Collection[str] | None = None) -> Diagnostics:
     """Hot kernels, then roofline, stalls and counters (from `counters`, the counter runs) for them,
@@ -159,7 +159,7 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counters: CounterRuns | None
     full signatures). `editable` names the kernels the app's sources define: when no hot kernel is
     one of them, the hottest of them are hot too (widen_to_editable).
     """
-    kernels = _rank_kernels(profile, cfg, timing, only, editable)
+    kernels = _rank_kernels(profile, analysis.alpha, timing, only, editable)
     hot = [k.kernel for k in kernels if k.hot]
     launched = set(profile.launches["kernel"])
     profiled = [k for k in hot if k in launched]  # the others: instances of a template left out, say
@@ -170,19 +170,23 @@ def diagnose(profile: Profile, cfg: AnalysisConfig, counters: CounterRuns | None
     notes = _unprofiled_notes(functions)
     aggregated = [(k, aggregate_launches(profile.kernel_metrics(k), profile.kernel_durations(k)))
                   for k in profiled]
-    rooflines, roofline_items = _roofline_evidence(aggregated, cfg, notes)
+    rooflines, roofline_items = _roofline_evidence(aggregated, analysis.saturation, notes)
+    stalls = None if profile.lines.empty else {
+        k: salient_stalls(profile.lines, k, analysis.stall_share, analysis.min_line_share, analysis.max_stall_lines,
+                          analysis.library_paths) for k in profiled}
+    thresholds = f"dominant reason >= {analysis.stall_share:.0%}, line >= {analysis.min_line_share:.0%} of samples"
     evidence = (_launch_evidence(profile, aggregated) + roofline_items
-                + _stall_evidence(profile, profiled, cfg, notes))
+                + _stall_evidence(profile, stalls, thresholds, notes))
     selection = None
     if counters is not None and not counters.runs.launches.empty:
         symbols = {k.kernel: k.mangled for k in kernels if k.hot and k.mangled}
-        selection = _select_for_hot(counters, hot, cfg, notes, symbols)
+        selection = _select_for_hot(counters, hot, analysis.counters, notes, symbols)
         if selection and counters.runs.device_name not in (None, profile.device_name):
             selection.device = counters.runs.device_name
         evidence += _counter_evidence(selection)
     else:
         notes.append("no counter runs given (profiles.counters); eOMP counter evidence skipped")
-    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics, profiled), alpha=cfg.alpha,
+    return Diagnostics(gpu=_gpu_info(profile, rooflines, profile.metrics, profiled), alpha=analysis.alpha,
                        kernels=kernels, functions=functions, evidence=evidence, counter_selection=selection,
                        notes=notes, source_digests=source_digests(profile, profiled))
 
@@ -197,14 +201,15 @@ def _unprofiled_notes(functions: list[HotFunction]) -> list[str]:
             for f in functions if not f.profiled]
 
 
-def _rank_kernels(profile: Profile, cfg: AnalysisConfig, timing: pd.DataFrame | None, only: list[str],
+def _rank_kernels(profile: Profile, alpha: float, timing: pd.DataFrame | None, only: list[str],
                   editable: Collection[str] | None) -> list[KernelTime]:
-    """Every kernel by time, the hot ones marked (see `diagnose` for `timing`, `only`, `editable`)."""
+    """Every kernel by time, the hot ones (covering `alpha` of the time) marked (see `diagnose` for
+    `timing`, `only`, `editable`)."""
     if timing is not None:
         timing = in_profile_spelling(timing, profile.launches)
-    kernels = select_hot_kernels(timing if timing is not None else profile.launches, cfg.alpha)
+    kernels = select_hot_kernels(timing if timing is not None else profile.launches, alpha)
     if editable and not only:
-        kernels = widen_to_editable(kernels, editable, cfg.alpha)
+        kernels = widen_to_editable(kernels, editable, alpha)
     if only:
         wanted = set(only)
         for k in kernels:
@@ -222,14 +227,14 @@ def _launch_evidence(profile: Profile, aggregated: list[tuple[str, pd.Series]]) 
     return items
 
 
-def _roofline_evidence(aggregated: list[tuple[str, pd.Series]], cfg: AnalysisConfig,
+def _roofline_evidence(aggregated: list[tuple[str, pd.Series]], saturation: float,
                        notes: list[str]) -> tuple[list[Roofline], list[Evidence]]:
-    """R*: each hot kernel's roofline, with the rooflines themselves; a kernel without throughput
-    metrics gets a note instead."""
+    """R*: each hot kernel's roofline (a resource at `saturation` of its peak is saturated), with
+    the rooflines themselves; a kernel without throughput metrics gets a note instead."""
     rooflines: list[Roofline] = []
     items: list[Evidence] = []
     for k, m in aggregated:
-        r = roofline(k, m, cfg.saturation)
+        r = roofline(k, m, saturation)
         if not r.resources and r.sol_compute_pct is None:
             notes.append(f"{short_kernel_name(k)}: no throughput metrics in the profile; roofline skipped "
                          "(collect --section SpeedOfLight --section SpeedOfLight_RooflineChart)")
@@ -240,20 +245,19 @@ def _roofline_evidence(aggregated: list[tuple[str, pd.Series]], cfg: AnalysisCon
     return rooflines, items
 
 
-def _stall_evidence(profile: Profile, hot: list[str], cfg: AnalysisConfig, notes: list[str]) -> list[Evidence]:
-    """S*: the salient stall lines of each hot kernel, numbered across kernels; notes say why a
-    kernel has none."""
-    if profile.lines.empty:
+def _stall_evidence(profile: Profile, stalls: dict[str, list[StallLine]] | None, thresholds: str,
+                    notes: list[str]) -> list[Evidence]:
+    """S*: the salient stall lines of each hot kernel (`stalls`, None when the profile has no
+    source-level samples), numbered across kernels; notes say why a kernel has none (`thresholds`:
+    the rule a line missed, in words)."""
+    if stalls is None:
         notes.append("no source-level PC sampling in the inputs; stall evidence skipped (give a .ncu-rep "
                      "collected with --set full, or a --page source --print-source cuda,sass export)")
         return []
     items: list[Evidence] = []
-    for k in hot:
-        found = salient_stalls(profile.lines, k, cfg.stall_share, cfg.min_line_share, cfg.max_stall_lines,
-                               cfg.library_paths)
+    for k, found in stalls.items():
         if not found and (profile.lines["kernel"] == k).any():
-            notes.append(f"{short_kernel_name(k)}: no line reaches the stall thresholds "
-                         f"(dominant reason >= {cfg.stall_share:.0%}, line >= {cfg.min_line_share:.0%} of samples)")
+            notes.append(f"{short_kernel_name(k)}: no line reaches the stall thresholds ({thresholds})")
         elif not found:
             notes.append(f"{short_kernel_name(k)}: no PC samples in the source data for this kernel")
         for s in found:
@@ -270,7 +274,7 @@ def _counter_evidence(selection: CounterSelection | None) -> list[Evidence]:
                      text=_counter_text(c)) for i, c in enumerate(selection.counters, start=1)]
 
 
-def _select_for_hot(counters: CounterRuns, hot: list[str], cfg: AnalysisConfig, notes: list[str],
+def _select_for_hot(counters: CounterRuns, hot: list[str], settings: CountersConfig, notes: list[str],
                     symbols: dict[str, str] | None = None) -> CounterSelection | None:
     """eOMP on the hottest kernel that the counter runs cover (else the kernel they profiled most).
 
@@ -278,13 +282,13 @@ def _select_for_hot(counters: CounterRuns, hot: list[str], cfg: AnalysisConfig, 
     for power-of-two sizes): runs of the hot kernel's template count when `symbols` (hot kernel ->
     mangled name) and the runs' own symbols say which launches share it."""
     runs, plan = counters.runs, counters.plan
-    target, mask, too_few = _covered_hot_kernel(runs, hot, cfg, notes, symbols)
+    target, mask, too_few = _covered_hot_kernel(runs, hot, settings.min_runs, notes, symbols)
     if target is None and too_few is not None:
         k, n = too_few
         why = (plan.why if plan and plan.why else "the program takes no {scale}: give it {scale}, or {n*scale} "
                "for a size n")
         notes.append(f"{n} counter run{'s' if n > 1 else ''} of {short_kernel_name(k)}: eOMP ranks counters by how "
-                     f"they explain runtime across at least {cfg.counters.min_runs} runs that differ ({why})")
+                     f"they explain runtime across at least {settings.min_runs} runs that differ ({why})")
         return None
     if target is None:
         names = runs.launches["kernel"]
@@ -294,7 +298,7 @@ def _select_for_hot(counters: CounterRuns, hot: list[str], cfg: AnalysisConfig, 
             notes.append(f"counter runs do not cover a hot kernel; counters selected for "
                          f"{short_kernel_name(target)}")
     try:
-        selection = select_counters(runs.metrics.loc[mask], runs.launches.loc[mask, "duration_ns"], cfg.counters,
+        selection = select_counters(runs.metrics.loc[mask], runs.launches.loc[mask, "duration_ns"], settings,
                                     counters.descriptions, kernel=target)
         if plan and plan.source != "one run":
             selection.source = plan.describe()
@@ -304,7 +308,7 @@ def _select_for_hot(counters: CounterRuns, hot: list[str], cfg: AnalysisConfig, 
         return None
 
 
-def _covered_hot_kernel(runs: Profile, hot: list[str], cfg: AnalysisConfig, notes: list[str],
+def _covered_hot_kernel(runs: Profile, hot: list[str], min_runs: int, notes: list[str],
                         symbols: dict[str, str] | None
                         ) -> tuple[str | None, np.ndarray | None, tuple[str, int] | None]:
     """(the hottest kernel with enough counter runs, the mask of its runs; else None, None and the
@@ -318,7 +322,7 @@ def _covered_hot_kernel(runs: Profile, hot: list[str], cfg: AnalysisConfig, note
     for k in hot:
         family = template_symbol_prefix((symbols or {}).get(k, ""))
         same = (families == family).to_numpy() if family else (names == k).to_numpy()
-        if same.sum() >= cfg.counters.min_runs:
+        if same.sum() >= min_runs:
             if same.sum() > counts.get(k, 0):
                 notes.append(f"counter runs of {short_kernel_name(k)} include other instances of its template, "
                              "which the program launches at other problem sizes")

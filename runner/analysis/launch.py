@@ -45,7 +45,7 @@ def launch_config(launches: pd.DataFrame, m: pd.Series) -> LaunchConfig | None:
     grid, block = shapes.idxmax()
     limits = {name: v for name in LIMITS if (v := _int(m, f"launch__occupancy_limit_{name}")) is not None}
     per_sm = min(limits.values()) if limits else None
-    cfg = LaunchConfig(grid=str(grid), block=str(block), threads_per_block=_int(m, "launch__block_size"),
+    launch = LaunchConfig(grid=str(grid), block=str(block), threads_per_block=_int(m, "launch__block_size"),
                        shapes=len(shapes), registers_per_thread=_int(m, "launch__registers_per_thread"),
                        shared_static=_int(m, "launch__shared_mem_per_block_static"),
                        shared_dynamic=_int(m, "launch__shared_mem_per_block_dynamic"), blocks_per_sm=per_sm,
@@ -53,9 +53,9 @@ def launch_config(launches: pd.DataFrame, m: pd.Series) -> LaunchConfig | None:
                        theoretical_occupancy_pct=metric_value(m, "sm__maximum_warps_per_active_cycle_pct"),
                        achieved_occupancy_pct=metric_value(m, "sm__warps_active.avg.pct_of_peak_sustained_active"),
                        waves_per_sm=metric_value(m, "launch__waves_per_multiprocessor"))
-    if not cfg.grid and cfg.registers_per_thread is None and cfg.theoretical_occupancy_pct is None:
+    if not launch.grid and launch.registers_per_thread is None and launch.theoretical_occupancy_pct is None:
         return None
-    return cfg
+    return launch
 
 
 def launch_text(c: LaunchConfig) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from runner.analysis.counters import load_metric_dictionary
@@ -71,13 +72,13 @@ def read_source_roots(paths: list[Path]) -> dict[str, str]:
 def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], code: dict[str, str] | None = None) -> Diagnostics:
     """Read the profiles and run the Analysis Agent (writes nothing). `code`: the app's sources
     where the caller read them already (the run's context, RunContext.code); None: read here."""
-    cfg = lc.config.analysis
+    analysis = lc.config.analysis
     for role in ("report", "raw", "details", "source"):
         for p in inputs.get(role, []):
             progress(f"reading {role} {p} ({_size(p) if p.exists() else 'missing'})")
     profile = read_profiles(reports=inputs.get("report", []), raw=inputs.get("raw", []),
                             details=inputs.get("details", []), source=inputs.get("source", []),
-                            library_paths=cfg.library_paths)
+                            library_paths=analysis.library_paths)
     apply_source_map(profile, lc.config.app.source_map, read_source_roots(inputs.get("source_roots", [])))
     plans = [read_plan(p) for p in inputs.get("counter_plan", [])]
     plan = plans[-1] if plans else None
@@ -90,9 +91,9 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], code: dict[str, str
     counter_runs = None
     if counter_files:
         progress(f"reading {len(counter_files)} counter-run export(s)")
-        counter_runs = merge([read_any(p, cfg.library_paths) for p in counter_files])
-    dictionary = load_metric_dictionary(lc.resolve(cfg.counters.metric_dictionary)
-                                        if cfg.counters.metric_dictionary else None)
+        counter_runs = merge([read_any(p, analysis.library_paths) for p in counter_files])
+    dictionary = load_metric_dictionary(lc.resolve(analysis.counters.metric_dictionary)
+                                        if analysis.counters.metric_dictionary else None)
     timing = None
     if inputs.get("timing"):
         progress(f"reading {len(inputs['timing'])} timing export(s)")
@@ -101,8 +102,10 @@ def analyze(lc: LoadedConfig, inputs: dict[str, list[Path]], code: dict[str, str
     # both spellings: diagnose names the timing's kernels as the profile does where it can
     launched = sorted(set(profile.kernels()) | (set(timing["kernel"]) if timing is not None else set()))
     counters = CounterRuns(counter_runs, dictionary, plan) if counter_runs is not None else None
-    diag = diagnose(profile, cfg, counters, timing=timing, only=lc.config.app.kernels,
-                    editable=_defined(lc, launched, code))
+    app = lc.config.app
+    editable = _defined(launched, lambda: code if code is not None else read_context(*lc.dirs, app.sources)
+                        ) if app.sources else []
+    diag = diagnose(profile, analysis, counters, timing=timing, only=app.kernels, editable=editable)
     for p in inputs.get("gpu_results", []):
         diag.results_variation = read_results_variation(p)
         if diag.results_variation.varies and diag.results_variation.rounding_ulps is None:
@@ -134,28 +137,22 @@ def read_results_variation(path: Path) -> ResultsVariation:
                            f"writes it ({e})") from None
 
 
-def _defined(lc: LoadedConfig, kernels: list[str], code: dict[str, str] | None = None) -> list[str]:
-    """The kernels the app's sources (`code`, else read_context's) define; none when there are no
-    sources to read (an analysis of recorded profiles alone: the proposal stage says what is missing)."""
+def _defined(kernels: list[str], read: Callable[[], dict[str, str]]) -> list[str]:
+    """The kernels the app's sources (`read` gives their texts) define; none when they cannot be
+    read (an analysis of recorded profiles alone: the proposal stage says what is missing)."""
     try:
-        if not lc.config.app.sources:
-            return []
-        return defined_kernels(kernels, code if code is not None else read_context(lc))
+        return defined_kernels(kernels, read())
     except OptimasError as e:
         log.info("the kernels the sources define are not known: %s", e)
         return []
 
 
-def record_config(run: Run, lc: LoadedConfig, diag: Diagnostics) -> None:
-    """The config a run used (a copy, its path, hash and app) and the device its evidence is of."""
+def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> tuple[Path, Path]:
+    """Record the config the run used (a copy, its path, hash and app), the device its evidence is
+    of and the inputs, and write analysis/diagnostics.{json,md} into the run."""
     atomic_write_text(run.path / "config.yml", lc.path.read_text(encoding="utf-8"))
     run.manifest["config"] = {"path": str(lc.path), "sha256": lc.sha256, "app": lc.config.app.name}
     run.manifest["device"] = {"name": diag.gpu.name, "compute_capability": diag.gpu.compute_capability}
-
-
-def write_analysis(run: Run, lc: LoadedConfig, inputs: dict[str, list[Path]], diag: Diagnostics) -> tuple[Path, Path]:
-    """Record the inputs and write analysis/diagnostics.{json,md} into the run."""
-    record_config(run, lc, diag)
     for role in RECORDED_ROLES:
         if inputs.get(role):
             run.add_inputs(inputs[role], role)

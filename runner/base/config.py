@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import reprlib
 from functools import cached_property
@@ -27,12 +26,11 @@ from pydantic import (
     model_validator,
 )
 
-from runner.base.backends import BACKENDS, NETWORK_BACKENDS
+from runner.base.backends import BACKENDS
 from runner.base.errors import ConfigError
 from runner.base.evidence_kinds import DIAGNOSTICS
 from runner.base.processes import placeholders, product_placeholder
 from runner.base.validation_modes import AUTO, FileMode, ValidationMode
-from runner.scan.size_constants import definition_problem, workspace_texts
 
 DEFAULT_ARCH = "sm_90"  # the target this project measures on, where no GPU can be asked
 # The diagnostic configurations of the paper, in the ablation's order ("none": code only).
@@ -475,10 +473,6 @@ class Config(_Strict):
         data["programs"] = [{**base, **entry} if isinstance(entry, dict) else entry for entry in data["programs"]]
         return data
 
-    def program_names(self) -> list[str]:
-        """The names of the programs listed under `programs` (empty: the config is one program)."""
-        return [p.name for p in self.programs]
-
     def for_program(self, name: str) -> Config:
         """This config as the one program `name` of its `programs` list."""
         for p in self.programs:
@@ -513,10 +507,19 @@ class LoadedConfig(BaseModel):
             raise ValueError(f"app.workdir {workdir} is not inside app.workspace {space}")
         return space, workdir
 
+    @cached_property
+    def parts(self) -> list[Path]:
+        """What a build's copy of the workspace holds (absolute): app.workdir and app.workspace_paths,
+        or the whole workspace when those name none (copied_parts), resolved once like `dirs`."""
+        space, workdir = self.dirs
+        return copied_parts(space, workdir, self.config.app.workspace_paths)
+
     def model_copy(self, *, update: dict[str, object] | None = None, deep: bool = False) -> LoadedConfig:
-        """Pydantic's copy, without what this config resolved (`dirs`): the copy's settings may differ."""
+        """Pydantic's copy, without what this config resolved (`dirs`, `parts`): the copy's settings
+        may differ."""
         copied = super().model_copy(update=update, deep=deep)
         copied.__dict__.pop("dirs", None)
+        copied.__dict__.pop("parts", None)
         return copied
 
     def with_app(self, **update: object) -> LoadedConfig:
@@ -526,12 +529,12 @@ class LoadedConfig(BaseModel):
 
     def program_names(self) -> list[str]:
         """The programs this config lists (empty when it is one program, `app`)."""
-        return self.config.program_names()
+        return [p.name for p in self.config.programs]
 
     def for_program(self, name: str | None) -> LoadedConfig:
         """The config of one program: `name` of the `programs` list (None: the only one). A config of
         one program is itself, also when `name` is its app.name. ConfigError names the choices."""
-        names = self.config.program_names()
+        names = self.program_names()
         if not names:
             if name is None or name == self.config.app.name:
                 return self
@@ -549,7 +552,7 @@ class LoadedConfig(BaseModel):
 
     def each_program(self) -> list[LoadedConfig]:
         """Every program's config, in the order listed (the config itself when it is one program)."""
-        return [self.for_program(n) for n in self.config.program_names()] or [self]
+        return [self.for_program(n) for n in self.program_names()] or [self]
 
     def with_llm(self, **update: object) -> LoadedConfig:
         """This config with llm settings replaced (a command line's --backend, an operator's model)."""
@@ -582,106 +585,6 @@ def _describe(err: dict) -> str:
     return f"{loc}: {err['msg'].lower()}, got {shown}"
 
 
-# What command templates may hold (see AppConfig); output paths are filled the same way.
-PLACEHOLDERS = ("exe", "arch", "lineinfo", "config", "seed", "scale", "out")
-
-
-def _template_problems(key: str, template: str, app: AppConfig | None = None) -> list[str]:
-    """Unknown placeholders of one template; with `app`, each configuration's own values count too
-    (every configuration must give each one), and products like {n*scale}."""
-    try:
-        names = placeholders(template)
-    except ValueError as e:
-        return [f"{key}: {e} (write {{{{ and }}}} for literal braces)"]
-    own = sorted({k for v in app.configuration_values.values() for k in v}) if app else []
-    known = ", ".join("{" + n + "}" for n in [*PLACEHOLDERS, *own])
-    out = []
-    for n in names:
-        factors = product_placeholder(n) or (n,)
-        for f in factors:
-            if f in PLACEHOLDERS:
-                continue
-            lacking = [c for c in (app.configurations if app else []) if f not in app.configuration_values.get(c, {})]
-            if f not in own:
-                out.append(f"{key}: unknown placeholder {{{n}}}; known: {known}")
-            elif lacking:
-                out.append(f"{key}: placeholder {{{n}}} has no value in configuration(s) {', '.join(lacking)}")
-    return out
-
-
-def _regex_problems(key: str, pattern: str | None, number_example: str | None = None,
-                    unit_group: bool = False) -> list[str]:
-    """A regular expression that does not compile; with `number_example`, one that does not hold
-    exactly one group around a number (besides a group named `unit`, where `unit_group`)."""
-    if pattern is None:
-        return []
-    try:
-        compiled = re.compile(pattern)
-    except re.error as e:
-        return [f"{key}: not a valid regular expression ({e})"]
-    groups = compiled.groups - (1 if unit_group and "unit" in compiled.groupindex else 0)
-    if number_example and groups != 1:
-        return [f"{key}: needs exactly one group around the number, e.g. {number_example}; it has {groups}"]
-    return []
-
-
-def input_problems(cfg: Config, recorded: bool = False) -> list[str]:
-    """Where the profiles come from: a program to build and run, or recorded ones (in the `profiles`
-    section, or `recorded` on the command line)."""
-    app = cfg.app
-    if recorded or cfg.profiles.all_paths() or (app.build and app.run):
-        return []
-    missing = " and ".join(f"app.{k}" for k in ("build", "run") if not getattr(app, k))
-    return [f"{missing}: not set, and the `profiles` section names no recorded profile either, so there is "
-            "nothing to profile; give the commands that build and run the program (`optimas init` writes them), "
-            "or recorded profiles (the `profiles` section, or --report/--raw on the command line)"]
-
-
-def semantic_problems(cfg: Config) -> list[str]:
-    """What the schema alone cannot see: keys that must agree with each other. Each problem names
-    its key path and the fix."""
-    out: list[str] = []
-    app, ev, llm = cfg.app, cfg.evaluation, cfg.llm
-    if app.build:
-        # {config} or a configuration's values: one build per configuration (compile-time sizes)
-        out += _template_problems("app.build", app.build, app)
-    for key in ("run", "profile_run", "time_run"):
-        if getattr(app, key):
-            out += _template_problems(f"app.{key}", getattr(app, key), app)
-    for i, o in enumerate(app.outputs):
-        out += _template_problems(f"app.outputs.{i}.path", o.path, app)
-    extra = sorted(set(app.configuration_values) - set(app.configurations))
-    if extra:
-        out.append(f"app.configuration_values: {', '.join(extra)} not in app.configurations")
-    clash = sorted({k for v in app.configuration_values.values() for k in v if k in PLACEHOLDERS})
-    if clash:
-        out.append(f"app.configurations: {', '.join(clash)} is a built-in placeholder; name the value otherwise")
-    dupes = sorted({c for c in app.configurations if app.configurations.count(c) > 1})
-    if dupes:
-        out.append(f"app.configurations: {', '.join(dupes)} listed more than once")
-    if app.profile_configuration and app.profile_configuration not in app.configurations:
-        listed = ", ".join(app.configurations) or "none"
-        out.append(f"app.profile_configuration: {app.profile_configuration!r} is not one of app.configurations "
-                   f"({listed}); add it there or pick one of them")
-    out += _regex_problems("app.kernel_time_regex", app.kernel_time_regex,
-                           "'kernel_ms=([0-9.]+)' or 'time: ([0-9.]+) ?(?P<unit>ms|us|s)' (a group named `unit` "
-                           "may capture the unit)", unit_group=True)
-    out += _regex_problems("app.stdout.pass_pattern", app.stdout.pass_pattern)
-    out += _regex_problems("app.stdout.fail_pattern", app.stdout.fail_pattern)
-    out += _regex_problems("app.stdout.values", app.stdout.values, "'checksum = ([-0-9.eE+]+)'")
-    if ev.timer == "app" and not app.kernel_time_regex:
-        out.append("evaluation.timer: 'app' reads the time the program prints: set app.kernel_time_regex too, or "
-                   "use 'tracer'")
-    if ev.max_timed_runs < ev.timed_runs:
-        out.append(f"evaluation.max_timed_runs: {ev.max_timed_runs} is below evaluation.timed_runs "
-                   f"({ev.timed_runs}); it is the most pairs timed, so at least as many")
-    if llm.backend in NETWORK_BACKENDS and not llm.model:
-        out.append(f"llm.model: the {llm.backend} backend needs a model name (e.g. the one your server serves)")
-    if llm.backend == "replay" and not llm.replay_dir:
-        out.append("llm.replay_dir: the replay backend reads recorded answers from this folder; set it")
-    return out
-
-
 def copied_parts(space: Path, workdir: Path, paths: list[str]) -> list[Path]:
     """What a build's copy of the workspace `space` holds: `workdir` and `paths` (app.workspace_paths,
     relative to `space`), none inside another, or `space` whole when `paths` is empty. Resolved
@@ -695,72 +598,6 @@ def copied_parts(space: Path, workdir: Path, paths: list[str]) -> list[Path]:
         if q.is_relative_to(top) and not any(q.is_relative_to(k) for k in parts):
             parts.append(q)
     return parts
-
-
-def path_problems(lc: LoadedConfig) -> list[str]:
-    """Files and folders the config names that are not there (checked by check-config, and before a
-    command that builds, profiles or prompts starts any work)."""
-    out: list[str] = []
-    app = lc.config.app
-    workdir = lc.resolve(app.workdir)
-    if not workdir.is_dir():
-        out.append(f"app.workdir: folder {workdir} does not exist")
-    if app.workspace and not lc.resolve(app.workspace).is_dir():
-        out.append(f"app.workspace: folder {lc.resolve(app.workspace)} does not exist")
-    if workdir.is_dir():
-        out += [f"app.sources: {workdir / s} does not exist" for s in app.sources if not (workdir / s).is_file()]
-    if lc.config.llm.backend == "replay" and lc.config.llm.replay_dir and not lc.resolve(
-            lc.config.llm.replay_dir).is_dir():
-        out.append(f"llm.replay_dir: folder {lc.resolve(lc.config.llm.replay_dir)} does not exist")
-    md = lc.config.analysis.counters.metric_dictionary
-    if md and not lc.resolve(md).is_file():
-        out.append(f"analysis.counters.metric_dictionary: file {lc.resolve(md)} does not exist")
-    space = lc.resolve(app.workspace) if app.workspace else workdir
-    for part in app.workspace_paths:
-        where = space / part
-        if not where.exists():
-            out.append(f"app.workspace_paths: {part!r}: {where} does not exist")
-        elif not where.resolve().is_relative_to(space.resolve()):
-            out.append(f"app.workspace_paths: {part!r} leads to {where.resolve()}, outside app.workspace "
-                       f"{space.resolve()}")
-    if app.size_constants and space.is_dir() and workdir.is_dir():
-        texts = workspace_texts(space, workdir, copied_parts(space, workdir, app.workspace_paths))
-        out += [p for name in app.size_constants if (p := definition_problem(name, texts, sources=app.sources))]
-    return out
-
-
-def named_paths(lc: LoadedConfig) -> list[tuple[str, str, Path]]:
-    """Every file and folder the config names that Optimas itself reads or copies: the setting, the
-    value as written and the path as the pipeline resolves it (without following links)."""
-    cfg, app = lc.config, lc.config.app
-    workdir = lc.resolve(app.workdir)
-    out: list[tuple[str, str, Path]] = [("app.workdir", app.workdir, workdir),
-                                        ("runs_dir", cfg.runs_dir, lc.resolve(cfg.runs_dir))]
-    if app.workspace:
-        out.append(("app.workspace", app.workspace, lc.resolve(app.workspace)))
-    space = lc.resolve(app.workspace) if app.workspace else workdir
-    out += [("app.workspace_paths", p, space / p) for p in app.workspace_paths]
-    out += [("app.sources", s, workdir / Path(s).expanduser()) for s in app.sources]
-    # {out} is a file the pipeline names in its run folder (under runs_dir): what follows it must
-    # stay there, as the rest of a path must stay where it is written
-    out += [("app.outputs", o.path, Path(o.path.replace("{out}", str(lc.resolve(cfg.runs_dir) / "out"), 1))
-             if o.path.startswith("{out}") else workdir / Path(o.path).expanduser()) for o in app.outputs]
-    out += [("profiles", f, lc.resolve(f)) for f in cfg.profiles.all_paths()]
-    md = cfg.analysis.counters.metric_dictionary
-    if md:
-        out.append(("analysis.counters.metric_dictionary", md, lc.resolve(md)))
-    if cfg.llm.replay_dir:
-        out.append(("llm.replay_dir", cfg.llm.replay_dir, lc.resolve(cfg.llm.replay_dir)))
-    return [(setting, written, Path(os.path.normpath(os.path.abspath(path)))) for setting, written, path in out]
-
-
-def paths_outside(lc: LoadedConfig, root: Path) -> list[str]:
-    """The settings naming a file or folder outside `root` (an absolute path, `~`, or `..` past
-    it), each with its value as written: where the config is not the reader's own (a
-    repository's, read by the App's worker), what it names must be the repository's."""
-    top = os.path.normpath(os.path.abspath(root))
-    return [f"{setting}: {written!r} leads outside the repository" for setting, written, path in named_paths(lc)
-            if not (str(path) == top or str(path).startswith(top.rstrip(os.sep) + os.sep))]
 
 
 class _NoAliasLoader(yaml.SafeLoader):
@@ -802,16 +639,18 @@ def parse_config(text: str, path: Path | str) -> Config:
     if problems:
         raise ConfigError(path, problems)
     try:
-        cfg = Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as e:
         raise ConfigError(path, [_describe(x) for x in e.errors() if _own_error(x, data)]) from None
-    problems = semantic_problems(cfg) if not cfg.programs else []
-    for i, name in enumerate(cfg.program_names()):
+    from runner.base.config_checks import semantic_problems  # it reads this module's models
+
+    problems = semantic_problems(config) if not config.programs else []
+    for i, name in enumerate(entry.name for entry in config.programs):
         # a program's own keys are named where they are written; the shared ones (llm, evaluation) once
-        problems += [re.sub(r"^app\.", f"programs.{i}.", p) for p in semantic_problems(cfg.for_program(name))]
+        problems += [re.sub(r"^app\.", f"programs.{i}.", p) for p in semantic_problems(config.for_program(name))]
     if problems:
         raise ConfigError(path, list(dict.fromkeys(problems)))
-    return cfg
+    return config
 
 
 def program_entry_problems(entries: object) -> list[str]:
@@ -859,5 +698,5 @@ def load_config(path: Path | str) -> LoadedConfig:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(p, ["not UTF-8 text; expected a YAML file"]) from None
-    cfg = parse_config(text, p)
-    return LoadedConfig(path=p.resolve(), config=cfg, sha256=hashlib.sha256(raw).hexdigest())
+    config = parse_config(text, p)
+    return LoadedConfig(path=p.resolve(), config=config, sha256=hashlib.sha256(raw).hexdigest())

@@ -52,14 +52,14 @@ class RunContext:
     def arch(self) -> str:
         """The architecture every build of this run is for: `target`, else the local GPU's
         (target_arch: nvidia-smi, once), else DEFAULT_ARCH."""
-        return self.target or target_arch(self.lc)
+        return self.target or target_arch(self.lc.config.profiling.nvidia_smi)
 
     @cached_property
     def code(self) -> dict[str, str]:
         """The code's source texts by name relative to app.workdir (read_context's: the sources, the
         local headers they include, the files launching their kernels): `sources` where given, else
         read from app.workdir at the first use. Shared: a caller that changes it works on a copy."""
-        return self.sources if self.sources is not None else read_context(self.lc)
+        return self.sources if self.sources is not None else read_context(*self.lc.dirs, self.lc.config.app.sources)
 
     @property
     def build_cache(self) -> Path:

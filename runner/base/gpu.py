@@ -180,10 +180,11 @@ def _mig_parent(nvidia_smi: str, mig: str) -> str:
     raise ProfilingError(f"CUDA_VISIBLE_DEVICES={mig!r} names no MIG instance that `nvidia-smi -L` lists")
 
 
-def target_arch(lc: LoadedConfig) -> str:
-    """The local GPU's architecture, else DEFAULT_ARCH (the target this project measures on)."""
+def target_arch(nvidia_smi: str) -> str:
+    """The local GPU's architecture as `nvidia_smi` (profiling.nvidia_smi) reports it, else
+    DEFAULT_ARCH (the target this project measures on)."""
     try:
-        return detect_gpu(lc.config.profiling.nvidia_smi).arch
+        return detect_gpu(nvidia_smi).arch
     except ProfilingError:  # no driver here: compile for the default target
         return DEFAULT_ARCH
 

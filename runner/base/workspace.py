@@ -7,18 +7,10 @@ import posixpath
 import re
 from pathlib import Path
 
-from runner.base.config import DEFAULT_ARCH, LoadedConfig, copied_parts
+from runner.base.config import DEFAULT_ARCH, LoadedConfig
 from runner.base.errors import OptimasError
 from runner.base.processes import render
 from runner.scan.cuda_source import LOCAL_INCLUDE, functions, strip_comments_and_strings
-
-
-def workspace_parts(lc: LoadedConfig) -> list[Path]:
-    """What a build's copy of the workspace holds (absolute): app.workdir and app.workspace_paths, or
-    the whole workspace when those name none."""
-    space, workdir = lc.dirs
-    return copied_parts(space, workdir, lc.config.app.workspace_paths)
-
 
 RECORD_LIMIT = 64 << 20  # bytes of a record Optimas wrote in a run folder (a manifest, a result) read at most
 
@@ -106,12 +98,12 @@ def read_included(workdir: Path, space: Path, files: dict[str, str], depth: int 
     return found
 
 
-def read_context(lc: LoadedConfig) -> dict[str, str]:
-    """What the model is shown of the code and a candidate may edit: the app's sources, the local
-    headers they include (where templated kernels and device helpers often live), and the files of
-    the workdir that launch their kernels (where a launch's execution configuration is set)."""
-    space, workdir = lc.dirs
-    files = read_sources(workdir, lc.config.app.sources)
+def read_context(space: Path, workdir: Path, sources: list[str]) -> dict[str, str]:
+    """What the model is shown of the code and a candidate may edit: the app's `sources` (relative
+    to `workdir`), the local headers they include from the workspace `space` (where templated
+    kernels and device helpers often live), and the files of the workdir that launch their kernels
+    (where a launch's execution configuration is set). Callers: read_context(*lc.dirs, app.sources)."""
+    files = read_sources(workdir, sources)
     files |= read_included(workdir, space, files)
     return files | read_launching(workdir, files)
 
@@ -162,6 +154,6 @@ def build_compiler(lc: LoadedConfig) -> str | None:
     app = lc.config.app
     if not app.build:
         return None
-    cfg = app.build_configuration()  # a build per configuration: any one names the same program
-    return render(app.build, exe="x", arch=DEFAULT_ARCH, lineinfo="", config=cfg or "", seed=1, scale=1, out="",
-                  **(app.values(cfg) if cfg else {}))[0]
+    build_for = app.build_configuration()  # a build per configuration: any one names the same program
+    return render(app.build, exe="x", arch=DEFAULT_ARCH, lineinfo="", config=build_for or "", seed=1, scale=1, out="",
+                  **(app.values(build_for) if build_for else {}))[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from runner.analysis.evidence import Diagnostics
-from runner.analysis.stage import record_config
+from runner.analysis.stage import write_analysis
 from runner.base.config import DIAGNOSTICS, LoadedConfig
 from runner.base.context import RunContext
 from runner.base.progress import progress_for
@@ -56,8 +56,7 @@ def ablate(lc: LoadedConfig, diag: Diagnostics, runs_dir: Path, evaluate_here: b
     files = read_sources(workdir, lc.config.app.sources)
     for kinds in configurations:
         run = create_run(runs_dir)
-        record_config(run, lc, diag)
-        run.write_text("analysis", "diagnostics.json", diag.model_dump_json(indent=2) + "\n")
+        write_analysis(run, lc, {}, diag)  # the same evidence in each configuration's run
         progress(f"{kinds}: run {run.id}")
         ctx = RunContext(lc, run, diagnostics=kinds)
         result = propose(ctx, diag)

@@ -56,7 +56,7 @@ def optimize(lc: LoadedConfig, runs_dir: Path, inputs: dict[str, list[Path]] | R
     the run); the run's context (RunContext) is made here and handed to every stage."""
     recorded = inputs if isinstance(inputs, RecordedRun) else None
     profiles = {} if isinstance(inputs, RecordedRun) else inputs or {}
-    original = read_context(lc)  # a candidate may edit a kernel in an included header too
+    original = read_context(*lc.dirs, lc.config.app.sources)  # a candidate may edit a kernel in an included header too
     if recorded is None and has_profiles(profiles):
         diag = analyze(lc, profiles, original)  # before the run exists: bad input writes nothing
         run = create_run(runs_dir)

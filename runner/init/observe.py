@@ -67,7 +67,7 @@ def observe(lc: LoadedConfig) -> Observed:
     recorded by the shim (OPTIMAS_NVCC_RECORD through app.env: compiler.build sets its own record
     only with `macros` or `dependencies`, and its file is gone when it returns)."""
     app = lc.config.app
-    arch = target_arch(lc)
+    arch = target_arch(lc.config.profiling.nvidia_smi)
     progress(f"building the program once in a copy of the workspace to observe what its build compiles ({app.build}; "
              f"its nvcc calls recorded by Optimas's nvcc shim; up to {app.timeout_s:g} s) ...")
     with scratch("optimas-observe-") as tmp:

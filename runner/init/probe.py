@@ -75,5 +75,5 @@ def probe_all(loaded: LoadedConfig) -> list[Probe]:
         detect_gpu(loaded.config.profiling.nvidia_smi)
     except ProfilingError as e:
         raise ProfilingError(f"--probe runs each program on this machine's GPU: {e}") from None
-    arch = target_arch(loaded)
+    arch = target_arch(loaded.config.profiling.nvidia_smi)
     return [probe(lc, arch) for lc in loaded.each_program()]

@@ -7,7 +7,8 @@ import shlex
 from pathlib import Path
 from typing import NamedTuple
 
-from runner.base.config import LoadedConfig, copied_parts, parse_config, path_problems
+from runner.base.config import LoadedConfig, copied_parts, parse_config
+from runner.base.config_checks import path_problems
 from runner.base.errors import ConfigError, OptimasError
 from runner.base.runstore import atomic_write_text
 from runner.init import runs

@@ -65,7 +65,6 @@ from runner.base.progress import in_stage, progress_for
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import sandbox_open
 from runner.base.validation_modes import ValidationMode
-from runner.base.workspace import workspace_parts
 from runner.profiles.counter_plan import (
     MAX_LAUNCH_CONFIGURATIONS,
     PLAN_FILE,
@@ -97,19 +96,19 @@ PERM_HELP = ("ncu is not allowed to read the GPU's performance counters (ERR_NVG
              "--cap-add=SYS_ADMIN. See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
 
 
-def counter_scales(cfg: Config) -> list[float]:
+def counter_scales(config: Config) -> list[float]:
     """The problem-size factors of the counter runs: profiling.counter_scales when the profiled
     command passes {scale} (alone or as {n*scale}) or app.size_constants names the constants that
     set the size, else only 1 (the runs would all be the same)."""
-    return list(cfg.profiling.counter_scales) if scaled_inputs(cfg) else [1.0]
+    return list(config.profiling.counter_scales) if scaled_inputs(config) else [1.0]
 
 
-def scaled_inputs(cfg: Config) -> list[str]:
+def scaled_inputs(config: Config) -> list[str]:
     """What the counter runs scale, in words: `{scale}` when the profiled command passes it, and
     the size constants."""
-    names = placeholders(cfg.app.profile_run or cfg.app.run or "")
+    names = placeholders(config.app.profile_run or config.app.run or "")
     takes_scale = any(n == "scale" or "scale" in (product_placeholder(n) or ()) for n in names)
-    return (["{scale}"] if takes_scale else []) + list(cfg.app.size_constants)
+    return (["{scale}"] if takes_scale else []) + list(config.app.size_constants)
 
 
 def scaled_sizes(template: str) -> int:
@@ -184,7 +183,7 @@ class ProfilingAgent:
         lc = self.lc = ctx.lc
         self.ctx = ctx
         self.known_variation = known_variation
-        self.cfg = lc.config
+        self.config = lc.config
         run = self.run = ctx.run
         self.build_cache = ctx.build_cache
         self.dir = run.stage_dir("profile")
@@ -193,7 +192,7 @@ class ProfilingAgent:
         self._ranked: list[KernelTime] = []  # every kernel by time, as _hot_kernels ranked them
         self.traced_launches = Launches.empty()  # the traced run's launches, when the tracer timed them
         self._scaling_texts: dict[str, str] | None = None  # the workspace's sources, for app.size_constants
-        app = self.cfg.app
+        app = self.config.app
         if not app.build or not app.run:
             raise ProfilingError(f"{lc.path}: app.build and app.run are needed to profile (or give recorded "
                                  "profiles in the `profiles` section)")
@@ -210,7 +209,7 @@ class ProfilingAgent:
     @functools.cached_property
     def _run_env(self) -> dict[str, str]:
         """What every run of the app gets besides the minimal environment (app.env; app.pin_seeds)."""
-        return run_environment(self.cfg.app, self.cfg.profiling.nvcc)
+        return run_environment(self.config.app, self.config.profiling.nvcc)
 
     def _exec(self, step: Step, ncu: bool = False, env: dict[str, str] | None = None, build: bool = False,
               cwd: Path | None = None, stopped: Path | None = None) -> CommandResult:
@@ -221,8 +220,8 @@ class ProfilingAgent:
         cwd = cwd or self.workdir
         log = self.dir / "logs" / f"{name}.log"
         progress(f"{what}: {shlex.join(argv)}")
-        declared = {**(self.cfg.app.env if build else self._run_env), **(env or {})}
-        environment = (build_environment(declared, self.cfg.profiling.nvcc, compat=self.cfg.app.legacy_cuda)
+        declared = {**(self.config.app.env if build else self._run_env), **(env or {})}
+        environment = (build_environment(declared, self.config.profiling.nvcc, compat=self.config.app.legacy_cuda)
                        if build
                        else child_environment(declared))
         result = run_command(argv, cwd, timeout_s, log, progress, what, environment)
@@ -237,12 +236,12 @@ class ProfilingAgent:
     def _stop_when_profiled(self) -> list[str]:
         """ncu's --kill where profiling.stop_when_profiled asks for it: the program ends once the pass
         has profiled the launches it counts (a CPU check after them, often most of a run, is skipped)."""
-        return ["--kill", "yes"] if self.cfg.profiling.stop_when_profiled else []
+        return ["--kill", "yes"] if self.config.profiling.stop_when_profiled else []
 
     def _app_argv(self, exe: Path, scale: float = 1.0) -> list[str]:
         """The profiled command at counter scale `scale`: k sizes it scales ({n*scale}) each take
         the scale's k-th root (size_share), so the problem's work follows the scale."""
-        app = self.cfg.app
+        app = self.config.app
         template = app.profile_run or app.run
         return render(template, exe=exe, config=self.configuration, seed=app.seeds[0],
                       scale=size_share(scale, scaled_sizes(template)), out=self.dir / "outputs" / "profiled.out",
@@ -260,7 +259,7 @@ class ProfilingAgent:
         dst = report.with_name(f"{report.stem}_{page}.csv")
         argv = [ncu, "-i", str(report), "--csv", "--page", page, *extra]
         name = f"export-{report.stem}-{page}"
-        timeout = self.cfg.profiling.timeout_s
+        timeout = self.config.profiling.timeout_s
         r = run_process(argv, self.workdir, timeout, log=self.dir / "logs" / f"{name}.log", stdout=dst,
                         what=f"exporting the {page} page of {report.name}")
         entry = r.manifest_entry(name, self.workdir, self.run.path)
@@ -299,7 +298,7 @@ class ProfilingAgent:
 
     def _find_tools(self) -> str:
         """ncu and nvcc, and the GPU (recorded in the manifest); returns ncu's path."""
-        prof = self.cfg.profiling
+        prof = self.config.profiling
         ncu = require_tool("ncu", prof.ncu)
         require_tool("nvcc", prof.nvcc)
         self.gpu = detect_gpu(prof.nvidia_smi)
@@ -311,7 +310,7 @@ class ProfilingAgent:
     def _build(self) -> tuple[Path, Path]:
         """Step 1: the timing build and the profiling build (-lineinfo); returns their executables, the
         profiling one first."""
-        app = self.cfg.app
+        app = self.config.app
         bins = self.dir / "bin"
         bins.mkdir(exist_ok=True)
         exe_prof, exe_time = bins / f"{app.name}-lineinfo", bins / f"{app.name}"
@@ -339,7 +338,7 @@ class ProfilingAgent:
         launch). Returns the timing files, the launches, the tracer's kernel names -> their mangled
         names (for ncu's -k; empty without the tracer) and the comparison of two runs' GPU results
         (when made)."""
-        prof = self.cfg.profiling
+        prof = self.config.profiling
         traced = None
         if prof.hot_kernels == "tracer":
             try:
@@ -359,8 +358,8 @@ class ProfilingAgent:
     def _hot_kernels(self, launches: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
         """Step 3: the hot kernels (alpha of total time; app.kernels when the config names them), and the
         sources with their local headers (which kernels an edit can reach)."""
-        app = self.cfg.app
-        kernels = select_hot_kernels(launches, self.cfg.analysis.alpha)
+        app = self.config.app
+        kernels = select_hot_kernels(launches, self.config.analysis.alpha)
         hot = [k.kernel for k in kernels if k.hot]
         files = self.ctx.code  # the sources and their local headers: which kernels an edit can reach
         if app.kernels:
@@ -376,7 +375,7 @@ class ProfilingAgent:
         """The hot kernels the targeted collection profiles: at most profiling.max_targeted_kernels,
         the hottest instance of each source function first, those `files` define before a library's
         (profiled_instances); says what it leaves out, and why."""
-        most = self.cfg.profiling.max_targeted_kernels
+        most = self.config.profiling.max_targeted_kernels
         chosen = profiled_instances(hot, most, defined_kernels(hot, files))
         if len(chosen) < len(hot):
             marked = [k.model_copy(update={"hot": k.kernel in hot}) for k in self._ranked]
@@ -387,7 +386,7 @@ class ProfilingAgent:
         """Say before a collection that will take minutes: Nsight Compute replays each profiled launch
         once per pass (the targeted sections take REPLAY_PASSES or more), so a launch of seconds (a
         serial loop, `<<<1, 1>>>`) makes a collection of minutes."""
-        per_launch = sum(self._launch_ns.get(k, 0.0) for k in pending) * self.cfg.profiling.launch_count
+        per_launch = sum(self._launch_ns.get(k, 0.0) for k in pending) * self.config.profiling.launch_count
         if per_launch * REPLAY_PASSES < SLOW_COLLECTION_NS:
             return
         progress(f"each profiled launch of {', '.join(pending[:3])} took {per_launch / 1e9:.2f} s in the traced run; "
@@ -399,7 +398,7 @@ class ProfilingAgent:
                              ) -> tuple[list[Path], list[Path], dict[str, str]]:
         """Step 4: one ncu run for the `hot` kernels given (_in_depth's), then one per kernel it missed.
         Returns the reports, their source pages (CSV) and each such kernel's name in ncu's reports."""
-        prof = self.cfg.profiling
+        prof = self.config.profiling
         sections = [a for s in prof.targeted_sections for a in ("--section", s)]
         reports, sources = [], []
         pending = list(hot)
@@ -434,7 +433,7 @@ class ProfilingAgent:
         """The counter reports eOMP reads and the plan saying what they are (see counter_plan):
         a size sweep when the command takes {scale} and the kernel's work follows it, else one
         launch of each distinct launch configuration, else one run."""
-        prof = self.cfg.profiling
+        prof = self.config.profiling
         cdir = self.dir / "counters"
         cdir.mkdir(exist_ok=True)
         target = counter_target(hot, files)
@@ -447,20 +446,20 @@ class ProfilingAgent:
         family = template_symbol_prefix(mangled.get(target, ""))
         if family:
             filters.append(["--kernel-name-base", "mangled", "-k", f"regex:^{re.escape(family)}"])
-        scales = counter_scales(self.cfg)
+        scales = counter_scales(self.config)
         swept: list[Path] = []
         if len(scales) > 1:
             swept, ran, why = self._size_sweep(ncu, exe, target, filters, scales)
-            if len(swept) >= self.cfg.analysis.counters.min_runs:
+            if len(swept) >= self.config.analysis.counters.min_runs:
                 plan = CounterPlan(source="sizes", kernel=target, runs=len(swept), scales=ran,
-                                   constants=list(self.cfg.app.size_constants))
+                                   constants=list(self.config.app.size_constants))
                 return swept, self._write_plan(plan)
             why = why or f"only {len(swept)} scale(s) ran"
         else:
-            which = "app.profile_run" if self.cfg.app.profile_run else "app.run"
+            which = "app.profile_run" if self.config.app.profile_run else "app.run"
             why = f"{which} takes no {{scale}} and app.size_constants names none, so no size sweep"
         configs = distinct_configurations(self.traced_launches, target, mangled.get(target, ""))
-        if self.cfg.analysis.counters.min_runs <= configs <= MAX_LAUNCH_CONFIGURATIONS:
+        if self.config.analysis.counters.min_runs <= configs <= MAX_LAUNCH_CONFIGURATIONS:
             progress(f"{why}; the traced run launched {short_kernel_name(target)} with {configs} distinct launch "
                           "configurations: profiling one launch of each for eOMP")
             out = cdir / "launch_configs"
@@ -519,7 +518,7 @@ class ProfilingAgent:
                 first_work = work
             elif len(ran) == 1 and not work_changes(first_work, work):
                 report.unlink(missing_ok=True)
-                scaled = ", ".join(scaled_inputs(self.cfg))
+                scaled = ", ".join(scaled_inputs(self.config))
                 return reports, ran, (f"the kernel's instructions executed did not change with {scaled} "
                                       f"({first_work:.4g} at scale 1 and {work:.4g} at {scale:g}), so what was "
                                       "scaled is not its problem size" if first_work and work else
@@ -527,7 +526,7 @@ class ProfilingAgent:
                                       "be checked")
             reports.append(report)
             ran.append(scale)
-            if len(ran) == 2 and self.cfg.app.size_constants and not sandbox_open():
+            if len(ran) == 2 and self.config.app.size_constants and not sandbox_open():
                 # the sweep is confirmed: the other scales' builds go on side by side (each a few
                 # seconds of nvcc) while the GPU profiles, each thread in a copy of this one's
                 # context. Not while the code runs sandboxed (the App): a build copying the
@@ -545,7 +544,7 @@ class ProfilingAgent:
     def _distinct_scales(self, exe: Path, order: list[float]) -> list[float]:
         """The scales whose profiled command differs from every earlier one's (a small size rounds
         to the same whole size at two scales); all of them when constants are rebuilt per scale."""
-        if self.cfg.app.size_constants:
+        if self.config.app.size_constants:
             return order
         seen: dict[tuple[str, ...], float] = {}
         for scale in order:
@@ -560,7 +559,7 @@ class ProfilingAgent:
         """The program rebuilt with app.size_constants times `scale` (Builder.at_scale), recorded in
         the manifest; `exe` when there are none to scale. A source that does not build at that
         size is a ProfilingError, as a run that fails there is."""
-        if not self.cfg.app.size_constants:
+        if not self.config.app.size_constants:
             return exe
         return self._recorded(self._compile_scaled(scale, exe))
 
@@ -569,10 +568,10 @@ class ProfilingAgent:
         sources are read (the sweep's first scaled build, in the stage's thread): the result, its
         manifest entry, the binary and the scale. It records nothing."""
         if self._scaling_texts is None:
-            self._scaling_texts = workspace_texts(*self.lc.dirs, workspace_parts(self.lc))
+            self._scaling_texts = workspace_texts(*self.lc.dirs, self.lc.parts)
         label = f"scale_{scale:g}".replace(".", "_")
         log = self.dir / "logs" / f"build-counters-{label}.log"
-        names = self.cfg.app.size_constants
+        names = self.config.app.size_constants
         progress(f"build at scale {scale:g}: {', '.join(names)} times {size_share(scale, len(names)):g} "
                  "(a copy of the workspace)")
         t0 = time.monotonic()
@@ -593,7 +592,7 @@ class ProfilingAgent:
         self._record(entry)
         if not built.ok:
             tail = "\n".join(built.output.strip().splitlines()[-4:])
-            raise ProfilingError(f"the build with {', '.join(self.cfg.app.size_constants)} times {scale:g} failed "
+            raise ProfilingError(f"the build with {', '.join(self.config.app.size_constants)} times {scale:g} failed "
                                  f"(log: {self.run.path / entry['log']}):\n{tail}")
         return scaled
 
@@ -601,7 +600,7 @@ class ProfilingAgent:
                      out: Path) -> None:
         """One counter run of the target's first launch at this scale (another instance of its
         template when the program does not launch that one at this size)."""
-        prof = self.cfg.profiling
+        prof = self.config.profiling
         for n, kernel_filter in enumerate(filters):
             argv = [ncu, "--clock-control", "none", *kernel_filter, "--launch-skip", str(prof.launch_skip),
                     "--launch-count", "1", *self._stop_when_profiled(), *self._sections(prof.counter_sections),
@@ -631,7 +630,7 @@ class ProfilingAgent:
         """The hot kernels, and when the sources define none of them (a library's kernels take the
         time), the hottest kernels the sources do define: the analysis widens the same way."""
         defined = defined_kernels([k.kernel for k in kernels], files)
-        widened = [k.kernel for k in widen_to_editable(kernels, defined, self.cfg.analysis.alpha) if k.hot]
+        widened = [k.kernel for k in widen_to_editable(kernels, defined, self.config.analysis.alpha) if k.hot]
         added = [k for k in widened if k not in hot]
         if added:
             share = sum(k.share for k in kernels if k.kernel in added)
@@ -669,8 +668,8 @@ class ProfilingAgent:
         """Run the app once under the CUPTI tracer: its record files, its launches, the mangled name
         of each kernel, and (when candidates will be validated bit for bit) gpu_results.json, how a
         second run's GPU results compare with the first's."""
-        library = tracer_library(self.cfg.profiling.nvcc)
-        app = self.cfg.app
+        library = tracer_library(self.config.profiling.nvcc)
+        app = self.config.app
         check = app.gpu_results_mode() == ValidationMode.BITWISE and app.gpu_results.original_varies == "rounding"
         again = check and self.known_variation is None  # a second traced run, to compare results with
         keep = dict(keep_bytes=MISMATCH_BYTES, keep_each=MISMATCH_EACH) if again else {}
@@ -708,7 +707,7 @@ class ProfilingAgent:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         try:
-            self._exec(Step(self._app_argv(exe), "trace-again", self.cfg.app.timeout_s,
+            self._exec(Step(self._app_argv(exe), "trace-again", self.config.app.timeout_s,
                             "traced run again (do the GPU results repeat?)"),
                        env=trace_environment(library, folder, **keep))
             variation = results_variation(first, read_traces(folder))
@@ -721,7 +720,7 @@ class ProfilingAgent:
                           + (f"by rounding only, up to {variation.rounding_ulps} ulps; candidates will be held within "
                              f"{ROUNDING_ULPS} ulps of them" if variation.rounding_ulps is not None else
                              "beyond rounding, so candidates cannot be validated bit for bit"
-                             + ("" if self.cfg.app.pin_seeds else
+                             + ("" if self.config.app.pin_seeds else
                                 " (if it seeds its inputs from the clock, set app.pin_seeds: true)")))
         return variation
 

@@ -133,12 +133,12 @@ class PromptSpec:
     rejected: str | None = None
 
     @classmethod
-    def of(cls, cfg: Config, diag: Diagnostics, files: dict[str, str], diagnostics: str,
+    def of(cls, config: Config, diag: Diagnostics, files: dict[str, str], diagnostics: str,
            build: CompileResult | None = None) -> PromptSpec:
         """The prompt of an app's config (its name, editable code, tolerances, evidence budget), with
         the original's `build` where there was one."""
-        return cls(cfg.app.name, diag, files, diagnostics, editable=cfg.app.editable,
-                   tolerances=cfg.app.tolerances(), max_evidence_bytes=cfg.analysis.max_prompt_bytes,
+        return cls(config.app.name, diag, files, diagnostics, editable=config.app.editable,
+                   tolerances=config.app.tolerances(), max_evidence_bytes=config.analysis.max_prompt_bytes,
                    resources=build.resources if build else (), macros=build.macros if build else None)
 
 

@@ -100,6 +100,16 @@ class _Stage:
     def files(self) -> dict[str, str]:
         return self.spec.files
 
+    def request(self, prompt: Prompt) -> LLMRequest:
+        """What the backend is asked for `prompt`, with the llm settings and this sample's number."""
+        llm = self.lc.config.llm
+        return LLMRequest(
+            sample=self.sample,
+            messages=[Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)],
+            model=llm.model or llm.backend, temperature=llm.temperature, max_tokens=llm.max_tokens,
+            context=OfflineContext(diagnostics=self.diag, files=self.files, editable=prompt.editable,
+                                   evidence_ids=prompt.evidence_ids, hot_kernels=prompt.hot_kernels))
+
 
 def _record_compat(run: Run, compat: list[CompatRecord]) -> None:
     """Say in the run's manifest (compat_headers, the records' JSON) and its progress what
@@ -122,8 +132,8 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
     of its own; the accepted edits are then combined (they touch different kernels) and checked
     again as one candidate.
     """
-    lc, run, cfg = ctx.lc, ctx.run, ctx.lc.config
-    diagnostics = ctx.diagnostics or cfg.evaluation.diagnostics
+    lc, run, config = ctx.lc, ctx.run, ctx.lc.config
+    diagnostics = ctx.diagnostics or config.evaluation.diagnostics
     files = dict(ctx.code)
     check_sources(lc, diag, files)
     builder: Builder | None = Builder(lc, ctx.arch, ctx.build_cache)
@@ -140,13 +150,13 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
             _record_compat(run, base.compat)
     else:
         progress("nvcc not found: no compiler feedback, and candidates will not be compile-checked")
-    spec = dataclasses.replace(PromptSpec.of(cfg, diag, files, diagnostics, base), rejected=rejected)
-    st = _Stage(lc, run, spec, builder, backend or make_backend(cfg.llm, lc.path.parent), sample)
+    spec = dataclasses.replace(PromptSpec.of(config, diag, files, diagnostics, base), rejected=rejected)
+    st = _Stage(lc, run, spec, builder, backend or make_backend(config.llm, lc.path.parent), sample)
     result = ProposeResult(status="failed", diagnostics=diagnostics)
     whole = render_prompt(spec)
     parts: list[list[str] | None] = [None]
     functions = by_function(whole.hot_kernels)  # a template's instances are one source: one prompt
-    if whole.approx_tokens > cfg.llm.max_prompt_tokens and len(functions) > 1:
+    if whole.approx_tokens > config.llm.max_prompt_tokens and len(functions) > 1:
         parts = list(functions.values())
         progress(f"the prompt (~{whole.approx_tokens} tokens) exceeds llm.max_prompt_tokens: one prompt per kernel "
                  "function")
@@ -185,10 +195,10 @@ def propose(ctx: RunContext, diag: Diagnostics, backend: Backend | None = None,
 def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, first: Prompt | None = None):
     """The retry loop for one prompt: (proposal, guard, build, folder) when accepted, else the reason.
     `first`: the first attempt's prompt when it is already built."""
-    cfg = st.lc.config
+    config = st.lc.config
     parse_error: str | None = None
     compile_errors: str | None = None
-    parse_left, compile_left = cfg.llm.parse_retries, cfg.evaluation.compile_retries
+    parse_left, compile_left = config.llm.parse_retries, config.evaluation.compile_retries
     while True:
         n = len(result.attempts) + 1
         if first is None:
@@ -198,7 +208,7 @@ def _attempts(st: _Stage, kernels: list[str] | None, result: ProposeResult, firs
         st.run.write_text("prompt", f"system-{n}.md", prompt.system)
         st.run.write_text("prompt", f"user-{n}.md", prompt.user)
         progress(f"attempt {n}: asking {st.backend.name} ({prompt.approx_tokens} prompt tokens, approx.)")
-        resp = st.backend.complete(_request(cfg, prompt, st.diag, st.files, st.sample))
+        resp = st.backend.complete(st.request(prompt))
         st.run.write_text("llm", f"answer-{n}.txt", resp.text)
         _log_call(st.run, n, prompt, resp)
         att = Attempt(number=n, outcome="unparsable", backend=resp.backend, model=resp.model,
@@ -267,14 +277,6 @@ def _combine(st: _Stage, accepted):
         return accepted[0]
     ids = list(dict.fromkeys(i for *_, part_ids in accepted for i in part_ids))
     return merged, guard, built, cand, ids
-
-
-def _request(cfg, prompt: Prompt, diag: Diagnostics, files: dict[str, str], sample: int = 1) -> LLMRequest:
-    return LLMRequest(sample=sample,
-        messages=[Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)],
-        model=cfg.llm.model or cfg.llm.backend, temperature=cfg.llm.temperature, max_tokens=cfg.llm.max_tokens,
-        context=OfflineContext(diagnostics=diag, files=files, editable=prompt.editable,
-                               evidence_ids=prompt.evidence_ids, hot_kernels=prompt.hot_kernels))
 
 
 def _log_call(run: Run, n: int, prompt: Prompt, resp: LLMResponse) -> None:

@@ -20,7 +20,7 @@ from runner.base.errors import OptimasError
 from runner.base.processes import size_share
 from runner.base.runstore import atomic_write_text
 from runner.base.sandbox import scratch
-from runner.base.workspace import build_compiler, source_bytes, workspace_parts, write_source
+from runner.base.workspace import build_compiler, source_bytes, write_source
 from runner.scan.size_constants import scaled_sources
 from runner.toolchain.compiler import BuildOptions, CompileResult, build
 from runner.toolchain.nvcc_shim import SHIM_VERSION
@@ -73,14 +73,14 @@ def _links_kept(held: list[str], folder: str, names: list[str], followed: set[st
 
 
 def copy_workspace(lc: LoadedConfig, dest: Path, files: dict[str, str] | None = None) -> Path:
-    """Copy the app's workspace (the parts of it workspace_parts names) to `dest` (which must not
+    """Copy the app's workspace (the parts of it LoadedConfig.parts names) to `dest` (which must not
     exist), with `files` (names relative to app.workdir) written over the copy's; returns the
     copy's workdir. Builds run in such a copy, never in the user's folder (a `make -B` there would
     leave objects built by the nvcc shim). Links to files are copied as files; links to folders stay
     links where _links_kept says; a copy of more than MAX_COPY_FILES files or MAX_COPY_BYTES bytes
     stops with WorkspaceCopyError."""
     space, workdir = lc.dirs
-    parts = workspace_parts(lc)
+    parts = lc.parts
     held = [str(q) for q in parts]
     target = dest.resolve()
     root = space.resolve()
@@ -223,17 +223,17 @@ def _build_key(builder: Builder, files: dict[str, str], macros: bool = False, co
     h.update(json.dumps([lc.config.app.build, arch, str(workdir.relative_to(space)), sorted(lc.config.app.env.items()),
                          *tools, SHIM_VERSION, macros, configuration, sorted(values.items()),
                          lc.config.app.legacy_cuda]).encode())
-    for rel, read in sorted(_copied_files(lc, files).items()):
+    for rel, read in sorted(_copied_files(space, workdir, lc.parts, files).items()):
         h.update(rel.encode() + b"\0")
         h.update(hashlib.sha256(read()).digest())
     return h.hexdigest()
 
 
-def _copied_files(lc: LoadedConfig, files: dict[str, str]) -> dict[str, Callable[[], bytes]]:
-    """The files copy_workspace would write, by path relative to the copy, each with how to read
-    its bytes (links followed, as the copy follows them)."""
-    space, workdir = lc.dirs
-    parts = workspace_parts(lc)
+def _copied_files(space: Path, workdir: Path, parts: list[Path], files: dict[str, str]
+                  ) -> dict[str, Callable[[], bytes]]:
+    """The files copy_workspace would write of the workspace `space` (its `parts`, LoadedConfig.parts,
+    with `files`, named relative to `workdir`, over them), by path relative to the copy, each with
+    how to read its bytes (links followed, as the copy follows them)."""
     held = [str(q) for q in parts]
     out: dict[str, Callable[[], bytes]] = {}
     root = space.resolve()

@@ -142,9 +142,9 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, o
         raise OptimasError(f"{lc.path}: app.build is not set; the compiler stage needs the build command")
     with scratch("optimas-build-") as tmp:
         target = exe or Path(tmp) / "app"
-        cfg = app.build_configuration(configuration)
-        argv = render(app.build, exe=target, arch=arch, lineinfo="", config=cfg or "", seed=app.seeds[0], scale=1,
-                      out="", **(app.values(cfg) if cfg else {}))
+        build_for = app.build_configuration(configuration)
+        argv = render(app.build, exe=target, arch=arch, lineinfo="", config=build_for or "", seed=app.seeds[0], scale=1,
+                      out="", **(app.values(build_for) if build_for else {}))
         if not shutil.which(argv[0]):
             raise OptimasError(f"the build command's compiler {argv[0]!r} (app.build) is not installed or not on PATH")
         is_nvcc = "nvcc" in Path(argv[0]).name
@@ -157,7 +157,7 @@ def build(lc: LoadedConfig, workdir: Path, arch: str, exe: Path | None = None, o
         if macros or dependencies:
             env[NVCC_RECORD] = str(record)
         limit = options.timeout_s or app.timeout_s
-        copy = _copy_root(lc, workdir)
+        copy = _copy_root(*lc.dirs, workdir)
         r = run_process(argv, workdir, limit, env=env, what="the build (app.build)")
         if r.timed_out:
             return CompileResult(ok=False, command=argv,
@@ -191,12 +191,11 @@ MAX_SOURCE_CHARS = 4096  # a recorded source name longer than this is not a path
 MAX_RECORD_SOURCES = 256  # sources of one nvcc call in a compat record, at most
 
 
-def _copy_root(lc: LoadedConfig, workdir: Path) -> Path | None:
-    """The root of the workspace copy `workdir` is in (app.workdir's depth below app.workspace),
-    read before the build runs: the build can rewrite the checkout's links; None when it cannot
-    be told."""
+def _copy_root(space: Path, program: Path, workdir: Path) -> Path | None:
+    """The root of the workspace copy `workdir` is in (the program's folder `program` is as deep
+    below the workspace `space`, LoadedConfig.dirs), read before the build runs: the build can
+    rewrite the checkout's links; None when it cannot be told."""
     try:
-        space, program = lc.dirs
         depth = len(program.resolve().relative_to(space.resolve()).parts)
         here = workdir.resolve()
         return here.parents[depth - 1] if depth else here

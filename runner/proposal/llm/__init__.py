@@ -46,20 +46,20 @@ class ReplayBackend:
                            label="replayed from a recorded answer")
 
 
-def make_backend(cfg: LLMConfig, base_dir: Path) -> Backend:
+def make_backend(llm: LLMConfig, base_dir: Path) -> Backend:
     """The backend the config names; `base_dir` resolves a relative replay_dir."""
-    if cfg.backend == "offline":
+    if llm.backend == "offline":
         return OfflineBackend()
-    if cfg.backend == "replay":
-        if not cfg.replay_dir:
+    if llm.backend == "replay":
+        if not llm.replay_dir:
             raise LLMError("the replay backend needs llm.replay_dir")
-        d = Path(cfg.replay_dir)
+        d = Path(llm.replay_dir)
         return ReplayBackend(d if d.is_absolute() else base_dir / d)
-    if not cfg.model:
-        raise LLMError(f"the {cfg.backend} backend needs llm.model")
+    if not llm.model:
+        raise LLMError(f"the {llm.backend} backend needs llm.model")
     from runner.proposal.llm import network
 
-    return NETWORK_CLIENTS[cfg.backend](network)(cfg)
+    return NETWORK_CLIENTS[llm.backend](network)(llm)
 
 
 # The client class of each network backend of the registry (runner.base.backends), looked up in the

@@ -21,12 +21,12 @@ from runner.proposal.llm.base import (
 )
 
 
-def _api_key(cfg: LLMConfig, default_env: str, required: bool) -> str | None:
-    env = cfg.api_key_env or default_env
+def _api_key(llm: LLMConfig, default_env: str, required: bool) -> str | None:
+    env = llm.api_key_env or default_env
     key = os.environ.get(env)
     register_secret(key)  # a variable of llm.api_key_env's naming is no registry's: its value is masked from here on
     if not key and required:
-        raise LLMError(f"the {cfg.backend} backend needs an API key in the environment variable {env} "
+        raise LLMError(f"the {llm.backend} backend needs an API key in the environment variable {env} "
                        "(keys are never read from config files)")
     return key
 
@@ -63,7 +63,7 @@ class _NetworkBackend:
     """What the network backends share: retries around `_call`, then `_read` of text and usage."""
 
     name = "network"
-    cfg: LLMConfig
+    llm: LLMConfig
 
     def _call(self, req: LLMRequest):
         raise NotImplementedError
@@ -73,12 +73,12 @@ class _NetworkBackend:
 
     def complete(self, req: LLMRequest) -> LLMResponse:
         t0 = time.monotonic()
-        r, attempts = with_retries(lambda: self._call(req), self.cfg.retries, self.cfg.backoff_s,
+        r, attempts = with_retries(lambda: self._call(req), self.llm.retries, self.llm.backoff_s,
                                    f"{self.name} model {req.model}")
         text, usage, model = self._read(r)
         return LLMResponse(text=text, backend=self.name, model=model or req.model, usage=usage,
                            seconds=time.monotonic() - t0, attempts=attempts,
-                           cost_usd=cost(usage, self.cfg.price_input_per_mtok, self.cfg.price_output_per_mtok))
+                           cost_usd=cost(usage, self.llm.price_input_per_mtok, self.llm.price_output_per_mtok))
 
 
 class OpenAIBackend(_NetworkBackend):
@@ -87,14 +87,14 @@ class OpenAIBackend(_NetworkBackend):
 
     name = "openai"
 
-    def __init__(self, cfg: LLMConfig):
+    def __init__(self, llm: LLMConfig):
         import openai
 
-        self.cfg = cfg
+        self.llm = llm
         self._openai = openai
-        key = _api_key(cfg, key_variable("openai"), required=cfg.base_url is None)
+        key = _api_key(llm, key_variable("openai"), required=llm.base_url is None)
         # Local servers accept any key; the library insists on one.
-        self.client = openai.OpenAI(api_key=key or "unused", base_url=cfg.base_url, timeout=cfg.timeout_s,
+        self.client = openai.OpenAI(api_key=key or "unused", base_url=llm.base_url, timeout=llm.timeout_s,
                                     max_retries=0)
 
     def _call(self, req: LLMRequest):
@@ -126,15 +126,15 @@ class GeminiBackend(_NetworkBackend):
 
     name = "gemini"
 
-    def __init__(self, cfg: LLMConfig):
+    def __init__(self, llm: LLMConfig):
         from google import genai
         from google.genai import types
 
-        self.cfg = cfg
+        self.llm = llm
         self.types = types
-        key = _api_key(cfg, key_variable("gemini"), required=True)
-        extra = {"base_url": cfg.base_url} if cfg.base_url else {}
-        opts = types.HttpOptions(timeout=int(cfg.timeout_s * 1000), **extra)
+        key = _api_key(llm, key_variable("gemini"), required=True)
+        extra = {"base_url": llm.base_url} if llm.base_url else {}
+        opts = types.HttpOptions(timeout=int(llm.timeout_s * 1000), **extra)
         self.client = genai.Client(api_key=key, http_options=opts)
 
     def _call(self, req: LLMRequest):
@@ -171,12 +171,12 @@ class OllamaBackend(_NetworkBackend):
 
     name = "ollama"
 
-    def __init__(self, cfg: LLMConfig):
+    def __init__(self, llm: LLMConfig):
         import ollama
 
-        self.cfg = cfg
+        self.llm = llm
         self._ollama = ollama
-        self.client = ollama.Client(host=cfg.base_url or "http://127.0.0.1:11434", timeout=cfg.timeout_s)
+        self.client = ollama.Client(host=llm.base_url or "http://127.0.0.1:11434", timeout=llm.timeout_s)
 
     def _call(self, req: LLMRequest):
         try:
