@@ -57,6 +57,7 @@ def test_a_makefile_of_twelve_programs_gives_one_config_listing_each_with_its_ow
     lc = load_config(config)
     assert lc.program_names() == names
     assert "12 programs (12 kernels), build by make" in r.stdout
+    assert r.stderr.count("asking make what Makefile builds") == 1, r.stderr  # once for the list and the twelve
     assert "prog03: 1 kernel (k_prog03) in prog03.cu" in r.stdout
     assert "check-config --config" in r.stdout and "--build" in r.stdout
     text = config.read_text()

@@ -74,16 +74,36 @@ def dry_run(folder: Path, makefile: str = "Makefile", timeout_s: float = DRY_RUN
             always: bool = True) -> DryRun | None:
     """make's dry run of the default goal in `folder` (None where make is missing or fails);
     `always` off: without -B (an automake Makefile's -B remakes the Makefile itself, and its
-    rule for that reruns configure even in a dry run)."""
+    rule for that reruns configure even in a dry run). Asked once per Makefile as it stands: init
+    reads a Makefile of many programs once for the list and once for each program's build."""
     make = shutil.which("make")
     if make is None:
         return None
+    where = folder.resolve()
+    try:
+        st = (where / makefile).stat()
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns, where.stat().st_mtime_ns)  # the folder's: files added
+    except OSError:
+        stamp = None  # make finds no such file and says so; nothing to remember
+    key = (make, str(where), makefile, always, stamp)
+    if stamp is not None and key in _DRY_RUNS:
+        return _DRY_RUNS[key]
     progress(f"asking make what {makefile} builds (make -pnB: a dry run, no recipe runs)")
     r = run_process([make, "-f", makefile, "-p", "-n", *(["-B"] if always else [])], cwd=folder,
                     timeout_s=timeout_s, what="make", merge_stderr=False)
-    if r.timed_out or r.returncode != 0:
-        return None
-    return parse_dry_run(r.output, folder)
+    found = None if r.timed_out or r.returncode != 0 else parse_dry_run(r.output, folder)
+    if stamp is not None:
+        if len(_DRY_RUNS) >= _DRY_RUNS_KEPT:
+            _DRY_RUNS.pop(next(iter(_DRY_RUNS)))
+        _DRY_RUNS[key] = found
+    return found
+
+
+# The dry runs this process asked for, by make, folder, Makefile, -B and the Makefile's identity
+# (inode, size, modification time) and its folder's modification time (a file added or removed
+# there, which a $(wildcard) sees): the oldest goes first beyond _DRY_RUNS_KEPT.
+_DRY_RUNS: dict[tuple, DryRun | None] = {}
+_DRY_RUNS_KEPT = 64
 
 
 def parse_dry_run(output: str, folder: Path) -> DryRun:
