@@ -80,6 +80,17 @@ def gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
     raise RuntimeError("gunicorn did not come up")
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """Stop gunicorn as its deployment would (SIGTERM), killing it if it is still up past its graceful
+    timeout (bot/serving.py's 30 s; under load a worker can take that long to let go)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=40)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 @pytest.fixture
 def served(env) -> Iterator[tuple[Served, object, object, Queue]]:
     """gunicorn serving the App with the control queue and Redis namespace of `env`'s workers."""
@@ -92,8 +103,7 @@ def served(env) -> Iterator[tuple[Served, object, object, Queue]]:
     try:
         yield Served(f"http://127.0.0.1:{port}", control, proc), gh, conn, gpu
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc)
         control.delete(delete_jobs=True)
 
 
@@ -298,8 +308,7 @@ def test_a_frozen_redis_answers_503_within_about_a_second(tmp_path):
         frozen.terminate()
         frozen.wait(timeout=10)
         if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
+            stop(proc)
 
 
 # 8. What the pull request reads never shows the worker host's folders.
