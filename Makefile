@@ -30,12 +30,9 @@ prerequisites:
 	@tests/prerequisites.sh
 
 # Tests run on every core (pytest-xdist), then the timing tests alone (their verdicts need a quiet
-# CPU), sharing one build cache; `$(PY) -m pytest -q` runs everything one at a time. The suite starts
-# hundreds of Python processes (the CLI, the nvcc shim, the App's servers and workers): each would
-# compile every module it imports again where PYTHONDONTWRITEBYTECODE is set, so the tests keep
-# bytecode (__pycache__, ignored by git) whatever the environment says.
+# CPU), sharing one build cache; `$(PY) -m pytest -q` runs everything one at a time.
 test: venv prerequisites
-	cache=$$(mktemp -d) && export OPTIMAS_TEST_BUILD_CACHE=$$cache && unset PYTHONDONTWRITEBYTECODE && \
+	cache=$$(mktemp -d) && export OPTIMAS_TEST_BUILD_CACHE=$$cache && \
 	$(PY) -m pytest -q -n $(WORKERS) -m "not timing" && $(PY) -m pytest -q -m timing; \
 	rc=$$?; rm -rf $$cache; exit $$rc
 
