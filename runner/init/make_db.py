@@ -21,6 +21,7 @@ import re
 import shlex
 import shutil
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from runner.base.processes import run_process
@@ -82,28 +83,22 @@ def dry_run(folder: Path, makefile: str = "Makefile", timeout_s: float = DRY_RUN
     where = folder.resolve()
     try:
         st = (where / makefile).stat()
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns, where.stat().st_mtime_ns)  # the folder's: files added
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns, where.stat().st_mtime_ns)
     except OSError:
-        stamp = None  # make finds no such file and says so; nothing to remember
-    key = (make, str(where), makefile, always, stamp)
-    if stamp is not None and key in _DRY_RUNS:
-        return _DRY_RUNS[key]
+        stamp = None  # make finds no such file and says so
+    return _asked(make, where, makefile, always, timeout_s, stamp)
+
+
+@lru_cache(maxsize=64)
+def _asked(make: str, folder: Path, makefile: str, always: bool, timeout_s: float,
+           stamp: tuple[int, ...] | None) -> DryRun | None:
+    """make's dry run, remembered per Makefile as it stands: `stamp` (its inode, size and modification
+    time, and its folder's, which a file added or removed there changes, as a $(wildcard) would see)
+    is part of the key only."""
     progress(f"asking make what {makefile} builds (make -pnB: a dry run, no recipe runs)")
     r = run_process([make, "-f", makefile, "-p", "-n", *(["-B"] if always else [])], cwd=folder,
                     timeout_s=timeout_s, what="make", merge_stderr=False)
-    found = None if r.timed_out or r.returncode != 0 else parse_dry_run(r.output, folder)
-    if stamp is not None:
-        if len(_DRY_RUNS) >= _DRY_RUNS_KEPT:
-            _DRY_RUNS.pop(next(iter(_DRY_RUNS)))
-        _DRY_RUNS[key] = found
-    return found
-
-
-# The dry runs this process asked for, by make, folder, Makefile, -B and the Makefile's identity
-# (inode, size, modification time) and its folder's modification time (a file added or removed
-# there, which a $(wildcard) sees): the oldest goes first beyond _DRY_RUNS_KEPT.
-_DRY_RUNS: dict[tuple, DryRun | None] = {}
-_DRY_RUNS_KEPT = 64
+    return None if r.timed_out or r.returncode != 0 else parse_dry_run(r.output, folder)
 
 
 def parse_dry_run(output: str, folder: Path) -> DryRun:
