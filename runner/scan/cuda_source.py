@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 # `#include "header"`: a local header, resolved next to the including file (not <system> ones).
 LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
@@ -60,8 +61,10 @@ class Function:
         return self.is_device and "__host__" not in self.qualifiers
 
 
+@lru_cache(maxsize=256)
 def strip_comments_and_strings(text: str) -> str:
-    """Blank out comments and string/char literals, keeping every newline and column."""
+    """Blank out comments and string/char literals, keeping every newline and column. Remembered per
+    text: init blanks the same workspace files for every program and every size constant it checks."""
     out = []
     i, n = 0, len(text)
     while i < n:
